@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// The CLI runs under plain Node. From a source checkout the TypeScript is loaded through tsx;
+// a packaged build ships compiled JavaScript beside this file instead.
+import { existsSync } from 'node:fs';
+
+const compiled = new URL('../dist/electron/cli/main.js', import.meta.url);
+if (existsSync(compiled)) {
+  await (await import(compiled.href)).main();
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await (await import(new URL('../electron/cli/main.ts', import.meta.url).href)).main();
+}

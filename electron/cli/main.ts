@@ -1,0 +1,48 @@
+import { capsemHome } from '../store/paths.ts';
+import { checkCommand } from './checkCommand.ts';
+import { UsageError, type CliContext, type Command } from './context.ts';
+import { devCommand } from './devCommand.ts';
+import { listCommand } from './listCommand.ts';
+import { sqlCommand } from './sqlCommand.ts';
+
+const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, devCommand];
+
+function overview(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'capsem: run AI coding agents in a local VM and record everything they do',
+    '',
+    'Usage: capsem <command> [options]',
+    '',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Every command honours CAPSEM_HOME (default ~/.capsem) and has --help.',
+    'Sessions are named by id or display name; a name is resolved to its id once, here.',
+  ].join('\n');
+}
+
+/** Runs one CLI invocation; returns the exit code. Errors become one line on stderr. */
+export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    ctx.out(overview());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  try {
+    if (!command) throw new UsageError(`unknown command "${name}" (run capsem --help for the list)`);
+    return await command.run(ctx, rest);
+  } catch (err) {
+    ctx.err(`capsem: ${(err as Error).message}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}
+
+export async function main(): Promise<void> {
+  const ctx: CliContext = {
+    home: capsemHome(),
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  };
+  process.exitCode = await runCli(process.argv.slice(2), ctx);
+}

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+
+// Two brands so the compiler refuses to pass a display name where a session id belongs: the bug
+// this prevents (a route keyed by name serving another session's rows) is the one the spec names.
+declare const sessionIdBrand: unique symbol;
+declare const displayNameBrand: unique symbol;
+export type SessionId = string & { readonly [sessionIdBrand]: true };
+export type DisplayName = string & { readonly [displayNameBrand]: true };
+
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const DISPLAY_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+export class IdentityError extends Error {
+  override name = 'IdentityError';
+}
+
+export function isSessionId(value: string): value is SessionId {
+  return SESSION_ID.test(value);
+}
+
+export function newSessionId(): SessionId {
+  return randomUUID() as SessionId;
+}
+
+/** The one way a string becomes a SessionId; a display name is refused with a hint to resolve it. */
+export function asSessionId(value: string): SessionId {
+  if (isSessionId(value)) return value;
+  if (DISPLAY_NAME.test(value)) {
+    throw new IdentityError(`"${value}" is a display name, not a session id; resolve the name first`);
+  }
+  throw new IdentityError(`"${value}" is not a session id (expected a lowercase UUID)`);
+}
+
+/**
+ * A name may not look like a session id: the resolver tries ids first, so such a name could
+ * never be reached, and a person reading a list could not tell the two apart.
+ */
+export function asDisplayName(value: string): DisplayName {
+  if (!DISPLAY_NAME.test(value)) {
+    throw new IdentityError(
+      `invalid session name "${value}": use 1-64 letters, digits, "_" or "-", starting with a letter or digit`,
+    );
+  }
+  if (isSessionId(value.toLowerCase())) {
+    throw new IdentityError(`invalid session name "${value}": a name may not look like a session id`);
+  }
+  return value as DisplayName;
+}
+
+export const sessionIdSchema = z.string().refine(isSessionId, 'not a session id').transform((s) => s as SessionId);
+export const displayNameSchema = z.string().transform((s, ctx) => {
+  try {
+    return asDisplayName(s);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+/** 12 lowercase hex characters: the spec's event_id, joining body blobs and rule rows to their event. */
+export const EVENT_ID = /^[0-9a-f]{12}$/;

@@ -1,0 +1,62 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { asSessionId, type SessionId } from '../contract/ids.ts';
+
+/** Everything Capsem keeps lives under one folder, `CAPSEM_HOME` or `~/.capsem`. */
+export interface CapsemHome {
+  readonly root: string;
+  readonly runDir: string;
+  readonly sessionsRunDir: string;
+  readonly mainDbPath: string;
+}
+
+export function capsemHome(env: NodeJS.ProcessEnv = process.env): CapsemHome {
+  const root = resolve(env.CAPSEM_HOME && env.CAPSEM_HOME.length > 0 ? env.CAPSEM_HOME : join(homedir(), '.capsem'));
+  return {
+    root,
+    runDir: join(root, 'run'),
+    sessionsRunDir: join(root, 'run', 'sessions'),
+    mainDbPath: join(root, 'sessions', 'main.db'),
+  };
+}
+
+export interface SessionPaths {
+  readonly id: SessionId;
+  readonly dir: string;
+  readonly dbPath: string;
+  readonly ptyLogPath: string;
+  readonly serialLogPath: string;
+  readonly workspaceDir: string;
+}
+
+/** The session folder is keyed by id alone; the runtime check backs up the brand for callers from JS. */
+export function sessionPaths(home: CapsemHome, id: SessionId): SessionPaths {
+  const checked = asSessionId(id);
+  const dir = join(home.sessionsRunDir, checked);
+  return {
+    id: checked,
+    dir,
+    dbPath: join(dir, 'session.db'),
+    ptyLogPath: join(dir, 'pty.log'),
+    serialLogPath: join(dir, 'serial.log'),
+    workspaceDir: join(dir, 'workspace'),
+  };
+}
+
+/** Folders that hold session data are private to the user: 0700, whatever the umask says. */
+export function ensurePrivateDir(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  chmodSync(path, 0o700);
+}
+
+export function ensureHome(home: CapsemHome): void {
+  for (const dir of [home.root, home.runDir, home.sessionsRunDir, join(home.root, 'sessions')]) ensurePrivateDir(dir);
+}
+
+/** SQLite creates a database and its -wal/-shm with the umask's mode; tighten them to 0600. */
+export function makePrivateFiles(dbPath: string): void {
+  for (const path of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`]) {
+    if (existsSync(path)) chmodSync(path, 0o600);
+  }
+}

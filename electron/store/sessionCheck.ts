@@ -1,0 +1,197 @@
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { existingTables } from './rollup.ts';
+import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
+
+// Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
+// finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
+// the file has, so a database written by another tool is checked as far as it can be.
+
+export interface Finding {
+  readonly check: string;
+  readonly message: string;
+  readonly cause: string;
+  readonly count: number;
+  readonly samples: readonly string[];
+}
+
+export interface TableReport {
+  readonly present: boolean;
+  readonly rows: number | null;
+  readonly missingColumns: readonly string[];
+  readonly preview?: readonly Record<string, unknown>[];
+}
+
+export interface CheckReport {
+  readonly dbPath: string;
+  readonly tables: Readonly<Record<string, TableReport>>;
+  readonly findings: readonly Finding[];
+  /** What could not be checked and why; informational, not a failure. */
+  readonly notes: readonly string[];
+}
+
+/** LLM API paths by provider, as the proxy classifies them (by path, not host). */
+export const LLM_PATH_PATTERNS: readonly { provider: string; glob: string }[] = [
+  { provider: 'anthropic', glob: '/v1/messages' },
+  { provider: 'openai', glob: '/v1/chat/completions' },
+  { provider: 'openai', glob: '/v1/responses' },
+  { provider: 'google', glob: '/v1beta/models/*:*enerateContent' },
+  { provider: 'google', glob: '/v1/models/*:*enerateContent' },
+  { provider: 'ollama', glob: '/api/chat' },
+  { provider: 'ollama', glob: '/api/generate' },
+];
+
+const CAUSES = {
+  schema: 'The file was written by an older or different tool, or a migration did not run; open it with this Capsem to migrate, or compare against the spec schema.',
+  integrity: 'The database file is damaged: a disk error or a copy taken mid-write without the SQLite backup API.',
+  orphanCall: "The model invoked a tool but the next turn's tool results weren't captured: the session may have ended before the tool result was sent back.",
+  orphanResponse: 'A tool result was sent back for a call the ledger never recorded: the response that requested it was not parsed, or it was recorded under another trace.',
+  danglingModelCall: 'tool_calls.model_call_id points at a model call that is not in model_calls: the model call row was lost or written to another session.',
+  missingModelCalls:
+    'Requests went to a model API but no model_calls were recorded: stream parsing may have failed (gzip: Content-Encoding not decoded before SSE parsing), or the URL path was detected as the wrong provider.',
+  nullModel: 'Provider mismatch: model resolution is request body > SSE stream > response JSON > URL path; check that the URL path was detected as the right provider.',
+  nullTokensStream: 'Gzip bug: the response was gzip-compressed and the proxy did not decompress it before SSE parsing; check Accept-Encoding and Content-Encoding in the headers.',
+  nullTokensJson: 'Non-streaming: for non-streaming responses tokens come from the response JSON, not SSE; check the response body in event_body_blobs.',
+  nullField: 'A required field was not filled by the recorder: the event was cut off (the VM shut down before the proxy flushed) or written by a broken producer.',
+  mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
+  zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
+  writerLoss: 'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected): the producer outran the disk or sent malformed rows.',
+} as const;
+
+function columnsOf(db: Database.Database, table: string): Set<string> {
+  return new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+}
+
+export function checkSessionDb(dbPath: string, options: { previewRows?: number } = {}): CheckReport {
+  if (!existsSync(dbPath)) throw new Error(`no session database at ${dbPath}`);
+  let db: Database.Database;
+  try {
+    db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+  } catch (err) {
+    throw new Error(`${dbPath} is not a readable SQLite database: ${(err as Error).message}`);
+  }
+  try {
+    return inspect(db, dbPath, options.previewRows ?? 0);
+  } finally {
+    db.close();
+  }
+}
+
+function inspect(db: Database.Database, dbPath: string, previewRows: number): CheckReport {
+  const findings: Finding[] = [];
+  const notes: string[] = [];
+  const present = existingTables(db);
+  const columns = new Map<string, Set<string>>();
+  for (const table of present) columns.set(table, columnsOf(db, table));
+  const has = (table: string, ...cols: string[]): boolean => {
+    const set = columns.get(table);
+    return set !== undefined && cols.every((c) => set.has(c));
+  };
+  const count = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
+  const samples = (sql: string): string[] => (db.prepare(sql).all() as { s: string }[]).map((r) => String(r.s));
+  const add = (check: string, n: number, message: string, cause: string, sampleSql?: string): void => {
+    if (n > 0) findings.push({ check, count: n, message, cause, samples: sampleSql ? samples(sampleSql) : [] });
+  };
+  /** Runs a check only when the columns it reads exist; otherwise says why it was skipped. */
+  const when = (name: string, needs: Record<string, string[]>, run: () => void): void => {
+    const missing = Object.entries(needs).filter(([t, cols]) => !has(t, ...cols)).map(([t, cols]) => `${t}(${cols.join(', ')})`);
+    if (missing.length > 0) notes.push(`${name}: skipped, the file lacks ${missing.join(' or ')}`);
+    else run();
+  };
+
+  const tables: Record<string, TableReport> = {};
+  for (const name of SESSION_TABLE_NAMES) {
+    const def: TableDef = SESSION_TABLES[name];
+    if (!present.has(name)) {
+      tables[name] = { present: false, rows: null, missingColumns: [] };
+      if (def.ours) notes.push(`table ${name} is absent (this app adds it; other tools do not write it)`);
+      else add('tables', 1, `table ${name} is missing`, CAUSES.schema);
+      continue;
+    }
+    const have = columns.get(name)!;
+    const lacking = Object.entries(def.columns).filter(([c]) => !have.has(c));
+    const required = lacking.filter(([, c]) => !c.ours).map(([c]) => c);
+    const optional = lacking.filter(([, c]) => c.ours).map(([c]) => c);
+    if (required.length > 0) add('columns', required.length, `table ${name} lacks columns: ${required.join(', ')}`, CAUSES.schema);
+    if (optional.length > 0) notes.push(`table ${name} lacks columns this app adds: ${optional.join(', ')}`);
+    const rows = count(`SELECT count(*) AS n FROM ${name}`);
+    const preview = previewRows > 0 ? (db.prepare(`SELECT * FROM ${name} ORDER BY rowid DESC LIMIT ?`).all(previewRows) as Record<string, unknown>[]) : undefined;
+    tables[name] = { present: true, rows, missingColumns: required, ...(preview ? { preview } : {}) };
+  }
+
+  const integrity = samples('SELECT integrity_check AS s FROM pragma_integrity_check');
+  if (integrity.length !== 1 || integrity[0] !== 'ok') add('integrity', integrity.length, `integrity_check failed: ${integrity.slice(0, 3).join('; ')}`, CAUSES.integrity);
+
+  const sameTrace = '(tr.trace_id IS tc.trace_id)';
+  when('orphaned tool_calls', { tool_calls: ['call_id', 'trace_id', 'model_call_id'], tool_responses: ['call_id', 'trace_id'] }, () => {
+    const where = `tc.model_call_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND ${sameTrace})`;
+    add('orphaned tool_calls', count(`SELECT count(*) AS n FROM tool_calls tc WHERE ${where}`), 'tool_calls with no tool_responses in the same trace', CAUSES.orphanCall,
+      `SELECT tc.call_id || ' ' || tc.tool_name AS s FROM tool_calls tc WHERE ${where} LIMIT 5`);
+  });
+  when('orphaned tool_responses', { tool_calls: ['call_id', 'trace_id'], tool_responses: ['call_id', 'trace_id'] }, () => {
+    const where = `NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND ${sameTrace})`;
+    add('orphaned tool_responses', count(`SELECT count(*) AS n FROM tool_responses tr WHERE ${where}`), 'tool_responses whose call_id matches no tool_calls row in the same trace', CAUSES.orphanResponse,
+      `SELECT tr.call_id AS s FROM tool_responses tr WHERE ${where} LIMIT 5`);
+  });
+  when('tool call parents', { tool_calls: ['model_call_id'], model_calls: ['id'] }, () => {
+    const where = 'tc.model_call_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM model_calls mc WHERE mc.id = tc.model_call_id)';
+    add('tool call parents', count(`SELECT count(*) AS n FROM tool_calls tc WHERE ${where}`), 'tool_calls that name a model call that does not exist', CAUSES.danglingModelCall,
+      `SELECT tc.call_id || ' -> model_call ' || tc.model_call_id AS s FROM tool_calls tc WHERE ${where} LIMIT 5`);
+  });
+
+  when('AI provider correlation', { net_events: ['domain', 'path', 'decision'], model_calls: ['provider'] }, () => {
+    const providers = [...new Set(LLM_PATH_PATTERNS.map((p) => p.provider))];
+    for (const provider of providers) {
+      const globs = LLM_PATH_PATTERNS.filter((p) => p.provider === provider).map((p) => `path GLOB '${p.glob}'`).join(' OR ');
+      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs})`);
+      const calls = count(`SELECT count(*) AS n FROM model_calls WHERE provider = '${provider}'`);
+      add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
+        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) LIMIT 5`);
+    }
+  });
+
+  when('NULL model', { model_calls: ['model'] }, () =>
+    add('NULL model', count('SELECT count(*) AS n FROM model_calls WHERE model IS NULL'), 'model_calls with a NULL model', CAUSES.nullModel,
+      "SELECT id || ' ' || provider || ' ' || path AS s FROM model_calls WHERE model IS NULL LIMIT 5"));
+  when('NULL tokens', { model_calls: ['input_tokens', 'output_tokens', 'stream', 'status_code'] }, () => {
+    const where = '(input_tokens IS NULL OR output_tokens IS NULL) AND (status_code IS NULL OR status_code BETWEEN 200 AND 299)';
+    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND stream = 1`), 'streamed model_calls with NULL tokens', CAUSES.nullTokensStream,
+      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND stream = 1 LIMIT 5`);
+    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0`), 'non-streamed model_calls with NULL tokens', CAUSES.nullTokensJson,
+      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0 LIMIT 5`);
+  });
+  const critical: Record<string, string[]> = {
+    net_events: ['timestamp', 'domain', 'decision'],
+    model_calls: ['timestamp', 'provider', 'method', 'path'],
+    tool_calls: ['event_id', 'timestamp', 'provider', 'status', 'call_id', 'tool_name', 'decision'],
+    tool_responses: ['model_call_id', 'call_id'],
+    fs_events: ['timestamp', 'action', 'path'],
+  };
+  for (const [table, cols] of Object.entries(critical)) {
+    for (const col of cols) {
+      if (!has(table, col)) continue;
+      add('NULL critical field', count(`SELECT count(*) AS n FROM ${table} WHERE ${col} IS NULL OR ${col} = ''`), `${table}.${col} is NULL or empty`, CAUSES.nullField);
+    }
+  }
+
+  when('MCP correlation', { security_rule_events: ['event_id', 'event_type'], tool_calls: ['event_id', 'origin'] }, () => {
+    const where = "sre.event_type = 'mcp.tool_call' AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.event_id = sre.event_id AND tc.origin = 'mcp')";
+    add('MCP correlation', count(`SELECT count(DISTINCT sre.event_id) AS n FROM security_rule_events sre WHERE ${where}`), 'MCP tools/call evidence with no tool_calls row of origin mcp', CAUSES.mcpUnmatched,
+      `SELECT DISTINCT sre.event_id AS s FROM security_rule_events sre WHERE ${where} LIMIT 5`);
+  });
+
+  when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
+    // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
+    const where = "coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider <> 'ollama'";
+    add('zero cost', count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`), 'model_calls with tokens but no cost', CAUSES.zeroCost,
+      `SELECT DISTINCT provider || '/' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} LIMIT 5`);
+  });
+
+  when('writer losses', { session_meta: ['key', 'value'] }, () => {
+    const lost = count("SELECT coalesce(sum(CAST(value AS INTEGER)), 0) AS n FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected')");
+    add('writer losses', lost, `${lost} rows were dropped or rejected by the session writer`, CAUSES.writerLoss);
+  });
+
+  return { dbPath, tables, findings, notes };
+}

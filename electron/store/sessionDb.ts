@@ -1,0 +1,51 @@
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { assertNotNewer, migrate, type Migration } from './migrate.ts';
+import { makePrivateFiles } from './paths.ts';
+import { sessionSchemaDdl } from './sessionSchema.ts';
+
+export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    up: (db) => {
+      for (const statement of sessionSchemaDdl()) db.exec(statement);
+    },
+  },
+];
+
+/**
+ * The writer's connection: WAL so readers never block it, synchronous=NORMAL while live (a
+ * process crash loses nothing committed; only power loss can lose the last transactions).
+ */
+export function openSessionDbForWriting(path: string, migrations = SESSION_DB_MIGRATIONS): Database.Database {
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    migrate(db, `session database ${path}`, migrations);
+    makePrivateFiles(path);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+export class SessionDbMissingError extends Error {
+  override name = 'SessionDbMissingError';
+}
+
+/** A reader's connection: refuses writes, and refuses a file from a newer Capsem. */
+export function openSessionDbReadOnly(path: string): Database.Database {
+  if (!existsSync(path)) throw new SessionDbMissingError(`no session database at ${path}`);
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    assertNotNewer(db, `session database ${path}`, SESSION_DB_MIGRATIONS);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}

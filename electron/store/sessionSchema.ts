@@ -1,0 +1,295 @@
+// session.db, declared once: the DDL, the writer's insert statements and the row types all come
+// from these definitions, so they cannot drift apart. Columns follow ../shared/spec/session-db.md;
+// the extras (seq, identity graph columns, error and timing fields) are what the API and the
+// identity graph need.
+
+export type SqlType = 'INTEGER' | 'TEXT' | 'REAL' | 'BLOB';
+
+export interface ColumnDef {
+  readonly type: SqlType;
+  readonly notNull?: boolean;
+  /** SQL literal or parenthesised expression, as it appears after DEFAULT. */
+  readonly default?: string;
+  readonly check?: string;
+  readonly primaryKey?: boolean;
+  /** Added by this app beyond the spec: a database written by another tool may lack it. */
+  readonly ours?: boolean;
+}
+
+export interface TableDef {
+  readonly columns: Readonly<Record<string, ColumnDef>>;
+  /** Tables whose rows are session events get a per-session `seq` for paging. */
+  readonly sequenced: boolean;
+  readonly indexes?: readonly string[];
+  readonly uniques?: readonly (readonly string[])[];
+  /** A table this app adds beyond the spec. */
+  readonly ours?: boolean;
+}
+
+const pk = { type: 'INTEGER', primaryKey: true } as const;
+const text = { type: 'TEXT' } as const;
+const int = { type: 'INTEGER' } as const;
+const textNN = { type: 'TEXT', notNull: true } as const;
+const intNN = { type: 'INTEGER', notNull: true } as const;
+const seq = { type: 'INTEGER', notNull: true, ours: true } as const;
+const oursText = { type: 'TEXT', ours: true } as const;
+const zero = { type: 'INTEGER', default: '0' } as const;
+const eventId = {
+  type: 'TEXT',
+  notNull: true,
+  check: "length(event_id) = 12 AND event_id NOT GLOB '*[^0-9a-f]*'",
+} as const;
+const credentialRef = { type: 'TEXT', check: "credential_ref IS NULL OR credential_ref LIKE 'credential:%'" } as const;
+
+/** Identity graph columns every event row carries. */
+const identity = {
+  event_id: eventId,
+  trace_id: text,
+  turn_id: text,
+  credential_ref: credentialRef,
+} as const;
+
+export const SESSION_TABLES = {
+  net_events: {
+    sequenced: true,
+    columns: {
+      id: pk,
+      seq,
+      ...identity,
+      timestamp: textNN,
+      domain: textNN,
+      port: { type: 'INTEGER', default: '443' },
+      decision: textNN,
+      process_name: text,
+      pid: int,
+      method: text,
+      path: text,
+      query: text,
+      status_code: int,
+      bytes_sent: zero,
+      bytes_received: zero,
+      duration_ms: zero,
+      ttfb_ms: { type: 'INTEGER', ours: true },
+      matched_rule: text,
+      request_headers: text,
+      response_headers: text,
+      request_body_preview: text,
+      response_body_preview: text,
+      conn_type: { type: 'TEXT', default: "'https'" },
+      error_kind: oursText,
+      error_message: oursText,
+    },
+    indexes: ['event_id'],
+  },
+  model_calls: {
+    sequenced: true,
+    columns: {
+      id: pk,
+      seq,
+      ...identity,
+      net_event_id: oursText,
+      timestamp: textNN,
+      provider: textNN,
+      model: text,
+      process_name: text,
+      pid: int,
+      method: textNN,
+      path: textNN,
+      stream: zero,
+      system_prompt_preview: text,
+      messages_count: zero,
+      tools_count: zero,
+      request_bytes: zero,
+      request_body_preview: text,
+      message_id: text,
+      status_code: int,
+      text_content: text,
+      thinking_content: text,
+      stop_reason: text,
+      input_tokens: int,
+      output_tokens: int,
+      duration_ms: zero,
+      response_bytes: zero,
+      estimated_cost_usd: { type: 'REAL', default: '0' },
+      usage_details: text,
+    },
+    indexes: ['trace_id'],
+  },
+  model_items: {
+    sequenced: false,
+    columns: {
+      id: pk,
+      event_id: eventId,
+      trace_id: text,
+      turn_id: text,
+      timestamp: textNN,
+      model_call_id: intNN,
+      provider: text,
+      model: text,
+      path: text,
+      kind: { type: 'TEXT', notNull: true, check: "kind IN ('request','reasoning','response','tool_call','tool_response')" },
+      item_index: intNN,
+      call_id: text,
+      tool_name: text,
+      arguments: text,
+      content: text,
+      content_hash: text,
+    },
+    indexes: ['model_call_id'],
+  },
+  tool_calls: {
+    sequenced: true,
+    columns: {
+      id: pk,
+      seq,
+      event_id: eventId,
+      timestamp: textNN,
+      model_call_id: int,
+      provider: textNN,
+      status: { type: 'TEXT', notNull: true, check: "status IN ('requested','observed','responded','error')" },
+      call_index: intNN,
+      call_id: textNN,
+      tool_name: textNN,
+      arguments: text,
+      response_preview: text,
+      origin: { type: 'TEXT', notNull: true, default: "'native'", check: "origin IN ('native','mcp','builtin','local')" },
+      server_name: text,
+      method: text,
+      request_id: text,
+      decision: textNN,
+      duration_ms: zero,
+      error_message: text,
+      process_name: text,
+      bytes_sent: zero,
+      bytes_received: zero,
+      policy_mode: text,
+      policy_action: text,
+      policy_rule: text,
+      policy_reason: text,
+      trace_id: text,
+      turn_id: text,
+      credential_ref: credentialRef,
+    },
+    indexes: ['call_id', 'model_call_id'],
+  },
+  tool_responses: {
+    sequenced: true,
+    columns: {
+      id: pk,
+      seq,
+      event_id: eventId,
+      timestamp: textNN,
+      model_call_id: intNN,
+      call_id: textNN,
+      content_preview: text,
+      is_error: zero,
+      trace_id: text,
+      turn_id: text,
+      credential_ref: credentialRef,
+    },
+    indexes: ['call_id'],
+  },
+  fs_events: {
+    sequenced: true,
+    columns: {
+      id: pk,
+      seq,
+      ...identity,
+      timestamp: textNN,
+      action: { type: 'TEXT', notNull: true, check: "action IN ('created','modified','deleted','restored')" },
+      path: textNN,
+      size: int,
+    },
+  },
+  event_body_blobs: {
+    sequenced: false,
+    columns: {
+      id: pk,
+      event_id: textNN,
+      source_table: textNN,
+      direction: { type: 'TEXT', notNull: true, check: "direction IN ('request','response')" },
+      content_type: text,
+      content_encoding: oursText,
+      original_bytes: intNN,
+      stored_bytes: intNN,
+      truncated: { type: 'INTEGER', notNull: true, default: '0' },
+      body_hash: text,
+      body: { type: 'BLOB' },
+      created_at: textNN,
+    },
+    uniques: [['event_id', 'source_table', 'direction']],
+  },
+  security_rule_events: {
+    sequenced: false,
+    columns: {
+      id: pk,
+      event_id: textNN,
+      timestamp: textNN,
+      trace_id: text,
+      turn_id: text,
+      timestamp_unix_ms: int,
+      event_type: textNN,
+      rule_id: text,
+      rule_action: text,
+      detection_level: text,
+      rule_json: text,
+      event_json: { type: 'TEXT', check: 'event_json IS NULL OR json_valid(event_json)' },
+    },
+    indexes: ['event_id'],
+  },
+  session_meta: {
+    sequenced: false,
+    ours: true,
+    columns: {
+      key: { type: 'TEXT', primaryKey: true },
+      value: text,
+    },
+  },
+} as const satisfies Record<string, TableDef>;
+
+export type SessionTable = keyof typeof SESSION_TABLES;
+export const SESSION_TABLE_NAMES = Object.keys(SESSION_TABLES) as SessionTable[];
+export const SEQUENCED_TABLES = SESSION_TABLE_NAMES.filter((t) => SESSION_TABLES[t].sequenced);
+
+type ValueOf<T extends SqlType> = T extends 'INTEGER' | 'REAL' ? number : T extends 'TEXT' ? string : Uint8Array;
+type Cols<T extends SessionTable> = (typeof SESSION_TABLES)[T]['columns'];
+type Required_<C> = {
+  [K in keyof C]: C[K] extends { notNull: true } ? (C[K] extends { default: string } ? never : K) : never;
+}[keyof C];
+
+/** Columns a producer may leave out: the writer assigns `id` and `seq`, and mints `event_id`. */
+type WriterFilled = 'id' | 'seq' | 'event_id';
+type ColumnValue<C> = ValueOf<C extends { type: infer S extends SqlType } ? S : never>;
+
+/** What a producer hands the writer: NOT NULL columns without a default are required. */
+export type RowOf<T extends SessionTable> = {
+  [K in Exclude<Required_<Cols<T>>, WriterFilled>]: ColumnValue<Cols<T>[K]>;
+} & {
+  [K in Exclude<keyof Cols<T>, Exclude<Required_<Cols<T>>, WriterFilled>>]?: ColumnValue<Cols<T>[K]> | null;
+};
+
+function columnSql(name: string, col: ColumnDef): string {
+  const parts = [name, col.type];
+  if (col.primaryKey) parts.push(col.type === 'INTEGER' ? 'PRIMARY KEY AUTOINCREMENT' : 'PRIMARY KEY');
+  if (col.notNull) parts.push('NOT NULL');
+  if (col.default !== undefined) parts.push(`DEFAULT ${col.default}`);
+  if (col.check !== undefined) parts.push(`CHECK (${col.check})`);
+  return parts.join(' ');
+}
+
+export function tableDdl(name: string, def: TableDef): string[] {
+  const lines = Object.entries(def.columns).map(([col, c]) => columnSql(col, c));
+  for (const unique of def.uniques ?? []) lines.push(`UNIQUE (${unique.join(', ')})`);
+  const statements = [`CREATE TABLE IF NOT EXISTS ${name} (\n  ${lines.join(',\n  ')}\n)`];
+  if (def.sequenced) statements.push(`CREATE UNIQUE INDEX IF NOT EXISTS ${name}_seq ON ${name}(seq)`);
+  for (const col of def.indexes ?? []) statements.push(`CREATE INDEX IF NOT EXISTS ${name}_${col} ON ${name}(${col})`);
+  return statements;
+}
+
+export function sessionSchemaDdl(): string[] {
+  return SESSION_TABLE_NAMES.flatMap((name) => tableDdl(name, SESSION_TABLES[name]));
+}
+
+export function insertColumns(table: SessionTable): string[] {
+  return Object.keys(SESSION_TABLES[table].columns);
+}

@@ -1,0 +1,280 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { Worker } from 'node:worker_threads';
+import { siblingModule, startModuleWorker } from './moduleWorker.ts';
+import { insertColumns, SESSION_TABLES, type RowOf, type SessionTable } from './sessionSchema.ts';
+import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
+
+export interface WriterLimits {
+  /** A batch is sent to the writer thread once it holds this many rows... */
+  readonly maxBatchRows: number;
+  /** ...or this many bytes... */
+  readonly maxBatchBytes: number;
+  /** ...or once its first row is this old; keeps every row readable within 50 ms. */
+  readonly maxBatchDelayMs: number;
+  /** Above this many queued bytes `needsDrain` is true: producers should pause their sources. */
+  readonly highWaterBytes: number;
+  /** Above this many queued bytes rows are dropped and counted, never silently. */
+  readonly hardLimitBytes: number;
+}
+
+export const DEFAULT_WRITER_LIMITS: WriterLimits = {
+  maxBatchRows: 4096,
+  maxBatchBytes: 8 << 20,
+  maxBatchDelayMs: 15,
+  highWaterBytes: 64 << 20,
+  hardLimitBytes: 256 << 20,
+};
+
+export interface Appended {
+  readonly id: number;
+  /** 0 for tables that are not session events (bodies, rule rows, items). */
+  readonly seq: number;
+  readonly eventId: string | null;
+}
+
+export interface WriterStats {
+  appended: number;
+  committed: number;
+  dropped: number;
+  rejected: number;
+  queuedBytes: number;
+  /** The highest seq whose row, and every row before it, is on disk. */
+  committedSeq: number;
+}
+
+export interface CommitInfo {
+  readonly rows: number;
+  readonly committedSeq: number;
+  readonly rejected: readonly RejectedRow[];
+}
+
+export class WriterClosedError extends Error {
+  override name = 'WriterClosedError';
+}
+
+interface TableLayout {
+  readonly columns: readonly string[];
+  readonly idIndex: number;
+  readonly seqIndex: number;
+  readonly eventIdIndex: number;
+}
+
+const layouts = new Map<SessionTable, TableLayout>();
+function layoutOf(table: SessionTable): TableLayout {
+  let layout = layouts.get(table);
+  if (!layout) {
+    const columns = insertColumns(table);
+    layout = { columns, idIndex: columns.indexOf('id'), seqIndex: columns.indexOf('seq'), eventIdIndex: columns.indexOf('event_id') };
+    layouts.set(table, layout);
+  }
+  return layout;
+}
+
+interface PendingBatch {
+  rows: BatchRows;
+  count: number;
+  bytes: number;
+  lastSeq: number;
+}
+
+function cellBytes(value: CellValue): number {
+  if (value === null) return 1;
+  if (typeof value === 'string') return value.length * 2;
+  if (value instanceof Uint8Array) return value.byteLength;
+  return 8;
+}
+
+export function newEventId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+/**
+ * The one writer of a live session.db. `append` is synchronous and never touches disk: rows are
+ * batched here and committed by a worker thread, one transaction per batch.
+ */
+export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [Error] }> {
+  readonly stats: WriterStats = { appended: 0, committed: 0, dropped: 0, rejected: 0, queuedBytes: 0, committedSeq: 0 };
+  private seq: number;
+  private readonly ids: Partial<Record<SessionTable, number>>;
+  private batch: PendingBatch;
+  private batchNo = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly inFlight = new Map<number, PendingBatch>();
+  private readonly flushWaiters: { batchNo: number; resolve: () => void; reject: (e: Error) => void }[] = [];
+  private drainWaiters: (() => void)[] = [];
+  private closing: Promise<void> | null = null;
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly limits: WriterLimits,
+    ready: Extract<FromWorker, { kind: 'ready' }>,
+  ) {
+    super();
+    this.seq = ready.maxSeq;
+    this.stats.committedSeq = ready.maxSeq;
+    this.ids = { ...ready.maxIds };
+    this.batch = this.emptyBatch();
+    worker.on('message', (m: FromWorker) => this.onMessage(m));
+    worker.on('error', (err) => this.fail(err));
+    worker.on('exit', (code) => {
+      if (!this.closing || this.inFlight.size > 0) this.fail(new Error(`session writer thread exited (code ${code})`));
+    });
+  }
+
+  /** Opens (creating and migrating as needed) the session.db at `dbPath` for writing. */
+  static open(dbPath: string, meta: Record<string, string> = {}, limits: Partial<WriterLimits> = {}): Promise<SessionWriter> {
+    const init: WriterInit = { dbPath, meta };
+    const worker = startModuleWorker(siblingModule(import.meta.url, 'writerWorker'), { workerData: init });
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: FromWorker): void => {
+        worker.off('error', onError);
+        if (m.kind === 'ready') resolve(new SessionWriter(worker, { ...DEFAULT_WRITER_LIMITS, ...limits }, m));
+        else {
+          void worker.terminate();
+          reject(new Error(m.kind === 'failed' ? m.error : `unexpected ${m.kind} from writer thread`));
+        }
+      };
+      const onError = (err: Error): void => reject(err);
+      worker.once('message', onMessage);
+      worker.once('error', onError);
+    });
+  }
+
+  /** True while the queue is above its high-water mark; wait on `drained()` before producing more. */
+  get needsDrain(): boolean {
+    return this.stats.queuedBytes >= this.limits.highWaterBytes;
+  }
+
+  drained(): Promise<void> {
+    if (!this.needsDrain) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /**
+   * Queues one row. Returns its id, seq and event_id, or null when the queue is past its hard
+   * limit and the row was dropped (counted in `stats.dropped` and recorded in session_meta).
+   */
+  append<T extends SessionTable>(table: T, row: RowOf<T>): Appended | null {
+    if (this.failure) throw this.failure;
+    if (this.closing) throw new WriterClosedError('session writer is closed');
+    const layout = layoutOf(table);
+    const values = row as Record<string, CellValue | undefined>;
+    const cells: CellValue[] = new Array<CellValue>(layout.columns.length);
+    let bytes = 16;
+    for (let i = 0; i < layout.columns.length; i++) {
+      const value = values[layout.columns[i]!] ?? null;
+      cells[i] = value;
+      bytes += cellBytes(value);
+    }
+    if (this.stats.queuedBytes + bytes > this.limits.hardLimitBytes) {
+      this.stats.dropped += 1;
+      return null;
+    }
+    let id = 0;
+    if (layout.idIndex >= 0) {
+      id = (this.ids[table] ?? 0) + 1;
+      this.ids[table] = id;
+      cells[layout.idIndex] = id;
+    }
+    const seq = layout.seqIndex >= 0 ? ++this.seq : 0;
+    if (seq) cells[layout.seqIndex] = seq;
+    let eventId: string | null = null;
+    if (layout.eventIdIndex >= 0) {
+      eventId = (cells[layout.eventIdIndex] as string | null) ?? newEventId();
+      cells[layout.eventIdIndex] = eventId;
+    }
+    const list = (this.batch.rows[table] ??= []) as CellValue[][];
+    list.push(cells);
+    this.batch.count += 1;
+    this.batch.bytes += bytes;
+    if (seq) this.batch.lastSeq = seq;
+    this.stats.appended += 1;
+    this.stats.queuedBytes += bytes;
+    if (this.batch.count >= this.limits.maxBatchRows || this.batch.bytes >= this.limits.maxBatchBytes) this.dispatch();
+    else this.timer ??= setTimeout(() => this.dispatch(), this.limits.maxBatchDelayMs);
+    return { id, seq, eventId };
+  }
+
+  /** Resolves once every row appended so far is committed. */
+  flush(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.batch.count > 0) this.dispatch();
+    const target = this.batchNo;
+    const done = [...this.inFlight.keys()].every((n) => n > target);
+    if (done) return Promise.resolve();
+    return new Promise((resolve, reject) => this.flushWaiters.push({ batchNo: target, resolve, reject }));
+  }
+
+  /** Commits what is queued, records the writer's counters, checkpoints, syncs fully and closes. */
+  close(): Promise<void> {
+    this.closing ??= this.flush().then(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const meta = {
+            writer_dropped: String(this.stats.dropped),
+            writer_rejected: String(this.stats.rejected),
+            closed_at: new Date().toISOString(),
+          };
+          this.worker.once('message', (m: FromWorker) => (m.kind === 'closed' ? resolve() : reject(new Error(`writer close failed: ${m.kind === 'failed' ? m.error : m.kind}`))));
+          this.post({ kind: 'close', meta });
+        }),
+    );
+    return this.closing;
+  }
+
+  private emptyBatch(): PendingBatch {
+    return { rows: {}, count: 0, bytes: 0, lastSeq: 0 };
+  }
+
+  private post(message: ToWorker): void {
+    this.worker.postMessage(message);
+  }
+
+  private dispatch(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.batch.count === 0) return;
+    const batch = this.batch;
+    this.batch = this.emptyBatch();
+    this.batchNo += 1;
+    this.inFlight.set(this.batchNo, batch);
+    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows });
+  }
+
+  private onMessage(m: FromWorker): void {
+    if (m.kind === 'failed') return this.fail(new Error(m.error));
+    if (m.kind !== 'committed') return;
+    const batch = this.inFlight.get(m.batchNo);
+    if (!batch) return;
+    this.inFlight.delete(m.batchNo);
+    this.stats.committed += m.rows;
+    this.stats.rejected += m.rejected.length;
+    this.stats.queuedBytes -= batch.bytes;
+    if (batch.lastSeq) this.stats.committedSeq = batch.lastSeq;
+    this.emit('commit', { rows: m.rows, committedSeq: this.stats.committedSeq, rejected: m.rejected });
+    const oldest = this.inFlight.size > 0 ? Math.min(...this.inFlight.keys()) : Infinity;
+    for (let i = this.flushWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.flushWaiters[i]!;
+      if (waiter.batchNo < oldest) {
+        this.flushWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+    if (!this.needsDrain && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    for (const waiter of this.flushWaiters.splice(0)) waiter.reject(err);
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+  }
+}

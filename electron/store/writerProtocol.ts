@@ -1,0 +1,27 @@
+import type { SessionTable } from './sessionSchema.ts';
+
+export type CellValue = string | number | bigint | Uint8Array | null;
+
+export interface WriterInit {
+  readonly dbPath: string;
+  readonly meta: Readonly<Record<string, string>>;
+}
+
+/** Rows grouped by table, each row an array in `insertColumns(table)` order. */
+export type BatchRows = Partial<Record<SessionTable, CellValue[][]>>;
+
+export type ToWorker =
+  | { readonly kind: 'batch'; readonly batchNo: number; readonly rows: BatchRows }
+  | { readonly kind: 'close'; readonly meta: Readonly<Record<string, string>> };
+
+export interface RejectedRow {
+  readonly table: SessionTable;
+  readonly id: number;
+  readonly error: string;
+}
+
+export type FromWorker =
+  | { readonly kind: 'ready'; readonly maxSeq: number; readonly maxIds: Partial<Record<SessionTable, number>> }
+  | { readonly kind: 'committed'; readonly batchNo: number; readonly rows: number; readonly rejected: RejectedRow[] }
+  | { readonly kind: 'closed' }
+  | { readonly kind: 'failed'; readonly error: string };
