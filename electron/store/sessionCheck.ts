@@ -120,7 +120,12 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     tables[name] = { present: true, rows, missingColumns: required, ...(preview ? { preview } : {}) };
   }
 
-  const integrity = samples('SELECT integrity_check AS s FROM pragma_integrity_check');
+  let integrity: string[];
+  try {
+    integrity = samples('SELECT integrity_check AS s FROM pragma_integrity_check');
+  } catch (err) {
+    integrity = [(err as Error).message];
+  }
   if (integrity.length !== 1 || integrity[0] !== 'ok') add('integrity', integrity.length, `integrity_check failed: ${integrity.slice(0, 3).join('; ')}`, CAUSES.integrity);
 
   const sameTrace = '(tr.trace_id IS tc.trace_id)';

@@ -37,7 +37,8 @@ const zero = { type: 'INTEGER', default: '0' } as const;
 const eventId = {
   type: 'TEXT',
   notNull: true,
-  check: "length(event_id) = 12 AND event_id NOT GLOB '*[^0-9a-f]*'",
+  // ltrim is a plain C scan; the equivalent GLOB cost a quarter of the insert rate.
+  check: "length(event_id) = 12 AND ltrim(event_id, '0123456789abcdef') = ''",
 } as const;
 const credentialRef = { type: 'TEXT', check: "credential_ref IS NULL OR credential_ref LIKE 'credential:%'" } as const;
 
@@ -79,7 +80,6 @@ export const SESSION_TABLES = {
       error_kind: oursText,
       error_message: oursText,
     },
-    indexes: ['event_id'],
   },
   model_calls: {
     sequenced: true,

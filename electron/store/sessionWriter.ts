@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Worker } from 'node:worker_threads';
+import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
-import { insertColumns, SESSION_TABLES, type RowOf, type SessionTable } from './sessionSchema.ts';
+import { insertColumns, type RowOf, type SessionTable } from './sessionSchema.ts';
 import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
 
 export interface WriterLimits {
@@ -85,10 +85,6 @@ function cellBytes(value: CellValue): number {
   return 8;
 }
 
-export function newEventId(): string {
-  return randomBytes(6).toString('hex');
-}
-
 /**
  * The one writer of a live session.db. `append` is synchronous and never touches disk: rows are
  * batched here and committed by a worker thread, one transaction per batch.
@@ -97,6 +93,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   readonly stats: WriterStats = { appended: 0, committed: 0, dropped: 0, rejected: 0, queuedBytes: 0, committedSeq: 0 };
   private seq: number;
   private readonly ids: Partial<Record<SessionTable, number>>;
+  private readonly eventIds: EventIdMinter;
   private batch: PendingBatch;
   private batchNo = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -115,6 +112,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     this.seq = ready.maxSeq;
     this.stats.committedSeq = ready.maxSeq;
     this.ids = { ...ready.maxIds };
+    this.eventIds = new EventIdMinter(ready.nextEventId);
     this.batch = this.emptyBatch();
     worker.on('message', (m: FromWorker) => this.onMessage(m));
     worker.on('error', (err) => this.fail(err));
@@ -140,6 +138,11 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       worker.once('message', onMessage);
       worker.once('error', onError);
     });
+  }
+
+  /** An event_id for a row the producer will append later (to reference it before it exists). */
+  mintEventId(): string {
+    return this.eventIds.mint();
   }
 
   /** True while the queue is above its high-water mark; wait on `drained()` before producing more. */
@@ -182,7 +185,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     if (seq) cells[layout.seqIndex] = seq;
     let eventId: string | null = null;
     if (layout.eventIdIndex >= 0) {
-      eventId = (cells[layout.eventIdIndex] as string | null) ?? newEventId();
+      eventId = (cells[layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
       cells[layout.eventIdIndex] = eventId;
     }
     const list = (this.batch.rows[table] ??= []) as CellValue[][];

@@ -21,7 +21,7 @@ export interface RejectedRow {
 }
 
 export type FromWorker =
-  | { readonly kind: 'ready'; readonly maxSeq: number; readonly maxIds: Partial<Record<SessionTable, number>> }
+  | { readonly kind: 'ready'; readonly maxSeq: number; readonly maxIds: Partial<Record<SessionTable, number>>; readonly nextEventId: number }
   | { readonly kind: 'committed'; readonly batchNo: number; readonly rows: number; readonly rejected: RejectedRow[] }
   | { readonly kind: 'closed' }
   | { readonly kind: 'failed'; readonly error: string };

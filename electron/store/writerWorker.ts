@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
+import { firstEventId } from './eventIds.ts';
 import { openSessionDbForWriting } from './sessionDb.ts';
 import { insertColumns, SEQUENCED_TABLES, SESSION_TABLE_NAMES, type SessionTable } from './sessionSchema.ts';
 import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
@@ -16,8 +17,14 @@ function upsertMeta(db: Database.Database, meta: Readonly<Record<string, string>
   for (const [key, value] of Object.entries(meta)) stmt.run(key, value);
 }
 
-function highWaterMarks(db: Database.Database): { maxSeq: number; maxIds: Partial<Record<SessionTable, number>> } {
+function highWaterMarks(db: Database.Database): { maxSeq: number; maxIds: Partial<Record<SessionTable, number>>; nextEventId: number } {
   let maxSeq = 0;
+  let maxEventId: string | null = null;
+  for (const table of SESSION_TABLE_NAMES) {
+    if (!insertColumns(table).includes('event_id')) continue;
+    const row = db.prepare(`SELECT max(event_id) AS m FROM ${table}`).get() as { m: string | null };
+    if (row.m !== null && (maxEventId === null || row.m > maxEventId)) maxEventId = row.m;
+  }
   for (const table of SEQUENCED_TABLES) {
     const row = db.prepare(`SELECT max(seq) AS m FROM ${table}`).get() as { m: number | null };
     maxSeq = Math.max(maxSeq, row.m ?? 0);
@@ -28,7 +35,7 @@ function highWaterMarks(db: Database.Database): { maxSeq: number; maxIds: Partia
     const row = db.prepare(`SELECT max(id) AS m FROM ${table}`).get() as { m: number | null };
     maxIds[table] = row.m ?? 0;
   }
-  return { maxSeq, maxIds };
+  return { maxSeq, maxIds, nextEventId: firstEventId(maxEventId) };
 }
 
 function main(init: WriterInit): void {

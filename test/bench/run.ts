@@ -1,0 +1,15 @@
+import { storeBench } from './storeBench.ts';
+
+// `npm run bench` runs every benchmark; `npm run bench -- store` runs one. Each prints its
+// figures against a baseline measured in the same run and exits 1 when a target is missed.
+const BENCHES: Record<string, () => Promise<boolean>> = { store: storeBench };
+
+const asked = process.argv.slice(2);
+const unknown = asked.filter((name) => !(name in BENCHES));
+if (unknown.length > 0) {
+  console.error(`capsem bench: unknown benchmark ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}`);
+  process.exit(2);
+}
+let ok = true;
+for (const name of asked.length > 0 ? asked : Object.keys(BENCHES)) ok = (await BENCHES[name]!()) && ok;
+process.exitCode = ok ? 0 : 1;

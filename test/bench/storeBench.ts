@@ -1,0 +1,161 @@
+import type Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSessionDbForWriting, openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
+import { insertColumns, type RowOf, type SessionTable } from '../../electron/store/sessionSchema.ts';
+import { EventIdMinter, firstEventId } from '../../electron/store/eventIds.ts';
+import { SessionWriter } from '../../electron/store/sessionWriter.ts';
+import { figure, median, percentile, printFigures, rssSampler } from './report.ts';
+
+// Events/s through the session writer for a realistic mix, against raw batched better-sqlite3
+// inserts of the same rows into the same schema, measured in the same run.
+
+const EVENTS = 300_000;
+const ROUNDS = 3;
+const BODY = Buffer.from(`{"model":"claude-sonnet-4-20250514","stream":true,"messages":[${'{"role":"user","content":"the agent reads the failing test then edits the retry budget"},'.repeat(60)}`).subarray(0, 4096);
+
+type Mixed = { [T in SessionTable]: [T, RowOf<T>] }[SessionTable];
+
+/** The mix per 10 events: 3 net_events, 2 model_calls, 3 tool_calls, 2 body blobs of 4 KiB. */
+function mixedRow(i: number, lastEventId: string, eventId: () => string | undefined): Mixed {
+  const ts = new Date(1_780_000_000_000 + i).toISOString();
+  switch (i % 10) {
+    case 0:
+    case 3:
+    case 6:
+      return ['net_events', {
+        event_id: eventId(), trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, domain: 'api.anthropic.com',
+        decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages', status_code: 200, bytes_sent: 5123,
+        bytes_received: 20480, duration_ms: 830, ttfb_ms: 210, matched_rule: 'default.allow-public',
+        request_headers: '{"content-type":"application/json","x-api-key":"sha256:5e884898da280471"}',
+        response_headers: '{"content-type":"text/event-stream"}', request_body_preview: '{"model":"claude-sonnet-4","messages":[{"role":"user","content":"fix the retry budget"}]}',
+        response_body_preview: 'event: message_start\ndata: {"type":"message_start"}',
+      }];
+    case 1:
+    case 7:
+      return ['model_calls', {
+        trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, provider: 'anthropic', model: 'claude-sonnet-4-20250514',
+        process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages', stream: 1, messages_count: 12, tools_count: 9, request_bytes: 5123,
+        message_id: 'msg_01ABCDEF', status_code: 200, text_content: 'I will run the tests first and then edit the retry budget.',
+        stop_reason: 'tool_use', input_tokens: 12000, output_tokens: 340, duration_ms: 830, response_bytes: 20480, estimated_cost_usd: 0.0411,
+        usage_details: '{"cache_read":9000,"cache_write":120}',
+      }];
+    case 2:
+    case 5:
+    case 8:
+      return ['tool_calls', {
+        trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, model_call_id: 1, provider: 'anthropic', status: 'requested',
+        call_index: i % 3, call_id: `toolu_${i}`, tool_name: 'Bash', arguments: '{"command":"npm test"}', origin: 'native', decision: 'allowed',
+      }];
+    default:
+      return ['event_body_blobs', {
+        event_id: lastEventId, source_table: 'net_events', direction: i % 10 === 4 ? 'request' : 'response', content_type: 'application/json',
+        original_bytes: BODY.length, stored_bytes: BODY.length, truncated: 0, body_hash: 'e3b0c44298fc1c149afbf4c8996fb924', body: BODY, created_at: ts,
+      }];
+  }
+}
+
+async function throughWriter(path: string): Promise<number> {
+  const writer = await SessionWriter.open(path);
+  const started = performance.now();
+  let lastEventId = '';
+  for (let i = 0; i < EVENTS; i++) {
+    const [table, row] = mixedRow(i, lastEventId, () => undefined);
+    const appended = writer.append(table, row as never);
+    if (table === 'net_events') lastEventId = appended!.eventId!;
+    if (writer.needsDrain) await writer.drained();
+  }
+  await writer.flush();
+  const seconds = (performance.now() - started) / 1000;
+  await writer.close();
+  return EVENTS / seconds;
+}
+
+/** The same rows, positional, straight into better-sqlite3 in batches of the writer's size. */
+function rawInserts(path: string): number {
+  const db = openSessionDbForWriting(path);
+  const tables = ['net_events', 'model_calls', 'tool_calls', 'event_body_blobs'] as const;
+  const plan = new Map<SessionTable, { columns: string[]; stmt: Database.Statement }>();
+  for (const table of tables) {
+    const columns = insertColumns(table).filter((c) => c !== 'id');
+    plan.set(table, { columns, stmt: db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`) });
+  }
+  const ids = new EventIdMinter(firstEventId(null));
+  let seq = 0;
+  const insertBatch = db.transaction((rows: Mixed[]) => {
+    for (const [table, row] of rows) {
+      const { columns, stmt } = plan.get(table)!;
+      const values = row as Record<string, unknown>;
+      const cells = new Array<unknown>(columns.length);
+      for (let c = 0; c < columns.length; c++) {
+        const col = columns[c]!;
+        cells[c] = col === 'seq' ? ++seq : col === 'event_id' ? (values.event_id ?? ids.mint()) : (values[col] ?? null);
+      }
+      stmt.run(cells);
+    }
+  });
+  const started = performance.now();
+  let batch: Mixed[] = [];
+  let lastEventId = '';
+  for (let i = 0; i < EVENTS; i++) {
+    const row = mixedRow(i, lastEventId, () => ids.mint());
+    if (row[0] === 'net_events') lastEventId = row[1].event_id!;
+    batch.push(row);
+    if (batch.length === 4096) {
+      insertBatch(batch);
+      batch = [];
+    }
+  }
+  insertBatch(batch);
+  const seconds = (performance.now() - started) / 1000;
+  db.close();
+  return EVENTS / seconds;
+}
+
+/** How long after `append` a row is visible to another connection, with no flush. */
+async function visibilityLatencies(path: string): Promise<number[]> {
+  const writer = await SessionWriter.open(path);
+  const reader = openSessionDbReadOnly(path);
+  const probe = reader.prepare('SELECT 1 FROM fs_events WHERE seq = ?');
+  const latencies: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    const { seq } = writer.append('fs_events', { timestamp: new Date().toISOString(), action: 'modified', path: `f${i}` })!;
+    const started = performance.now();
+    while (!probe.get(seq)) await new Promise((r) => setImmediate(r));
+    latencies.push(performance.now() - started);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  reader.close();
+  await writer.close();
+  return latencies;
+}
+
+export async function storeBench(): Promise<boolean> {
+  const dir = mkdtempSync(join(tmpdir(), 'capsem-bench-store-'));
+  try {
+    const writerRates: number[] = [];
+    const rawRates: number[] = [];
+    const rss = rssSampler();
+    for (let round = 0; round < ROUNDS; round++) {
+      rawRates.push(rawInserts(join(dir, `raw-${round}.db`)));
+      writerRates.push(await throughWriter(join(dir, `writer-${round}.db`)));
+      console.log(`  round ${round + 1}/${ROUNDS}: writer ${Math.round(writerRates[round]!).toLocaleString('en')} ev/s, raw ${Math.round(rawRates[round]!).toLocaleString('en')} ev/s`);
+    }
+    const peakRss = rss.stop();
+    const writer = median(writerRates);
+    const raw = median(rawRates);
+    const visible = await visibilityLatencies(join(dir, 'visible.db'));
+    const p50 = percentile(visible, 50);
+    const p99 = percentile(visible, 99);
+    return printFigures(`store: ${EVENTS.toLocaleString('en')} events per round (3 net_events, 2 model_calls, 3 tool_calls, 2 x 4 KiB body blobs per 10), median of ${ROUNDS}`, [
+      figure('writer throughput', `${Math.round(writer).toLocaleString('en')} events/s`, writer >= 150_000, '>= 150,000 events/s'),
+      figure('raw better-sqlite3 baseline', `${Math.round(raw).toLocaleString('en')} events/s`, true, 'baseline'),
+      figure('writer / raw', `${(writer / raw).toFixed(2)}x`, writer / raw >= 0.6, '>= 0.6x'),
+      figure('row visible to a reader', `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`, p99 < 50, 'p99 < 50 ms'),
+      figure('peak RSS', `${peakRss.toFixed(0)} MiB`, true, 'printed'),
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

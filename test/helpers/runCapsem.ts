@@ -1,0 +1,20 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the real `capsem` bin in a child process, as a user would from a shell. */
+export function runCapsem(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): CliResult {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+}

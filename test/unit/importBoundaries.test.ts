@@ -1,0 +1,35 @@
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+// The import direction is enforced by lint; these pin that the rule really fires.
+const eslint = new ESLint();
+async function messages(code: string, filePath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return result!.messages.map((m) => m.message);
+}
+
+describe('import boundaries', () => {
+  it('refuses electron in the core', async () => {
+    expect(await messages("import { app } from 'electron';\nexport const a = app;\n", 'electron/store/leak.ts')).toEqual([
+      expect.stringMatching(/Only electron\/shell\/ may import electron/),
+    ]);
+  });
+
+  it('allows electron in the shell', async () => {
+    expect(await messages("import { app } from 'electron';\nexport const a = app;\n", 'electron/shell/main.ts')).toEqual([]);
+  });
+
+  it('refuses Node built-ins and better-sqlite3 in the renderer', async () => {
+    for (const mod of ['node:fs', 'fs', 'child_process', 'better-sqlite3']) {
+      const found = await messages(`import x from '${mod}';\nexport const a = x;\n`, 'renderer/src/leak.ts');
+      expect(found, mod).toEqual([expect.stringMatching(/renderer never touches Node/)]);
+    }
+  });
+
+  it('lets the renderer import contract types only', async () => {
+    expect(await messages("import type { SessionId } from '../../electron/contract/ids.ts';\nexport type A = SessionId;\n", 'renderer/src/ok.ts')).toEqual([]);
+    expect(await messages("import { asSessionId } from '../../electron/contract/ids.ts';\nexport const a = asSessionId;\n", 'renderer/src/leak.ts')).toEqual([
+      expect.stringMatching(/contract types only/),
+    ]);
+  });
+});

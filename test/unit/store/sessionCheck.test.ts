@@ -1,0 +1,102 @@
+import Database from 'better-sqlite3';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedSessions } from '../../../electron/store/devSeed.ts';
+import { sessionPaths } from '../../../electron/store/paths.ts';
+import { checkSessionDb } from '../../../electron/store/sessionCheck.ts';
+import { parseSpecTables, readSpec } from '../../helpers/specSchema.ts';
+import { tempHome } from '../../helpers/tempHome.ts';
+
+const home = tempHome();
+let clean: string;
+let copies = 0;
+beforeAll(async () => {
+  const [session] = await seedSessions(home, { sessions: 1, events: 400, seed: 7 });
+  clean = sessionPaths(home, session!.id).dbPath;
+});
+afterAll(() => home.remove());
+
+/** A copy of the clean session with one defect seeded by `sql`. */
+function withDefect(sql: string): string {
+  const path = `${home.root}/defect-${++copies}.db`;
+  copyFileSync(clean, path);
+  const db = new Database(path);
+  db.exec(sql);
+  db.close();
+  return path;
+}
+
+
+describe('capsem check', () => {
+  it('reports nothing on a clean session', () => {
+    const report = checkSessionDb(clean);
+    expect(report.findings).toEqual([]);
+    expect(report.notes).toEqual([]);
+    expect(report.tables.model_calls!.rows).toBeGreaterThan(10);
+    expect(report.tables.tool_responses!.rows).toBe(report.tables.tool_calls!.rows);
+  });
+
+  const defects: [string, string, RegExp][] = [
+    ['orphaned tool_calls', 'DELETE FROM tool_responses WHERE id = (SELECT min(id) FROM tool_responses)', /session may have ended before the tool result/],
+    ['orphaned tool_responses', "INSERT INTO tool_responses (seq, event_id, timestamp, model_call_id, call_id, trace_id) VALUES (99999, 'aaaaaaaaaaaa', 't', 1, 'toolu_ghost', 'x')", /never recorded/],
+    ['tool call parents', 'UPDATE tool_calls SET model_call_id = 424242 WHERE id = 1', /model call row was lost/],
+    ['AI provider correlation', "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions')", /stream parsing may have failed/],
+    ['NULL model', 'UPDATE model_calls SET model = NULL WHERE id = 1', /request body > SSE stream > response JSON > URL path/],
+    ['NULL tokens', 'UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1', /Gzip bug/],
+    ['NULL tokens', 'UPDATE model_calls SET output_tokens = NULL, stream = 0 WHERE id = 1', /tokens come from the response JSON/],
+    ['NULL critical field', "UPDATE fs_events SET path = '' WHERE id = 1", /VM shut down before the proxy flushed/],
+    ['MCP correlation', "INSERT INTO security_rule_events (event_id, timestamp, event_type, event_json) VALUES ('cccccccccccc', 't', 'mcp.tool_call', '{}')", /MCP tools\/call was observed without/],
+    ['zero cost', "UPDATE model_calls SET estimated_cost_usd = 0 WHERE provider = 'anthropic'", /not in the pricing table/],
+    ['writer losses', "INSERT INTO session_meta (key, value) VALUES ('writer_dropped', '5') ON CONFLICT(key) DO UPDATE SET value = '5'", /outran the disk/],
+    ['tables', 'DROP TABLE fs_events', /written by an older or different tool/],
+    ['columns', 'ALTER TABLE net_events DROP COLUMN query', /written by an older or different tool/],
+  ];
+  for (const [check, sql, cause] of defects) {
+    it(`reports ${check} (${sql.slice(0, 48)}...) with its likely cause`, () => {
+      const report = checkSessionDb(withDefect(sql));
+      const finding = report.findings.find((f) => f.check === check);
+      expect(finding, `findings were: ${report.findings.map((f) => f.check).join(', ')}`).toBeDefined();
+      expect(finding!.cause).toMatch(cause);
+      expect(finding!.count).toBeGreaterThan(0);
+    });
+  }
+
+  it('reports a damaged database through integrity_check', () => {
+    const path = withDefect('CREATE INDEX fs_events_path_probe ON fs_events(path)');
+    const db = new Database(path, { readonly: true });
+    const { rootpage } = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'fs_events_path_probe'").get() as { rootpage: number };
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    // Rewrite the keys inside the index page so they no longer match their table rows.
+    const file = readFileSync(path);
+    const page = file.subarray((rootpage - 1) * pageSize, rootpage * pageSize);
+    let rewritten = 0;
+    for (let i = page.indexOf('src/'); i >= 0; i = page.indexOf('src/', i + 1)) {
+      page[i + 2] = 'd'.charCodeAt(0);
+      rewritten += 1;
+    }
+    expect(rewritten).toBeGreaterThan(0);
+    writeFileSync(path, file);
+    const finding = checkSessionDb(path).findings.find((f) => f.check === 'integrity');
+    expect(finding?.message).toMatch(/fs_events_path_probe/);
+  });
+
+  it('checks a database built from the spec alone, reporting what it lacks instead of crashing', () => {
+    const path = `${home.root}/spec-only.db`;
+    const db = new Database(path);
+    for (const block of readSpec().matchAll(/CREATE TABLE \w+ \(\n[\s\S]*?\n\);/g)) db.exec(block[0]);
+    db.close();
+    expect(parseSpecTables(readSpec()).size).toBe(5);
+    const report = checkSessionDb(path);
+    expect(report.findings.map((f) => f.message)).toEqual(
+      expect.arrayContaining(['table model_items is missing', 'table event_body_blobs is missing', 'table security_rule_events is missing']),
+    );
+    expect(report.notes.join('\n')).toMatch(/net_events lacks columns this app adds: seq/);
+    expect(report.notes.join('\n')).toMatch(/MCP correlation: skipped/);
+  });
+
+  it('refuses a file that is not SQLite with a clear error', () => {
+    expect(() => checkSessionDb('/etc/hostname')).toThrow(/not a readable SQLite database/);
+    expect(() => checkSessionDb(`${home.root}/nope.db`)).toThrow(/no session database/);
+  });
+});
