@@ -50,12 +50,14 @@ describe('SessionWriter', () => {
     const path = dbPath();
     const first = await SessionWriter.open(path);
     first.append('net_events', net(1));
-    first.append('net_events', net(2));
+    const last = first.append('net_events', net(2))!;
     await first.close();
     const second = await SessionWriter.open(path);
     const next = second.append('fs_events', { timestamp: 't', action: 'deleted', path: 'x' })!;
     await second.close();
     expect(next.seq).toBe(3);
+    // event ids ascend within a session, across reopenings, so they never collide.
+    expect(next.eventId! > last.eventId!).toBe(true);
   });
 
   it('counts drops past the hard limit, records them, and signals backpressure before that', async () => {
