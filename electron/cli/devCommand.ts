@@ -1,4 +1,4 @@
-import { seedSessions } from '../store/devSeed.ts';
+import { seedSessions } from '../dev/seedSessions.ts';
 import { parseCommandArgs, parseCount, UsageError, type Command } from './context.ts';
 
 export const devCommand: Command = {

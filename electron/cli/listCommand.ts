@@ -43,7 +43,7 @@ Newest first. A * after the ID means its session.db is still on disk (queryable 
 capsem check / capsem sql). Figures come from the main.db rollup, so they survive vacuuming.
 
   -n N          show at most N sessions (default 10; 0 for all)
-  --all         include vacuumed sessions
+  --all         include vacuumed and erased sessions
   --with-model  only sessions with model calls
   --with-db     only sessions whose session.db is on disk
   --with-net    only sessions with network events
@@ -71,7 +71,7 @@ capsem check / capsem sql). Figures come from the main.db rollup, so they surviv
     let sessions: ListedSession[];
     try {
       sessions = allSessions(db)
-        .filter((r) => values.all || (r.status !== 'vacuumed' && r.vacuumedAt === null))
+        .filter((r) => values.all || (r.status !== 'vacuumed' && r.status !== 'erased' && r.vacuumedAt === null))
         .map((r) => toListed(ctx.home, r))
         .filter((s) => !values['with-model'] || s.totals.modelCalls > 0)
         .filter((s) => !values['with-db'] || s.onDisk)

@@ -1,11 +1,12 @@
 import { capsemHome } from '../store/paths.ts';
+import { apiCommand } from './apiCommand.ts';
 import { checkCommand } from './checkCommand.ts';
 import { UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { listCommand } from './listCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
 
-const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, devCommand];
+const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, apiCommand, devCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -6,7 +6,7 @@ import { ensureHome, makePrivateFiles, type CapsemHome } from './paths.ts';
 // it belongs to change in one transaction) plus the per-session usage rollups. Its figures
 // outlive the session.db they were computed from.
 
-export const SESSION_STATUSES = ['running', 'stopped', 'crashed', 'vacuumed', 'terminated'] as const;
+export const SESSION_STATUSES = ['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 const V1 = `
@@ -35,6 +35,10 @@ CREATE TABLE sessions (
   total_mcp_calls INTEGER NOT NULL DEFAULT 0,
   total_file_events INTEGER NOT NULL DEFAULT 0,
   exec_count INTEGER NOT NULL DEFAULT 0,
+  event_count INTEGER NOT NULL DEFAULT 0,
+  last_event_at TEXT,
+  inference_host TEXT,
+  agent TEXT,
   audit_event_count INTEGER NOT NULL DEFAULT 0,
   compressed_size_bytes INTEGER,
   vacuumed_at TEXT,

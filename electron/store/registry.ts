@@ -17,6 +17,14 @@ export interface SessionRecord {
   readonly rolledUpAt: string | null;
   readonly vacuumedAt: string | null;
   readonly totals: SessionTotals;
+  readonly activity: SessionActivity;
+}
+
+/** What the events API lists beside the totals; null until the session has such an event. */
+export interface SessionActivity {
+  readonly lastEventAt: string | null;
+  readonly inferenceHost: string | null;
+  readonly agent: string | null;
 }
 
 export interface SessionTotals {
@@ -31,6 +39,8 @@ export interface SessionTotals {
   readonly mcpCalls: number;
   readonly fileEvents: number;
   readonly execCount: number;
+  /** Rows that are session events (the ones with a seq). */
+  readonly events: number;
 }
 
 export class NameTakenError extends Error {
@@ -61,6 +71,10 @@ interface SessionRow {
   total_mcp_calls: number;
   total_file_events: number;
   exec_count: number;
+  event_count: number;
+  last_event_at: string | null;
+  inference_host: string | null;
+  agent: string | null;
 }
 
 function toRecord(row: SessionRow): SessionRecord {
@@ -89,7 +103,9 @@ function toRecord(row: SessionRow): SessionRecord {
       mcpCalls: row.total_mcp_calls,
       fileEvents: row.total_file_events,
       execCount: row.exec_count,
+      events: row.event_count,
     },
+    activity: { lastEventAt: row.last_event_at, inferenceHost: row.inference_host, agent: row.agent },
   };
 }
 

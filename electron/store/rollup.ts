@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import type { SessionId } from '../contract/ids.ts';
 import type { SessionStatus } from './mainDb.ts';
 import { sessionPaths, type CapsemHome } from './paths.ts';
-import type { SessionTotals } from './registry.ts';
+import type { SessionActivity, SessionTotals } from './registry.ts';
+import { SEQUENCED_TABLES } from './sessionSchema.ts';
 import { openSessionDbReadOnly } from './sessionDb.ts';
 
 // The rollup folds a session.db into main.db figures. It reads the session read-only and replaces
@@ -42,7 +43,7 @@ export interface McpUsageRow {
 
 export interface Rollup {
   readonly totals: SessionTotals;
-  readonly lastEventAt: string | null;
+  readonly activity: SessionActivity;
   readonly aiUsage: AiUsageRow[];
   readonly toolUsage: ToolUsageRow[];
   readonly mcpUsage: McpUsageRow[];
@@ -61,11 +62,20 @@ export function computeRollup(db: Database.Database): Rollup {
     return row.v ?? 0;
   };
   const all = <T>(table: string, sql: string): T[] => (tables.has(table) ? (db.prepare(sql).all() as T[]) : []);
-  const lastTimes = ['net_events', 'model_calls', 'tool_calls', 'fs_events']
-    .filter((t) => tables.has(t))
+  const present = SEQUENCED_TABLES.filter((t) => tables.has(t));
+  const lastTimes = present
     .map((t) => (db.prepare(`SELECT max(timestamp) AS v FROM ${t}`).get() as { v: string | null }).v)
     .filter((v): v is string => v !== null)
     .sort();
+  const latestCall = tables.has('model_calls')
+    ? (db.prepare('SELECT provider, process_name AS agent, net_event_id FROM model_calls ORDER BY id DESC LIMIT 1').get() as
+        | { provider: string; agent: string | null; net_event_id: string | null }
+        | undefined)
+    : undefined;
+  const inferenceHost =
+    latestCall?.net_event_id && tables.has('net_events')
+      ? ((db.prepare("SELECT domain || CASE WHEN port IS NULL OR port = 443 THEN '' ELSE ':' || port END AS host FROM net_events WHERE event_id = ?").get(latestCall.net_event_id) as { host: string } | undefined)?.host ?? null)
+      : null;
   return {
     totals: {
       requests: scalar('net_events', 'SELECT count(*) AS v FROM net_events'),
@@ -79,8 +89,9 @@ export function computeRollup(db: Database.Database): Rollup {
       mcpCalls: scalar('tool_calls', "SELECT count(*) AS v FROM tool_calls WHERE origin = 'mcp'"),
       fileEvents: scalar('fs_events', 'SELECT count(*) AS v FROM fs_events'),
       execCount: scalar('exec_events', 'SELECT count(*) AS v FROM exec_events'),
+      events: present.reduce((sum, t) => sum + scalar(t, `SELECT count(*) AS v FROM ${t}`), 0),
     },
-    lastEventAt: lastTimes.at(-1) ?? null,
+    activity: { lastEventAt: lastTimes.at(-1) ?? null, inferenceHost, agent: latestCall?.agent ?? null },
     aiUsage: all<AiUsageRow>(
       'model_calls',
       `SELECT provider, coalesce(model, '') AS model, count(*) AS call_count,
@@ -137,7 +148,7 @@ export function rollUpSession(home: CapsemHome, mainDb: Database.Database, id: S
 }
 
 export function writeRollup(mainDb: Database.Database, id: SessionId, rollup: Rollup | null, end: EndOptions): void {
-  const endedAt = end.endedAt ?? rollup?.lastEventAt ?? new Date().toISOString();
+  const endedAt = end.endedAt ?? rollup?.activity.lastEventAt ?? new Date().toISOString();
   mainDb.transaction(() => {
     const exists = mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id);
     if (!exists) throw new Error(`session ${id} is not in main.db`);
@@ -153,10 +164,12 @@ export function writeRollup(mainDb: Database.Database, id: SessionId, rollup: Ro
       .prepare(
         `UPDATE sessions SET total_requests = ?, allowed_requests = ?, denied_requests = ?, total_model_calls = ?,
            total_input_tokens = ?, total_output_tokens = ?, total_estimated_cost = ?, total_tool_calls = ?,
-           total_mcp_calls = ?, total_file_events = ?, exec_count = ? WHERE id = ?`,
+           total_mcp_calls = ?, total_file_events = ?, exec_count = ?, event_count = ?, last_event_at = ?,
+           inference_host = ?, agent = ? WHERE id = ?`,
       )
       .run(t.requests, t.allowedRequests, t.deniedRequests, t.modelCalls, t.inputTokens, t.outputTokens, t.costUsd,
-        t.toolCalls, t.mcpCalls, t.fileEvents, t.execCount, id);
+        t.toolCalls, t.mcpCalls, t.fileEvents, t.execCount, t.events, rollup.activity.lastEventAt, rollup.activity.inferenceHost,
+        rollup.activity.agent, id);
     for (const table of ['ai_usage', 'tool_usage', 'mcp_usage']) mainDb.prepare(`DELETE FROM ${table} WHERE session_id = ?`).run(id);
     const ai = mainDb.prepare(
       `INSERT INTO ai_usage (session_id, provider, model, call_count, input_tokens, output_tokens, cache_read_tokens,

@@ -88,6 +88,7 @@ export const SESSION_TABLES = {
       seq,
       ...identity,
       net_event_id: oursText,
+      host: oursText,
       timestamp: textNN,
       provider: textNN,
       model: text,
@@ -187,7 +188,7 @@ export const SESSION_TABLES = {
       turn_id: text,
       credential_ref: credentialRef,
     },
-    indexes: ['call_id'],
+    indexes: ['call_id', 'model_call_id'],
   },
   fs_events: {
     sequenced: true,

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
-import { insertColumns, type RowOf, type SessionTable } from './sessionSchema.ts';
+import { insertColumns, SESSION_TABLES, type ColumnDef, type RowOf, type SessionTable } from './sessionSchema.ts';
 import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
 
 export interface WriterLimits {
@@ -55,9 +55,20 @@ export class WriterClosedError extends Error {
 
 interface TableLayout {
   readonly columns: readonly string[];
+  /** The column's DEFAULT, used when a producer leaves it out (an explicit NULL would override it). */
+  readonly defaults: readonly CellValue[];
   readonly idIndex: number;
   readonly seqIndex: number;
   readonly eventIdIndex: number;
+}
+
+/** A DEFAULT clause as a value: a number or a quoted string literal. */
+export function literalDefault(sql: string | undefined): CellValue {
+  if (sql === undefined) return null;
+  if (/^-?\d+(\.\d+)?$/.test(sql)) return Number(sql);
+  const quoted = /^'((?:[^']|'')*)'$/.exec(sql);
+  if (quoted) return quoted[1]!.replace(/''/g, "'");
+  throw new Error(`the writer cannot apply DEFAULT ${sql}; give the column a literal default or fill it in the producer`);
 }
 
 const layouts = new Map<SessionTable, TableLayout>();
@@ -65,7 +76,9 @@ function layoutOf(table: SessionTable): TableLayout {
   let layout = layouts.get(table);
   if (!layout) {
     const columns = insertColumns(table);
-    layout = { columns, idIndex: columns.indexOf('id'), seqIndex: columns.indexOf('seq'), eventIdIndex: columns.indexOf('event_id') };
+    const defs = SESSION_TABLES[table].columns as Record<string, ColumnDef>;
+    const defaults = columns.map((c) => literalDefault(defs[c]!.default));
+    layout = { columns, defaults, idIndex: columns.indexOf('id'), seqIndex: columns.indexOf('seq'), eventIdIndex: columns.indexOf('event_id') };
     layouts.set(table, layout);
   }
   return layout;
@@ -167,7 +180,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     const cells: CellValue[] = new Array<CellValue>(layout.columns.length);
     let bytes = 16;
     for (let i = 0; i < layout.columns.length; i++) {
-      const value = values[layout.columns[i]!] ?? null;
+      const value = values[layout.columns[i]!] ?? layout.defaults[i]!;
       cells[i] = value;
       bytes += cellBytes(value);
     }

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { afterAll, expect, it } from 'vitest';
-import { seedSessions } from '../../../electron/store/devSeed.ts';
+import { seedSessions } from '../../../electron/dev/seedSessions.ts';
 import { capsemHome, sessionPaths } from '../../../electron/store/paths.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 

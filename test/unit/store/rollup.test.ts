@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedSessions } from '../../../electron/store/devSeed.ts';
+import { seedSessions } from '../../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../../electron/store/registry.ts';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedSessions } from '../../../electron/store/devSeed.ts';
+import { seedSessions } from '../../../electron/dev/seedSessions.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { checkSessionDb } from '../../../electron/store/sessionCheck.ts';
 import { parseSpecTables, readSpec } from '../../helpers/specSchema.ts';

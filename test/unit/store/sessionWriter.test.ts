@@ -138,3 +138,21 @@ describe('schema versions', () => {
     db.close();
   });
 });
+
+describe('column defaults', () => {
+  it('fills a column the producer leaves out with its DEFAULT, not NULL', async () => {
+    const path = dbPath();
+    const writer = await SessionWriter.open(path);
+    writer.append('net_events', net(1));
+    writer.append('tool_calls', { timestamp: 't', provider: 'anthropic', status: 'requested', call_index: 0, call_id: 'c', tool_name: 'Bash', decision: 'allowed' });
+    const a = writer.append('net_events', net(2))!;
+    writer.append('event_body_blobs', { event_id: a.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: 't' });
+    await writer.close();
+    expect(writer.stats.rejected).toBe(0);
+    const db = openSessionDbReadOnly(path);
+    expect(db.prepare('SELECT port, bytes_sent, conn_type FROM net_events WHERE id = 1').get()).toEqual({ port: 443, bytes_sent: 0, conn_type: 'https' });
+    expect(db.prepare('SELECT origin, duration_ms FROM tool_calls').get()).toEqual({ origin: 'native', duration_ms: 0 });
+    expect(db.prepare('SELECT truncated FROM event_body_blobs').get()).toEqual({ truncated: 0 });
+    db.close();
+  });
+});

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { SessionId } from '../contract/ids.ts';
-import { openMainDb } from './mainDb.ts';
-import { ensurePrivateDir, sessionPaths, type CapsemHome } from './paths.ts';
-import { registerSession, type SessionRecord } from './registry.ts';
-import { rollUpSession } from './rollup.ts';
-import { SessionWriter } from './sessionWriter.ts';
+import { openMainDb } from '../store/mainDb.ts';
+import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { registerSession, type SessionRecord } from '../store/registry.ts';
+import { rollUpSession } from '../store/rollup.ts';
+import { SessionWriter } from '../store/sessionWriter.ts';
+import { requestView } from '../telemetry/requestView.ts';
 
 // Realistic sessions for tests, benchmarks and demos: agent turns that call a model, run tools
 // and send the results back, MCP calls, ordinary HTTPS, a denied request, file edits and full
@@ -84,6 +85,32 @@ function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+const DECLARED_TOOLS = TOOLS.map((t) => ({ name: t.name, description: `The ${t.name} tool`, schema: { type: 'object', properties: { command: { type: 'string' } } } }));
+
+/** A request body in the provider's own wire shape, carrying the previous round's tool results. */
+function requestBody(provider: string, model: string, prompt: string, results: readonly { callId: string; content: string }[]): unknown {
+  switch (provider) {
+    case 'anthropic':
+      return {
+        model, max_tokens: 8192, stream: true, system: 'You are a coding agent.',
+        tools: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema })),
+        messages: [{ role: 'user', content: prompt }, ...(results.length ? [{ role: 'user', content: results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: r.content })) }] : [])],
+      };
+    case 'google':
+      return {
+        systemInstruction: { parts: [{ text: 'You are a coding agent.' }] },
+        tools: [{ functionDeclarations: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.schema })) }],
+        contents: [{ role: 'user', parts: [{ text: prompt }] }, ...results.map((r) => ({ role: 'user', parts: [{ functionResponse: { id: r.callId, name: 'Bash', response: { output: r.content } } }] }))],
+      };
+    default:
+      return {
+        model, stream: true,
+        tools: DECLARED_TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.schema } })),
+        messages: [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: prompt }, ...results.map((r) => ({ role: 'tool', tool_call_id: r.callId, content: r.content }))],
+      };
+  }
+}
+
 class SessionScript {
   private clock: number;
   private turnsLeftInTrace = 0;
@@ -126,15 +153,18 @@ class SessionScript {
     const rounds = this.rng.int(1, 3);
     for (let round = 0; round <= rounds; round++) {
       const final = round === rounds;
-      const request = JSON.stringify({ model: provider.model, stream: true, messages: [{ role: 'user', content: prose(this.rng, this.bodyBytes / 2) }], tool_results: pendingResults });
+      const body = requestBody(provider.provider, provider.model, prose(this.rng, this.bodyBytes / 2), pendingResults);
+      const request = JSON.stringify(body);
+      const asked = requestView(provider.provider, provider.path, body);
       const toolCount = final ? 0 : this.rng.int(1, 3);
       const text = prose(this.rng, 200);
       const response = JSON.stringify({ id: `msg_${this.rng.hex(20)}`, content: text, padding: prose(this.rng, this.bodyBytes / 2) });
       const inTok = this.rng.int(800, 30_000);
       const outTok = this.rng.int(50, 2_000);
       const durationMs = this.rng.int(400, 9_000);
+      const startedAt = this.at(50);
       const net = this.writer.append('net_events', {
-        ...trace, timestamp: this.at(50), domain: provider.host, port: provider.host === 'localhost' ? 11434 : 443,
+        ...trace, timestamp: startedAt, domain: provider.host, port: provider.host === 'localhost' ? 11434 : 443,
         decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: provider.path, status_code: 200,
         bytes_sent: request.length, bytes_received: response.length, duration_ms: durationMs, ttfb_ms: Math.min(durationMs, 350),
         matched_rule: 'default.allow-public', request_headers: JSON.stringify({ 'content-type': 'application/json', 'x-api-key': `sha256:${this.rng.hex(16)}` }),
@@ -144,14 +174,15 @@ class SessionScript {
       this.body(net.eventId!, 'net_events', 'request', request);
       this.body(net.eventId!, 'net_events', 'response', response);
       const call = this.writer.append('model_calls', {
-        ...trace, net_event_id: net.eventId, timestamp: this.at(durationMs), provider: provider.provider, model: provider.model,
-        process_name: 'claude', pid: 412, method: 'POST', path: provider.path, stream: 1, messages_count: 2 * round + 1,
-        tools_count: TOOLS.length, request_bytes: request.length, request_body_preview: request.slice(0, 256),
+        ...trace, net_event_id: net.eventId, host: provider.host === 'localhost' ? 'localhost:11434' : provider.host, timestamp: startedAt, provider: provider.provider, model: provider.model,
+        process_name: 'claude', pid: 412, method: 'POST', path: provider.path, stream: 1, messages_count: asked.messages.length,
+        tools_count: asked.tools.length, request_bytes: request.length, request_body_preview: request.slice(0, 256),
         message_id: `msg_${this.rng.hex(20)}`, status_code: 200, text_content: text, thinking_content: final ? null : 'I should look at the code first.',
         stop_reason: final ? provider.stopEnd : provider.stopTool, input_tokens: inTok, output_tokens: outTok, duration_ms: durationMs,
         response_bytes: response.length, estimated_cost_usd: (inTok * provider.inPerM + outTok * provider.outPerM) / 1e6,
         usage_details: JSON.stringify({ cache_read: this.rng.int(0, inTok), cache_write: this.rng.int(0, 2000), thinking: final ? 0 : this.rng.int(10, 300) }),
       })!;
+      this.at(durationMs);
       events += 2;
       let itemIndex = 0;
       const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: Record<string, string | null>): void => {

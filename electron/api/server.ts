@@ -1,0 +1,374 @@
+import type Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isSessionId, type SessionId } from '../contract/ids.ts';
+import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
+import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
+import { openMainDb } from '../store/mainDb.ts';
+import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
+import { liveRollup } from '../store/rollup.ts';
+import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
+import { searchSession } from './search.ts';
+import { SessionEventStore } from './sessionEventStore.ts';
+import { clipTimeline, readTimeline, type Timeline } from './timeline.ts';
+
+// The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
+// store. Routes take session ids only: names are resolved by the CLI and the app before they call.
+
+export const DEFAULT_API_PORT = 47601;
+const DEFAULT_LIMIT = 500;
+const MAX_LIMIT = 2000;
+
+export interface ApiOptions {
+  readonly home: CapsemHome;
+  readonly port?: number;
+  /** The fourth DELETE guard: erasing is refused unless the owner allows it. */
+  readonly allowDelete?: boolean;
+  readonly heartbeatMs?: number;
+  readonly pollMs?: number;
+  /** SSE back-pressure: bytes a subscriber may hold unread, and how long it may take none before it is dropped. */
+  readonly liveLimits?: Partial<HubLimits>;
+}
+
+export interface ApiServer {
+  readonly url: string;
+  readonly port: number;
+  readonly hub: LiveEventHub;
+  readonly feed: LiveEventFeed;
+  close(): Promise<void>;
+}
+
+const INDEX = `Capsem session events API
+GET    /                                   this index
+GET    /healthz                            liveness
+GET    /v1/sessions                        sessions (?archived=true adds ended ones whose events are gone)
+GET    /v1/sessions/{id}                   newest events; ?limit=N ?before=<seq> ?view=summary
+GET    /v1/sessions/{id}/events/{seq}      one full event (?raw=1 adds the captured bytes)
+GET    /v1/sessions/{id}/timeline          turns, tools and hosts on one time axis; ?from= ?to=
+GET    /v1/sessions/{id}/search?q=         seqs of events whose bodies hold q
+GET    /v1/events                          live events (SSE); ?session=<id>
+GET    /v1/status                          live-tail counters
+DELETE /v1/sessions                        erase every ended session (when allowed)
+DELETE /v1/sessions/{id}                   erase one ended session (when allowed)
+`;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** The Host header's name without its port; [::1] keeps its brackets. */
+export function hostName(host: string | undefined): string {
+  if (!host) return '';
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  return host.replace(/:\d+$/, '');
+}
+
+/** Guards every route against a web page reaching it through DNS rebinding or a cross-site request. */
+function guardBrowserReach(req: IncomingMessage): void {
+  if (!LOOPBACK_HOSTS.has(hostName(req.headers.host).toLowerCase())) throw new HttpError(403, 'forbidden: the Host header must be localhost, 127.0.0.1 or ::1');
+  if (req.headers.origin !== undefined) throw new HttpError(403, 'forbidden: requests carrying an Origin header are refused');
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload), 'cache-control': 'no-store' });
+  res.end(payload);
+}
+
+function parseLimit(value: string | null): number {
+  if (value === null || !/^\d+$/.test(value)) return DEFAULT_LIMIT;
+  const n = Number(value);
+  return n < 1 ? DEFAULT_LIMIT : Math.min(n, MAX_LIMIT);
+}
+
+function parseSeq(value: string | null, what: string): number | undefined {
+  if (value === null) return undefined;
+  if (!/^\d+$/.test(value)) throw new HttpError(400, `${what} must be a positive integer`);
+  return Number(value);
+}
+
+/** Writes, waiting for the socket to drain when its buffer is full, so a page streams in bounded memory. */
+async function write(res: ServerResponse, chunk: string): Promise<void> {
+  if (!res.write(chunk)) await new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
+  const { home } = options;
+  const mainDb: Database.Database = openMainDb(home);
+  const hub = new LiveEventHub(options.liveLimits);
+  const feed = new LiveEventFeed(home, mainDb, hub, options.pollMs);
+  const heartbeatMs = options.heartbeatMs ?? 30_000;
+  const timelines = new Map<string, { newest: number; timeline: Timeline }>();
+  feed.start();
+
+  function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
+    const lower = raw.toLowerCase();
+    if (!isSessionId(lower)) {
+      const named = mainDb.prepare('SELECT 1 FROM sessions WHERE name = ? LIMIT 1').get(raw);
+      throw new HttpError(404, named
+        ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (capsem list shows both)`
+        : 'session not found');
+    }
+    const id = lower as SessionId;
+    const record = getSession(mainDb, id);
+    const { dbPath } = sessionPaths(home, id);
+    if (!existsSync(dbPath)) throw new HttpError(404, record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found');
+    return { id, record, store: SessionEventStore.open(id, dbPath) };
+  }
+
+  function listSessions(archived: boolean): unknown[] {
+    const rows: Record<string, unknown>[] = [];
+    for (const record of allSessions(mainDb)) {
+      const resident = existsSync(sessionPaths(home, record.id).dbPath);
+      if (!resident && !archived) continue;
+      const live = record.status === 'running' && resident ? liveRollup(home, record.id) : null;
+      const totals = live?.totals ?? record.totals;
+      const activity = live?.activity ?? record.activity;
+      const entry: Record<string, unknown> = {
+        id: record.id,
+        name: record.name,
+        createdAt: record.createdAt,
+        updatedAt: activity.lastEventAt ?? record.updatedAt,
+        eventCount: totals.events,
+        active: record.status === 'running',
+        status: record.status,
+      };
+      if (activity.agent) entry.agent = activity.agent;
+      if (totals.modelCalls > 0) {
+        entry.totalTokens = totals.inputTokens + totals.outputTokens;
+        entry.costMicros = Math.round(totals.costUsd * 1e6);
+      }
+      if (activity.inferenceHost) entry.inferenceHost = activity.inferenceHost;
+      if (totals.requests > 0 && activity.lastEventAt) entry.lastRequestAt = activity.lastEventAt;
+      if (archived) entry.resident = resident;
+      rows.push(entry);
+    }
+    return rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
+  }
+
+  async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
+    const { id, record, store } = sessionStore(rawId);
+    try {
+      const limit = parseLimit(url.searchParams.get('limit'));
+      const before = parseSeq(url.searchParams.get('before'), 'before');
+      const summary = url.searchParams.get('view') === 'summary';
+      const bounds = store.bounds();
+      const refs = store.page(before, limit);
+      const whole = refs.length === bounds.total;
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      await write(res, `{"id":${JSON.stringify(id)},"name":${JSON.stringify(record?.name ?? null)},"schemaVersion":${SCHEMA_VERSION}${summary ? ',"view":"summary"' : ''},"events":[`);
+      for (let i = 0; i < refs.length; i++) {
+        if (res.destroyed) return;
+        await write(res, (i > 0 ? ',' : '') + JSON.stringify(store.event(refs[i]!, { full: !summary })));
+      }
+      await write(res, ']');
+      res.end(whole ? '}' : `,"totalEvents":${bounds.total},"oldestSeq":${bounds.oldest}}`);
+    } finally {
+      store.close();
+    }
+  }
+
+  function eventDetail(res: ServerResponse, url: URL, rawId: string, rawSeq: string): void {
+    const { store } = sessionStore(rawId);
+    try {
+      const seq = parseSeq(rawSeq, 'seq');
+      const ref = seq === undefined ? undefined : store.at(seq);
+      if (!ref) throw new HttpError(404, 'event not found');
+      const raw = url.searchParams.get('raw') === '1';
+      sendJson(res, 200, { ...store.event(ref, { full: true, raw }), schemaVersion: SCHEMA_VERSION });
+    } finally {
+      store.close();
+    }
+  }
+
+  function timeline(res: ServerResponse, url: URL, rawId: string): void {
+    const { id, record, store } = sessionStore(rawId);
+    try {
+      for (const bound of ['from', 'to'] as const) {
+        const value = url.searchParams.get(bound);
+        if (value !== null && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${bound} must be an RFC 3339 time`);
+      }
+      const newest = store.newestSeq();
+      let cached = timelines.get(id);
+      if (!cached || cached.newest !== newest) {
+        cached = { newest, timeline: readTimeline(store, record?.status !== 'running') };
+        timelines.set(id, cached);
+      }
+      sendJson(res, 200, clipTimeline(cached.timeline, url.searchParams.get('from') ?? undefined, url.searchParams.get('to') ?? undefined));
+    } finally {
+      store.close();
+    }
+  }
+
+  async function search(req: IncomingMessage, res: ServerResponse, url: URL, rawId: string): Promise<void> {
+    const q = url.searchParams.get('q') ?? '';
+    if (q === '') throw new HttpError(400, 'q is required');
+    const { store } = sessionStore(rawId);
+    let gone = false;
+    res.on('close', () => (gone = !res.writableFinished));
+    req.socket.on('close', () => (gone = true));
+    try {
+      const result = await searchSession(store, q, () => gone);
+      if (result && !gone) sendJson(res, 200, { ...result, schemaVersion: SCHEMA_VERSION });
+    } finally {
+      store.close();
+    }
+  }
+
+  function liveTail(req: IncomingMessage, res: ServerResponse, url: URL): void {
+    const only = url.searchParams.get('session') ?? undefined;
+    if (only !== undefined && !isSessionId(only.toLowerCase())) throw new HttpError(404, 'session not found: ?session= takes a session id; resolve a display name first');
+    // Subscribe before the first byte so no event can fall between the two.
+    const unsubscribe = hub.subscribe(only?.toLowerCase(), {
+      write: (frame) => void res.write(frame),
+      buffered: () => res.writableLength,
+      close: () => res.destroy(),
+    });
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
+    res.write(': ok\n\n');
+    const heartbeat = setInterval(() => res.write(': ping\n\n'), heartbeatMs);
+    req.socket.setNoDelay(true);
+    res.on('close', () => {
+      clearInterval(heartbeat);
+      unsubscribe();
+    });
+  }
+
+  function erase(res: ServerResponse, rawId: string | undefined): void {
+    if (!options.allowDelete) throw new HttpError(403, 'forbidden: erasing sessions is not allowed by this server\'s configuration (capsem api --allow-delete)');
+    let targets: SessionId[];
+    if (rawId === undefined) {
+      targets = allSessions(mainDb).filter((r) => r.status !== 'running').map((r) => r.id);
+    } else {
+      const lower = rawId.toLowerCase();
+      if (!isSessionId(lower)) throw new HttpError(404, 'session not found');
+      const known = getSession(mainDb, lower as SessionId) !== null || existsSync(sessionPaths(home, lower as SessionId).dir);
+      if (!known) throw new HttpError(404, 'session not found');
+      targets = [lower as SessionId];
+    }
+    let sessions = 0;
+    let archivedSessions = 0;
+    let bytes = 0;
+    for (const id of targets) {
+      try {
+        const erased = eraseSession(home, mainDb, id);
+        sessions += erased.resident;
+        archivedSessions += erased.archived;
+        bytes += erased.bytes;
+        timelines.delete(id);
+      } catch (err) {
+        if (err instanceof SessionRunningError) throw new HttpError(409, err.message);
+        throw err;
+      }
+    }
+    sendJson(res, 200, { sessions, archivedSessions, bytes });
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    guardBrowserReach(req);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+    const method = req.method ?? 'GET';
+    const only = (allowed: string[]): void => {
+      if (!allowed.includes(method)) throw new HttpError(405, `method ${method} not allowed here`, { allow: allowed.join(', ') });
+    };
+    const path = url.pathname;
+    if (path === '/') {
+      only(['GET', 'HEAD']);
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(INDEX);
+      return;
+    }
+    if (path === '/healthz') {
+      only(['GET', 'HEAD']);
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('ok\n');
+      return;
+    }
+    if (path === '/v1/status') {
+      only(['GET']);
+      return sendJson(res, 200, { sse: { subscribers: hub.size, dropped: hub.dropped, published: hub.published } });
+    }
+    if (path === '/v1/events') {
+      only(['GET']);
+      return liveTail(req, res, url);
+    }
+    if (parts[0] === 'v1' && parts[1] === 'sessions') {
+      if (parts.length === 2) {
+        only(['GET', 'DELETE']);
+        if (method === 'DELETE') return erase(res, undefined);
+        return sendJson(res, 200, { sessions: listSessions(url.searchParams.get('archived') === 'true') });
+      }
+      const id = parts[2]!;
+      if (parts.length === 3) {
+        only(['GET', 'DELETE']);
+        if (method === 'DELETE') return erase(res, id);
+        return eventsPage(res, url, id);
+      }
+      if (parts.length === 5 && parts[3] === 'events') {
+        only(['GET']);
+        return eventDetail(res, url, id, parts[4]!);
+      }
+      if (parts.length === 4 && parts[3] === 'timeline') {
+        only(['GET']);
+        return timeline(res, url, id);
+      }
+      if (parts.length === 4 && parts[3] === 'search') {
+        only(['GET']);
+        return search(req, res, url, id);
+      }
+    }
+    throw new HttpError(404, 'no such route; GET / lists them');
+  }
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof HttpError) {
+        for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+        sendJson(res, err.status, { error: err.message });
+      } else {
+        sendJson(res, 500, { error: `internal error: ${(err as Error).message}` });
+      }
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? DEFAULT_API_PORT, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    hub,
+    feed,
+    close: async () => {
+      feed.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      mainDb.close();
+    },
+  };
+}

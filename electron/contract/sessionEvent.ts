@@ -1,0 +1,142 @@
+// The wire form of one session event, as the session events API, the SSE tail and the app show
+// it. Field names follow ../shared/spec/session-api.md; `kind`, `tool`, `file`, `process`,
+// `decision` and `matchedRule` are additions (clients ignore keys they do not know). Absent
+// means unknown: nothing is sent as zero in its place.
+
+export const SCHEMA_VERSION = 1;
+
+export interface InferenceMessage {
+  role: string;
+  /** The text blocks only, joined by newlines. */
+  content: string;
+  /** Wire size of the message's content value as the client sent it (JSON bytes). */
+  contentBytes: number;
+  toolCallNames?: string;
+  toolUseIds?: string;
+  toolUseId?: string;
+}
+
+export interface DeclaredTool {
+  name: string;
+  description?: string;
+  parameters?: unknown;
+}
+
+export interface ToolCallView {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface ToolResultView {
+  toolUseId: string;
+  content: string;
+  isError?: boolean;
+}
+
+
+export type EventKind = 'http' | 'model' | 'tool_call' | 'tool_result' | 'file';
+
+export interface Inference {
+  provider: string;
+  model?: string;
+  messages?: InferenceMessage[];
+  tools?: DeclaredTool[];
+  toolChoice?: unknown;
+  historyToolCalls?: ToolCallView[];
+  toolResults?: ToolResultView[];
+  toolCalls?: ToolCallView[];
+  temperature?: number;
+  maxTokens?: number;
+  topP?: number;
+  stream?: true;
+  streamedResponse?: boolean;
+  completion?: string;
+  thinking?: string;
+  finishReason?: string;
+  messageId?: string;
+  inputTokens?: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  outputTokens?: number;
+  reasoningTokens?: number;
+  presentKinds?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  totalTokens?: number;
+  costUsd?: number;
+  messageCount?: number;
+  toolCount?: number;
+  isAction: true;
+}
+
+export interface Mcp {
+  method: string;
+  rpcId?: string;
+  server?: string;
+  params?: unknown;
+  result?: unknown;
+  error?: { message: string };
+  isAction?: true;
+}
+
+export interface ToolActivity {
+  callId: string;
+  name?: string;
+  origin?: string;
+  status?: string;
+  arguments?: string;
+  resultPreview?: string;
+  isError?: boolean;
+  /** The seq of the model call that emitted the call, or that carried the result back. */
+  modelCallSeq?: number;
+}
+
+export interface FileChange {
+  action: string;
+  path: string;
+  size?: number;
+}
+
+export interface RawCapture {
+  request?: string;
+  requestBase64?: string;
+  requestHeaders?: unknown;
+  query?: string;
+  response?: {
+    status?: number;
+    headers?: unknown;
+    body?: string;
+    bodyBase64?: string;
+    truncated: boolean;
+  };
+}
+
+export interface SessionEvent {
+  sessionId: string;
+  seq: number;
+  at: string;
+  kind: EventKind;
+  direction: 'outbound' | 'local';
+  phase: 'request' | 'response' | 'denied';
+  eventId: string;
+  traceId?: string;
+  turnId?: string;
+  host?: string;
+  statusCode?: number;
+  durationMs?: number;
+  ttfbMs?: number;
+  bytesUp?: number;
+  bytesDown?: number;
+  httpMethod?: string;
+  httpPath?: string;
+  process?: { name?: string; pid?: number };
+  decision?: string;
+  matchedRule?: string;
+  inference?: Inference;
+  mcp?: Mcp;
+  tool?: ToolActivity;
+  file?: FileChange;
+  error?: { kind: string; message: string };
+  raw?: RawCapture;
+}

@@ -1,0 +1,326 @@
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
+import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
+import { seedSessions } from '../../electron/dev/seedSessions.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import { sessionPaths } from '../../electron/store/paths.ts';
+import { getSession } from '../../electron/store/registry.ts';
+import { call } from '../helpers/apiClient.ts';
+import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+const home = tempHome();
+let api: ApiServer;
+let named: string;
+let other: string;
+let crashed: string;
+
+interface Page {
+  id: string;
+  name: string | null;
+  schemaVersion: number;
+  view?: string;
+  events: SessionEvent[];
+  totalEvents?: number;
+  oldestSeq?: number;
+}
+
+beforeAll(async () => {
+  const seeded = await seedSessions(home, { sessions: 3, events: 250, seed: 21 });
+  [named, other, crashed] = seeded.map((s) => s.id as string) as [string, string, string];
+  api = await startApiServer({ home, port: 0, allowDelete: true });
+}, 60_000);
+afterAll(async () => {
+  await api.close();
+  home.remove();
+});
+
+describe('GET /v1/sessions', () => {
+  it('lists every session on disk with id and name, and the always-present fields', async () => {
+    const { sessions } = (await call(api.url, '/v1/sessions')).json<{ sessions: Record<string, unknown>[] }>();
+    expect(sessions.map((s) => s.id).sort()).toEqual([named, other, crashed].sort());
+    for (const s of sessions) {
+      for (const key of ['id', 'name', 'createdAt', 'updatedAt', 'eventCount', 'active']) expect(s, key).toHaveProperty(key);
+      expect(s.active).toBe(false);
+    }
+    const first = sessions.find((s) => s.id === named)!;
+    expect(first.name).toBe('co-work1');
+    expect(first.costMicros).toBeGreaterThan(0);
+    expect(typeof first.inferenceHost).toBe('string');
+  });
+
+  it('omits what it does not know instead of sending zero', async () => {
+    const empty = await liveSession(home, 'quiet');
+    const { sessions } = (await call(api.url, '/v1/sessions')).json<{ sessions: Record<string, unknown>[] }>();
+    const row = sessions.find((s) => s.id === empty.id)!;
+    expect(row).toMatchObject({ name: 'quiet', eventCount: 0, active: true });
+    for (const key of ['totalTokens', 'costMicros', 'inferenceHost', 'lastRequestAt', 'agent']) expect(row).not.toHaveProperty(key);
+    await empty.end();
+  });
+});
+
+describe('GET /v1/sessions/{id}', () => {
+  it('pages backward through the whole session, yielding every seq exactly once', async () => {
+    const seen: number[] = [];
+    let before: number | undefined;
+    let total = 0;
+    for (;;) {
+      const page = (await call(api.url, `/v1/sessions/${named}?limit=37${before ? `&before=${before}` : ''}`)).json<Page>();
+      expect(page.schemaVersion).toBe(1);
+      if (page.events.length === 0) break;
+      total = page.totalEvents ?? total;
+      expect(page.events.map((e) => e.seq)).toEqual([...page.events.map((e) => e.seq)].sort((a, b) => a - b));
+      seen.unshift(...page.events.map((e) => e.seq));
+      before = page.events[0]!.seq;
+      if (before === page.oldestSeq) break;
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.length).toBe(total);
+    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  });
+
+  it('sends totalEvents and oldestSeq only when the response is not the whole session', async () => {
+    const whole = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
+    expect(whole).not.toHaveProperty('totalEvents');
+    expect(whole).not.toHaveProperty('oldestSeq');
+    const part = (await call(api.url, `/v1/sessions/${named}?limit=5`)).json<Page>();
+    expect(part.totalEvents).toBe(whole.events.length);
+    expect(part.oldestSeq).toBe(1);
+    expect(part.events.map((e) => e.seq)).toEqual(whole.events.slice(-5).map((e) => e.seq));
+  });
+
+  it('falls back to the default limit on a bad value and caps it at 2000', async () => {
+    for (const bad of ['abc', '-3', '0', '1e3']) {
+      const page = (await call(api.url, `/v1/sessions/${named}?limit=${bad}`)).json<Page>();
+      expect(page.events.length, bad).toBe(Math.min(500, (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.length));
+    }
+    expect((await call(api.url, `/v1/sessions/${named}?before=x`)).status).toBe(400);
+  });
+
+  it('summary drops exactly the listed fields and nothing else, and says so', async () => {
+    const full = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
+    const summary = (await call(api.url, `/v1/sessions/${named}?limit=2000&view=summary`)).json<Page>();
+    expect(summary.view).toBe('summary');
+    expect(full).not.toHaveProperty('view');
+    expect((await call(api.url, `/v1/sessions/${named}?view=Summary`)).json<Page>()).not.toHaveProperty('view');
+    expect(summary.events.length).toBe(full.events.length);
+    let models = 0;
+    full.events.forEach((event, i) => {
+      const expected = structuredClone(event) as SessionEvent;
+      const got = structuredClone(summary.events[i]!) as SessionEvent;
+      if (expected.inference) {
+        models += 1;
+        for (const key of ['messages', 'tools', 'toolCalls', 'toolResults', 'historyToolCalls', 'toolChoice', 'temperature', 'maxTokens', 'topP'] as const) delete expected.inference[key];
+        expect(got.inference!.messageCount).toBe(event.inference!.messages!.length);
+        expect(got.inference!.toolCount).toBe(event.inference!.tools!.length);
+        delete got.inference!.messageCount;
+        delete got.inference!.toolCount;
+      }
+      if (expected.mcp) {
+        delete expected.mcp.params;
+        delete expected.mcp.result;
+      }
+      expect(got).toEqual(expected);
+    });
+    expect(models).toBeGreaterThan(5);
+  });
+
+  it('refuses a display name with a hint to resolve it, and an unknown id', async () => {
+    const byName = await call(api.url, '/v1/sessions/co-work1');
+    expect(byName.status).toBe(404);
+    expect(byName.json().error).toMatch(/display name; routes take session ids, so resolve the name first/);
+    const unknown = await call(api.url, '/v1/sessions/0b5c1c3e-1111-4222-8333-444455556666');
+    expect(unknown.status).toBe(404);
+    expect(unknown.json()).toEqual({ error: 'session not found' });
+  });
+
+  it('never serves one session rows of another: a session named co-work1 gets its own', async () => {
+    for (const id of [named, other]) {
+      const page = (await call(api.url, `/v1/sessions/${id}?limit=2000`)).json<Page>();
+      expect(page.id).toBe(id);
+      expect(new Set(page.events.map((e) => e.sessionId))).toEqual(new Set([id]));
+      const db = openMainDb(home);
+      expect(page.events.length).toBe(getSession(db, id as never)!.totals.events);
+      db.close();
+    }
+    const a = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.map((e) => e.eventId);
+    const b = (await call(api.url, `/v1/sessions/${other}?limit=2000`)).json<Page>().events.map((e) => e.eventId);
+    expect(a.filter((x) => b.includes(x))).toEqual([]);
+  });
+});
+
+describe('GET /v1/sessions/{id}/events/{seq}', () => {
+  it('returns the full event with schemaVersion, and the captured bytes with ?raw=1', async () => {
+    const page = (await call(api.url, `/v1/sessions/${named}?limit=2000&view=summary`)).json<Page>();
+    const http = page.events.find((e) => e.kind === 'http' && e.host === 'api.anthropic.com')!;
+    const detail = (await call(api.url, `/v1/sessions/${named}/events/${http.seq}?raw=1`)).json<SessionEvent & { schemaVersion: number }>();
+    expect(detail.schemaVersion).toBe(1);
+    expect(detail.seq).toBe(http.seq);
+    expect(JSON.parse(detail.raw!.request!)).toHaveProperty('messages');
+    expect(detail.raw!.response!.status).toBe(200);
+    const model = page.events.find((e) => e.kind === 'model')!;
+    const full = (await call(api.url, `/v1/sessions/${named}/events/${model.seq}`)).json<SessionEvent>();
+    expect(full.inference!.messages!.length).toBeGreaterThan(0);
+  });
+
+  it('answers 404 rather than a neighbour', async () => {
+    const missing = await call(api.url, `/v1/sessions/${named}/events/999999`);
+    expect(missing.status).toBe(404);
+    expect(missing.json()).toEqual({ error: 'event not found' });
+    expect((await call(api.url, `/v1/sessions/${named}/events/0`)).status).toBe(404);
+  });
+});
+
+describe('GET /v1/sessions/{id}/timeline', () => {
+  it('has a turn per model call, a tool span per tool call ending at its result, and a host per request', async () => {
+    const t = (await call(api.url, `/v1/sessions/${named}/timeline`)).json<{
+      id: string; lastSeq: number; agents: unknown[]; turns: { seq: number; finish?: string }[]; tools: { id: string; start: string; end?: string }[]; hosts: { kind: string }[];
+    }>();
+    const db = openMainDb(home);
+    const totals = getSession(db, named as never)!.totals;
+    db.close();
+    expect(t.id).toBe(named);
+    expect(t.agents).toEqual([{ id: 'main', label: 'main agent' }]);
+    expect(t.turns.length).toBe(totals.modelCalls);
+    expect(t.tools.length).toBe(totals.toolCalls);
+    expect(t.hosts.length).toBe(totals.requests);
+    expect(t.hosts.some((h) => h.kind === 'llm')).toBe(true);
+    for (const tool of t.tools) expect(tool.end! >= tool.start).toBe(true);
+    expect(t.lastSeq).toBe(totals.events);
+  });
+
+  it('keeps only spans overlapping ?from/?to, but always every agent', async () => {
+    const all = (await call(api.url, `/v1/sessions/${named}/timeline`)).json<{ start: string; end: string; turns: unknown[]; agents: unknown[] }>();
+    const none = (await call(api.url, `/v1/sessions/${named}/timeline?to=2000-01-01T00:00:00Z`)).json<{ turns: unknown[]; hosts: unknown[]; agents: unknown[] }>();
+    expect(none.turns).toEqual([]);
+    expect(none.hosts).toEqual([]);
+    expect(none.agents).toEqual(all.agents);
+    const everything = (await call(api.url, `/v1/sessions/${named}/timeline?from=${all.start}&to=${all.end}`)).json<{ turns: unknown[] }>();
+    expect(everything.turns.length).toBe(all.turns.length);
+    expect((await call(api.url, `/v1/sessions/${named}/timeline?from=yesterday`)).status).toBe(400);
+  });
+
+  it('is recomputed when the session gets a newer event', async () => {
+    const live = await liveSession(home, null);
+    live.writer.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', duration_ms: 5 });
+    await live.writer.flush();
+    const first = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{ lastSeq: number; turns: unknown[] }>();
+    live.writer.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', duration_ms: 5 });
+    await live.writer.flush();
+    const second = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{ lastSeq: number; turns: unknown[] }>();
+    expect([first.lastSeq, first.turns.length]).toEqual([1, 1]);
+    expect([second.lastSeq, second.turns.length]).toEqual([2, 2]);
+    await live.end();
+  });
+});
+
+describe('GET /v1/sessions/{id}/search', () => {
+  it('finds a case-insensitive Unicode substring in bodies, seqs ascending, with lastSeq', async () => {
+    const live = await liveSession(home, null);
+    const w = live.writer;
+    const plain = w.append('net_events', { timestamp: now(), domain: 'example.com', decision: 'allowed', method: 'POST', path: '/a', status_code: 200 })!;
+    w.append('event_body_blobs', { event_id: plain.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from('{"note":"Die GROẞE Straße in Zürich"}') });
+    const model = w.append('net_events', { timestamp: now(), domain: 'api.anthropic.com', decision: 'allowed', method: 'POST', path: '/v1/messages', status_code: 200 })!;
+    const body = { model: 'claude', messages: [{ role: 'user', content: 'please fix the Retry Budget' }] };
+    w.append('event_body_blobs', { event_id: model.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from(JSON.stringify(body)) });
+    const call2 = w.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', net_event_id: model.eventId! })!;
+    w.append('fs_events', { timestamp: now(), action: 'created', path: 'retry budget.txt' });
+    await w.flush();
+    const search = async (q: string) => (await call(api.url, `/v1/sessions/${live.id}/search?q=${encodeURIComponent(q)}`)).json<{ seqs: number[]; lastSeq: number; schemaVersion: number }>();
+    expect(await search('retry budget')).toEqual({ seqs: [model.seq, call2.seq], lastSeq: 4, schemaVersion: 1 });
+    expect((await search('zürich')).seqs).toEqual([plain.seq]);
+    expect((await search('ZÜRICH')).seqs).toEqual([plain.seq]);
+    expect((await search('nowhere to be found')).seqs).toEqual([]);
+    await live.end();
+  });
+
+  it('answers 400 to an empty q and 404 to an unknown session', async () => {
+    const empty = await call(api.url, `/v1/sessions/${named}/search?q=`);
+    expect(empty.status).toBe(400);
+    expect(empty.json()).toEqual({ error: 'q is required' });
+    const unknown = await call(api.url, '/v1/sessions/0b5c1c3e-1111-4222-8333-444455556666/search?q=x');
+    expect(unknown.status).toBe(404);
+    expect(unknown.json()).toEqual({ error: 'session not found' });
+  });
+});
+
+describe('guards', () => {
+  const routes = ['/', '/healthz', '/v1/sessions', '/v1/events', () => `/v1/sessions/${named}`, () => `/v1/sessions/${named}/timeline`, () => `/v1/sessions/${named}/search?q=a`, () => `/v1/sessions/${named}/events/1`];
+  const paths = (): string[] => routes.map((r) => (typeof r === 'string' ? r : r()));
+
+  it('answers 403 to a non-loopback Host on every route (DNS rebinding)', async () => {
+    for (const path of paths()) {
+      for (const host of ['evil.example', 'evil.example:47601', '127.0.0.1.evil.example', '10.0.0.5']) {
+        const reply = await call(api.url, path, { headers: { host } });
+        expect(reply.status, `${host} ${path}`).toBe(403);
+      }
+    }
+    for (const host of ['localhost', '127.0.0.1:1', '[::1]:8080']) expect((await call(api.url, '/healthz', { headers: { host } })).status, host).toBe(200);
+  });
+
+  it('answers 403 to any Origin header on every route', async () => {
+    for (const path of paths()) {
+      const reply = await call(api.url, path, { headers: { origin: 'http://127.0.0.1' } });
+      expect(reply.status, path).toBe(403);
+    }
+  });
+
+  it('DELETE only: other methods on the delete routes are refused and delete nothing', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH']) {
+      expect((await call(api.url, '/v1/sessions', { method })).status, method).toBe(405);
+      expect((await call(api.url, `/v1/sessions/${crashed}`, { method })).status, method).toBe(405);
+    }
+    expect(existsSync(sessionPaths(home, crashed as never).dbPath)).toBe(true);
+  });
+
+  it('DELETE with a non-loopback Host or an Origin is refused', async () => {
+    expect((await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE', headers: { host: 'evil.example' } })).status).toBe(403);
+    expect((await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE', headers: { origin: 'http://localhost' } })).status).toBe(403);
+    expect((await call(api.url, '/v1/sessions', { method: 'DELETE', headers: { origin: 'null' } })).status).toBe(403);
+    expect(existsSync(sessionPaths(home, crashed as never).dbPath)).toBe(true);
+  });
+
+  it('DELETE is refused unless the configuration allows it', async () => {
+    const locked = await startApiServer({ home, port: 0 });
+    try {
+      const reply = await call(locked.url, `/v1/sessions/${crashed}`, { method: 'DELETE' });
+      expect(reply.status).toBe(403);
+      expect(reply.json().error).toMatch(/not allowed by this server's configuration/);
+      expect((await call(locked.url, '/v1/sessions', { method: 'DELETE' })).status).toBe(403);
+    } finally {
+      await locked.close();
+    }
+    expect(existsSync(sessionPaths(home, crashed as never).dbPath)).toBe(true);
+  });
+
+  it('an allowed DELETE erases the events but keeps the cost ledger; a running session is refused', async () => {
+    const db = openMainDb(home);
+    const before = getSession(db, crashed as never)!;
+    const reply = await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE' });
+    expect(reply.status).toBe(200);
+    expect(reply.json()).toMatchObject({ sessions: 1, archivedSessions: 0 });
+    expect(reply.json<{ bytes: number }>().bytes).toBeGreaterThan(0);
+    expect(existsSync(sessionPaths(home, crashed as never).dir)).toBe(false);
+    const after = getSession(db, crashed as never)!;
+    expect(after.status).toBe('erased');
+    expect(after.totals).toEqual(before.totals);
+    db.close();
+    expect((await call(api.url, `/v1/sessions/${crashed}`)).status).toBe(404);
+    const listed = (await call(api.url, '/v1/sessions?archived=true')).json<{ sessions: { id: string; resident?: boolean }[] }>();
+    expect(listed.sessions.find((s) => s.id === crashed)).toMatchObject({ resident: false });
+    expect((await call(api.url, '/v1/sessions')).json<{ sessions: { id: string }[] }>().sessions.map((s) => s.id)).not.toContain(crashed);
+    const running = await liveSession(home, null);
+    expect((await call(api.url, `/v1/sessions/${running.id}`, { method: 'DELETE' })).status).toBe(409);
+    await running.end();
+    expect((await call(api.url, '/v1/sessions/0b5c1c3e-1111-4222-8333-444455556666', { method: 'DELETE' })).status).toBe(404);
+  });
+});
+
+describe('index', () => {
+  it('GET / lists the routes and /healthz answers ok', async () => {
+    expect((await call(api.url, '/')).body).toMatch(/^Capsem session events API\n.*\/v1\/sessions\/\{id\}\/search/s);
+    expect((await call(api.url, '/healthz')).body).toBe('ok\n');
+    expect((await call(api.url, '/nope')).status).toBe(404);
+  });
+});

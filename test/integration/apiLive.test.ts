@@ -1,0 +1,144 @@
+import { get, type ClientRequest, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
+import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
+import { call } from '../helpers/apiClient.ts';
+import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+const home = tempHome();
+let api: ApiServer;
+beforeAll(async () => {
+  api = await startApiServer({ home, port: 0, heartbeatMs: 100, pollMs: 20, liveLimits: { maxBufferedBytes: 256 << 10, stallMs: 500 } });
+});
+afterAll(async () => {
+  await api.close();
+  home.remove();
+});
+
+interface Tail {
+  readonly events: SessionEvent[];
+  readonly comments: string[];
+  readonly response: Promise<IncomingMessage>;
+  readonly request: ClientRequest;
+  until(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+function tail(path: string, options: { paused?: boolean } = {}): Tail {
+  const events: SessionEvent[] = [];
+  const comments: string[] = [];
+  let buffered = '';
+  const waiters: (() => void)[] = [];
+  let resolveResponse!: (res: IncomingMessage) => void;
+  const response = new Promise<IncomingMessage>((r) => (resolveResponse = r));
+  const request = get(new URL(path, api.url), (res) => {
+    resolveResponse(res);
+    if (options.paused) res.pause();
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      buffered += chunk;
+      const frames = buffered.split('\n\n');
+      buffered = frames.pop()!;
+      for (const frame of frames) {
+        for (const line of frame.split('\n')) {
+          if (line.startsWith('data: ')) events.push(JSON.parse(line.slice(6)) as SessionEvent);
+          else if (line.startsWith(':')) comments.push(line);
+        }
+      }
+      for (const w of waiters.splice(0)) w();
+    });
+  });
+  request.on('error', () => undefined);
+  return {
+    events,
+    comments,
+    response,
+    request,
+    until: async (predicate, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!predicate()) {
+        if (Date.now() > deadline) throw new Error(`timed out; have ${events.length} events; hub published ${api.hub.published}, feed errors ${api.feed.errors} ${api.feed.lastError}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50);
+        });
+      }
+    },
+    close: () => request.destroy(),
+  };
+}
+
+describe('GET /v1/events', () => {
+  it('opens with ": ok", then delivers every new event in order under load', async () => {
+    const sub = tail('/v1/events');
+    await sub.until(() => sub.comments.includes(': ok'));
+    const live = await liveSession(home, 'busy');
+    const total = 3000;
+    for (let i = 0; i < total; i++) {
+      live.writer.append('net_events', { timestamp: now(), domain: `h${i % 7}.example`, decision: 'allowed', method: 'GET', path: `/${i}`, status_code: 200 });
+      if (i % 500 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await live.writer.flush();
+    await sub.until(() => sub.events.filter((e) => e.sessionId === live.id).length >= total);
+    const mine = sub.events.filter((e) => e.sessionId === live.id);
+    expect(mine.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(mine[42]!.httpPath).toBe('/42');
+    sub.close();
+    await live.end();
+  });
+
+  it('filters to one session with ?session=', async () => {
+    const a = await liveSession(home, null);
+    const b = await liveSession(home, null);
+    const sub = tail(`/v1/events?session=${a.id}`);
+    await sub.until(() => sub.comments.includes(': ok'));
+    for (let i = 0; i < 50; i++) {
+      a.writer.append('fs_events', { timestamp: now(), action: 'created', path: `a${i}` });
+      b.writer.append('fs_events', { timestamp: now(), action: 'created', path: `b${i}` });
+    }
+    await Promise.all([a.writer.flush(), b.writer.flush()]);
+    await sub.until(() => sub.events.length >= 50);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(new Set(sub.events.map((e) => e.sessionId))).toEqual(new Set([a.id]));
+    expect(sub.events.map((e) => e.file!.path)).toEqual(Array.from({ length: 50 }, (_, i) => `a${i}`));
+    sub.close();
+    await Promise.all([a.end(), b.end()]);
+  });
+
+  it('sends a heartbeat comment while nothing happens', async () => {
+    const sub = tail('/v1/events');
+    await sub.until(() => sub.comments.filter((c) => c === ': ping').length >= 2, 5000);
+    sub.close();
+  });
+
+  it('drops and counts a subscriber that stops reading, while others and the writer carry on', async () => {
+    const before = api.hub.dropped;
+    const slow = tail('/v1/events', { paused: true });
+    const fast = tail('/v1/events');
+    await fast.until(() => fast.comments.includes(': ok'));
+    await slow.response;
+    const live = await liveSession(home, null);
+    const big = JSON.stringify({ command: 'x'.repeat(20_000) });
+    const total = 1500;
+    for (let i = 0; i < total; i++) {
+      live.writer.append('tool_calls', { timestamp: now(), provider: 'anthropic', status: 'requested', call_index: 0, call_id: `c${i}`, tool_name: 'Bash', arguments: big, decision: 'allowed' });
+      if (i % 100 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await live.writer.flush();
+    expect(live.writer.stats.committed).toBe(total);
+    await fast.until(() => fast.events.filter((e) => e.sessionId === live.id).length >= total, 30_000);
+    expect(api.hub.dropped).toBeGreaterThan(before);
+    const status = (await call(api.url, '/v1/status')).json<{ sse: { dropped: number } }>();
+    expect(status.sse.dropped).toBe(api.hub.dropped);
+    slow.close();
+    fast.close();
+    await live.end();
+  }, 60_000);
+
+  it('refuses a display name in ?session=', async () => {
+    const reply = await call(api.url, '/v1/events?session=co-work1');
+    expect(reply.status).toBe(404);
+    expect(reply.json().error).toMatch(/resolve a display name first/);
+  });
+});

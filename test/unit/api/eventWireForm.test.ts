@@ -1,0 +1,65 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+import { fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent } from '../../../electron/api/eventBuilders.ts';
+
+// The wire form of every event kind, each with every field set, pinned in a golden file: a
+// change to a field's name or meaning fails here first. Regenerate deliberately with
+// UPDATE_GOLDEN=1 and bump SCHEMA_VERSION when a field changes meaning or goes away.
+
+const GOLDEN = fileURLToPath(new URL('../../fixtures/session-event.golden.json', import.meta.url));
+const S = '0b5c1c3e-1111-4222-8333-444455556666';
+const identity = { event_id: '00000000a001', trace_id: 'trace-1', turn_id: 'turn-1' };
+
+function everyKind(): unknown {
+  const netRow = {
+    ...identity, seq: 1, timestamp: '2026-11-29T10:00:00.000Z', domain: 'api.anthropic.com', port: 8443, decision: 'allowed',
+    process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages%20x?beta=true', query: 'beta=true', status_code: 502,
+    bytes_sent: 100, bytes_received: 200, duration_ms: 30, ttfb_ms: 12, matched_rule: 'default.allow-public', conn_type: 'https',
+    request_headers: '{"content-type":"application/json"}', response_headers: '{"content-type":"text/event-stream"}',
+    error_kind: 'upstream_tls', error_message: 'certificate has expired at api.anthropic.com:8443',
+  };
+  const http = httpEvent(S, netRow);
+  http.raw = rawCapture(netRow, [
+    { direction: 'request', body: Buffer.from('{"model":"claude"}'), truncated: 0 },
+    { direction: 'response', body: Buffer.from([0x1f, 0x8b, 0xff]), truncated: 1 },
+  ]);
+  const model = modelEvent(S, {
+    ...identity, seq: 2, event_id: '00000000a002', net_event_id: '00000000a001', host: 'api.anthropic.com', timestamp: '2026-11-29T10:00:00.000Z',
+    provider: 'anthropic', model: 'claude-sonnet-4-20250514', process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages', stream: 1,
+    request_bytes: 100, message_id: 'msg_1', status_code: 429, text_content: 'Sure.', thinking_content: 'hmm', stop_reason: 'tool_use',
+    input_tokens: 10, output_tokens: 5, duration_ms: 30, response_bytes: 200, estimated_cost_usd: 0.000105,
+    usage_details: '{"cache_read":3,"cache_write":2,"thinking":1}', messages_count: 3, tools_count: 1,
+  }, {
+    requestBody: {
+      system: 'sys', max_tokens: 64, temperature: 0.5, top_p: 0.9, stream: true, tool_choice: { type: 'auto' },
+      tools: [{ name: 'Bash', description: 'run', input_schema: { type: 'object' } }],
+      messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_0', name: 'Bash', input: { command: 'ls' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_0', content: 'a.txt' }] }],
+    },
+    toolCalls: [{ call_id: 'toolu_1', tool_name: 'Bash', arguments: '{"command":"npm test"}' }],
+    toolResults: [],
+  });
+  const summaryModel = modelEvent(S, { ...identity, seq: 2, timestamp: 't', provider: 'openai', method: 'POST', path: '/v1/chat/completions', messages_count: 4, tools_count: 2 }, { toolCalls: [], toolResults: [] });
+  const toolRow = {
+    ...identity, seq: 3, event_id: '00000000a003', timestamp: '2026-11-29T10:00:01.000Z', model_call_id: 1, provider: 'anthropic', status: 'error',
+    call_index: 0, call_id: 'toolu_1', tool_name: 'snapshots_create', arguments: '{"name":"before"}', response_preview: 'failed', origin: 'mcp',
+    server_name: 'capsem', method: 'tools/call', request_id: '7', decision: 'allowed', duration_ms: 40, error_message: 'disk full',
+    process_name: 'claude', bytes_sent: 17, bytes_received: 6, policy_rule: 'default.mcp-allow',
+  };
+  return {
+    http,
+    model,
+    modelSummary: summaryModel,
+    mcpToolCall: toolCallEvent(S, toolRow, { full: true, modelCallSeq: 2 }),
+    mcpToolCallSummary: toolCallEvent(S, toolRow, { full: false, modelCallSeq: 2 }),
+    toolResult: toolResultEvent(S, { ...identity, seq: 4, event_id: '00000000a004', timestamp: '2026-11-29T10:00:02.000Z', model_call_id: 2, call_id: 'toolu_1', content_preview: 'a.txt', is_error: 1 }, { full: true, modelCallSeq: 5 }),
+    file: fileEvent(S, { ...identity, seq: 5, event_id: '00000000a005', timestamp: '2026-11-29T10:00:03.000Z', action: 'modified', path: 'src/main.ts', size: 42 }),
+  };
+}
+
+it('keeps the event wire form of every kind', () => {
+  const actual = `${JSON.stringify(everyKind(), null, 2)}\n`;
+  if (process.env.UPDATE_GOLDEN === '1' || !existsSync(GOLDEN)) writeFileSync(GOLDEN, actual);
+  expect(actual).toBe(readFileSync(GOLDEN, 'utf8'));
+});
