@@ -2,7 +2,8 @@ import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView 
 import { requestView } from '../telemetry/requestView.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
-// a database. Absent columns stay absent; nothing unknown is sent as zero.
+// a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
+// the wire and nothing unknown is sent as zero.
 
 export type Row = Record<string, unknown>;
 
@@ -15,13 +16,6 @@ const PROVIDER_HOSTS: Record<string, string> = {
 
 export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 export const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined);
-
-/** Copies only the defined entries, so absent stays absent on the wire. */
-function defined<T extends object>(fields: T): T {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) if (v !== undefined) out[k] = v;
-  return out as T;
-}
 
 function parseJson(value: unknown): unknown {
   if (typeof value !== 'string') return undefined;
@@ -49,7 +43,7 @@ function decodedPath(path: string | undefined): string | undefined {
 }
 
 function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: SessionEvent['phase'], direction: SessionEvent['direction'] = 'outbound'): SessionEvent {
-  return defined({
+  return ({
     sessionId,
     seq: int(row.seq)!,
     at: String(row.timestamp),
@@ -65,14 +59,14 @@ function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: Se
 function processOf(row: Row): SessionEvent['process'] {
   const name = text(row.process_name);
   const pid = int(row.pid);
-  return name === undefined && pid === undefined ? undefined : defined({ name, pid });
+  return name === undefined && pid === undefined ? undefined : ({ name, pid });
 }
 
 export function httpEvent(sessionId: string, row: Row): SessionEvent {
   const denied = row.decision === 'denied';
   const status = int(row.status_code);
   const errorKind = text(row.error_kind);
-  return defined({
+  return ({
     ...base(sessionId, row, 'http', denied ? 'denied' : status === undefined ? 'request' : 'response'),
     host: hostOf(String(row.domain), int(row.port), text(row.conn_type)),
     statusCode: status,
@@ -107,7 +101,7 @@ function tokens(row: Row): Partial<Inference> {
   const kinds = [input, cacheRead, cacheWrite, output, reasoning];
   const presentKinds = kinds.reduce<number>((mask, v, i) => (v === undefined ? mask : mask | (1 << i)), 0);
   const prompt = input === undefined && cacheRead === undefined && cacheWrite === undefined ? undefined : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
-  return defined({
+  return ({
     inputTokens: input,
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
@@ -128,9 +122,9 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
   const view = full ? requestView(provider, path, context.requestBody) : undefined;
   const toolCalls: ToolCallView[] = context.toolCalls.map((t) => ({ id: String(t.call_id), name: String(t.tool_name), arguments: text(t.arguments) ?? '{}' }));
   const toolResults: ToolResultView[] = context.toolResults.map((r) =>
-    defined({ toolUseId: String(r.call_id), content: text(r.content) ?? text(r.content_preview) ?? '', isError: int(r.is_error) === 1 ? true : undefined }),
+    ({ toolUseId: String(r.call_id), content: text(r.content) ?? text(r.content_preview) ?? '', isError: int(r.is_error) === 1 ? true : undefined }),
   );
-  const inference: Inference = defined({
+  const inference: Inference = ({
     provider,
     model: text(row.model),
     ...(view
@@ -159,7 +153,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
     toolCount: full ? undefined : int(row.tools_count) || undefined,
     isAction: true as const,
   });
-  return defined({
+  return ({
     ...base(sessionId, row, 'model', 'response'),
     host: text(row.host) ?? PROVIDER_HOSTS[provider],
     statusCode: status,
@@ -183,7 +177,7 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
   const origin = text(row.origin) ?? 'native';
   const error = text(row.error_message);
   const mcp = origin === 'mcp';
-  return defined({
+  return ({
     ...base(sessionId, row, 'tool_call', row.decision === 'denied' ? 'denied' : 'request'),
     durationMs: int(row.duration_ms),
     bytesUp: int(row.bytes_sent),
@@ -191,7 +185,7 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.policy_rule),
-    tool: defined({
+    tool: ({
       callId: String(row.call_id),
       name: text(row.tool_name),
       origin,
@@ -201,7 +195,7 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
       modelCallSeq: context.modelCallSeq,
     }),
     mcp: mcp
-      ? defined({
+      ? ({
           method: text(row.method) ?? 'tools/call',
           rpcId: text(row.request_id),
           server: text(row.server_name),
@@ -216,9 +210,9 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
 }
 
 export function toolResultEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
-  return defined({
+  return ({
     ...base(sessionId, row, 'tool_result', 'response'),
-    tool: defined({
+    tool: ({
       callId: String(row.call_id),
       resultPreview: text(row.content_preview),
       isError: int(row.is_error) === 1 ? true : undefined,
@@ -228,9 +222,9 @@ export function toolResultEvent(sessionId: string, row: Row, context: ToolContex
 }
 
 export function fileEvent(sessionId: string, row: Row): SessionEvent {
-  return defined({
+  return ({
     ...base(sessionId, row, 'file', 'response', 'local'),
-    file: defined({ action: String(row.action), path: String(row.path), size: int(row.size) }),
+    file: ({ action: String(row.action), path: String(row.path), size: int(row.size) }),
   });
 }
 
@@ -251,14 +245,14 @@ export function rawCapture(netRow: Row | undefined, blobs: readonly Row[]): RawC
   const response = blobs.find((b) => b.direction === 'response');
   const req = bodyField(request?.body as Uint8Array | undefined);
   const res = bodyField(response?.body as Uint8Array | undefined);
-  return defined({
+  return ({
     request: req.text,
     requestBase64: req.base64,
     requestHeaders: parseJson(netRow?.request_headers),
     query: text(netRow?.query),
     response:
       netRow || response
-        ? defined({
+        ? ({
             status: int(netRow?.status_code),
             headers: parseJson(netRow?.response_headers),
             body: res.text,

@@ -1,12 +1,11 @@
 import { requestView } from '../telemetry/requestView.ts';
-import type { EventRef, SessionEventStore } from './sessionEventStore.ts';
+import type { SessionEventStore } from './sessionEventStore.ts';
 
 // GET /v1/sessions/{id}/search: the seqs of the events whose bodies hold q, reading only what the
 // summary view drops (request and response bodies, inference lists, MCP params and results),
 // keys and values as the detail view shows them. One pass, one event at a time, and it stops as
 // soon as the client has gone.
 
-const PAGE = 256;
 const SLICE_MS = 15;
 
 /** Every key and scalar value of a JSON value, in document order. */
@@ -22,34 +21,46 @@ function collectJson(value: unknown, out: string[]): void {
   }
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A body as the detail view shows it: JSON as its keys and values, text as text, binary not at all. */
-function bodyStrings(body: unknown, out: string[]): unknown {
-  if (!(body instanceof Uint8Array)) return undefined;
-  let textBody: string;
-  try {
-    textBody = utf8.decode(body);
-  } catch {
-    return undefined;
-  }
-  const first = textBody.trimStart()[0];
-  if (first === '{' || first === '[') {
-    try {
-      const parsed: unknown = JSON.parse(textBody);
-      collectJson(parsed, out);
-      return parsed;
-    } catch {
-      // not JSON after all: searched as text below
-    }
-  }
-  out.push(textBody);
-  return undefined;
-}
-
 function matches(parts: readonly string[], needle: string): boolean {
   // NUL separators keep a match from spanning two keys or values.
   return parts.length > 0 && parts.join('\u0000').toLowerCase().includes(needle);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+interface BodyVerdict {
+  readonly hit: boolean;
+  /** The parsed JSON, when the body was parsed (only bodies that may hold the needle are). */
+  readonly json?: unknown;
+}
+
+/**
+ * Whether a body, as the detail view shows it (JSON as keys and values, text as text, binary not
+ * at all), holds the needle. Most bodies do not: when the whole text, lowercased, lacks the needle
+ * and holds no \u escape that could hide it, no key or value can hold it either, and the body is
+ * never parsed.
+ */
+function searchBody(body: unknown, needle: string, plainNeedle: boolean): BodyVerdict {
+  if (!(body instanceof Uint8Array)) return { hit: false };
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    return { hit: false };
+  }
+  if (plainNeedle && !text.toLowerCase().includes(needle) && !text.includes('\\u')) return { hit: false };
+  const first = text.trimStart()[0];
+  if (first === '{' || first === '[') {
+    try {
+      const json: unknown = JSON.parse(text);
+      const parts: string[] = [];
+      collectJson(json, parts);
+      return { hit: matches(parts, needle), json };
+    } catch {
+      // not JSON after all: searched as text
+    }
+  }
+  return { hit: text.toLowerCase().includes(needle) };
 }
 
 export interface SearchResult {
@@ -57,30 +68,55 @@ export interface SearchResult {
   lastSeq: number;
 }
 
+interface Candidate {
+  seq: number;
+  check: () => boolean;
+}
+
+const WINDOW = 512;
+
+/**
+ * One pass over the session in seq windows. Each window reads only the columns search needs, a
+ * table at a time, and lets SQLite rule out the bodies that cannot match before any is copied out.
+ */
 export async function searchSession(store: SessionEventStore, q: string, aborted: () => boolean): Promise<SearchResult | null> {
   const needle = q.toLowerCase();
+  // A needle with a quote, backslash or control character could hide behind JSON escaping.
+  const plainNeedle = !/["\\\u0000-\u001f]/.test(needle);
+  // For a plain ASCII needle SQLite rules out most bodies first: LIKE folds ASCII case in C. JSON
+  // encoders escape only quotes, backslashes, control and (optionally) non-ASCII characters, none
+  // of which a plain ASCII needle holds, so a body LIKE rules out cannot match once parsed. (The
+  // two non-ASCII letters whose lowercase is ASCII, U+0130 and U+212A, are not folded there.)
+  const likePattern = plainNeedle && /^[\x20-\x7e]+$/.test(needle) ? `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  const db = store.db;
+  const netRows = db.prepare('SELECT seq, event_id, request_headers, response_headers, query, status_code FROM net_events WHERE seq > ? AND seq <= ?');
+  const probes = db.prepare(
+    `SELECT n.event_id, b.direction, ${likePattern === null ? '1' : "CAST(b.body AS TEXT) LIKE ? ESCAPE '\\'"} AS maybe
+     FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id WHERE n.seq > ? AND n.seq <= ? AND b.body IS NOT NULL ORDER BY n.seq, b.direction`,
+  );
+  const modelRows = db.prepare('SELECT seq, id, event_id, net_event_id, provider, path FROM model_calls WHERE seq > ? AND seq <= ?');
+  const emitted = db.prepare('SELECT model_call_id, tool_name, arguments FROM tool_calls WHERE model_call_id BETWEEN ? AND ?');
+  const mcpRows = db.prepare("SELECT seq, tool_name, arguments, response_preview FROM tool_calls WHERE origin = 'mcp' AND seq > ? AND seq <= ?");
+  const lastSeq = store.newestSeq();
   const seqs: number[] = [];
-  // A model call's request body is its HTTP exchange's: parse it once for both events.
-  let parsedFor: string | null = null;
-  let parsedBody: unknown;
-  let lastSeq = 0;
+  const requestVerdicts = new Map<string, BodyVerdict>();
   let sliceStart = performance.now();
-  let refs: EventRef[] = store.after(0, PAGE);
-  while (refs.length > 0) {
-    for (const ref of refs) {
-      lastSeq = ref.seq;
-      const row = store.row(ref);
-      const parts: string[] = [];
-      if (ref.table === 'net_events') {
-        const eventId = String(row.event_id);
-        for (const blob of store.blobs(eventId)) {
-          const parsed = bodyStrings(blob.body, parts);
-          if (blob.direction === 'request') {
-            parsedFor = eventId;
-            parsedBody = parsed;
-          }
-        }
-        if (typeof row.request_headers === 'string' || typeof row.response_headers === 'string') {
+  for (let lo = 0; lo < lastSeq; lo += WINDOW) {
+    const hi = lo + WINDOW;
+    const candidates: Candidate[] = [];
+    const bodyHits = new Set<string>();
+    requestVerdicts.clear();
+    for (const probe of (likePattern === null ? probes.all(lo, hi) : probes.all(likePattern, lo, hi)) as { event_id: string; direction: string; maybe: number }[]) {
+      const verdict = probe.maybe ? searchBody(store.bodyBytes(probe.event_id, probe.direction), needle, plainNeedle) : { hit: false };
+      if (probe.direction === 'request') requestVerdicts.set(probe.event_id, verdict);
+      if (verdict.hit) bodyHits.add(probe.event_id);
+    }
+    for (const row of netRows.all(lo, hi) as Record<string, unknown>[]) {
+      candidates.push({
+        seq: row.seq as number,
+        check: () => {
+          if (bodyHits.has(String(row.event_id))) return true;
+          const parts: string[] = [];
           for (const headers of [row.request_headers, row.response_headers]) {
             if (typeof headers !== 'string') continue;
             try {
@@ -89,31 +125,52 @@ export async function searchSession(store: SessionEventStore, q: string, aborted
               parts.push(headers);
             }
           }
-        }
-        if (typeof row.query === 'string') parts.push(row.query);
-        if (typeof row.status_code === 'number') parts.push(String(row.status_code));
-      } else if (ref.table === 'model_calls') {
-        const exchange = typeof row.net_event_id === 'string' ? row.net_event_id : String(row.event_id);
-        const body = parsedFor === exchange ? parsedBody : store.requestBody(exchange);
-        const view = requestView(String(row.provider), String(row.path), body);
-        for (const m of view.messages) parts.push(m.content);
-        for (const t of view.tools) parts.push(t.name, t.description ?? '', JSON.stringify(t.parameters ?? null));
-        for (const r of view.toolResults) parts.push(r.content);
-        for (const c of view.historyToolCalls) parts.push(c.name, c.arguments);
-        for (const c of store.toolCallsOf(row.id)) {
-          parts.push(String(c.tool_name), String(c.arguments ?? ''));
-        }
-      } else if (ref.table === 'tool_calls' && row.origin === 'mcp') {
-        parts.push(String(row.tool_name), String(row.arguments ?? ''), String(row.response_preview ?? ''));
-      }
-      if (matches(parts, needle)) seqs.push(ref.seq);
+          if (typeof row.query === 'string') parts.push(row.query);
+          if (typeof row.status_code === 'number') parts.push(String(row.status_code));
+          return matches(parts, needle);
+        },
+      });
     }
+    const models = modelRows.all(lo, hi) as Record<string, unknown>[];
+    const toolCalls = new Map<number, string[]>();
+    if (models.length > 0) {
+      const ids = models.map((m) => m.id as number);
+      for (const c of emitted.all(Math.min(...ids), Math.max(...ids)) as Record<string, unknown>[]) {
+        const list = toolCalls.get(c.model_call_id as number) ?? [];
+        list.push(String(c.tool_name), String(c.arguments ?? ''));
+        toolCalls.set(c.model_call_id as number, list);
+      }
+    }
+    for (const row of models) {
+      candidates.push({
+        seq: row.seq as number,
+        check: () => {
+          const exchange = typeof row.net_event_id === 'string' ? row.net_event_id : String(row.event_id);
+          const request = requestVerdicts.get(exchange) ?? searchBody(store.requestBodyBytes(exchange), needle, plainNeedle);
+          const parts = [...(toolCalls.get(row.id as number) ?? [])];
+          // The request view is drawn from the request body: if no key or value of the body holds
+          // the needle, none of the view's messages, tools or results can.
+          if (request.hit) {
+            const view = requestView(String(row.provider), String(row.path), request.json);
+            for (const m of view.messages) parts.push(m.content);
+            for (const t of view.tools) parts.push(t.name, t.description ?? '', JSON.stringify(t.parameters ?? null));
+            for (const r of view.toolResults) parts.push(r.content);
+            for (const c of view.historyToolCalls) parts.push(c.name, c.arguments);
+          }
+          return matches(parts, needle);
+        },
+      });
+    }
+    for (const row of mcpRows.all(lo, hi) as Record<string, unknown>[]) {
+      candidates.push({ seq: row.seq as number, check: () => matches([String(row.tool_name), String(row.arguments ?? ''), String(row.response_preview ?? '')], needle) });
+    }
+    candidates.sort((a, b) => a.seq - b.seq);
+    for (const c of candidates) if (c.check()) seqs.push(c.seq);
     if (performance.now() - sliceStart > SLICE_MS) {
       await new Promise((resolve) => setImmediate(resolve));
       if (aborted()) return null;
       sliceStart = performance.now();
     }
-    refs = store.after(lastSeq, PAGE);
   }
   return { seqs, lastSeq };
 }

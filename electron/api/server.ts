@@ -20,6 +20,8 @@ import { clipTimeline, readTimeline, type Timeline } from './timeline.ts';
 export const DEFAULT_API_PORT = 47601;
 const DEFAULT_LIMIT = 500;
 const MAX_LIMIT = 2000;
+const PAGE_SLICE = 250;
+const OPEN_STORES = 16;
 
 export interface ApiOptions {
   readonly home: CapsemHome;
@@ -116,7 +118,8 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const hub = new LiveEventHub(options.liveLimits);
   const feed = new LiveEventFeed(home, mainDb, hub, options.pollMs);
   const heartbeatMs = options.heartbeatMs ?? 30_000;
-  const timelines = new Map<string, { newest: number; timeline: Timeline }>();
+  const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
+  const stores = new Map<string, SessionEventStore>();
   feed.start();
 
   function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
@@ -131,7 +134,23 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
     if (!existsSync(dbPath)) throw new HttpError(404, record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found');
-    return { id, record, store: SessionEventStore.open(id, dbPath) };
+    let store = stores.get(id);
+    if (store) stores.delete(id);
+    else store = SessionEventStore.open(id, dbPath);
+    stores.set(id, store);
+    // Keep the connections of the sessions read most recently; reopening costs more than a read.
+    for (const [oldId, old] of stores) {
+      if (stores.size <= OPEN_STORES) break;
+      stores.delete(oldId);
+      old.close();
+    }
+    return { id, record, store };
+  }
+
+  function forget(id: string): void {
+    stores.get(id)?.close();
+    stores.delete(id);
+    timelines.delete(id);
   }
 
   function listSessions(archived: boolean): unknown[] {
@@ -166,56 +185,60 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
     const { id, record, store } = sessionStore(rawId);
-    try {
-      const limit = parseLimit(url.searchParams.get('limit'));
-      const before = parseSeq(url.searchParams.get('before'), 'before');
-      const summary = url.searchParams.get('view') === 'summary';
-      const bounds = store.bounds();
-      const refs = store.page(before, limit);
-      const whole = refs.length === bounds.total;
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-      await write(res, `{"id":${JSON.stringify(id)},"name":${JSON.stringify(record?.name ?? null)},"schemaVersion":${SCHEMA_VERSION}${summary ? ',"view":"summary"' : ''},"events":[`);
-      for (let i = 0; i < refs.length; i++) {
-        if (res.destroyed) return;
-        await write(res, (i > 0 ? ',' : '') + JSON.stringify(store.event(refs[i]!, { full: !summary })));
+    const limit = parseLimit(url.searchParams.get('limit'));
+    const before = parseSeq(url.searchParams.get('before'), 'before');
+    const summary = url.searchParams.get('view') === 'summary';
+    const bounds = store.bounds();
+    const refs = store.page(before, limit);
+    const whole = refs.length === bounds.total;
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    await write(res, `{"id":${JSON.stringify(id)},"name":${JSON.stringify(record?.name ?? null)},"schemaVersion":${SCHEMA_VERSION}${summary ? ',"view":"summary"' : ''},"events":[`);
+    // Built and sent a slice at a time: memory follows the slice, not the page.
+    let first = true;
+    for (let i = 0; i < refs.length; i += PAGE_SLICE) {
+      if (res.destroyed) return;
+      const slice = refs.slice(i, i + PAGE_SLICE);
+      const rows = store.rows(slice);
+      let chunk = '';
+      for (const ref of slice) {
+        chunk += (first ? '' : ',') + JSON.stringify(store.event(ref, { full: !summary }, rows.get(ref.seq)));
+        first = false;
       }
-      await write(res, ']');
-      res.end(whole ? '}' : `,"totalEvents":${bounds.total},"oldestSeq":${bounds.oldest}}`);
-    } finally {
-      store.close();
+      await write(res, chunk);
     }
+    await write(res, ']');
+    res.end(whole ? '}' : `,"totalEvents":${bounds.total},"oldestSeq":${bounds.oldest}}`);
   }
 
   function eventDetail(res: ServerResponse, url: URL, rawId: string, rawSeq: string): void {
     const { store } = sessionStore(rawId);
-    try {
-      const seq = parseSeq(rawSeq, 'seq');
-      const ref = seq === undefined ? undefined : store.at(seq);
-      if (!ref) throw new HttpError(404, 'event not found');
-      const raw = url.searchParams.get('raw') === '1';
-      sendJson(res, 200, { ...store.event(ref, { full: true, raw }), schemaVersion: SCHEMA_VERSION });
-    } finally {
-      store.close();
-    }
+    const seq = parseSeq(rawSeq, 'seq');
+    const ref = seq === undefined ? undefined : store.at(seq);
+    if (!ref) throw new HttpError(404, 'event not found');
+    const raw = url.searchParams.get('raw') === '1';
+    sendJson(res, 200, { ...store.event(ref, { full: true, raw }), schemaVersion: SCHEMA_VERSION });
   }
 
   function timeline(res: ServerResponse, url: URL, rawId: string): void {
     const { id, record, store } = sessionStore(rawId);
-    try {
-      for (const bound of ['from', 'to'] as const) {
-        const value = url.searchParams.get(bound);
-        if (value !== null && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${bound} must be an RFC 3339 time`);
-      }
-      const newest = store.newestSeq();
-      let cached = timelines.get(id);
-      if (!cached || cached.newest !== newest) {
-        cached = { newest, timeline: readTimeline(store, record?.status !== 'running') };
-        timelines.set(id, cached);
-      }
-      sendJson(res, 200, clipTimeline(cached.timeline, url.searchParams.get('from') ?? undefined, url.searchParams.get('to') ?? undefined));
-    } finally {
-      store.close();
+    const from = url.searchParams.get('from') ?? undefined;
+    const to = url.searchParams.get('to') ?? undefined;
+    for (const [name, value] of [['from', from], ['to', to]] as const) {
+      if (value !== undefined && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${name} must be an RFC 3339 time`);
     }
+    const newest = store.newestSeq();
+    let cached = timelines.get(id);
+    if (!cached || cached.newest !== newest) {
+      const computed = readTimeline(store, record?.status !== 'running');
+      cached = { newest, timeline: computed, body: Buffer.from(JSON.stringify(computed)) };
+      timelines.set(id, cached);
+    }
+    if (from === undefined && to === undefined) {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': cached.body.length, 'cache-control': 'no-store' });
+      res.end(cached.body);
+      return;
+    }
+    sendJson(res, 200, clipTimeline(cached.timeline, from, to));
   }
 
   async function search(req: IncomingMessage, res: ServerResponse, url: URL, rawId: string): Promise<void> {
@@ -225,12 +248,8 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     let gone = false;
     res.on('close', () => (gone = !res.writableFinished));
     req.socket.on('close', () => (gone = true));
-    try {
-      const result = await searchSession(store, q, () => gone);
-      if (result && !gone) sendJson(res, 200, { ...result, schemaVersion: SCHEMA_VERSION });
-    } finally {
-      store.close();
-    }
+    const result = await searchSession(store, q, () => gone);
+    if (result && !gone) sendJson(res, 200, { ...result, schemaVersion: SCHEMA_VERSION });
   }
 
   function liveTail(req: IncomingMessage, res: ServerResponse, url: URL): void {
@@ -269,11 +288,11 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     let bytes = 0;
     for (const id of targets) {
       try {
+        forget(id);
         const erased = eraseSession(home, mainDb, id);
         sessions += erased.resident;
         archivedSessions += erased.archived;
         bytes += erased.bytes;
-        timelines.delete(id);
       } catch (err) {
         if (err instanceof SessionRunningError) throw new HttpError(409, err.message);
         throw err;
@@ -284,8 +303,20 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     guardBrowserReach(req);
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const parts = url.pathname.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+    const target = req.url ?? '/';
+    if (!target.startsWith('/')) throw new HttpError(400, 'request target must be a path');
+    let url: URL;
+    try {
+      url = new URL(`http://localhost${target}`);
+    } catch {
+      throw new HttpError(400, 'malformed request target');
+    }
+    let parts: string[];
+    try {
+      parts = url.pathname.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+    } catch {
+      throw new HttpError(400, 'malformed percent-encoding in the path');
+    }
     const method = req.method ?? 'GET';
     const only = (allowed: string[]): void => {
       if (!allowed.includes(method)) throw new HttpError(405, `method ${method} not allowed here`, { allow: allowed.join(', ') });
@@ -366,6 +397,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     feed,
     close: async () => {
       feed.stop();
+      for (const id of [...stores.keys()]) forget(id);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       mainDb.close();

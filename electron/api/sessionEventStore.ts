@@ -1,14 +1,13 @@
 import type Database from 'better-sqlite3';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
-import { SEQUENCED_TABLES } from '../store/sessionSchema.ts';
+import { SEQUENCED_TABLES, type SequencedTable } from '../store/sessionSchema.ts';
 import { fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent, type Row } from './eventBuilders.ts';
 
 // Reads one session.db as a sequence of events ordered by seq. Every sequenced table is one
 // kind of event; a page is a merge of their seq indexes, and each event is built on its own, so
 // memory follows one event, not the page.
 
-export type SequencedTable = (typeof SEQUENCED_TABLES)[number];
 
 export interface EventRef {
   readonly seq: number;
@@ -21,6 +20,16 @@ export interface EventOptions {
   readonly full: boolean;
   readonly raw?: boolean;
 }
+
+const IDENTITY = 'id, seq, event_id, trace_id, turn_id, timestamp';
+const MODEL_CALL_SEQ = '(SELECT m.seq FROM model_calls m WHERE m.id = model_call_id) AS model_call_seq';
+const EVENT_COLUMNS: Record<SequencedTable, string> = {
+  net_events: `${IDENTITY}, domain, port, decision, process_name, pid, method, path, status_code, bytes_sent, bytes_received, duration_ms, ttfb_ms, matched_rule, conn_type, error_kind, error_message`,
+  model_calls: `${IDENTITY}, net_event_id, host, provider, model, process_name, pid, method, path, stream, messages_count, tools_count, request_bytes, message_id, status_code, text_content, thinking_content, stop_reason, input_tokens, output_tokens, duration_ms, response_bytes, estimated_cost_usd, usage_details`,
+  tool_calls: `${IDENTITY}, model_call_id, status, call_id, tool_name, arguments, response_preview, origin, server_name, method, request_id, decision, duration_ms, error_message, process_name, bytes_sent, bytes_received, policy_rule, ${MODEL_CALL_SEQ}`,
+  tool_responses: `${IDENTITY}, model_call_id, call_id, content_preview, is_error, ${MODEL_CALL_SEQ}`,
+  fs_events: `${IDENTITY}, action, path, size`,
+};
 
 const unionOfSeqs = (where: string): string =>
   SEQUENCED_TABLES.map((t) => `SELECT seq, '${t}' AS t, id FROM ${t} WHERE ${where}`).join(' UNION ALL ');
@@ -100,11 +109,29 @@ export class SessionEventStore {
     return this.refs(unionOfSeqs('seq = ?'), ...SEQUENCED_TABLES.map(() => seq))[0];
   }
 
+  /**
+   * The rows behind a run of refs, fetched a table at a time over their seq range, with only the
+   * columns events are built from (bodies, previews and headers stay behind) and the seq of the
+   * model call a tool row belongs to.
+   */
+  rows(refs: readonly EventRef[]): Map<number, Row> {
+    const out = new Map<number, Row>();
+    if (refs.length === 0) return out;
+    const lo = refs[0]!.seq;
+    const hi = refs.at(-1)!.seq;
+    for (const table of new Set(refs.map((r) => r.table))) {
+      for (const row of this.stmt(`SELECT ${EVENT_COLUMNS[table]} FROM ${table} WHERE seq >= ? AND seq <= ?`).all(lo, hi) as Row[]) out.set(row.seq as number, row);
+    }
+    return out;
+  }
+
   row(ref: EventRef): Row {
     return this.stmt(`SELECT * FROM ${ref.table} WHERE id = ?`).get(ref.id) as Row;
   }
 
-  private modelCallSeq(id: unknown): number | undefined {
+  private modelCallSeq(row: Row): number | undefined {
+    if (typeof row.model_call_seq === 'number') return row.model_call_seq;
+    const id = row.model_call_id;
     if (typeof id !== 'number') return undefined;
     return (this.stmt('SELECT seq FROM model_calls WHERE id = ?').get(id) as { seq: number } | undefined)?.seq;
   }
@@ -118,9 +145,18 @@ export class SessionEventStore {
     return this.stmt('SELECT direction, body, truncated, original_bytes, content_type FROM event_body_blobs WHERE event_id = ? ORDER BY direction').all(eventId) as Row[];
   }
 
+  bodyBytes(eventId: string, direction: string): Uint8Array | undefined {
+    const row = this.stmt('SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = ? LIMIT 1').get(eventId, direction) as { body: Uint8Array | null } | undefined;
+    return row?.body ?? undefined;
+  }
+
+  requestBodyBytes(eventId: string): Uint8Array | undefined {
+    const row = this.stmt("SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = 'request' LIMIT 1").get(eventId) as { body: Uint8Array | null } | undefined;
+    return row?.body ?? undefined;
+  }
+
   requestBody(eventId: string): unknown {
-    const row = this.stmt("SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = 'request' LIMIT 1").get(eventId) as { body: unknown } | undefined;
-    return parseBody(row?.body);
+    return parseBody(this.requestBodyBytes(eventId));
   }
 
   event(ref: EventRef, options: EventOptions, row: Row = this.row(ref)): SessionEvent {
@@ -148,9 +184,9 @@ export class SessionEventStore {
         return event;
       }
       case 'tool_calls':
-        return toolCallEvent(id, row, { full: options.full, modelCallSeq: this.modelCallSeq(row.model_call_id) });
+        return toolCallEvent(id, row, { full: options.full, modelCallSeq: this.modelCallSeq(row) });
       case 'tool_responses':
-        return toolResultEvent(id, row, { full: options.full, modelCallSeq: this.modelCallSeq(row.model_call_id) });
+        return toolResultEvent(id, row, { full: options.full, modelCallSeq: this.modelCallSeq(row) });
       case 'fs_events':
         return fileEvent(id, row);
       default:

@@ -149,11 +149,12 @@ const COLUMNS = {
   net_events: 'seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision',
 } as const;
 
-/** Reads the newest TIMELINE_MAX_EVENTS events of a session and builds its timeline. */
-export function readTimeline(store: SessionEventStore, ended: boolean): Timeline {
-  const { total, newest } = store.bounds();
-  const truncated = total > TIMELINE_MAX_EVENTS;
-  const floor = truncated ? store.page(undefined, TIMELINE_MAX_EVENTS)[0]!.seq : 0;
+/** Reads the newest `maxEvents` events of a session (50,000 by default) and builds its timeline. */
+export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents = TIMELINE_MAX_EVENTS): Timeline {
+  // seq counts from 1 without reuse, so a session whose newest seq is within the cap holds no more.
+  const newest = store.newestSeq();
+  const truncated = newest > maxEvents && store.bounds().total > maxEvents;
+  const floor = truncated ? store.page(undefined, maxEvents)[0]!.seq : 0;
   const rows = (table: keyof typeof COLUMNS): Row[] => store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
   return buildTimeline({
     sessionId: store.sessionId,

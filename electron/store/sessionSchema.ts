@@ -250,7 +250,9 @@ export const SESSION_TABLES = {
 
 export type SessionTable = keyof typeof SESSION_TABLES;
 export const SESSION_TABLE_NAMES = Object.keys(SESSION_TABLES) as SessionTable[];
-export const SEQUENCED_TABLES = SESSION_TABLE_NAMES.filter((t) => SESSION_TABLES[t].sequenced);
+/** The tables whose rows are session events, each with a seq. */
+export type SequencedTable = { [T in SessionTable]: (typeof SESSION_TABLES)[T]['sequenced'] extends true ? T : never }[SessionTable];
+export const SEQUENCED_TABLES = SESSION_TABLE_NAMES.filter((t): t is SequencedTable => SESSION_TABLES[t].sequenced);
 
 type ValueOf<T extends SqlType> = T extends 'INTEGER' | 'REAL' ? number : T extends 'TEXT' ? string : Uint8Array;
 type Cols<T extends SessionTable> = (typeof SESSION_TABLES)[T]['columns'];

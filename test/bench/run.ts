@@ -1,8 +1,9 @@
+import { apiBench } from './apiBench.ts';
 import { storeBench } from './storeBench.ts';
 
 // `npm run bench` runs every benchmark; `npm run bench -- store` runs one. Each prints its
 // figures against a baseline measured in the same run and exits 1 when a target is missed.
-const BENCHES: Record<string, () => Promise<boolean>> = { store: storeBench };
+const BENCHES: Record<string, () => Promise<boolean>> = { store: storeBench, api: apiBench };
 
 const asked = process.argv.slice(2);
 const unknown = asked.filter((name) => !(name in BENCHES));

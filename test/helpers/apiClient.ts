@@ -9,7 +9,7 @@ export interface Reply {
 
 /** One HTTP request with full control of the headers (fetch would not let a test forge Host). */
 export function call(base: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
-  const url = new URL(path, base);
+  const url = new URL(`${base}${path}`);
   return new Promise((resolve, reject) => {
     const req = request(url, { method: init.method ?? 'GET', headers: init.headers }, (res) => {
       const chunks: Buffer[] = [];
