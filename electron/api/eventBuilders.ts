@@ -1,4 +1,5 @@
 import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
+import { hostOf } from '../telemetry/hosts.ts';
 import { requestView } from '../telemetry/requestView.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
@@ -24,12 +25,6 @@ function parseJson(value: unknown): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** host, or host:port when the port is not the scheme's default ("h:443 shares h's row"). */
-export function hostOf(domain: string, port: number | undefined, connType: string | undefined): string {
-  const defaultPort = connType === 'http' ? 80 : 443;
-  return port === undefined || port === defaultPort ? domain : `${domain}:${port}`;
 }
 
 function decodedPath(path: string | undefined): string | undefined {

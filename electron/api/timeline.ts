@@ -1,5 +1,6 @@
 import { LLM_PATH_PATTERNS } from '../store/sessionCheck.ts';
-import { hostOf, int, text, type Row } from './eventBuilders.ts';
+import { hostOf } from '../telemetry/hosts.ts';
+import { int, text, type Row } from './eventBuilders.ts';
 import type { SessionEventStore } from './sessionEventStore.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline): every model call

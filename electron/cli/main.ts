@@ -4,9 +4,10 @@ import { checkCommand } from './checkCommand.ts';
 import { UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { listCommand } from './listCommand.ts';
+import { recordCommand } from './recordCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
 
-const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, apiCommand, devCommand];
+const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, recordCommand, apiCommand, devCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

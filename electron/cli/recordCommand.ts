@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { basename } from 'node:path';
+import { constants } from 'node:os';
+import { startRecording } from '../proxy/recordingSession.ts';
+import { parseCommandArgs, UsageError, type Command } from './context.ts';
+
+export const recordCommand: Command = {
+  name: 'record',
+  summary: 'record a program on this machine through the proxy (no sandbox)',
+  usage: `capsem record [--name N] -- CMD [ARGS...]
+
+Runs CMD on this machine (no VM, no sandbox: it can touch everything you can) with its HTTP(S)
+traffic sent through the recording proxy and the local CA trusted, records everything into a new
+session, ends the session when CMD exits and exits with CMD's exit code.
+
+  --name N   give the session a display name (resume and list by it)
+
+Settings for tests and corporate setups:
+  CAPSEM_RESOLVE="host:port=ip:port,..."   send a host to another address (like curl --resolve)
+  CAPSEM_UPSTREAM_CA_FILE=FILE             also trust these CAs for upstream TLS`,
+  async run(ctx, argv) {
+    const dash = argv.indexOf('--');
+    const { values } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' } });
+    if (values.help) {
+      ctx.out(this.usage);
+      return 0;
+    }
+    const command = dash >= 0 ? argv.slice(dash + 1) : [];
+    if (command.length === 0) throw new UsageError('record needs a command after -- (see capsem record --help)');
+    const recording = await startRecording(ctx.home, { name: (values.name as string | undefined) ?? null, command, origin: { processName: basename(command[0]!) } });
+    const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
+    ctx.err(`capsem record: session ${label}; proxy ${recording.proxy.url}. No sandbox: ${command[0]} runs directly on this machine.`);
+    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
+    const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    const code = await new Promise<number>((resolve) => {
+      child.on('error', (err) => {
+        ctx.err(`capsem: cannot run ${command[0]}: ${err.message}`);
+        resolve(127);
+      });
+      child.on('exit', (exitCode, signal) => resolve(exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
+    });
+    process.off('SIGINT', forward);
+    process.off('SIGTERM', forward);
+    await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
+    ctx.err(`capsem record: ${recording.writer.stats.committed} rows recorded in session ${label}`);
+    return code;
+  },
+};

@@ -1,0 +1,148 @@
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { randomBytes, webcrypto } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+
+// The per-install CA the proxy signs its leaf certificates with: ECDSA P-256 through
+// @peculiar/x509, kept under CAPSEM_HOME/ca (key 0600), reused across runs and renewed well
+// before it expires. Leaves share one key per run (signing is the only per-host cost) and are
+// held in a bounded LRU.
+
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const DAY = 86_400_000;
+const CA_LIFETIME_DAYS = 825;
+const RENEW_BEFORE_DAYS = 30;
+const LEAF_LIFETIME_DAYS = 30;
+const LEAF_CACHE = 1000;
+
+function serial(): string {
+  const bytes = randomBytes(16);
+  bytes[0]! &= 0x7f;
+  return bytes.toString('hex');
+}
+
+function pem(label: string, der: ArrayBuffer): string {
+  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n');
+  return `-----BEGIN ${label}-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END ${label}-----\n`;
+}
+
+/** PEM with a final newline, so certificates can be concatenated into a chain. */
+function pemOf(cert: x509.X509Certificate): string {
+  return `${cert.toString('pem').trimEnd()}\n`;
+}
+
+function derOf(text: string): Buffer {
+  return Buffer.from(text.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+}
+
+export interface CaFiles {
+  readonly certPath: string;
+  readonly keyPath: string;
+}
+
+export function caFiles(home: CapsemHome): CaFiles {
+  return { certPath: join(home.root, 'ca', 'capsem-ca.crt'), keyPath: join(home.root, 'ca', 'capsem-ca.key') };
+}
+
+export class CertificateAuthority {
+  private readonly leaves = new Map<string, SecureContext>();
+  private leafKeys: CryptoKeyPair | null = null;
+  private leafKeyPem = '';
+
+  private constructor(
+    readonly cert: x509.X509Certificate,
+    private readonly key: CryptoKey,
+    readonly certPem: string,
+  ) {}
+
+  /** Loads the CA from CAPSEM_HOME, creating it on first start or renewing it when it nears expiry. */
+  static async load(home: CapsemHome, now = new Date()): Promise<CertificateAuthority> {
+    const files = caFiles(home);
+    if (existsSync(files.certPath) && existsSync(files.keyPath)) {
+      const cert = new x509.X509Certificate(readFileSync(files.certPath, 'utf8'));
+      const certPem = pemOf(cert);
+      if (cert.notAfter.getTime() - now.getTime() > RENEW_BEFORE_DAYS * DAY) {
+        const key = await webcrypto.subtle.importKey('pkcs8', derOf(readFileSync(files.keyPath, 'utf8')), ALG, false, ['sign']);
+        return new CertificateAuthority(cert, key as CryptoKey, certPem);
+      }
+    }
+    return CertificateAuthority.create(files, now);
+  }
+
+  private static async create(files: CaFiles, now: Date): Promise<CertificateAuthority> {
+    const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: serial(),
+      name: `CN=Capsem Local CA ${now.toISOString().slice(0, 10)}, O=Capsem Desktop`,
+      notBefore: new Date(now.getTime() - DAY),
+      notAfter: new Date(now.getTime() + CA_LIFETIME_DAYS * DAY),
+      signingAlgorithm: ALG,
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ],
+    });
+    const dir = join(files.certPath, '..');
+    ensurePrivateDir(dir);
+    const keyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+    // Write then rename, so a crash never leaves a certificate without its key.
+    writeFileSync(`${files.keyPath}.tmp`, keyPem, { mode: 0o600 });
+    writeFileSync(`${files.certPath}.tmp`, pemOf(cert), { mode: 0o644 });
+    renameSync(`${files.keyPath}.tmp`, files.keyPath);
+    renameSync(`${files.certPath}.tmp`, files.certPath);
+    return new CertificateAuthority(cert, keys.privateKey, pemOf(cert));
+  }
+
+  /** A TLS context for `host` (a name or an IP address), signed by this CA; cached. */
+  async contextFor(host: string): Promise<SecureContext> {
+    const name = host.toLowerCase();
+    const cached = this.leaves.get(name);
+    if (cached) {
+      this.leaves.delete(name);
+      this.leaves.set(name, cached);
+      return cached;
+    }
+    const { certPem, keyPem } = await this.issueLeaf(name);
+    const context = createSecureContext({ cert: certPem + this.certPem, key: keyPem });
+    this.leaves.set(name, context);
+    if (this.leaves.size > LEAF_CACHE) this.leaves.delete(this.leaves.keys().next().value!);
+    return context;
+  }
+
+  async issueLeaf(host: string, now = new Date()): Promise<{ certPem: string; keyPem: string }> {
+    if (!this.leafKeys) {
+      this.leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+      this.leafKeyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', this.leafKeys.privateKey));
+    }
+    const san = isIP(host) ? { type: 'ip' as const, value: host } : { type: 'dns' as const, value: host };
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: serial(),
+      subject: `CN=${host.replace(/[,=+<>#;"\\]/g, '_')}`,
+      issuer: this.cert.subject,
+      notBefore: new Date(now.getTime() - DAY),
+      notAfter: new Date(Math.min(now.getTime() + LEAF_LIFETIME_DAYS * DAY, this.cert.notAfter.getTime())),
+      signingAlgorithm: ALG,
+      publicKey: this.leafKeys.publicKey,
+      signingKey: this.key,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        new x509.SubjectAlternativeNameExtension([san]),
+        await x509.AuthorityKeyIdentifierExtension.create(this.cert),
+      ],
+    });
+    return { certPem: pemOf(cert), keyPem: this.leafKeyPem };
+  }
+
+  get cachedLeaves(): number {
+    return this.leaves.size;
+  }
+}

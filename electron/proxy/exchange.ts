@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+// One HTTP exchange as the proxy saw it, handed to the recorder when it ends: what was asked,
+// what came back, the bytes in both directions (capped), timing, the policy decision and any
+// failure. Bodies are kept as they crossed the wire; the recorder decodes them.
+
+export const DEFAULT_BODY_CAP = 10 << 20;
+
+export interface CapturedBody {
+  /** The first `cap` bytes as they crossed the wire. */
+  readonly bytes: Buffer;
+  /** Every byte that crossed, kept or not. */
+  readonly total: number;
+  readonly truncated: boolean;
+}
+
+export interface ExchangeError {
+  readonly kind: string;
+  readonly message: string;
+}
+
+export interface Exchange {
+  readonly startedAt: Date;
+  readonly host: string;
+  readonly port: number;
+  readonly scheme: 'https' | 'http';
+  readonly kind: 'request' | 'websocket' | 'malformed';
+  readonly method: string;
+  readonly path: string;
+  readonly query: string | null;
+  readonly requestHeaders: IncomingHttpHeaders;
+  readonly responseHeaders: IncomingHttpHeaders | OutgoingHttpHeaders | null;
+  readonly status: number | null;
+  readonly requestBody: CapturedBody;
+  readonly responseBody: CapturedBody;
+  readonly durationMs: number;
+  readonly ttfbMs: number | null;
+  readonly decision: 'allowed' | 'denied';
+  readonly matchedRule: string | null;
+  readonly dialedAddress: string | null;
+  readonly processName: string | null;
+  readonly pid: number | null;
+  readonly error: ExchangeError | null;
+}
+
+/** Collects a stream's bytes up to a cap while counting all of them. */
+export class BodyTap {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  total = 0;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    this.total += chunk.length;
+    if (this.kept >= this.cap) return;
+    const room = this.cap - this.kept;
+    const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.chunks.push(piece);
+    this.kept += piece.length;
+  }
+
+  body(): CapturedBody {
+    return { bytes: Buffer.concat(this.chunks, this.kept), total: this.total, truncated: this.total > this.kept };
+  }
+}
+
+export const EMPTY_BODY: CapturedBody = { bytes: Buffer.alloc(0), total: 0, truncated: false };
+
+// Recorded verbatim: headers that say what a request is, never who sent it. Everything else is
+// recorded as a hash, so a key or token never reaches the database but equal values still match.
+const VERBATIM = new Set([
+  'accept', 'accept-encoding', 'accept-language', 'anthropic-beta', 'anthropic-version', 'cache-control', 'connection',
+  'content-encoding', 'content-length', 'content-type', 'date', 'host', 'mcp-protocol-version', 'openai-beta',
+  'openai-organization', 'openai-processing-ms', 'request-id', 'retry-after', 'server', 'transfer-encoding',
+  'user-agent', 'vary', 'x-goog-api-client', 'x-request-id', 'x-stainless-arch', 'x-stainless-lang',
+  'x-stainless-os', 'x-stainless-package-version', 'x-stainless-retry-count', 'x-stainless-runtime',
+  'x-stainless-runtime-version', 'x-stainless-timeout',
+]);
+
+function hashed(value: string): string {
+  return `sha256:${createHash('sha256').update(value).digest('hex').slice(0, 16)}`;
+}
+
+/** Headers as the ledger keeps them: the allowlist verbatim, every other value hashed. */
+export function recordedHeaders(headers: IncomingHttpHeaders | OutgoingHttpHeaders | null): Record<string, string> | null {
+  if (!headers) return null;
+  const out: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers)) {
+    if (raw === undefined) continue;
+    const value = Array.isArray(raw) ? raw.join(', ') : String(raw);
+    const key = name.toLowerCase();
+    out[key] = VERBATIM.has(key) ? value : hashed(value);
+  }
+  return out;
+}
+
+/** Maps a failed upstream exchange to the API's error kinds; the message names the address, never the URL. */
+export function upstreamError(err: NodeJS.ErrnoException, address: string): ExchangeError {
+  const code = err.code ?? '';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { kind: 'upstream_dns', message: `cannot resolve ${address}` };
+  if (code === 'ECONNREFUSED') return { kind: 'upstream_refused', message: `${address} refused the connection` };
+  if (code === 'ETIMEDOUT' || code === 'UPSTREAM_TIMEOUT') return { kind: 'upstream_timeout', message: `${address} did not answer in time` };
+  if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_SSL/.test(code) || /certificate|tls|ssl/i.test(err.message)) {
+    return { kind: 'upstream_tls', message: `TLS with ${address} failed: ${code || err.message}` };
+  }
+  return { kind: 'upstream_error', message: `exchange with ${address} failed: ${code || err.message}` };
+}

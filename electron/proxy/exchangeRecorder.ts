@@ -1,0 +1,218 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { SessionWriter } from '../store/sessionWriter.ts';
+import { decodeBody } from '../telemetry/decodeBody.ts';
+import { parseMcpExchange } from '../telemetry/mcp.ts';
+import { detectModelApi, parseModelResponse, type ModelApi } from '../telemetry/modelResponse.ts';
+import { priceOf } from '../telemetry/pricing.ts';
+import { requestView } from '../telemetry/requestView.ts';
+import { hostOf } from '../telemetry/hosts.ts';
+import { recordedHeaders, type Exchange } from './exchange.ts';
+
+// Turns each finished exchange into the session's rows: one net_events row, its bodies (decoded)
+// in event_body_blobs, and for model API calls the ledger the spec defines (model_calls,
+// model_items, tool_calls, tool_responses), with MCP tools/call as tool_calls of origin mcp.
+
+const PREVIEW = 256;
+const TRACE_MEMORY = 10_000;
+
+const newTraceId = (): string => randomBytes(8).toString('hex');
+const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+function header(headers: Exchange['requestHeaders'] | Exchange['responseHeaders'], name: string): string | undefined {
+  const value = headers?.[name];
+  return Array.isArray(value) ? value.join(', ') : value === undefined ? undefined : String(value);
+}
+
+function preview(bytes: Buffer): string | null {
+  if (bytes.length === 0) return null;
+  const text = bytes.subarray(0, PREVIEW * 4).toString('utf8');
+  return text.includes('\uFFFD') && !/^[\s{["]/.test(text) ? `<${bytes.length} bytes of binary>` : text.slice(0, PREVIEW);
+}
+
+function parseJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+export class ExchangeRecorder {
+  /** Which trace each emitted tool call belongs to, so the request carrying its result joins it. */
+  private readonly callTraces = new Map<string, string>();
+  private lastTrace: string | null = null;
+  private readonly mcpServers = new Map<string, string>();
+
+  constructor(
+    private readonly writer: SessionWriter,
+    private readonly bodyCap: number,
+  ) {}
+
+  private rememberCall(callId: string, trace: string): void {
+    this.callTraces.set(callId, trace);
+    if (this.callTraces.size > TRACE_MEMORY) this.callTraces.delete(this.callTraces.keys().next().value!);
+  }
+
+  record(ex: Exchange): void {
+    const request = decodeBody(ex.requestBody.bytes, header(ex.requestHeaders, 'content-encoding'), this.bodyCap);
+    const response = decodeBody(ex.responseBody.bytes, header(ex.responseHeaders, 'content-encoding'), this.bodyCap);
+    const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
+    const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? parseJson(request.bytes) : undefined;
+    const view = api ? requestView(api.provider, ex.path, requestJson) : null;
+    let trace: string | null = null;
+    if (view) {
+      trace = view.toolResults.map((r) => this.callTraces.get(r.toolUseId)).find((t) => t !== undefined) ?? newTraceId();
+      this.lastTrace = trace;
+    }
+    const at = ex.startedAt.toISOString();
+    const net = this.writer.append('net_events', {
+      trace_id: trace,
+      turn_id: trace,
+      timestamp: at,
+      domain: ex.host,
+      port: ex.port,
+      decision: ex.decision,
+      process_name: ex.processName,
+      pid: ex.pid,
+      method: ex.method,
+      path: ex.path,
+      query: ex.query,
+      status_code: ex.status,
+      bytes_sent: ex.requestBody.total,
+      bytes_received: ex.responseBody.total,
+      duration_ms: ex.durationMs,
+      ttfb_ms: ex.ttfbMs,
+      matched_rule: ex.matchedRule,
+      request_headers: JSON.stringify(recordedHeaders(ex.requestHeaders)),
+      response_headers: ex.responseHeaders ? JSON.stringify(recordedHeaders(ex.responseHeaders)) : null,
+      request_body_preview: preview(request.bytes),
+      response_body_preview: preview(response.bytes),
+      conn_type: ex.kind === 'websocket' ? 'websocket' : ex.scheme,
+      error_kind: ex.error?.kind ?? (response.error ? 'decode_error' : null),
+      error_message: ex.error?.message ?? response.error ?? null,
+    });
+    if (!net) return;
+    const eventId = net.eventId!;
+    for (const [direction, captured, decoded, headers] of [
+      ['request', ex.requestBody, request, ex.requestHeaders],
+      ['response', ex.responseBody, response, ex.responseHeaders],
+    ] as const) {
+      if (captured.total === 0 || decoded.bytes.length === 0) continue;
+      this.writer.append('event_body_blobs', {
+        event_id: eventId,
+        source_table: 'net_events',
+        direction,
+        content_type: header(headers, 'content-type') ?? null,
+        content_encoding: header(headers, 'content-encoding') ?? null,
+        original_bytes: captured.total,
+        stored_bytes: decoded.bytes.length,
+        truncated: captured.truncated || decoded.truncated ? 1 : 0,
+        body_hash: sha256(decoded.bytes),
+        body: decoded.bytes,
+        created_at: at,
+      });
+    }
+    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, response.bytes, eventId, trace);
+    else if (ex.decision === 'allowed' && requestJson !== undefined) this.recordMcp(ex, requestJson, response.bytes, eventId);
+  }
+
+  private recordModelCall(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, responseBytes: Buffer, eventId: string, trace: string): void {
+    const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
+    const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
+    const requestModel = typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
+    // Model resolution: request body, then the stream or response JSON, then the URL path.
+    const model = requestModel ?? parsed.model;
+    const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
+    const at = ex.startedAt.toISOString();
+    const identity = { trace_id: trace, turn_id: trace };
+    const usage: Record<string, number | boolean> = {};
+    if (parsed.cacheReadTokens !== undefined) usage.cache_read = parsed.cacheReadTokens;
+    if (parsed.cacheWriteTokens !== undefined) usage.cache_write = parsed.cacheWriteTokens;
+    if (parsed.reasoningTokens !== undefined) usage.thinking = parsed.reasoningTokens;
+    if (!parsed.complete) usage.incomplete = true;
+    const system = view.messages.find((m) => m.role === 'system');
+    const call = this.writer.append('model_calls', {
+      ...identity,
+      net_event_id: eventId,
+      host: hostOf(ex.host, ex.port, ex.scheme),
+      timestamp: at,
+      provider: api.provider,
+      model: model ?? null,
+      process_name: ex.processName,
+      pid: ex.pid,
+      method: ex.method,
+      path: ex.path,
+      stream: parsed.streamed ? 1 : 0,
+      system_prompt_preview: system ? system.content.slice(0, PREVIEW) : null,
+      messages_count: view.messages.length,
+      tools_count: view.tools.length,
+      request_bytes: ex.requestBody.total,
+      request_body_preview: preview(ex.requestBody.bytes),
+      message_id: parsed.messageId ?? null,
+      status_code: ex.status,
+      text_content: parsed.text || null,
+      thinking_content: parsed.thinking || null,
+      stop_reason: parsed.stopReason ?? null,
+      input_tokens: ok ? (parsed.inputTokens ?? null) : null,
+      output_tokens: ok ? (parsed.outputTokens ?? null) : null,
+      duration_ms: ex.durationMs,
+      response_bytes: ex.responseBody.total,
+      estimated_cost_usd: price.usd,
+      usage_details: JSON.stringify(usage),
+    });
+    if (!call) return;
+    let itemIndex = 0;
+    const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: { content?: string | null; call_id?: string; tool_name?: string; arguments?: string }): void => {
+      const content = fields.content ?? fields.arguments ?? '';
+      this.writer.append('model_items', {
+        ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, model: model ?? null, path: ex.path, kind,
+        item_index: itemIndex++, call_id: fields.call_id ?? null, tool_name: fields.tool_name ?? null, arguments: fields.arguments ?? null,
+        content: fields.content ?? null, content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
+      });
+    };
+    for (const result of view.toolResults) {
+      this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: result.toolUseId, content_preview: result.content.slice(0, PREVIEW), is_error: result.isError ? 1 : 0 });
+      item('tool_response', { call_id: result.toolUseId, content: result.content });
+    }
+    const lastUser = [...view.messages].reverse().find((m) => m.role === 'user' && m.content !== '');
+    item('request', { content: lastUser?.content ?? null });
+    if (parsed.thinking) item('reasoning', { content: parsed.thinking });
+    if (parsed.text) item('response', { content: parsed.text });
+    parsed.toolCalls.forEach((tool, index) => {
+      this.writer.append('tool_calls', {
+        ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: tool.id,
+        tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
+      });
+      item('tool_call', { call_id: tool.id, tool_name: tool.name, arguments: tool.arguments });
+      this.rememberCall(tool.id, trace);
+    });
+  }
+
+  private recordMcp(ex: Exchange, requestJson: unknown, responseBytes: Buffer, eventId: string): void {
+    const mcp = parseMcpExchange(requestJson, header(ex.responseHeaders, 'content-type'), responseBytes);
+    if (mcp.length === 0) return;
+    const at = ex.startedAt.toISOString();
+    const trace = this.lastTrace;
+    const identity = { trace_id: trace, turn_id: trace };
+    const server = `${ex.host}:${ex.port}`;
+    for (const message of mcp) {
+      if (message.serverName) this.mcpServers.set(server, message.serverName);
+      let ruleEventId = eventId;
+      if (message.method === 'tools/call') {
+        const toolCall = this.writer.append('tool_calls', {
+          ...identity, timestamp: at, model_call_id: null, provider: 'mcp', status: message.error ? 'error' : message.result !== undefined ? 'responded' : 'requested',
+          call_index: 0, call_id: `mcp-${eventId}-${message.id ?? 'n'}`, tool_name: message.toolName ?? '(unnamed)', arguments: message.arguments ?? null,
+          response_preview: message.resultText?.slice(0, PREVIEW) ?? null, origin: 'mcp', server_name: this.mcpServers.get(server) ?? server, method: message.method,
+          request_id: message.id ?? null, decision: ex.decision, duration_ms: ex.durationMs, error_message: message.error ?? null, process_name: ex.processName,
+          bytes_sent: ex.requestBody.total, bytes_received: ex.responseBody.total, policy_rule: ex.matchedRule,
+        });
+        ruleEventId = toolCall?.eventId ?? eventId;
+      }
+      this.writer.append('security_rule_events', {
+        event_id: ruleEventId, ...identity, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(),
+        event_type: message.method === 'tools/call' ? 'mcp.tool_call' : message.method === 'tools/list' ? 'mcp.tool_list' : 'mcp.event',
+        rule_id: ex.matchedRule, rule_action: 'allow', detection_level: 'none', event_json: JSON.stringify(message.facts),
+      });
+    }
+  }
+}

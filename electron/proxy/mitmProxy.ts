@@ -1,0 +1,434 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, request as httpsRequest } from 'node:https';
+import { request as httpRequest, Agent as HttpAgent } from 'node:http';
+import { isIP, type AddressInfo, type Socket } from 'node:net';
+import { rootCertificates, TLSSocket } from 'node:tls';
+import { Duplex } from 'node:stream';
+import type { CertificateAuthority } from './certificateAuthority.ts';
+import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type Exchange, type ExchangeError } from './exchange.ts';
+import { isPrivateAddress, PRIVATE_ADDRESS_RULE, type PolicyStore } from './policy.ts';
+import type { ResolveMap } from './resolveMap.ts';
+
+// The recording MITM proxy. Explicit proxy mode: absolute-form HTTP requests and CONNECT tunnels,
+// whose TLS it terminates with a leaf from the local CA; connections handed over by a VM's net
+// port enter the same path with the guest process attached. Requests are parsed strictly by
+// Node's llhttp, forwarded over TLS that verifies the real upstream, and streamed both ways: a
+// chunk reaches the client as it arrives, while a capped copy goes to the recorder.
+
+export interface ConnectionOrigin {
+  readonly processName?: string;
+  readonly pid?: number;
+}
+
+export interface ProxyOptions {
+  readonly ca: CertificateAuthority;
+  readonly policy: PolicyStore;
+  readonly onExchange: (exchange: Exchange) => void;
+  readonly resolve?: ResolveMap;
+  /** Extra PEM certificates trusted for upstream TLS, beside the system's. */
+  readonly upstreamCa?: readonly string[];
+  readonly bodyCap?: number;
+  readonly port?: number;
+  /** Idle time on an upstream exchange before it is abandoned. */
+  readonly upstreamIdleMs?: number;
+  /** Who a plain local connection belongs to (capsem record: the command it runs). */
+  readonly defaultOrigin?: ConnectionOrigin;
+}
+
+interface Tunnel {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  readonly origin: ConnectionOrigin;
+}
+
+export interface ProxyHandle {
+  readonly port: number;
+  readonly url: string;
+  /** Serves a connection that arrived another way (a VM's net port), tagged with its guest process. */
+  adopt(socket: Duplex, origin: ConnectionOrigin): void;
+  close(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+class DestinationPrivate extends Error {
+  readonly code = 'EDESTPRIVATE';
+}
+
+function forwardHeaders(headers: IncomingMessage['headers'], keepUpgrade = false): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionTokens = String(headers.connection ?? '').toLowerCase().split(',').map((t) => t.trim());
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const key = name.toLowerCase();
+    if (HOP_BY_HOP.has(key) && !(keepUpgrade && (key === 'upgrade' || key === 'connection'))) continue;
+    if (!keepUpgrade && connectionTokens.includes(key)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** host and port of an authority ("example.com:443", "[::1]:8443"), or null when it is not one. */
+export function parseAuthority(authority: string, defaultPort: number): { host: string; port: number } | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(authority);
+  if (!m) return null;
+  const port = m[2] === undefined ? defaultPort : Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1]!.replace(/^\[|\]$/g, '').toLowerCase(), port };
+}
+
+/**
+ * The tunnel's byte stream with the bytes already read put back in front. A TLSSocket built on a
+ * net.Socket reads the kernel handle directly and would never see them, so the TLS layer gets a
+ * plain Duplex instead.
+ */
+function withPrefix(socket: Duplex, prefix: Buffer): Duplex {
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback);
+    },
+    final(callback) {
+      socket.end();
+      callback();
+    },
+    destroy(err, callback) {
+      socket.destroy();
+      callback(err);
+    },
+  });
+  stream.push(prefix);
+  socket.on('data', (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.on('end', () => stream.push(null));
+  socket.on('close', () => stream.destroy());
+  return stream;
+}
+
+export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle> {
+  const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
+  const idleMs = options.upstreamIdleMs ?? 300_000;
+  const tunnels = new WeakMap<object, Tunnel>();
+  const origins = new WeakMap<object, ConnectionOrigin>();
+  const ca = options.upstreamCa && options.upstreamCa.length > 0 ? [...rootCertificates, ...options.upstreamCa] : undefined;
+  const httpsAgent = new Agent({ keepAlive: true, maxSockets: 256, ...(ca ? { ca } : {}) });
+  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+
+  /** Where a host:port is dialled: CAPSEM_RESOLVE first, else DNS; the address is what policy checks. */
+  function lookupFor(host: string, port: number, explicit: boolean) {
+    const mapped = options.resolve?.get(`${host}:${port}`);
+    return (hostname: string, opts: unknown, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void => {
+      const all = typeof opts === 'object' && opts !== null && (opts as { all?: boolean }).all === true;
+      const answer = (address: string): void => {
+        const family = isIP(address);
+        if (all) callback(null, [{ address, family }]);
+        else callback(null, address, family);
+      };
+      if (mapped) return answer(mapped.address);
+      if (isIP(hostname)) {
+        if (!explicit && options.policy.policy.privateAddresses === 'deny' && isPrivateAddress(hostname)) return callback(new DestinationPrivate(`${hostname} is a private address`), '');
+        return answer(hostname);
+      }
+      dnsLookup(hostname, { family: 0 }, (err, address) => {
+        if (err) return callback(err, '');
+        if (!explicit && options.policy.policy.privateAddresses === 'deny' && isPrivateAddress(address)) {
+          return callback(new DestinationPrivate(`${hostname} resolves to private address ${address}`), '');
+        }
+        answer(address);
+      });
+    };
+  }
+
+  function originOf(socket: object): ConnectionOrigin {
+    return tunnels.get(socket)?.origin ?? origins.get(socket) ?? options.defaultOrigin ?? {};
+  }
+
+  function emit(partial: Omit<Exchange, 'processName' | 'pid'>, socket: object): void {
+    const origin = originOf(socket);
+    try {
+      options.onExchange({ ...partial, processName: origin.processName ?? null, pid: origin.pid ?? null });
+    } catch {
+      // A recorder failure must never take the proxy down; the writer counts its own losses.
+    }
+  }
+
+  function refuse(res: ServerResponse, status: number, body: string): void {
+    if (res.headersSent) return void res.destroy();
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  }
+
+  function target(req: IncomingMessage): { scheme: 'https' | 'http'; host: string; port: number; path: string } | { error: number; message: string } {
+    const tunnel = tunnels.get(req.socket);
+    if (tunnel) {
+      const named = parseAuthority(String(req.headers.host ?? ''), tunnel.tls ? 443 : 80);
+      if (named && named.host !== tunnel.host) return { error: 421, message: `Host ${named.host} is not this tunnel's destination ${tunnel.host}` };
+      return { scheme: tunnel.tls ? 'https' : 'http', host: tunnel.host, port: tunnel.port, path: req.url ?? '/' };
+    }
+    const raw = req.url ?? '';
+    if (!/^https?:\/\//i.test(raw)) return { error: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT' };
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      return { error: 400, message: 'malformed request target' };
+    }
+    const scheme = url.protocol === 'https:' ? 'https' : 'http';
+    return { scheme, host: url.hostname.replace(/^\[|\]$/g, '').toLowerCase(), port: Number(url.port) || (scheme === 'https' ? 443 : 80), path: `${url.pathname}${url.search}` };
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const dest = target(req);
+    const requestTap = new BodyTap(bodyCap);
+    const method = req.method ?? 'GET';
+    const path = 'path' in dest ? dest.path : (req.url ?? '');
+    const q = path.indexOf('?');
+    const base = {
+      startedAt,
+      host: 'host' in dest ? dest.host : String(req.headers.host ?? '(unknown)'),
+      port: 'port' in dest ? dest.port : 0,
+      scheme: 'scheme' in dest ? dest.scheme : ('https' as const),
+      kind: 'request' as const,
+      method,
+      path: q >= 0 ? path.slice(0, q) : path,
+      query: q >= 0 ? path.slice(q + 1) : null,
+      requestHeaders: req.headers,
+    };
+    const finish = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
+      emit({ ...base, responseHeaders: null, status: null, requestBody: requestTap.body(), responseBody: EMPTY_BODY, durationMs: Math.round(performance.now() - t0), ttfbMs: null, matchedRule: null, dialedAddress: null, error: null, ...fields }, req.socket);
+
+    if ('error' in dest) {
+      refuse(res, dest.error, `${dest.message}\n`);
+      req.resume();
+      return finish({ decision: 'denied', status: dest.error, matchedRule: 'proxy.bad-request', error: { kind: dest.error === 421 ? 'misdirected_request' : 'bad_request', message: dest.message } });
+    }
+    const decision = options.policy.decide(dest.host, dest.port, method);
+    if (decision.action === 'deny') {
+      refuse(res, 403, `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`);
+      req.resume();
+      return finish({ decision: 'denied', status: 403, matchedRule: decision.rule, error: { kind: 'destination_denied', message: `blocked by ${decision.rule}` } });
+    }
+
+    let dialed: string | null = null;
+    const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
+    const upstreamOptions = {
+      host: dest.host,
+      port: mapped?.port ?? dest.port,
+      method,
+      path: dest.path,
+      headers: forwardHeaders(req.headers),
+      agent: dest.scheme === 'https' ? httpsAgent : httpAgent,
+      servername: isIP(dest.host) ? undefined : dest.host,
+      lookup: lookupFor(dest.host, dest.port, decision.explicit || mapped !== undefined),
+    };
+    const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)(upstreamOptions);
+    upstream.on('socket', (socket: Socket) => {
+      const note = (): void => {
+        dialed = `${socket.remoteAddress ?? ''}:${socket.remotePort ?? ''}`;
+      };
+      if (socket.remoteAddress) note();
+      else socket.once('connect', note);
+    });
+    upstream.setTimeout(idleMs, () => upstream.destroy(Object.assign(new Error('upstream idle timeout'), { code: 'UPSTREAM_TIMEOUT' })));
+    let ttfb: number | null = null;
+    let settled = false;
+    const fail = (err: NodeJS.ErrnoException): void => {
+      if (settled) return;
+      settled = true;
+      if (err instanceof DestinationPrivate) {
+        refuse(res, 403, `capsem: ${dest.host} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}\n`);
+        return finish({ decision: 'denied', status: 403, matchedRule: PRIVATE_ADDRESS_RULE, error: { kind: 'destination_private', message: err.message } });
+      }
+      const error: ExchangeError = upstreamError(err, `${dest.host}:${dest.port}`);
+      if (res.headersSent) {
+        // The status is already on the wire: abort rather than end, so the client cannot take a
+        // cut stream for a complete one.
+        res.destroy();
+        return finish({ decision: 'allowed', status: res.statusCode, matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error });
+      }
+      refuse(res, 502, `capsem: ${error.message}\n`);
+      finish({ decision: 'allowed', status: 502, matchedRule: decision.rule, dialedAddress: dialed, error });
+    };
+    upstream.on('error', fail);
+    upstream.on('response', (upRes) => {
+      ttfb = Math.round(performance.now() - t0);
+      const responseTap = new BodyTap(bodyCap);
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
+      res.flushHeaders();
+      upRes.on('data', (chunk: Buffer) => {
+        responseTap.push(chunk);
+        if (!res.write(chunk)) {
+          upRes.pause();
+          res.once('drain', () => upRes.resume());
+        }
+      });
+      upRes.on('end', () => {
+        if (settled) return;
+        settled = true;
+        res.end();
+        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: responseTap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb });
+      });
+      upRes.on('error', (err) => fail(err));
+      res.on('close', () => {
+        if (settled || res.writableFinished) return;
+        settled = true;
+        upstream.destroy();
+        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: responseTap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
+      });
+    });
+    req.on('data', (chunk: Buffer) => requestTap.push(chunk));
+    req.on('aborted', () => upstream.destroy());
+    req.pipe(upstream);
+  }
+
+  function handleUpgrade(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
+    clientSocket.on('error', () => clientSocket.destroy());
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const dest = target(req);
+    if ('error' in dest) {
+      clientSocket.end(`HTTP/1.1 ${dest.error} Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      return;
+    }
+    const q = dest.path.indexOf('?');
+    const record = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
+      emit({
+        startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET',
+        path: q >= 0 ? dest.path.slice(0, q) : dest.path, query: q >= 0 ? dest.path.slice(q + 1) : null, requestHeaders: req.headers,
+        responseHeaders: null, status: null, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY, durationMs: Math.round(performance.now() - t0),
+        ttfbMs: null, matchedRule: null, dialedAddress: null, error: null, ...fields,
+      }, req.socket);
+    const decision = options.policy.decide(dest.host, dest.port, req.method ?? 'GET');
+    if (decision.action === 'deny') {
+      const body = `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`;
+      clientSocket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return record({ decision: 'denied', status: 403, matchedRule: decision.rule });
+    }
+    const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
+    const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)({
+      host: dest.host, port: mapped?.port ?? dest.port, method: req.method, path: dest.path, headers: forwardHeaders(req.headers, true),
+      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.host, dest.port, decision.explicit || mapped !== undefined),
+      ...(ca ? { ca } : {}),
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      clientSocket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      record({ decision: err instanceof DestinationPrivate ? 'denied' : 'allowed', status: err instanceof DestinationPrivate ? 403 : 502, matchedRule: decision.rule, error: upstreamError(err, `${dest.host}:${dest.port}`) });
+    });
+    upstream.on('response', (res) => {
+      // Not switched: relay the refusal as an ordinary response.
+      const lines = [`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`, ...Object.entries(forwardHeaders(res.headers)).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`), 'connection: close', '', ''];
+      clientSocket.write(lines.join('\r\n'));
+      res.pipe(clientSocket);
+      record({ decision: 'allowed', status: res.statusCode ?? null, responseHeaders: res.headers, matchedRule: decision.rule });
+    });
+    upstream.on('upgrade', (res, upSocket, upHead) => {
+      const lines = [`HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}`, ...Object.entries(res.headers).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}`)), '', ''];
+      clientSocket.write(lines.join('\r\n'));
+      if (upHead.length) clientSocket.write(upHead);
+      if (head.length) upSocket.write(head);
+      let up = head.length;
+      let down = upHead.length;
+      clientSocket.on('data', (c: Buffer) => (up += c.length));
+      upSocket.on('data', (c: Buffer) => (down += c.length));
+      clientSocket.pipe(upSocket);
+      upSocket.pipe(clientSocket);
+      const ttfb = Math.round(performance.now() - t0);
+      let done = false;
+      const close = (err?: Error): void => {
+        if (done) return;
+        done = true;
+        clientSocket.destroy();
+        upSocket.destroy();
+        record({ decision: 'allowed', status: 101, responseHeaders: res.headers, matchedRule: decision.rule, ttfbMs: ttfb, requestBody: { bytes: Buffer.alloc(0), total: up, truncated: up > 0 }, responseBody: { bytes: Buffer.alloc(0), total: down, truncated: down > 0 }, error: err ? { kind: 'proxy_error', message: err.message } : null });
+      };
+      clientSocket.on('close', () => close());
+      upSocket.on('close', () => close());
+      clientSocket.on('error', close);
+      upSocket.on('error', close);
+    });
+    upstream.end();
+  }
+
+  const mitm: Server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, handle);
+  mitm.on('upgrade', handleUpgrade);
+  mitm.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    socket.end('HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 30\r\n\r\ncapsem: malformed HTTP request');
+    const tunnel = tunnels.get(socket);
+    emit({
+      startedAt: new Date(), host: tunnel?.host ?? '(unparsed)', port: tunnel?.port ?? 0, scheme: tunnel?.tls === false ? 'http' : 'https', kind: 'malformed',
+      method: '(unparsed)', path: '', query: null, requestHeaders: {}, responseHeaders: null, status: 400, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY,
+      durationMs: 0, ttfbMs: null, decision: 'denied', matchedRule: 'proxy.malformed-request', dialedAddress: null,
+      error: { kind: 'bad_request', message: `malformed request: ${err.code ?? err.message}` },
+    }, socket);
+  });
+
+  /**
+   * CONNECT: answer 200, then terminate TLS (or read plain HTTP) inside the tunnel. Policy is
+   * applied to each request inside, so a refusal reaches the client as a readable 403 naming the
+   * rule rather than a failed tunnel.
+   */
+  function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
+    clientSocket.on('error', () => clientSocket.destroy());
+    const authority = parseAuthority(req.url ?? '', 443);
+    const origin = originOf(req.socket);
+    if (!authority) {
+      clientSocket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    const start = (first: Buffer): void => {
+      if (first[0] === 0x16) {
+        const tls = new TLSSocket(withPrefix(clientSocket, first) as Socket, {
+          isServer: true,
+          ALPNProtocols: ['http/1.1'],
+          SNICallback: (servername, cb) => {
+            options.ca.contextFor(servername || authority.host).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
+          },
+        });
+        tunnels.set(tls, { ...authority, tls: true, origin });
+        tls.on('error', () => tls.destroy());
+        mitm.emit('connection', tls);
+      } else {
+        const plain = withPrefix(clientSocket, first);
+        tunnels.set(plain, { ...authority, tls: false, origin });
+        mitm.emit('connection', plain);
+      }
+    };
+    if (head.length > 0) start(head);
+    else clientSocket.once('data', (chunk: Buffer) => start(chunk));
+  }
+
+  mitm.on('connect', handleConnect);
+  const sockets = new Set<Duplex>();
+  mitm.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    mitm.once('error', reject);
+    mitm.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = mitm.address() as AddressInfo;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    adopt(socket, origin) {
+      origins.set(socket, origin);
+      mitm.emit('connection', socket);
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      httpsAgent.destroy();
+      httpAgent.destroy();
+      await new Promise<void>((resolve) => mitm.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { SessionId } from '../contract/ids.ts';
+import { openMainDb } from '../store/mainDb.ts';
+import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { registerSession, type SessionRecord } from '../store/registry.ts';
+import { rollUpSession } from '../store/rollup.ts';
+import { SessionWriter } from '../store/sessionWriter.ts';
+import { caFiles, CertificateAuthority } from './certificateAuthority.ts';
+import { DEFAULT_BODY_CAP } from './exchange.ts';
+import { ExchangeRecorder } from './exchangeRecorder.ts';
+import { startMitmProxy, type ConnectionOrigin, type ProxyHandle } from './mitmProxy.ts';
+import { PolicyStore } from './policy.ts';
+import { parseResolveMap } from './resolveMap.ts';
+
+// A recorded session without a VM: a new session, the proxy in front of it, and the environment
+// that sends a program's traffic through the proxy and makes it trust the local CA.
+
+const NODE_PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
+
+export interface RecordingOptions {
+  readonly name?: string | null;
+  readonly command: readonly string[];
+  readonly env?: NodeJS.ProcessEnv;
+  readonly origin?: ConnectionOrigin;
+  readonly bodyCap?: number;
+}
+
+export interface Recording {
+  readonly session: SessionRecord;
+  readonly proxy: ProxyHandle;
+  readonly writer: SessionWriter;
+  /** The environment for the recorded program: proxy, CA trust and the session id. */
+  readonly childEnv: NodeJS.ProcessEnv;
+  /** Stops the proxy, commits every row, and rolls the session up into main.db. */
+  stop(end: { status: 'stopped' | 'crashed'; reason?: string }): Promise<void>;
+}
+
+export async function startRecording(home: CapsemHome, options: RecordingOptions): Promise<Recording> {
+  const env = options.env ?? process.env;
+  ensureHome(home);
+  const resolve = parseResolveMap(env.CAPSEM_RESOLVE);
+  const upstreamCa = env.CAPSEM_UPSTREAM_CA_FILE ? [readFileSync(env.CAPSEM_UPSTREAM_CA_FILE, 'utf8')] : [];
+  const ca = await CertificateAuthority.load(home);
+  const policy = new PolicyStore(home);
+  const stopWatching = policy.watch();
+  const mainDb = openMainDb(home);
+  let session: SessionRecord;
+  try {
+    session = registerSession(mainDb, { name: options.name ?? null, mode: 'record', command: options.command.join(' ') });
+  } finally {
+    mainDb.close();
+  }
+  const paths = sessionPaths(home, session.id as SessionId);
+  ensurePrivateDir(paths.dir);
+  const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: 'record' });
+  const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
+  const recorder = new ExchangeRecorder(writer, bodyCap);
+  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => recorder.record(ex), defaultOrigin: options.origin });
+  const caPath = caFiles(home).certPath;
+  const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
+  const childEnv: NodeJS.ProcessEnv = {
+    ...env,
+    HTTPS_PROXY: proxy.url,
+    HTTP_PROXY: proxy.url,
+    https_proxy: proxy.url,
+    http_proxy: proxy.url,
+    NO_PROXY: '',
+    no_proxy: '',
+    NODE_EXTRA_CA_CERTS: caPath,
+    SSL_CERT_FILE: caPath,
+    REQUESTS_CA_BUNDLE: caPath,
+    CURL_CA_BUNDLE: caPath,
+    GIT_SSL_CAINFO: caPath,
+    NODE_OPTIONS: nodeOptions,
+    CAPSEM_SESSION_ID: session.id,
+  };
+  let stopped: Promise<void> | null = null;
+  return {
+    session,
+    proxy,
+    writer,
+    childEnv,
+    stop: (end) =>
+      (stopped ??= (async () => {
+        stopWatching();
+        await proxy.close();
+        await writer.close();
+        const db = openMainDb(home);
+        try {
+          rollUpSession(home, db, session.id as SessionId, { status: end.status, reason: end.reason ?? null });
+        } finally {
+          db.close();
+        }
+      })()),
+  };
+}

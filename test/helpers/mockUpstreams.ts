@@ -1,0 +1,110 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import type { AddressInfo } from 'node:net';
+import { createSecureContext } from 'node:tls';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
+
+// Local HTTPS upstreams that speak each provider's real wire format, so the official SDKs can
+// run against them through the proxy. Their certificates come from a test CA the proxy is told
+// to trust (CAPSEM_UPSTREAM_CA_FILE), exactly as a corporate CA would be.
+
+export interface Upstream {
+  readonly port: number;
+  readonly caPem: string;
+  readonly requests: { path: string; body: unknown; headers: IncomingMessage['headers'] }[];
+  close(): Promise<void>;
+}
+
+export type Handler = (req: IncomingMessage, body: unknown, res: ServerResponse, n: number) => void;
+
+export async function startUpstream(home: CapsemHome, hosts: string[], handler: Handler): Promise<Upstream> {
+  const ca = await CertificateAuthority.load(home);
+  const contexts = new Map<string, { cert: string; key: string }>();
+  for (const host of hosts) {
+    const leaf = await ca.issueLeaf(host);
+    contexts.set(host, { cert: leaf.certPem + ca.certPem, key: leaf.keyPem });
+  }
+  const first = contexts.get(hosts[0]!)!;
+  const requests: Upstream['requests'] = [];
+  const server: Server = createServer({ cert: first.cert, key: first.key, SNICallback: (name, cb) => {
+    const c = contexts.get(name) ?? first;
+    cb(null, createSecureContext(c));
+  } }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      requests.push({ path: req.url ?? '', body, headers: req.headers });
+      handler(req, body, res, requests.length);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    caPem: ca.certPem,
+    requests,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+export function sse(res: ServerResponse, events: { event?: string; data: unknown }[], options: { gzip?: boolean; cutAfter?: number } = {}): void {
+  const frames = events.map((e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
+  const kept = options.cutAfter === undefined ? frames : frames.slice(0, options.cutAfter);
+  const payload = Buffer.from(kept.join(''));
+  res.writeHead(200, { 'content-type': 'text/event-stream', ...(options.gzip ? { 'content-encoding': 'gzip' } : {}) });
+  if (options.gzip) return void res.end(gzipSync(payload));
+  // Sent frame by frame, as a real stream is.
+  let i = 0;
+  const next = (): void => {
+    if (i < kept.length) {
+      res.write(kept[i++]);
+      setImmediate(next);
+    } else if (options.cutAfter !== undefined) res.destroy();
+    else res.end();
+  };
+  next();
+}
+
+export function json(res: ServerResponse, status: number, body: unknown, options: { gzip?: boolean } = {}): void {
+  const payload = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', ...(options.gzip ? { 'content-encoding': 'gzip' } : {}) });
+  res.end(options.gzip ? gzipSync(payload) : payload);
+}
+
+/** An Anthropic Messages stream: optional thinking, text, then tool_use blocks. */
+export function anthropicStream(model: string, text: string, tools: { id: string; name: string; input: unknown }[], usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number }): { event: string; data: unknown }[] {
+  const events: { event: string; data: unknown }[] = [
+    { event: 'message_start', data: { type: 'message_start', message: { id: 'msg_test_1', type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: usage.cacheRead ?? 0, cache_creation_input_tokens: usage.cacheWrite ?? 0 } } } },
+    { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } } },
+    { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Let me check.' } } },
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+    { event: 'content_block_start', data: { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } } },
+    ...text.match(/.{1,7}/g)!.map((piece) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: piece } } })),
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 1 } },
+  ];
+  tools.forEach((tool, i) => {
+    const json = JSON.stringify(tool.input);
+    events.push(
+      { event: 'content_block_start', data: { type: 'content_block_start', index: 2 + i, content_block: { type: 'tool_use', id: tool.id, name: tool.name, input: {} } } },
+      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(0, 5) } } },
+      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(5) } } },
+      { event: 'content_block_stop', data: { type: 'content_block_stop', index: 2 + i } },
+    );
+  });
+  events.push(
+    { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: tools.length ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } } },
+    { event: 'message_stop', data: { type: 'message_stop' } },
+  );
+  return events;
+}
