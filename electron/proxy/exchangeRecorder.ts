@@ -53,9 +53,24 @@ export class ExchangeRecorder {
     if (this.callTraces.size > TRACE_MEMORY) this.callTraces.delete(this.callTraces.keys().next().value!);
   }
 
-  record(ex: Exchange): void {
-    const request = decodeBody(ex.requestBody.bytes, header(ex.requestHeaders, 'content-encoding'), this.bodyCap);
-    const response = decodeBody(ex.responseBody.bytes, header(ex.responseHeaders, 'content-encoding'), this.bodyCap);
+  /** Exchanges are recorded in the order they finished, even though decoding is asynchronous. */
+  private queue: Promise<void> = Promise.resolve();
+
+  record(ex: Exchange): Promise<void> {
+    this.queue = this.queue.then(() => this.write(ex)).catch(() => undefined);
+    return this.queue;
+  }
+
+  /** Resolves once every exchange handed over so far is in the writer's queue. */
+  settled(): Promise<void> {
+    return this.queue;
+  }
+
+  private async write(ex: Exchange): Promise<void> {
+    const [request, response] = await Promise.all([
+      decodeBody(ex.requestBody.bytes, header(ex.requestHeaders, 'content-encoding'), this.bodyCap),
+      decodeBody(ex.responseBody.bytes, header(ex.responseHeaders, 'content-encoding'), this.bodyCap),
+    ]);
     const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
     const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? parseJson(request.bytes) : undefined;
     const view = api ? requestView(api.provider, ex.path, requestJson) : null;

@@ -239,6 +239,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     upstream.setTimeout(idleMs, () => upstream.destroy(Object.assign(new Error('upstream idle timeout'), { code: 'UPSTREAM_TIMEOUT' })));
     let ttfb: number | null = null;
     let settled = false;
+    let responseTap: BodyTap | null = null;
+    let responseHeaders: IncomingMessage['headers'] | null = null;
     const fail = (err: NodeJS.ErrnoException): void => {
       if (settled) return;
       settled = true;
@@ -251,7 +253,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         // The status is already on the wire: abort rather than end, so the client cannot take a
         // cut stream for a complete one.
         res.destroy();
-        return finish({ decision: 'allowed', status: res.statusCode, matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error });
+        return finish({ decision: 'allowed', status: res.statusCode, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error });
       }
       refuse(res, 502, `capsem: ${error.message}\n`);
       finish({ decision: 'allowed', status: 502, matchedRule: decision.rule, dialedAddress: dialed, error });
@@ -259,11 +261,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     upstream.on('error', fail);
     upstream.on('response', (upRes) => {
       ttfb = Math.round(performance.now() - t0);
-      const responseTap = new BodyTap(bodyCap);
+      const tap = new BodyTap(bodyCap);
+      responseTap = tap;
+      responseHeaders = upRes.headers;
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
       res.flushHeaders();
       upRes.on('data', (chunk: Buffer) => {
-        responseTap.push(chunk);
+        tap.push(chunk);
         if (!res.write(chunk)) {
           upRes.pause();
           res.once('drain', () => upRes.resume());
@@ -273,14 +277,14 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         if (settled) return;
         settled = true;
         res.end();
-        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: responseTap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb });
+        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb });
       });
       upRes.on('error', (err) => fail(err));
       res.on('close', () => {
         if (settled || res.writableFinished) return;
         settled = true;
         upstream.destroy();
-        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: responseTap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
+        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb, error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
       });
     });
     req.on('data', (chunk: Buffer) => requestTap.push(chunk));
@@ -384,10 +388,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       return;
     }
     clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    const start = (first: Buffer): void => {
+    const start = async (first: Buffer): Promise<void> => {
       if (first[0] === 0x16) {
+        // The CONNECT target's leaf is the default: a client dialling an IP address sends no SNI.
+        const fallback = await options.ca.contextFor(authority.host);
         const tls = new TLSSocket(withPrefix(clientSocket, first) as Socket, {
           isServer: true,
+          secureContext: fallback,
           ALPNProtocols: ['http/1.1'],
           SNICallback: (servername, cb) => {
             options.ca.contextFor(servername || authority.host).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
@@ -402,8 +409,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         mitm.emit('connection', plain);
       }
     };
-    if (head.length > 0) start(head);
-    else clientSocket.once('data', (chunk: Buffer) => start(chunk));
+    const begin = (first: Buffer): void => {
+      // Hold further bytes until the TLS layer is in place to read them.
+      clientSocket.pause();
+      start(first).catch(() => clientSocket.destroy());
+    };
+    if (head.length > 0) begin(head);
+    else clientSocket.once('data', begin);
   }
 
   mitm.on('connect', handleConnect);

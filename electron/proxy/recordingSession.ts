@@ -56,7 +56,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: 'record' });
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const recorder = new ExchangeRecorder(writer, bodyCap);
-  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => recorder.record(ex), defaultOrigin: options.origin });
+  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), defaultOrigin: options.origin });
   const caPath = caFiles(home).certPath;
   const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
   const childEnv: NodeJS.ProcessEnv = {
@@ -85,6 +85,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       (stopped ??= (async () => {
         stopWatching();
         await proxy.close();
+        await recorder.settled();
         await writer.close();
         const db = openMainDb(home);
         try {

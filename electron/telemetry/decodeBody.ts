@@ -1,9 +1,10 @@
 import { Decompress as ZstdDecompress } from 'fzstd';
-import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { Transform, type TransformCallback } from 'node:stream';
+import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw, inflateSync } from 'node:zlib';
 
 // Content-Encoding undone for parsing and display, never for the client (it gets the bytes the
-// server sent). Output is capped, so a decompression bomb costs at most the cap, and a body cut
-// short yields what it holds instead of an error.
+// server sent). Decoding streams and stops at the cap, so a decompression bomb costs at most the
+// cap; a body cut short yields what it holds instead of an error.
 
 export interface DecodedBody {
   readonly bytes: Buffer;
@@ -13,80 +14,89 @@ export interface DecodedBody {
   readonly error?: string;
 }
 
-function zlibDecode(fn: typeof gunzipSync, input: Buffer, cap: number): { bytes: Buffer; truncated: boolean } {
-  try {
-    return { bytes: fn(input, { maxOutputLength: cap, finishFlush: constants.Z_SYNC_FLUSH }), truncated: false };
-  } catch (err) {
-    if (err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      return { bytes: fn(input, { maxOutputLength: cap * 2, finishFlush: constants.Z_SYNC_FLUSH }).subarray(0, cap), truncated: true };
+class ZstdTransform extends Transform {
+  private readonly inner = new ZstdDecompress((chunk) => this.push(Buffer.from(chunk)));
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    try {
+      this.inner.push(chunk);
+      callback();
+    } catch (err) {
+      callback(err as Error);
     }
-    throw err;
+  }
+
+  override _flush(callback: TransformCallback): void {
+    callback();
   }
 }
 
-function brotli(input: Buffer, cap: number): { bytes: Buffer; truncated: boolean } {
-  try {
-    return { bytes: brotliDecompressSync(input, { maxOutputLength: cap, finishFlush: constants.BROTLI_OPERATION_FLUSH }), truncated: false };
-  } catch (err) {
-    if (err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return { bytes: Buffer.alloc(0), truncated: true };
-    throw err;
-  }
-}
+const lenient = { finishFlush: constants.Z_SYNC_FLUSH };
 
-function zstd(input: Buffer, cap: number): { bytes: Buffer; truncated: boolean } {
-  const parts: Buffer[] = [];
-  let size = 0;
-  let truncated = false;
-  const stream = new ZstdDecompress((chunk) => {
-    if (truncated) return;
-    const room = cap - size;
-    if (chunk.length > room) {
-      parts.push(Buffer.from(chunk.subarray(0, room)));
-      size = cap;
-      truncated = true;
-      return;
-    }
-    parts.push(Buffer.from(chunk));
-    size += chunk.length;
-  });
-  stream.push(input, true);
-  return { bytes: Buffer.concat(parts, size), truncated };
-}
-
-function one(coding: string, input: Buffer, cap: number): { bytes: Buffer; truncated: boolean } {
+function decoder(coding: string, input: Buffer): Transform {
   switch (coding) {
     case 'gzip':
     case 'x-gzip':
-      return zlibDecode(gunzipSync, input, cap);
-    case 'deflate':
+      return createGunzip(lenient);
+    case 'deflate': {
       // "deflate" is zlib-wrapped by the letter of the RFC, raw in much of the wild.
       try {
-        return zlibDecode(inflateSync, input, cap);
+        inflateSync(input.subarray(0, Math.min(input.length, 64)), lenient);
+        return createInflate(lenient);
       } catch {
-        return zlibDecode(inflateRawSync, input, cap);
+        return createInflateRaw(lenient);
       }
+    }
     case 'br':
-      return brotli(input, cap);
+      return createBrotliDecompress({ finishFlush: constants.BROTLI_OPERATION_FLUSH });
     case 'zstd':
-      return zstd(input, cap);
+      return new ZstdTransform();
     default:
       throw new Error(`unsupported content-encoding ${coding}`);
   }
 }
 
-/** Undoes `content-encoding` (codings applied in order, so undone in reverse). */
-export function decodeBody(input: Buffer, contentEncoding: string | undefined, cap: number): DecodedBody {
-  const codings = (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+/** Undoes `content-encoding` (codings applied in order, so undone in reverse), keeping at most `cap` bytes. */
+export async function decodeBody(input: Buffer, contentEncoding: string | undefined, cap: number): Promise<DecodedBody> {
+  const codings = (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity').reverse();
+  if (codings.length === 0 || input.length === 0) return { bytes: input, truncated: false };
   let bytes = input;
   let truncated = false;
-  try {
-    for (const coding of codings.reverse()) {
-      const out = one(coding, bytes, cap);
-      bytes = out.bytes;
-      truncated ||= out.truncated;
+  for (const coding of codings) {
+    let stream: Transform;
+    try {
+      stream = decoder(coding, bytes);
+    } catch (err) {
+      return { bytes: input, truncated: false, error: `${codings.join(', ')}: ${(err as Error).message}` };
     }
-    return { bytes, truncated };
-  } catch (err) {
-    return { bytes: input, truncated: false, error: `${codings.join(', ')}: ${(err as Error).message}` };
+    const out = await new Promise<{ bytes: Buffer; truncated: boolean; error?: string }>((resolve) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      let done = false;
+      const finish = (result: { bytes: Buffer; truncated: boolean; error?: string }): void => {
+        if (done) return;
+        done = true;
+        stream.destroy();
+        resolve(result);
+      };
+      stream.on('data', (chunk: Buffer) => {
+        const room = cap - size;
+        if (chunk.length >= room) {
+          parts.push(chunk.subarray(0, room));
+          size = cap;
+          return finish({ bytes: Buffer.concat(parts, size), truncated: chunk.length > room || !stream.writableFinished });
+        }
+        parts.push(chunk);
+        size += chunk.length;
+      });
+      stream.on('end', () => finish({ bytes: Buffer.concat(parts, size), truncated: false }));
+      // A stream that breaks after yielding something was cut short: keep what it held.
+      stream.on('error', (err) => finish(size > 0 ? { bytes: Buffer.concat(parts, size), truncated: false } : { bytes: Buffer.alloc(0), truncated: false, error: err.message }));
+      stream.end(bytes);
+    });
+    if (out.error) return { bytes: input, truncated: false, error: `${codings.join(', ')}: ${out.error}` };
+    bytes = out.bytes;
+    truncated ||= out.truncated;
   }
+  return { bytes, truncated };
 }

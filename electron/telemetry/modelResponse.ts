@@ -335,6 +335,8 @@ export function parseModelResponse(api: ModelApi, contentType: string | undefine
       out = empty(false);
       for (const chunk of Array.isArray(json) ? json : [json]) geminiChunk(out, obj(chunk));
     }
+    // A JSON body that does not parse was cut short (or is not the API's at all).
+    if (json === undefined) out.complete = false;
     if (json === undefined && text.trim() !== '') out.error = 'response body is not JSON';
     out.error ??= errorOf(json);
   }

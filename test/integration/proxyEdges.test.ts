@@ -1,0 +1,205 @@
+import Database from 'better-sqlite3';
+import { createServer as createHttpServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import fc from 'fast-check';
+import { ProxyAgent, fetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
+import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
+import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
+import { sessionPaths } from '../../electron/store/paths.ts';
+import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { liveSession } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+const home = tempHome();
+const upstreamHome = tempHome();
+let upstream: Upstream;
+let wsServer: ReturnType<typeof createHttpServer>;
+let proxy: ProxyHandle;
+let recorder: ExchangeRecorder;
+let live: Awaited<ReturnType<typeof liveSession>>;
+let dispatcher: ProxyAgent;
+let release: () => void = () => undefined;
+
+beforeAll(async () => {
+  upstream = await startUpstream(upstreamHome, ['api.anthropic.com', 'untrusted.test'], (req, _body, res) => {
+    const path = req.url ?? '';
+    if (path === '/v1/messages' && req.headers['x-scenario'] === '429') return json(res, 429, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
+    if (path === '/v1/messages' && req.headers['x-scenario'] === '500') return json(res, 500, { type: 'error', error: { type: 'api_error', message: 'boom' } });
+    if (path === '/v1/messages' && req.headers['x-scenario'] === 'cut') return sse(res, anthropicStream('claude-sonnet-4-20250514', 'a long answer that gets cut', [], { input: 5, output: 5 }), { cutAfter: 6 });
+    if (path === '/slow-sse') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: first\n\n');
+      release = () => res.end('data: last\n\n');
+      return;
+    }
+    json(res, 200, { ok: true, path });
+  });
+  wsServer = createHttpServer();
+  wsServer.on('upgrade', (_req, socket) => {
+    socket.on('end', () => socket.end());
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+    socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+  });
+  await new Promise<void>((r) => wsServer.listen(0, '127.0.0.1', r));
+  live = await liveSession(home, null);
+  recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  proxy = await startMitmProxy({
+    ca: await CertificateAuthority.load(home),
+    policy: new PolicyStore(home),
+    resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port},untrusted.test:443=127.0.0.1:${upstream.port},ws.test:80=127.0.0.1:${(wsServer.address() as AddressInfo).port}`),
+    upstreamCa: [upstream.caPem],
+    bodyCap: 1 << 20,
+    onExchange: (ex) => void recorder.record(ex),
+    defaultOrigin: { processName: 'tester', pid: 4242 },
+  });
+  const caPem = (await CertificateAuthority.load(home)).certPem;
+  dispatcher = new ProxyAgent({ uri: proxy.url, requestTls: { ca: caPem } });
+}, 30_000);
+afterAll(async () => {
+  await dispatcher.close();
+  await proxy.close();
+  await live.end();
+  await upstream.close();
+  wsServer.close();
+  home.remove();
+  upstreamHome.remove();
+});
+
+async function rows(sql: string, ...params: unknown[]): Promise<Record<string, unknown>[]> {
+  await new Promise((r) => setTimeout(r, 20));
+  await recorder.settled();
+  await live.writer.flush();
+  const db = new Database(sessionPaths(home, live.id).dbPath, { readonly: true });
+  try {
+    return db.prepare(sql).all(...params) as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
+}
+
+describe('proxy edges', () => {
+  it('refuses a denied destination with a 403 that names the rule, and records it', async () => {
+    const res = await fetch('https://169.254.169.254/latest/meta-data/', { dispatcher });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toMatch(/blocked by policy rule default\.deny-cloud-metadata/);
+    const [row] = await rows("SELECT decision, matched_rule, status_code, error_kind, process_name, pid FROM net_events WHERE domain = '169.254.169.254'");
+    expect(row).toEqual({ decision: 'denied', matched_rule: 'default.deny-cloud-metadata', status_code: 403, error_kind: 'destination_denied', process_name: 'tester', pid: 4242 });
+  });
+
+  it('refuses a name that resolves to loopback, checking the address actually dialled', async () => {
+    const res = await fetch('http://localhost:8080/', { dispatcher });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toMatch(/private address space, blocked by policy rule default\.deny-private-address/);
+    const [row] = await rows("SELECT decision, matched_rule, error_kind FROM net_events WHERE domain = 'localhost'");
+    expect(row).toEqual({ decision: 'denied', matched_rule: 'default.deny-private-address', error_kind: 'destination_private' });
+  });
+
+  it('verifies the real upstream certificate: an untrusted one is a 502 upstream_tls', async () => {
+    const strict = await startMitmProxy({ ca: await CertificateAuthority.load(home), policy: new PolicyStore(home), resolve: parseResolveMap(`untrusted.test:443=127.0.0.1:${upstream.port}`), onExchange: (ex) => void recorder.record(ex) });
+    const agent = new ProxyAgent({ uri: strict.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
+    const res = await fetch('https://untrusted.test/x', { dispatcher: agent });
+    expect(res.status).toBe(502);
+    expect(await res.text()).toMatch(/TLS with untrusted\.test:443 failed/);
+    await agent.close();
+    await strict.close();
+    const [row] = await rows("SELECT error_kind, status_code FROM net_events WHERE domain = 'untrusted.test'");
+    expect(row).toEqual({ error_kind: 'upstream_tls', status_code: 502 });
+  });
+
+  it('answers a malformed request with 400, records it, and keeps serving', async () => {
+    const reply = await new Promise<string>((resolve) => {
+      const socket = connect(proxy.port, '127.0.0.1', () => socket.write('GET /\u0000 bad\r\nHost: x\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('close', () => resolve(text));
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400 Bad Request/);
+    const [row] = await rows("SELECT status_code, matched_rule, error_kind FROM net_events WHERE matched_rule = 'proxy.malformed-request'");
+    expect(row).toEqual({ status_code: 400, matched_rule: 'proxy.malformed-request', error_kind: 'bad_request' });
+    expect((await fetch('https://api.anthropic.com/ping', { dispatcher })).status).toBe(200);
+  });
+
+  it('streams an SSE response to the client as it arrives, not at its end', async () => {
+    const res = await fetch('https://api.anthropic.com/slow-sse', { dispatcher });
+    const reader = res.body!.getReader();
+    const first = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), 5000))]);
+    expect(first, 'the first event arrived while the upstream still held the stream open').not.toBeNull();
+    expect(Buffer.from(first!.value!).toString()).toContain('data: first');
+    release();
+    let rest = '';
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      rest += Buffer.from(chunk.value).toString();
+    }
+    expect(rest).toContain('data: last');
+  });
+
+  it('records 429 and 500 answers as model calls with their status and no tokens', async () => {
+    for (const scenario of ['429', '500']) {
+      const res = await fetch('https://api.anthropic.com/v1/messages', { dispatcher, method: 'POST', headers: { 'x-scenario': scenario, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-sonnet-4-20250514', messages: [{ role: 'user', content: 'hi' }] }) });
+      expect(res.status).toBe(Number(scenario));
+      await res.text();
+    }
+    const calls = await rows('SELECT status_code, model, input_tokens, estimated_cost_usd FROM model_calls WHERE status_code >= 400 ORDER BY id');
+    expect(calls).toEqual([
+      { status_code: 429, model: 'claude-sonnet-4-20250514', input_tokens: null, estimated_cost_usd: 0 },
+      { status_code: 500, model: 'claude-sonnet-4-20250514', input_tokens: null, estimated_cost_usd: 0 },
+    ]);
+  });
+
+  it('aborts the client when the upstream cuts a stream, and records the call as incomplete', async () => {
+    const res = await fetch('https://api.anthropic.com/v1/messages', { dispatcher, method: 'POST', headers: { 'x-scenario': 'cut', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-sonnet-4-20250514', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    await expect(res.text()).rejects.toThrow();
+    const [net] = await rows("SELECT error_kind FROM net_events WHERE path = '/v1/messages' ORDER BY seq DESC LIMIT 1");
+    expect(net!.error_kind).toMatch(/upstream_error|client_canceled/);
+    const [call] = await rows('SELECT usage_details, stop_reason FROM model_calls ORDER BY id DESC LIMIT 1');
+    expect(JSON.parse(String(call!.usage_details))).toMatchObject({ incomplete: true });
+    expect(call!.stop_reason).toBeNull();
+  });
+
+  it('relays a WebSocket upgrade both ways and records it with its bytes', async () => {
+    const echoed = await new Promise<string>((resolve) => {
+      const socket = connect(proxy.port, '127.0.0.1', () => socket.write('GET http://ws.test/chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => {
+        text += d.toString();
+        if (text.includes('\r\n\r\n') && !text.includes('echo:')) socket.write('hello');
+        if (text.includes('echo:hello')) socket.end();
+      });
+      socket.on('close', () => resolve(text));
+    });
+    expect(echoed).toMatch(/^HTTP\/1\.1 101/);
+    expect(echoed).toContain('echo:hello');
+    const [row] = await rows("SELECT status_code, conn_type, bytes_sent, bytes_received FROM net_events WHERE domain = 'ws.test'");
+    expect(row).toEqual({ status_code: 101, conn_type: 'websocket', bytes_sent: 5, bytes_received: 10 });
+  });
+
+  it('survives arbitrary bytes on its port and inside a TLS tunnel (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.boolean(), async (bytes, inTunnel) => {
+        await new Promise<void>((resolve) => {
+          const socket = connect(proxy.port, '127.0.0.1', () => {
+            if (!inTunnel) return void socket.end(Buffer.from(bytes));
+            socket.write('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n');
+            socket.once('data', () => {
+              const tls = tlsConnect({ socket, servername: 'api.anthropic.com', rejectUnauthorized: false }, () => tls.end(Buffer.from(bytes)));
+              tls.on('error', () => resolve());
+              tls.on('close', () => resolve());
+            });
+          });
+          socket.on('error', () => resolve());
+          socket.on('close', () => resolve());
+          socket.setTimeout(500, () => socket.destroy());
+        });
+      }),
+      { numRuns: 40 },
+    );
+    expect((await fetch('https://api.anthropic.com/still-alive', { dispatcher })).status).toBe(200);
+  }, 60_000);
+});

@@ -1,0 +1,118 @@
+import { statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import { connect } from 'node:tls';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { caFiles, CertificateAuthority } from '../../../electron/proxy/certificateAuthority.ts';
+import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
+import { parseAuthority } from '../../../electron/proxy/mitmProxy.ts';
+import { decide, isPrivateAddress, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
+import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
+import { tempHome } from '../../helpers/tempHome.ts';
+
+const home = tempHome();
+afterAll(() => home.remove());
+
+describe('certificate authority', () => {
+  it('is created once with a 0600 key, reused across runs, and renewed near expiry', async () => {
+    const first = await CertificateAuthority.load(home);
+    const files = caFiles(home);
+    expect(statSync(files.keyPath).mode & 0o777).toBe(0o600);
+    const again = await CertificateAuthority.load(home);
+    expect(again.certPem).toBe(first.certPem);
+    expect(first.cert.publicKey.algorithm).toMatchObject({ name: 'ECDSA', namedCurve: 'P-256' });
+    const elsewhere = tempHome();
+    const original = await CertificateAuthority.load(elsewhere);
+    const nearExpiry = new Date(original.cert.notAfter.getTime() - 10 * 86_400_000);
+    const renewed = await CertificateAuthority.load(elsewhere, nearExpiry);
+    expect(renewed.certPem).not.toBe(original.certPem);
+    expect(renewed.cert.notAfter.getTime()).toBeGreaterThan(original.cert.notAfter.getTime());
+    elsewhere.remove();
+  });
+
+  it('issues leaves a strict TLS client accepts for names and IP addresses, and caches them', async () => {
+    const ca = await CertificateAuthority.load(home);
+    for (const host of ['api.example.test', '127.0.0.1']) {
+      const leaf = await ca.issueLeaf(host);
+      const server = createServer({ cert: leaf.certPem, key: leaf.keyPem, SNICallback: (name, cb) => void ca.contextFor(name || host).then((c) => cb(null, c)) }, (_req, res) => res.end('ok'));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const authorized = await new Promise<boolean>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername: host === '127.0.0.1' ? undefined : host, ca: ca.certPem, ...(host === '127.0.0.1' ? { checkServerIdentity: () => undefined } : {}) }, () => {
+          resolve(socket.authorized);
+          socket.destroy();
+        });
+        socket.on('error', reject);
+      });
+      server.close();
+      expect(authorized, host).toBe(true);
+    }
+    const before = ca.cachedLeaves;
+    await ca.contextFor('api.example.test');
+    expect(ca.cachedLeaves).toBe(before);
+  });
+});
+
+describe('policy', () => {
+  const policy = parsePolicy(JSON.stringify({
+    version: 1,
+    rules: [
+      { id: 'deny-post-to-uploads', action: 'deny', domains: ['uploads.example.com'], methods: ['POST'] },
+      { id: 'allow-internal', action: 'allow', domains: ['*.corp.internal'], ports: [443] },
+      { id: 'deny-evil', action: 'deny', domains: ['evil.example', '*.evil.example'] },
+      { id: 'allow-all', action: 'allow', domains: ['*'] },
+    ],
+  }), 'test');
+
+  it('takes the first rule that matches domain, port and method', () => {
+    expect(decide(policy, 'uploads.example.com', 443, 'POST')).toEqual({ action: 'deny', rule: 'deny-post-to-uploads', explicit: true });
+    expect(decide(policy, 'uploads.example.com', 443, 'GET')).toEqual({ action: 'allow', rule: 'allow-all', explicit: false });
+    expect(decide(policy, 'git.corp.internal', 443, 'GET')).toEqual({ action: 'allow', rule: 'allow-internal', explicit: true });
+    expect(decide(policy, 'git.corp.internal', 8443, 'GET').rule).toBe('allow-all');
+    expect(decide(policy, 'a.b.evil.example', 443, 'GET').action).toBe('deny');
+    expect(decide(policy, 'EVIL.example.', 443, 'GET').action).toBe('deny');
+    expect(decide(parsePolicy('{"version":1,"rules":[]}', 'empty'), 'x', 443, 'GET')).toEqual({ action: 'deny', rule: 'default.no-rule', explicit: false });
+  });
+
+  it('refuses a broken policy with the reason, and a reload keeps the previous one', () => {
+    expect(() => parsePolicy('{"version":1,"rules":[{"id":"x","action":"maybe","domains":["a"]}]}', 'p.json')).toThrow(/policy p.json is invalid: rules.0.action/);
+    expect(() => parsePolicy('{nope', 'p.json')).toThrow(/not valid JSON/);
+    const path = `${home.root}/policy-reload.json`;
+    writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'one', action: 'allow', domains: ['*'] }] }));
+    const store = new PolicyStore(null, path);
+    writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'two', action: 'deny', domains: ['*'] }] }));
+    expect(store.reload()).toBe(true);
+    expect(store.decide('a.com', 443, 'GET').rule).toBe('two');
+    writeFileSync(path, '{broken');
+    expect(store.reload()).toBe(false);
+    expect(store.lastError).toMatch(/not valid JSON/);
+    expect(store.decide('a.com', 443, 'GET').rule).toBe('two');
+  });
+
+  it('knows loopback, private, link-local and mapped addresses', () => {
+    for (const a of ['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1']) expect(isPrivateAddress(a), a).toBe(true);
+    for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '172.32.0.1']) expect(isPrivateAddress(a), a).toBe(false);
+  });
+});
+
+describe('small parsers', () => {
+  it('parses CAPSEM_RESOLVE and says what is wrong with a bad entry', () => {
+    const map = parseResolveMap('api.anthropic.com:443=127.0.0.1:8443, [::1]:80=[::1]:9000');
+    expect(map.get('api.anthropic.com:443')).toEqual({ address: '127.0.0.1', port: 8443 });
+    expect(map.get('::1:80')).toEqual({ address: '::1', port: 9000 });
+    expect(() => parseResolveMap('api:443=notanip:1')).toThrow(/not an IP address/);
+    expect(() => parseResolveMap('api=1.2.3.4:1')).toThrow(/not host:port/);
+  });
+
+  it('parses CONNECT authorities strictly', () => {
+    expect(parseAuthority('example.com:8443', 443)).toEqual({ host: 'example.com', port: 8443 });
+    expect(parseAuthority('[::1]:443', 443)).toEqual({ host: '::1', port: 443 });
+    for (const bad of ['', 'a b:1', 'host:99999', 'http://x:1', 'x:1/path']) expect(parseAuthority(bad, 443), bad).toBeNull();
+  });
+
+  it('keeps allowlisted headers verbatim and never a credential', () => {
+    const out = recordedHeaders({ 'content-type': 'application/json', authorization: 'Bearer sk-secret', 'x-api-key': 'sk-ant-1', cookie: 'a=b' })!;
+    expect(out['content-type']).toBe('application/json');
+    for (const k of ['authorization', 'x-api-key', 'cookie']) expect(out[k]).toMatch(/^sha256:[0-9a-f]{16}$/);
+    expect(JSON.stringify(out)).not.toMatch(/sk-secret|sk-ant-1/);
+  });
+});
