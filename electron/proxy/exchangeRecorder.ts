@@ -42,6 +42,8 @@ export class ExchangeRecorder {
   private readonly callTraces = new Map<string, string>();
   private lastTrace: string | null = null;
   private readonly mcpServers = new Map<string, string>();
+  failures = 0;
+  lastFailure: string | null = null;
 
   constructor(
     private readonly writer: SessionWriter,
@@ -57,7 +59,11 @@ export class ExchangeRecorder {
   private queue: Promise<void> = Promise.resolve();
 
   record(ex: Exchange): Promise<void> {
-    this.queue = this.queue.then(() => this.write(ex)).catch(() => undefined);
+    this.queue = this.queue.then(() => this.write(ex)).catch((err: unknown) => {
+      // Counted and kept in session_meta at close: `capsem check` reports a session with losses.
+      this.failures += 1;
+      this.lastFailure = err instanceof Error ? err.message : String(err);
+    });
     return this.queue;
   }
 

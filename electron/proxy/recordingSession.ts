@@ -86,7 +86,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
         stopWatching();
         await proxy.close();
         await recorder.settled();
-        await writer.close();
+        await writer.close({ recorder_failed: String(recorder.failures), ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}) });
         const db = openMainDb(home);
         try {
           rollUpSession(home, db, session.id as SessionId, { status: end.status, reason: end.reason ?? null });

@@ -55,7 +55,7 @@ const CAUSES = {
   nullField: 'A required field was not filled by the recorder: the event was cut off (the VM shut down before the proxy flushed) or written by a broken producer.',
   mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
   zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
-  writerLoss: 'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected): the producer outran the disk or sent malformed rows.',
+  writerLoss: 'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected), or the recorder failed on an exchange: the producer outran the disk or sent malformed rows.',
 } as const;
 
 function columnsOf(db: Database.Database, table: string): Set<string> {
@@ -194,8 +194,9 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   });
 
   when('writer losses', { session_meta: ['key', 'value'] }, () => {
-    const lost = count("SELECT coalesce(sum(CAST(value AS INTEGER)), 0) AS n FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected')");
-    add('writer losses', lost, `${lost} rows were dropped or rejected by the session writer`, CAUSES.writerLoss);
+    const lost = count("SELECT coalesce(sum(CAST(value AS INTEGER)), 0) AS n FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected', 'recorder_failed')");
+    add('writer losses', lost, `${lost} rows or exchanges were dropped, rejected or failed to record`, CAUSES.writerLoss,
+      "SELECT key || ': ' || value AS s FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected', 'recorder_failed', 'recorder_last_failure') AND value NOT IN ('0', '')");
   });
 
   return { dbPath, tables, findings, notes };

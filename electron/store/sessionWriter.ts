@@ -223,18 +223,19 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     return new Promise((resolve, reject) => this.flushWaiters.push({ batchNo: target, resolve, reject }));
   }
 
-  /** Commits what is queued, records the writer's counters, checkpoints, syncs fully and closes. */
-  close(): Promise<void> {
+  /** Commits what is queued, records the writer's counters (and `meta`), checkpoints, syncs fully and closes. */
+  close(meta: Record<string, string> = {}): Promise<void> {
     this.closing ??= this.flush().then(
       () =>
         new Promise<void>((resolve, reject) => {
-          const meta = {
+          const closing = {
+            ...meta,
             writer_dropped: String(this.stats.dropped),
             writer_rejected: String(this.stats.rejected),
             closed_at: new Date().toISOString(),
           };
           this.worker.once('message', (m: FromWorker) => (m.kind === 'closed' ? resolve() : reject(new Error(`writer close failed: ${m.kind === 'failed' ? m.error : m.kind}`))));
-          this.post({ kind: 'close', meta });
+          this.post({ kind: 'close', meta: closing });
         }),
     );
     return this.closing;
