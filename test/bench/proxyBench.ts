@@ -1,0 +1,166 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { figure, percentile, printFigures } from './report.ts';
+
+// The recording proxy against direct requests to the same local upstream and against mockttp,
+// all measured in this run. Our proxy records every exchange into a real session while measured.
+
+const HOST = 'api.bench.test';
+const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
+
+function child(script: string, env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; line: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', here(script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    proc.stdout!.once('data', (c: Buffer) => resolve({ proc, line: c.toString().trim() }));
+    proc.once('exit', (code) => reject(new Error(`${script} exited (${code})`)));
+  });
+}
+
+function peakMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
+}
+
+async function get(dispatcher: Dispatcher, origin: string, path: string): Promise<number> {
+  const res = await request(`${origin}${path}`, { dispatcher });
+  let n = 0;
+  for await (const chunk of res.body) n += (chunk as Buffer).length;
+  return n;
+}
+
+async function latencies(dispatcher: Dispatcher, origin: string, n: number): Promise<number[]> {
+  for (let i = 0; i < 50; i++) await get(dispatcher, origin, '/small');
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await get(dispatcher, origin, '/small');
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+async function throughput(dispatcher: Dispatcher, origin: string, concurrency: number, seconds: number): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < end) {
+      await get(dispatcher, origin, '/small');
+      done += 1;
+    }
+  }));
+  return done / seconds;
+}
+
+async function bigBody(dispatcher: Dispatcher, origin: string): Promise<number> {
+  await get(dispatcher, origin, '/big');
+  const t = performance.now();
+  const bytes = await get(dispatcher, origin, '/big');
+  return bytes / 1e6 / ((performance.now() - t) / 1000);
+}
+
+export async function proxyBench(): Promise<boolean> {
+  const upHome = tempHome();
+  const proxyHome = tempHome();
+  const procs: ChildProcess[] = [];
+  try {
+    const upCa = await CertificateAuthority.load(upHome);
+    const leaf = await upCa.issueLeaf(HOST);
+    const leafTimes: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      await upCa.issueLeaf(`leaf-${i}.bench.test`);
+      leafTimes.push(performance.now() - t);
+    }
+    const small = Buffer.from(JSON.stringify({ id: 'msg_1', content: 'x'.repeat(160) }));
+    const chunk = Buffer.alloc(64 << 10, 0x61);
+    const held: import('node:http').ServerResponse[] = [];
+    const upstream = createServer({ cert: leaf.certPem + upCa.certPem, key: leaf.keyPem }, (req, res) => {
+      if (req.url === '/big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        let sent = 0;
+        const pump = (): void => {
+          while (sent < 10 << 20) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        return pump();
+      }
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: open\n\n');
+        held.push(res);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': small.length });
+      res.end(small);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const upPort = (upstream.address() as AddressInfo).port;
+    const caFile = `${upHome.root}/up-ca.pem`;
+    writeFileSync(caFile, upCa.certPem);
+
+    const ours = await child('./proxyChild.ts', { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    procs.push(ours.proc);
+    const mock = await child('./mockttpChild.ts', { BENCH_UPSTREAM: `127.0.0.1:${upPort}` });
+    procs.push(mock.proc);
+    const mockInfo = JSON.parse(mock.line) as { url: string; ca: string };
+
+    const origin = `https://${HOST}`;
+    const direct = new Agent({ connect: { ca: upCa.certPem, servername: HOST, lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) }, connections: 16 });
+    const directOrigin = `https://${HOST}:${upPort}`;
+    const viaOurs = new ProxyAgent({ uri: ours.line, requestTls: { ca: (await CertificateAuthority.load(proxyHome)).certPem }, connections: 16 });
+    const viaMock = new ProxyAgent({ uri: mockInfo.url.replace(/^https:/, 'http:'), requestTls: { ca: mockInfo.ca }, connections: 16 });
+
+    console.log('  latency (sequential small HTTPS GETs)...');
+    const phase = <T>(name: string, p: Promise<T>): Promise<T> => p.catch((err: Error) => {
+      throw new Error(`${name}: ${err.message}`);
+    });
+    const dLat = await phase('direct', latencies(direct, directOrigin, 1000));
+    const oLat = await phase('capsem proxy', latencies(viaOurs, origin, 1000));
+    const mLat = await phase('mockttp', latencies(viaMock, origin, 1000));
+    console.log('  throughput at concurrency 10...');
+    const dRps = await throughput(direct, directOrigin, 10, 3);
+    const oRps = await throughput(viaOurs, origin, 10, 3);
+    const mRps = await throughput(viaMock, origin, 10, 3);
+    console.log('  10 MB streamed body...');
+    const dBig = await bigBody(direct, directOrigin);
+    const oBig = await bigBody(viaOurs, origin);
+    const mBig = await bigBody(viaMock, origin);
+    console.log('  200 concurrent streams...');
+    const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
+    const streamAgent = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 256 });
+    const streams = await Promise.all(Array.from({ length: 200 }, () => request(`${origin}/stream`, { dispatcher: streamAgent })));
+    await new Promise((r) => setTimeout(r, 500));
+    const streamPeak = peakMb(ours.proc.pid!);
+    for (const r of held) r.end('data: bye\n\n');
+    await Promise.all(streams.map(async (s) => {
+      for await (const _ of s.body) void _;
+    }));
+    const added = (p: number): string => `${(percentile(oLat, p) - percentile(dLat, p)).toFixed(2)} ms (mockttp ${(percentile(mLat, p) - percentile(dLat, p)).toFixed(2)} ms)`;
+    const ok = printFigures('proxy: small HTTPS requests, recording on, against direct and mockttp in the same run', [
+      figure('direct p50 / p95', `${percentile(dLat, 50).toFixed(2)} / ${percentile(dLat, 95).toFixed(2)} ms`, true, 'baseline'),
+      figure('added latency p50', added(50), percentile(oLat, 50) - percentile(dLat, 50) <= percentile(mLat, 50) - percentile(dLat, 50), "<= mockttp's"),
+      figure('added latency p95', added(95), percentile(oLat, 95) - percentile(dLat, 95) <= 5, '<= +5 ms'),
+      figure('requests/s at concurrency 10', `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`, oRps >= 3000, '>= 3,000'),
+      figure('10 MB streamed body', `${oBig.toFixed(0)} MB/s = ${(oBig / dBig).toFixed(2)}x direct (mockttp ${(mBig / dBig).toFixed(2)}x)`, oBig / dBig >= 0.5, '>= 0.5x direct'),
+      figure('proxy peak RSS, 200 open streams', `${streamPeak.toFixed(0)} MiB`, streamPeak < 300, '< 300 MiB'),
+      figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
+    ]);
+    await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), streamAgent.close()]);
+    upstream.close();
+    return ok;
+  } finally {
+    for (const p of procs) p.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    upHome.remove();
+    proxyHome.remove();
+  }
+}
