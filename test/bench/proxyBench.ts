@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -79,7 +80,7 @@ export async function proxyBench(): Promise<boolean> {
     }
     const small = Buffer.from(JSON.stringify({ id: 'msg_1', content: 'x'.repeat(160) }));
     const chunk = Buffer.alloc(64 << 10, 0x61);
-    const held: import('node:http').ServerResponse[] = [];
+    const held: ServerResponse[] = [];
     const upstream = createServer({ cert: leaf.certPem + upCa.certPem, key: leaf.keyPem }, (req, res) => {
       if (req.url === '/big') {
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
