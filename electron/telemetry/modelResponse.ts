@@ -145,14 +145,17 @@ function anthropicStream(events: SseEvent[]): ModelResponse {
 
 // --- OpenAI Chat Completions ----------------------------------------------------------------
 
+/** Counts that include the cached prompt tokens in the prompt total, as OpenAI and Gemini report them. */
+function setUsage(out: ModelResponse, counts: { prompt?: number; cached?: number; output?: number; reasoning?: number }): void {
+  if (counts.prompt !== undefined) out.inputTokens = counts.prompt - (counts.cached ?? 0);
+  if (counts.cached !== undefined) out.cacheReadTokens = counts.cached;
+  out.outputTokens = counts.output ?? out.outputTokens;
+  out.reasoningTokens = counts.reasoning ?? out.reasoningTokens;
+}
+
 function openaiUsage(out: ModelResponse, usage: unknown): void {
   const u = obj(usage);
-  const prompt = num(u.prompt_tokens);
-  const cached = num(obj(u.prompt_tokens_details).cached_tokens);
-  if (prompt !== undefined) out.inputTokens = prompt - (cached ?? 0);
-  if (cached !== undefined) out.cacheReadTokens = cached;
-  out.outputTokens = num(u.completion_tokens) ?? out.outputTokens;
-  out.reasoningTokens = num(obj(u.completion_tokens_details).reasoning_tokens) ?? out.reasoningTokens;
+  setUsage(out, { prompt: num(u.prompt_tokens), cached: num(obj(u.prompt_tokens_details).cached_tokens), output: num(u.completion_tokens), reasoning: num(obj(u.completion_tokens_details).reasoning_tokens) });
 }
 
 function chatJson(body: Json): ModelResponse {
@@ -212,12 +215,7 @@ function chatStream(events: SseEvent[]): ModelResponse {
 
 function responsesUsage(out: ModelResponse, usage: unknown): void {
   const u = obj(usage);
-  const input = num(u.input_tokens);
-  const cached = num(obj(u.input_tokens_details).cached_tokens);
-  if (input !== undefined) out.inputTokens = input - (cached ?? 0);
-  if (cached !== undefined) out.cacheReadTokens = cached;
-  out.outputTokens = num(u.output_tokens) ?? out.outputTokens;
-  out.reasoningTokens = num(obj(u.output_tokens_details).reasoning_tokens) ?? out.reasoningTokens;
+  setUsage(out, { prompt: num(u.input_tokens), cached: num(obj(u.input_tokens_details).cached_tokens), output: num(u.output_tokens), reasoning: num(obj(u.output_tokens_details).reasoning_tokens) });
 }
 
 function responsesJson(body: Json, streamed = false): ModelResponse {
@@ -275,12 +273,7 @@ function geminiChunk(out: ModelResponse, body: Json): void {
     out.stopReason = str(cand.finishReason) ?? out.stopReason;
   }
   const u = obj(body.usageMetadata);
-  const prompt = num(u.promptTokenCount);
-  const cached = num(u.cachedContentTokenCount);
-  if (prompt !== undefined) out.inputTokens = prompt - (cached ?? 0);
-  if (cached !== undefined) out.cacheReadTokens = cached;
-  out.outputTokens = num(u.candidatesTokenCount) ?? out.outputTokens;
-  out.reasoningTokens = num(u.thoughtsTokenCount) ?? out.reasoningTokens;
+  setUsage(out, { prompt: num(u.promptTokenCount), cached: num(u.cachedContentTokenCount), output: num(u.candidatesTokenCount), reasoning: num(u.thoughtsTokenCount) });
   if (body.error) out.error = errorOf(body);
 }
 
