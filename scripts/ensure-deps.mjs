@@ -9,10 +9,11 @@ const installed = `${root}node_modules/.package-lock.json`;
 const lock = `${root}package-lock.json`;
 const stale = !existsSync(installed) || statSync(installed).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
-  console.error('capsem: installing npm packages from package-lock.json (npm ci; builds better-sqlite3, about 2 minutes)...');
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  // npm install, not npm ci: see .ci/run for why; both install what package-lock.json pins.
+  console.error('capsem: installing npm packages from package-lock.json (builds better-sqlite3, about 2 minutes)...');
+  const result = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) {
-    console.error('capsem: npm ci failed; see the output above');
+    console.error('capsem: npm install failed; see the output above');
     process.exit(result.status ?? 1);
   }
 }
