@@ -203,3 +203,18 @@ describe('proxy edges', () => {
     expect((await fetch('https://api.anthropic.com/still-alive', { dispatcher })).status).toBe(200);
   }, 60_000);
 });
+
+describe('connections handed over by a VM', () => {
+  it('serves an adopted connection and records the guest process that opened it', async () => {
+    const { Duplex } = await import('node:stream');
+    let response = '';
+    const toProxy = new Duplex({ read() {}, write(chunk: Buffer, _e, cb) { response += chunk.toString(); cb(); } });
+    proxy.adopt(toProxy, { processName: 'curl', pid: 77 });
+    toProxy.push('GET https://api.anthropic.com/adopted HTTP/1.1\r\nHost: api.anthropic.com\r\nConnection: close\r\n\r\n');
+    const deadline = Date.now() + 5000;
+    while (!response.includes('"path":"/adopted"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    const [row] = await rows("SELECT process_name, pid, status_code FROM net_events WHERE path = '/adopted'");
+    expect(row).toEqual({ process_name: 'curl', pid: 77, status_code: 200 });
+  });
+});

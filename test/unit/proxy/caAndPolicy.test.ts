@@ -116,3 +116,20 @@ describe('small parsers', () => {
     expect(JSON.stringify(out)).not.toMatch(/sk-secret|sk-ant-1/);
   });
 });
+
+describe('policy file watching', () => {
+  it('picks up an edit to the policy file without a restart', async () => {
+    const path = `${home.root}/policy-watch.json`;
+    writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'allow', action: 'allow', domains: ['*'] }] }));
+    const store = new PolicyStore(null, path);
+    const stop = store.watch(50);
+    try {
+      writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'deny-news', action: 'deny', domains: ['news.example'] }, { id: 'allow', action: 'allow', domains: ['*'] }] }));
+      const deadline = Date.now() + 5000;
+      while (store.decide('news.example', 443, 'GET').action !== 'deny' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      expect(store.decide('news.example', 443, 'GET')).toMatchObject({ action: 'deny', rule: 'deny-news' });
+    } finally {
+      stop();
+    }
+  });
+});
