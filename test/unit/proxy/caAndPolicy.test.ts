@@ -124,6 +124,8 @@ describe('policy file watching', () => {
     const store = new PolicyStore(null, path);
     const stop = store.watch(50);
     try {
+      // Let the watcher take its first look, as it has long before anyone edits a policy.
+      await new Promise((r) => setTimeout(r, 200));
       writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'deny-news', action: 'deny', domains: ['news.example'] }, { id: 'allow', action: 'allow', domains: ['*'] }] }));
       const deadline = Date.now() + 5000;
       while (store.decide('news.example', 443, 'GET').action !== 'deny' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
