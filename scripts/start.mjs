@@ -20,6 +20,8 @@ console.log(runtime.ok ? `Electron runtime: ${runtime.binary}` : `Electron runti
 console.log('The desktop window and browser mode are not built yet (desktop-app issue). The session store and CLI are:');
 console.log('  npx capsem list        sessions and their figures');
 console.log('  npx capsem check NAME  integrity and telemetry checks on one session');
+console.log('  npx capsem record -- CMD  record a program\'s HTTPS through the proxy (no sandbox)');
+console.log('  npx capsem api         the session events API on 127.0.0.1:47601');
 console.log('  npx capsem dev seed    sample sessions to look at');
 console.log('');
 const list = spawnSync(process.execPath, [`${root}bin/capsem.mjs`, 'list'], { stdio: 'inherit' });

@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
-import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import type { SessionId } from '../contract/ids.ts';
+import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { SessionEventStore } from './sessionEventStore.ts';
 
 // The live tail behind GET /v1/events. The feed notices commits to running sessions (SQLite's
-// data_version, polled, or a poke from an in-process writer), reads each new event once, and the
+// data_version, polled), reads each new event once, and the
 // hub fans it out. The feed reads the database at the pace its subscribers take events, so nothing
 // piles up in memory; a subscriber that stops taking them is dropped and counted. The writer and
 // the proxy never wait on any of this: the feed is just another reader of a WAL database.
@@ -126,15 +126,6 @@ export class LiveEventFeed {
     this.timer = null;
     for (const w of this.watched.values()) w.store.close();
     this.watched.clear();
-  }
-
-  /** Called by an in-process writer after a commit, so its events go out without waiting for a poll. */
-  poke(sessionId: SessionId): void {
-    const w = this.watch(sessionId, new Date().toISOString());
-    if (w && !this.busy) {
-      this.busy = true;
-      void this.drain(w).finally(() => (this.busy = false));
-    }
   }
 
   /** Starts following a session: from its first event if it began after the feed did, else from its newest. */

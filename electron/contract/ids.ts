@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 
 // Two brands so the compiler refuses to pass a display name where a session id belongs: the bug
 // this prevents (a route keyed by name serving another session's rows) is the one the spec names.
@@ -47,16 +46,3 @@ export function asDisplayName(value: string): DisplayName {
   }
   return value as DisplayName;
 }
-
-export const sessionIdSchema = z.string().refine(isSessionId, 'not a session id').transform((s) => s as SessionId);
-export const displayNameSchema = z.string().transform((s, ctx) => {
-  try {
-    return asDisplayName(s);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: (err as Error).message });
-    return z.NEVER;
-  }
-});
-
-/** 12 lowercase hex characters: the spec's event_id, joining body blobs and rule rows to their event. */
-export const EVENT_ID = /^[0-9a-f]{12}$/;

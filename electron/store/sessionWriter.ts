@@ -63,7 +63,7 @@ interface TableLayout {
 }
 
 /** A DEFAULT clause as a value: a number or a quoted string literal. */
-export function literalDefault(sql: string | undefined): CellValue {
+function literalDefault(sql: string | undefined): CellValue {
   if (sql === undefined) return null;
   if (/^-?\d+(\.\d+)?$/.test(sql)) return Number(sql);
   const quoted = /^'((?:[^']|'')*)'$/.exec(sql);
@@ -151,11 +151,6 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       worker.once('message', onMessage);
       worker.once('error', onError);
     });
-  }
-
-  /** An event_id for a row the producer will append later (to reference it before it exists). */
-  mintEventId(): string {
-    return this.eventIds.mint();
   }
 
   /** True while the queue is above its high-water mark; wait on `drained()` before producing more. */
