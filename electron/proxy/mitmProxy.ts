@@ -54,6 +54,18 @@ export interface ProxyHandle {
 const TLS_PORTS = new Set([443, 8443]);
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
+/** What an exchange holds before anything came back; each site overrides what it knows. */
+const UNANSWERED = {
+  responseHeaders: null, status: null, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY, durationMs: 0,
+  ttfbMs: null, matchedRule: null, dialedAddress: null, error: null,
+} as const satisfies Partial<Exchange>;
+
+/** A request target's path and query, apart. */
+function splitTarget(target: string): { path: string; query: string | null } {
+  const q = target.indexOf('?');
+  return q >= 0 ? { path: target.slice(0, q), query: target.slice(q + 1) } : { path: target, query: null };
+}
+
 class DestinationPrivate extends Error {
   readonly code = 'EDESTPRIVATE';
 }
@@ -192,8 +204,6 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const dest = target(req);
     const requestTap = new BodyTap(bodyCap);
     const method = req.method ?? 'GET';
-    const path = 'path' in dest ? dest.path : (req.url ?? '');
-    const q = path.indexOf('?');
     const base = {
       startedAt,
       host: 'host' in dest ? dest.host : String(req.headers.host ?? '(unknown)'),
@@ -201,12 +211,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       scheme: 'scheme' in dest ? dest.scheme : ('https' as const),
       kind: 'request' as const,
       method,
-      path: q >= 0 ? path.slice(0, q) : path,
-      query: q >= 0 ? path.slice(q + 1) : null,
+      ...splitTarget('path' in dest ? dest.path : (req.url ?? '')),
       requestHeaders: req.headers,
     };
     const finish = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
-      emit({ ...base, responseHeaders: null, status: null, requestBody: requestTap.body(), responseBody: EMPTY_BODY, durationMs: Math.round(performance.now() - t0), ttfbMs: null, matchedRule: null, dialedAddress: null, error: null, ...fields }, req.socket);
+      emit({ ...base, ...UNANSWERED, requestBody: requestTap.body(), durationMs: Math.round(performance.now() - t0), ...fields }, req.socket);
 
     if ('error' in dest) {
       refuse(res, dest.error, `${dest.message}\n`);
@@ -307,13 +316,10 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       clientSocket.end(`HTTP/1.1 ${dest.error} Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
-    const q = dest.path.indexOf('?');
     const record = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
       emit({
-        startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET',
-        path: q >= 0 ? dest.path.slice(0, q) : dest.path, query: q >= 0 ? dest.path.slice(q + 1) : null, requestHeaders: req.headers,
-        responseHeaders: null, status: null, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY, durationMs: Math.round(performance.now() - t0),
-        ttfbMs: null, matchedRule: null, dialedAddress: null, error: null, ...fields,
+        startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET', ...splitTarget(dest.path),
+        requestHeaders: req.headers, ...UNANSWERED, durationMs: Math.round(performance.now() - t0), ...fields,
       }, req.socket);
     const decision = options.policy.decide(dest.host, dest.port, req.method ?? 'GET');
     if (decision.action === 'deny') {
@@ -374,8 +380,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const tunnel = tunnels.get(socket);
     emit({
       startedAt: new Date(), host: tunnel?.host ?? '(unparsed)', port: tunnel?.port ?? 0, scheme: tunnel?.tls === false ? 'http' : 'https', kind: 'malformed',
-      method: '(unparsed)', path: '', query: null, requestHeaders: {}, responseHeaders: null, status: 400, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY,
-      durationMs: 0, ttfbMs: null, decision: 'denied', matchedRule: 'proxy.malformed-request', dialedAddress: null,
+      method: '(unparsed)', path: '', query: null, requestHeaders: {}, ...UNANSWERED, status: 400, decision: 'denied', matchedRule: 'proxy.malformed-request',
       error: { kind: 'bad_request', message: `malformed request: ${err.code ?? err.message}` },
     }, socket);
   });
