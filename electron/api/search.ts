@@ -146,7 +146,7 @@ export async function searchSession(store: SessionEventStore, q: string, aborted
         seq: row.seq as number,
         check: () => {
           const exchange = typeof row.net_event_id === 'string' ? row.net_event_id : String(row.event_id);
-          const request = requestVerdicts.get(exchange) ?? searchBody(store.requestBodyBytes(exchange), needle, plainNeedle);
+          const request = requestVerdicts.get(exchange) ?? searchBody(store.bodyBytes(exchange, 'request'), needle, plainNeedle);
           const parts = [...(toolCalls.get(row.id as number) ?? [])];
           // The request view is drawn from the request body: if no key or value of the body holds
           // the needle, none of the view's messages, tools or results can.

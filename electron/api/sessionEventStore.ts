@@ -150,13 +150,8 @@ export class SessionEventStore {
     return row?.body ?? undefined;
   }
 
-  requestBodyBytes(eventId: string): Uint8Array | undefined {
-    const row = this.stmt("SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = 'request' LIMIT 1").get(eventId) as { body: Uint8Array | null } | undefined;
-    return row?.body ?? undefined;
-  }
-
   requestBody(eventId: string): unknown {
-    return parseBody(this.requestBodyBytes(eventId));
+    return parseBody(this.bodyBytes(eventId, 'request'));
   }
 
   event(ref: EventRef, options: EventOptions, row: Row = this.row(ref)): SessionEvent {

@@ -86,6 +86,7 @@ export class ExchangeRecorder {
       this.lastTrace = trace;
     }
     const at = ex.startedAt.toISOString();
+    const requestPreview = preview(request.bytes);
     const net = this.writer.append('net_events', {
       trace_id: trace,
       turn_id: trace,
@@ -106,7 +107,7 @@ export class ExchangeRecorder {
       matched_rule: ex.matchedRule,
       request_headers: JSON.stringify(recordedHeaders(ex.requestHeaders)),
       response_headers: ex.responseHeaders ? JSON.stringify(recordedHeaders(ex.responseHeaders)) : null,
-      request_body_preview: preview(request.bytes),
+      request_body_preview: requestPreview,
       response_body_preview: preview(response.bytes),
       conn_type: ex.kind === 'websocket' ? 'websocket' : ex.scheme,
       error_kind: ex.error?.kind ?? (response.error ? 'decode_error' : null),
@@ -133,11 +134,11 @@ export class ExchangeRecorder {
         created_at: at,
       });
     }
-    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, response.bytes, eventId, trace);
+    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, requestPreview, response.bytes, eventId, trace);
     else if (ex.decision === 'allowed' && requestJson !== undefined) this.recordMcp(ex, requestJson, response.bytes, eventId);
   }
 
-  private recordModelCall(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, responseBytes: Buffer, eventId: string, trace: string): void {
+  private recordModelCall(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, eventId: string, trace: string): void {
     const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
     const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
     const requestModel = typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
@@ -168,7 +169,8 @@ export class ExchangeRecorder {
       messages_count: view.messages.length,
       tools_count: view.tools.length,
       request_bytes: ex.requestBody.total,
-      request_body_preview: preview(ex.requestBody.bytes),
+      // The decoded body, as on the net_events row: the wire bytes may be compressed.
+      request_body_preview: requestPreview,
       message_id: parsed.messageId ?? null,
       status_code: ex.status,
       text_content: parsed.text || null,
