@@ -115,6 +115,9 @@ export class ExchangeRecorder {
     });
     if (!net) return;
     const eventId = net.eventId!;
+    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, requestPreview, response.bytes, eventId, trace);
+    else if (ex.decision === 'allowed' && requestJson !== undefined) this.recordMcp(ex, requestJson, response.bytes, eventId);
+    // Last: the bodies' memory is handed to the writer thread, after every use of it here.
     for (const [direction, captured, decoded, headers] of [
       ['request', ex.requestBody, request, ex.requestHeaders],
       ['response', ex.responseBody, response, ex.responseHeaders],
@@ -132,10 +135,8 @@ export class ExchangeRecorder {
         body_hash: sha256(decoded.bytes),
         body: decoded.bytes,
         created_at: at,
-      });
+      }, { handOver: true });
     }
-    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, requestPreview, response.bytes, eventId, trace);
-    else if (ex.decision === 'allowed' && requestJson !== undefined) this.recordMcp(ex, requestJson, response.bytes, eventId);
   }
 
   private recordModelCall(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, eventId: string, trace: string): void {

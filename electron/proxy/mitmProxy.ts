@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Agent, request as httpsRequest } from 'node:https';
 import { request as httpRequest, Agent as HttpAgent } from 'node:http';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
-import { createSecureContext, rootCertificates, TLSSocket } from 'node:tls';
+import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { Duplex } from 'node:stream';
 import type { CertificateAuthority } from './certificateAuthority.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type Exchange, type ExchangeError } from './exchange.ts';
@@ -52,6 +52,12 @@ export interface ProxyHandle {
 }
 
 const TLS_PORTS = new Set([443, 8443]);
+/**
+ * Bytes a client connection buffers before the upstream is paused. Node's 16 KiB default is one
+ * TLS record: every chunk would pause and resume the upstream socket, which more than halved a
+ * large download.
+ */
+const STREAM_BUFFER = 256 << 10;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 /** What an exchange holds before anything came back; each site overrides what it knows. */
@@ -99,6 +105,7 @@ export function parseAuthority(authority: string, defaultPort: number): { host: 
  */
 function withPrefix(socket: Duplex, prefix: Buffer): Duplex {
   const stream = new Duplex({
+    highWaterMark: STREAM_BUFFER,
     read() {
       socket.resume();
     },
@@ -372,7 +379,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     upstream.end();
   }
 
-  const mitm: Server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, handle);
+  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, handle);
   mitm.on('upgrade', handleUpgrade);
   mitm.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
@@ -406,8 +413,10 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         // With no byte read yet, TLS wraps the socket's own handle (the fast path); once a byte
         // has been read it must be put back in front, through a JavaScript stream.
         const transport = first === null ? (clientSocket as Socket) : (withPrefix(clientSocket, first) as Socket);
+        // highWaterMark reaches net.Socket through TLSSocket's options; @types/node omits it.
         const tls = new TLSSocket(transport, {
           isServer: true,
+          ...({ highWaterMark: STREAM_BUFFER } as TLSSocketOptions),
           secureContext: fallback,
           ALPNProtocols: ['http/1.1'],
           SNICallback: (servername, cb) => {

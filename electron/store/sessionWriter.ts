@@ -89,6 +89,14 @@ interface PendingBatch {
   count: number;
   bytes: number;
   lastSeq: number;
+  /** Memory handed over with `handOver`: moved to the writer thread instead of copied. */
+  transfer: ArrayBuffer[];
+}
+
+/** A cell's memory when it can be moved whole to another thread (not a slice of a shared pool). */
+function ownedBuffer(value: CellValue): ArrayBuffer | null {
+  if (!(value instanceof Uint8Array) || value.byteOffset !== 0 || !(value.buffer instanceof ArrayBuffer)) return null;
+  return value.byteLength === value.buffer.byteLength && value.byteLength > 0 ? value.buffer : null;
 }
 
 function cellBytes(value: CellValue): number {
@@ -166,8 +174,11 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   /**
    * Queues one row. Returns its id, seq and event_id, or null when the queue is past its hard
    * limit and the row was dropped (counted in `stats.dropped` and recorded in session_meta).
+   * With `handOver`, the caller gives up the row's byte cells: their memory moves to the writer
+   * thread without a copy (a large body would otherwise be copied once more) and reads as empty
+   * here afterwards.
    */
-  append<T extends SessionTable>(table: T, row: RowOf<T>): Appended | null {
+  append<T extends SessionTable>(table: T, row: RowOf<T>, options?: { readonly handOver?: boolean }): Appended | null {
     if (this.failure) throw this.failure;
     if (this.closing) throw new WriterClosedError('session writer is closed');
     const layout = layoutOf(table);
@@ -195,6 +206,12 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     if (layout.eventIdIndex >= 0) {
       eventId = (cells[layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
       cells[layout.eventIdIndex] = eventId;
+    }
+    if (options?.handOver) {
+      for (const cell of cells) {
+        const memory = ownedBuffer(cell);
+        if (memory && !this.batch.transfer.includes(memory)) this.batch.transfer.push(memory);
+      }
     }
     const list = (this.batch.rows[table] ??= []) as CellValue[][];
     list.push(cells);
@@ -237,11 +254,11 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   }
 
   private emptyBatch(): PendingBatch {
-    return { rows: {}, count: 0, bytes: 0, lastSeq: 0 };
+    return { rows: {}, count: 0, bytes: 0, lastSeq: 0, transfer: [] };
   }
 
-  private post(message: ToWorker): void {
-    this.worker.postMessage(message);
+  private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.worker.postMessage(message, transfer);
   }
 
   private dispatch(): void {
@@ -254,7 +271,8 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     this.batch = this.emptyBatch();
     this.batchNo += 1;
     this.inFlight.set(this.batchNo, batch);
-    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows });
+    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows }, batch.transfer);
+    batch.transfer = [];
   }
 
   private onMessage(m: FromWorker): void {

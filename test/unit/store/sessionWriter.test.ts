@@ -140,6 +140,28 @@ describe('schema versions', () => {
 });
 
 describe('column defaults', () => {
+  it('stores a handed-over body intact, moving its memory rather than copying it; a pooled slice is copied', async () => {
+    const path = dbPath();
+    const writer = await SessionWriter.open(path);
+    const a = writer.append('net_events', net(1))!;
+    const big = Buffer.alloc(1 << 20);
+    for (let i = 0; i < big.length; i++) big[i] = i % 251;
+    const expected = Buffer.from(big);
+    const small = Buffer.from('pooled body');
+    const blob = (body: Buffer, direction: 'request' | 'response') => ({ event_id: a.eventId!, source_table: 'net_events' as const, direction, original_bytes: body.length, stored_bytes: body.length, body, created_at: 'x' });
+    writer.append('event_body_blobs', blob(big, 'response'), { handOver: true });
+    writer.append('event_body_blobs', blob(small, 'request'), { handOver: true });
+    await writer.close();
+    expect(big.length).toBe(0);
+    expect(small.toString()).toBe('pooled body');
+    const db = openSessionDbReadOnly(path);
+    const rows = db.prepare('SELECT direction, body FROM event_body_blobs ORDER BY id').all() as { direction: string; body: Buffer }[];
+    db.close();
+    expect(rows.map((r) => r.direction)).toEqual(['response', 'request']);
+    expect(Buffer.compare(rows[0]!.body, expected)).toBe(0);
+    expect(rows[1]!.body.toString()).toBe('pooled body');
+  });
+
   it('fills a column the producer leaves out with its DEFAULT, not NULL', async () => {
     const path = dbPath();
     const writer = await SessionWriter.open(path);
