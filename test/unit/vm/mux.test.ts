@@ -1,0 +1,190 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, type Frame } from '../../../electron/vm/frame.ts';
+import { AgentMux, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
+
+// The host mux against a scripted guest on a real unix socket pair: the guest side is written
+// frame by frame here, so each rule of the protocol is exercised on its own.
+
+interface Pair {
+  mux: AgentMux;
+  guest: Socket;
+  frames: Frame[];
+  next: (pred: (f: Frame) => boolean, timeoutMs?: number) => Promise<Frame>;
+}
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
+
+async function pair(): Promise<Pair> {
+  const dir = mkdtempSync(join(tmpdir(), 'capsem-mux-'));
+  const path = join(dir, 'mux.sock');
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(path, r));
+  const accepted = new Promise<Socket>((r) => server.once('connection', r));
+  const guest = createConnection(path);
+  const hostSide = await accepted;
+  const mux = new AgentMux(hostSide);
+  mux.on('error', () => {});
+  const decoder = new FrameDecoder();
+  const frames: Frame[] = [];
+  const waiters: { pred: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  guest.on('data', (chunk: Buffer) => {
+    for (const f of decoder.push(chunk)) {
+      frames.push(f);
+      const i = waiters.findIndex((w) => w.pred(f));
+      if (i >= 0) waiters.splice(i, 1)[0]!.resolve(f);
+    }
+  });
+  cleanups.push(() => {
+    mux.close();
+    guest.destroy();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const next = (pred: (f: Frame) => boolean, timeoutMs = 2000): Promise<Frame> => {
+    const seen = frames.find(pred);
+    if (seen) {
+      frames.splice(frames.indexOf(seen), 1);
+      return Promise.resolve(seen);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('frame not seen')), timeoutMs);
+      waiters.push({ pred, resolve: (f) => (clearTimeout(timer), frames.splice(frames.indexOf(f), 1), resolve(f)) });
+    });
+  };
+  return { mux, guest, frames, next };
+}
+
+async function ready(): Promise<Pair> {
+  const p = await pair();
+  const hello = p.mux.handshake(2000);
+  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest', agent: 'test' }));
+  await hello;
+  await p.next((f) => f.type === FrameType.HELLO);
+  return p;
+}
+
+const isType = (type: FrameType, stream?: number) => (f: Frame) => f.type === type && (stream === undefined || f.stream === stream);
+
+describe('AgentMux', () => {
+  it('answers the guest hello once and ignores repeats', async () => {
+    const p = await ready();
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest' }));
+    const rtt = p.mux.ping(1000);
+    const ping = JSON.parse((await p.next(isType(FrameType.CONTROL))).payload.toString()) as { id: number };
+    p.guest.write(encodeJsonFrame(FrameType.CONTROL, 0, { type: 'pong', id: ping.id }));
+    expect(await rtt).toBeGreaterThanOrEqual(0);
+    expect(p.frames.filter(isType(FrameType.HELLO))).toHaveLength(0);
+  });
+
+  it('refuses a guest of another protocol version, naming both, and tells the guest', async () => {
+    const p = await pair();
+    const hello = p.mux.handshake(2000);
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 2, role: 'guest' }));
+    await expect(hello).rejects.toThrow(ProtocolMismatchError);
+    await expect(hello).rejects.toThrow('protocol mismatch: host 1, guest 2');
+    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toBe('protocol mismatch: host 1, guest 2');
+  });
+
+  it('sends a protocol error back and fails, rather than crashing, on a malformed frame', async () => {
+    const p = await ready();
+    const failed = new Promise<Error>((r) => p.mux.on('error', r));
+    p.guest.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    expect((await failed).message).toMatch(/frame/);
+    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toMatch(/frame/);
+  });
+
+  it('sends no more than the window until the guest grants more', async () => {
+    const p = await ready();
+    const s = p.mux.open({ kind: 'exec', argv: ['cat'], stdin: true });
+    const open = await p.next(isType(FrameType.OPEN, s.id));
+    expect(JSON.parse(open.payload.toString())).toMatchObject({ kind: 'exec', argv: ['cat'] });
+    let finished = false;
+    s.write(Buffer.alloc(STREAM_WINDOW * 2, 1), () => (finished = true));
+    await new Promise((r) => setTimeout(r, 200));
+    const sent = () => p.frames.filter(isType(FrameType.DATA, s.id)).reduce((n, f) => n + f.payload.length, 0);
+    expect(sent()).toBe(STREAM_WINDOW);
+    expect(finished).toBe(false);
+    p.guest.write(encodeFrame(FrameType.WINDOW, s.id, encodeU32(STREAM_WINDOW)));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sent()).toBe(STREAM_WINDOW * 2);
+    expect(finished).toBe(true);
+  });
+
+  it('keeps a stalled stream from blocking another, and grants window only as data is read', async () => {
+    const p = await ready();
+    const stalled = p.mux.open({ kind: 'exec', argv: ['a'], stdin: false });
+    const flowing = p.mux.open({ kind: 'exec', argv: ['b'], stdin: false });
+    const chunk = Buffer.alloc(65_536, 7);
+    for (let i = 0; i < 4; i++) p.guest.write(encodeFrame(FrameType.DATA, stalled.id, chunk));
+    let got = 0;
+    flowing.on('data', (c: Buffer) => (got += c.length));
+    for (let i = 0; i < 4; i++) p.guest.write(encodeFrame(FrameType.DATA, flowing.id, chunk));
+    await p.next(isType(FrameType.WINDOW, flowing.id));
+    expect(got).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(p.frames.filter(isType(FrameType.WINDOW, stalled.id))).toHaveLength(0);
+    let read = 0;
+    stalled.on('data', (c: Buffer) => (read += c.length));
+    await p.next(isType(FrameType.WINDOW, stalled.id));
+    expect(read).toBe(STREAM_WINDOW);
+  });
+
+  it('treats a guest that sends past its window as a protocol error (a flood cannot grow host memory)', async () => {
+    const p = await ready();
+    const s = p.mux.open({ kind: 'exec', argv: ['yes'], stdin: false });
+    const failed = new Promise<Error>((r) => p.mux.on('error', r));
+    s.pause();
+    const chunk = Buffer.alloc(65_536);
+    for (let i = 0; i < 5; i++) p.guest.write(encodeFrame(FrameType.DATA, s.id, chunk));
+    expect((await failed).message).toMatch(/past its window/);
+  });
+
+  it('delivers stdout, stderr, the exit status and the end of a command', async () => {
+    const p = await ready();
+    const s = p.mux.open({ kind: 'exec', argv: ['sh'], stdin: false });
+    s.end();
+    let out = '';
+    let err = '';
+    s.on('data', (c: Buffer) => (out += c.toString()));
+    s.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const exited = new Promise((r) => s.once('exit', r));
+    const ended = new Promise((r) => s.once('end', r));
+    p.guest.write(Buffer.concat([
+      encodeFrame(FrameType.DATA, s.id, Buffer.from('out')),
+      encodeFrame(FrameType.DATA, s.id, Buffer.from('err'), 1),
+      encodeJsonFrame(FrameType.EXIT, s.id, { code: 7, signal: null }),
+      encodeFrame(FrameType.CLOSE, s.id),
+    ]));
+    expect(await exited).toEqual({ code: 7, signal: null });
+    await ended;
+    expect([out, err]).toEqual(['out', 'err']);
+    await p.next(isType(FrameType.CLOSE, s.id));
+  });
+
+  it('hands guest-opened net streams over with their process, and resets one nobody takes', async () => {
+    const p = await ready();
+    p.guest.write(encodeJsonFrame(FrameType.OPEN, 2, { kind: 'net', process: 'curl', pid: 42 }));
+    await p.next(isType(FrameType.RESET, 2));
+    const taken = new Promise<MuxStream>((r) => p.mux.on('stream', r));
+    p.guest.write(encodeJsonFrame(FrameType.OPEN, 4, { kind: 'net', process: 'curl', pid: 42 }));
+    const s = await taken;
+    expect(s.meta).toEqual({ kind: 'net', process: 'curl', pid: 42 });
+    s.write('HTTP/1.1 200 OK\r\n\r\n');
+    expect((await p.next(isType(FrameType.DATA, 4))).payload.toString()).toMatch(/^HTTP\/1.1 200/);
+  });
+
+  it('keeps only fs changes whose paths stay inside the workspace', async () => {
+    const p = await ready();
+    const seen = new Promise<unknown[]>((r) => p.mux.on('fs', (e) => r([...e])));
+    const ev = (path: string) => ({ action: 'created', path, size: 1, is_dir: false, ts_ms: 1 });
+    p.guest.write(encodeJsonFrame(FrameType.EVENT, 0, { type: 'fs', events: [ev('a/b.txt'), ev('/etc/passwd'), ev('../x'), ev('a/../../y')] }));
+    expect((await seen).map((e) => (e as { path: string }).path)).toEqual(['a/b.txt']);
+  });
+});
