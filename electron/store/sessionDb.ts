@@ -2,13 +2,20 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { assertNotNewer, migrate, type Migration } from './migrate.ts';
 import { makePrivateFiles } from './paths.ts';
-import { sessionSchemaDdl } from './sessionSchema.ts';
+import { SESSION_TABLES, sessionSchemaDdl, tableDdl } from './sessionSchema.ts';
 
 export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     up: (db) => {
       for (const statement of sessionSchemaDdl()) db.exec(statement);
+    },
+  },
+  {
+    // VM sessions: the commands run in the guest. Version 1 databases were made before it.
+    version: 2,
+    up: (db) => {
+      for (const statement of tableDdl('exec_events', SESSION_TABLES.exec_events)) db.exec(statement);
     },
   },
 ];

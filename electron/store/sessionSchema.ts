@@ -238,6 +238,27 @@ export const SESSION_TABLES = {
     },
     indexes: ['event_id'],
   },
+  exec_events: {
+    // Commands the host ran in the guest through the agent (capsem run, exec from the app).
+    sequenced: false,
+    ours: true,
+    columns: {
+      id: pk,
+      ...identity,
+      timestamp: textNN,
+      argv: { type: 'TEXT', notNull: true, check: 'json_valid(argv)' },
+      cwd: text,
+      origin: { type: 'TEXT', notNull: true, default: "'run'" },
+      exit_code: int,
+      signal: text,
+      duration_ms: int,
+      stdout_bytes: { type: 'INTEGER', notNull: true, default: '0' },
+      stderr_bytes: { type: 'INTEGER', notNull: true, default: '0' },
+      stdout_preview: text,
+      stderr_preview: text,
+      error_message: text,
+    },
+  },
   session_meta: {
     sequenced: false,
     ours: true,

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSessionDbForWriting } from '../../../electron/store/sessionDb.ts';
+import { openSessionDbForWriting, SESSION_DB_MIGRATIONS } from '../../../electron/store/sessionDb.ts';
 import { parseSpecTables, readSpec, specPaths } from '../../helpers/specSchema.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -51,7 +51,7 @@ describe('session.db schema holds the spec', () => {
 
   it('is readable by a plain SQLite connection', () => {
     const plain = new Database(`${home.root}/session.db`, { readonly: true });
-    expect(plain.pragma('user_version', { simple: true })).toBe(1);
+    expect(plain.pragma('user_version', { simple: true })).toBe(SESSION_DB_MIGRATIONS.at(-1)!.version);
     plain.close();
   });
 });

@@ -123,17 +123,29 @@ describe('schema versions', () => {
     raw.pragma('user_version = 99');
     raw.close();
     expect(() => openSessionDbForWriting(path)).toThrow(SchemaVersionError);
-    expect(() => openSessionDbReadOnly(path)).toThrow(/schema version 99, newer than this Capsem supports \(1\)/);
+    expect(() => openSessionDbReadOnly(path)).toThrow(/schema version 99, newer than this Capsem supports \(2\)/);
+  });
+
+  it('brings a version 1 database (made before VM sessions) up to date with exec_events', () => {
+    const path = dbPath();
+    const v1 = new Database(path);
+    migrate(v1, 'test', SESSION_DB_MIGRATIONS.slice(0, 1));
+    v1.exec('DROP TABLE exec_events');
+    v1.close();
+    const db = openSessionDbForWriting(path);
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect((db.prepare('PRAGMA table_info(exec_events)').all() as { name: string }[]).map((c) => c.name)).toContain('exit_code');
+    db.close();
   });
 
   it('applies forward migrations in order, once', () => {
     const path = dbPath();
     openSessionDbForWriting(path).close();
     const db = new Database(path);
-    const extra = [...SESSION_DB_MIGRATIONS, { version: 2, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') }];
+    const extra = [...SESSION_DB_MIGRATIONS, { version: 3, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') }];
     migrate(db, 'test', extra);
     migrate(db, 'test', extra);
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect(db.pragma('user_version', { simple: true })).toBe(3);
     expect((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).some((c) => c.name === 'dial_addr')).toBe(true);
     db.close();
   });

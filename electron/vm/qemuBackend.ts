@@ -1,0 +1,190 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createConnection, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { ensurePrivateDir } from '../store/paths.ts';
+import { probeAccelerator, tscKhz, type AcceleratorChoice } from './accel.ts';
+import type { LaunchSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
+
+// QEMU's microvm machine with direct kernel boot: no firmware, no PCI, virtio-mmio devices only.
+// The agent's port is a virtio-serial port backed by a unix socket QEMU serves; the workspace is
+// virtiofs through the virtiofsd that ships with QEMU. Every child is started under
+// `setpriv --pdeathsig KILL`, so it dies with the app even when the app is killed outright.
+
+export const AGENT_PORT_NAME = 'capsem.mux';
+const STDERR_TAIL = 4096;
+
+export interface QemuPaths {
+  readonly qemu: string;
+  readonly virtiofsd: string | null;
+  /** `setpriv`, when present, to tie each child's life to the app's. */
+  readonly setpriv: string | null;
+}
+
+function onPath(name: string): string | null {
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() || null : null;
+}
+
+export function findQemu(env: NodeJS.ProcessEnv = process.env): QemuPaths | null {
+  const qemu = env.CAPSEM_QEMU ?? onPath('qemu-system-x86_64');
+  if (!qemu) return null;
+  const virtiofsd = [env.CAPSEM_VIRTIOFSD, '/usr/lib/qemu/virtiofsd', '/usr/libexec/virtiofsd'].find((p): p is string => !!p && existsSync(p)) ?? onPath('virtiofsd');
+  return { qemu, virtiofsd, setpriv: onPath('setpriv') };
+}
+
+export interface QemuSockets {
+  readonly agentPort: string;
+  readonly virtiofs: string | null;
+}
+
+export function socketsIn(runDir: string, withWorkspace: boolean): QemuSockets {
+  return { agentPort: join(runDir, 'agent.sock'), virtiofs: withWorkspace ? join(runDir, 'virtiofs.sock') : null };
+}
+
+/** QEMU's arguments for a launch; pure, so the command line is tested without starting QEMU. */
+export function qemuArgs(spec: LaunchSpec, accel: AcceleratorChoice, sockets: QemuSockets, tsc: number | null): string[] {
+  const memory = `${spec.memoryMiB}M`;
+  const machine = ['microvm', 'x-option-roms=off', 'pit=on', 'pic=on', 'rtc=on'];
+  if (sockets.virtiofs) machine.push('memory-backend=mem');
+  const cmdline = ['console=ttyS0', 'quiet', 'panic=-1', ...(tsc ? [`tsc_early_khz=${tsc}`] : []), spec.cmdline].filter((s) => s !== '').join(' ');
+  const args = [
+    '-M', machine.join(','),
+    '-accel', accel.accel,
+    ...(accel.accel === 'kvm' ? ['-cpu', 'host'] : []),
+    '-m', memory,
+    '-smp', String(spec.cpus),
+    '-nodefaults', '-no-user-config', '-no-reboot', '-display', 'none', '-monitor', 'none',
+    '-serial', `file:${spec.serialLog}`,
+    '-kernel', spec.kernel,
+    '-initrd', spec.initrd,
+    '-append', cmdline,
+    // libvhost-user (virtiofsd) refuses legacy virtio-mmio devices.
+    '-global', 'virtio-mmio.force-legacy=false',
+    '-device', 'virtio-serial-device,id=vser0',
+    '-chardev', `socket,id=agent,path=${sockets.agentPort},server=on,wait=off`,
+    '-device', `virtserialport,bus=vser0.0,chardev=agent,name=${AGENT_PORT_NAME}`,
+  ];
+  spec.disks.forEach((disk, i) => {
+    args.push('-drive', `id=disk${i},file=${disk.path},format=raw,if=none${disk.readOnly ? ',readonly=on' : ''}`, '-device', `virtio-blk-device,drive=disk${i}`);
+  });
+  if (sockets.virtiofs) {
+    args.push(
+      '-object', `memory-backend-memfd,id=mem,size=${memory},share=on`,
+      '-chardev', `socket,id=workspace,path=${sockets.virtiofs}`,
+      '-device', 'vhost-user-fs-device,chardev=workspace,tag=workspace',
+    );
+  }
+  return args;
+}
+
+function tail(child: ChildProcess): () => string {
+  let text = '';
+  child.stderr?.on('data', (c: Buffer) => {
+    text = (text + c.toString('utf8')).slice(-STDERR_TAIL);
+  });
+  return () => text.trim();
+}
+
+function spawnTied(paths: QemuPaths, command: string, args: readonly string[]): ChildProcess {
+  const [file, argv] = paths.setpriv ? [paths.setpriv, ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, [...args]];
+  return spawn(file, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function exitOf(child: ChildProcess, stderr: () => string): Promise<VmExit> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve({ code: child.exitCode, signal: child.signalCode, stderr: stderr() });
+    child.once('exit', (code, signal) => resolve({ code, signal, stderr: stderr() }));
+    child.once('error', (err) => resolve({ code: null, signal: null, stderr: `${stderr()}\n${err.message}`.trim() }));
+  });
+}
+
+async function waitForFile(path: string, timeoutMs: number, gone: Promise<unknown>): Promise<boolean> {
+  let ended = false;
+  void gone.then(() => (ended = true));
+  const until = performance.now() + timeoutMs;
+  while (performance.now() < until && !ended) {
+    if (existsSync(path)) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return existsSync(path);
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<VmExit>, graceMs: number): Promise<VmExit> {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const exit = await exited;
+  clearTimeout(timer);
+  return exit;
+}
+
+export class QemuBackend implements VmBackend {
+  readonly name = 'qemu';
+
+  constructor(
+    private readonly paths: QemuPaths,
+    private readonly accelerator: AcceleratorChoice = probeAccelerator(),
+  ) {}
+
+  async launch(spec: LaunchSpec): Promise<VmInstance> {
+    ensurePrivateDir(spec.runDir);
+    if (spec.workspace && !this.paths.virtiofsd) throw new Error('virtiofsd was not found (it ships in qemu-system-common as /usr/lib/qemu/virtiofsd); install qemu-system-x86');
+    const sockets = socketsIn(spec.runDir, spec.workspace !== undefined);
+    const helpers: { child: ChildProcess; exited: Promise<VmExit> }[] = [];
+    if (spec.workspace && sockets.virtiofs) {
+      // chroot sandboxing needs root; elsewhere virtiofsd confines itself with namespaces.
+      const sandbox = process.getuid?.() === 0 ? 'chroot' : 'namespace';
+      const child = spawnTied(this.paths, this.paths.virtiofsd!, [`--socket-path=${sockets.virtiofs}`, '-o', `source=${spec.workspace}`, '-o', 'cache=auto', '-o', `sandbox=${sandbox}`]);
+      const stderr = tail(child);
+      const exited = exitOf(child, stderr);
+      helpers.push({ child, exited });
+      if (!(await waitForFile(sockets.virtiofs, 5000, exited))) {
+        child.kill('SIGKILL');
+        const exit = await exited;
+        throw new Error(`virtiofsd did not start: ${exit.stderr || `exit ${exit.code ?? exit.signal}`}`);
+      }
+    }
+    const qemu = spawnTied(this.paths, this.paths.qemu, qemuArgs(spec, this.accelerator, sockets, tscKhz()));
+    const qemuStderr = tail(qemu);
+    const qemuExited = exitOf(qemu, qemuStderr);
+    const pids = [qemu.pid, ...helpers.map((h) => h.child.pid)].filter((p): p is number => p !== undefined);
+    writeFileSync(join(spec.runDir, 'pids.json'), JSON.stringify({ pids, runDir: spec.runDir }), { mode: 0o600 });
+    const exited = qemuExited.then(async (exit) => {
+      for (const h of helpers) await stopChild(h.child, h.exited, 1000);
+      return exit;
+    });
+    const accelerator = this.accelerator;
+    return {
+      accelerator,
+      pids,
+      exited,
+      async connectAgentPort(timeoutMs: number): Promise<Socket> {
+        let ended = false;
+        void qemuExited.then(() => (ended = true));
+        const until = performance.now() + timeoutMs;
+        let last: Error | null = null;
+        while (performance.now() < until && !ended) {
+          try {
+            return await new Promise<Socket>((resolve, reject) => {
+              const socket = createConnection(sockets.agentPort);
+              socket.once('connect', () => resolve(socket));
+              socket.once('error', reject);
+            });
+          } catch (err) {
+            last = err as Error;
+            await new Promise((r) => setTimeout(r, 10));
+          }
+        }
+        if (ended) {
+          const exit = await qemuExited;
+          throw new Error(`QEMU exited before its agent port opened: ${exit.stderr || `exit ${exit.code ?? exit.signal}`}`);
+        }
+        throw new Error(`QEMU's agent port did not open within ${timeoutMs} ms${last ? ` (${last.message})` : ''}`);
+      },
+      kill: async () => {
+        await stopChild(qemu, qemuExited, 2000);
+        return exited;
+      },
+    };
+  }
+}
