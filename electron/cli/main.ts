@@ -4,10 +4,11 @@ import { checkCommand } from './checkCommand.ts';
 import { UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { listCommand } from './listCommand.ts';
+import { ownerCommand } from './ownerCommand.ts';
 import { recordCommand } from './recordCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
 
-const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, recordCommand, apiCommand, devCommand];
+const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, apiCommand, devCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

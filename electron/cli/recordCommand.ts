@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { basename } from 'node:path';
 import { constants } from 'node:os';
+import { withOwnership } from '../owner/ownership.ts';
 import { startRecording } from '../proxy/recordingSession.ts';
-import { parseCommandArgs, UsageError, type Command } from './context.ts';
+import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 
 export const recordCommand: Command = {
   name: 'record',
@@ -27,24 +28,32 @@ Settings for tests and corporate setups:
     }
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
     if (command.length === 0) throw new UsageError('record needs a command after -- (see capsem record --help)');
-    const recording = await startRecording(ctx.home, { name: (values.name as string | undefined) ?? null, command, origin: { processName: basename(command[0]!) } });
-    const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
-    ctx.err(`capsem record: session ${label}; proxy ${recording.proxy.url}. No sandbox: ${command[0]} runs directly on this machine.`);
-    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
-    const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    const code = await new Promise<number>((resolve) => {
-      child.on('error', (err) => {
-        ctx.err(`capsem: cannot run ${command[0]}: ${err.message}`);
-        resolve(127);
-      });
-      child.on('exit', (exitCode, signal) => resolve(exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
-    });
-    process.off('SIGINT', forward);
-    process.off('SIGTERM', forward);
-    await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
-    ctx.err(`capsem record: ${recording.writer.stats.committed} rows recorded in session ${label}`);
-    return code;
+    // The program must run here, in the caller's terminal and environment, whoever owns
+    // CAPSEM_HOME; so with a live owner this is a plain client, and with none it owns meanwhile.
+    const name = (values.name as string | undefined) ?? null;
+    const recordHere = (): Promise<number> => recordLocally(ctx, name, command);
+    return withOwnership(ctx.home, { kind: 'cli', command: `capsem record -- ${command.join(' ')}` }, recordHere, recordHere, { onNote: (text) => ctx.err(`capsem: ${text}`) });
   },
 };
+
+async function recordLocally(ctx: CliContext, name: string | null, command: readonly string[]): Promise<number> {
+  const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) } });
+  const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
+  ctx.err(`capsem record: session ${label}; proxy ${recording.proxy.url}. No sandbox: ${command[0]} runs directly on this machine.`);
+  const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
+  const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  const code = await new Promise<number>((resolve) => {
+    child.on('error', (err) => {
+      ctx.err(`capsem: cannot run ${command[0]}: ${err.message}`);
+      resolve(127);
+    });
+    child.on('exit', (exitCode, signal) => resolve(exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
+  });
+  process.off('SIGINT', forward);
+  process.off('SIGTERM', forward);
+  await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
+  ctx.err(`capsem record: ${recording.writer.stats.committed} rows recorded in session ${label}`);
+  return code;
+}

@@ -1,0 +1,75 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readOwnerLock } from '../../electron/owner/ownerLock.ts';
+import { becomeOwner } from '../../electron/owner/ownership.ts';
+import { runCapsem, runCapsemAsync } from '../helpers/runCapsem.ts';
+import { spawnOwnerChild } from '../helpers/spawnOwnerChild.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+const home = tempHome();
+afterAll(() => home.remove());
+
+describe('capsem owner', () => {
+  it('says no owner runs in a fresh home, as text and JSON, and has --help', () => {
+    const text = runCapsem(home.root, ['owner']);
+    expect(text).toMatchObject({ code: 0, stdout: 'no owner running\n', stderr: '' });
+    expect(JSON.parse(runCapsem(home.root, ['owner', '--json']).stdout)).toEqual({ owner: null, socket: `${home.root}/run/control.sock` });
+    expect(runCapsem(home.root, ['owner', '--help']).stdout).toMatch(/^capsem owner/);
+    const extra = runCapsem(home.root, ['owner', 'now']);
+    expect(extra.code).toBe(2);
+    expect(extra.stderr.trim()).toBe('capsem: owner takes no arguments (see capsem owner --help)');
+  });
+
+  it('names a running owner, and `capsem record` then records as its client without taking the lock', async () => {
+    const owner = await becomeOwner(home, { kind: 'app', command: 'Capsem Desktop' });
+    if ('holder' in owner) throw new Error('home already owned');
+    try {
+      const status = await runCapsemAsync(home.root, ['owner']);
+      expect(status.code).toBe(0);
+      expect(status.stdout).toMatch(new RegExp(`^owner: +pid ${process.pid} \\(app\\)\ncommand: Capsem Desktop\nsince: +${owner.info.startedAt}\nversion: 0\\.1\\.0\n`));
+
+      const recorded = await runCapsemAsync(home.root, ['record', '--name', 'beside-app', '--', process.execPath, '-e', 'console.log("ran here")']);
+      expect(recorded.code, recorded.stderr).toBe(0);
+      expect(recorded.stdout).toBe('ran here\n');
+      expect(recorded.stderr).not.toMatch(/took over|owner/);
+      expect(readOwnerLock(home)?.record?.token).toBe(owner.lock.record.token);
+    } finally {
+      await owner.close();
+    }
+    const [session] = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout);
+    expect(session).toMatchObject({ name: 'beside-app', status: 'stopped' });
+  });
+
+  it('makes `capsem record` the owner for its duration when nobody else is', async () => {
+    // The recorded program asks who owns the home: the record process itself.
+    const recorded = await runCapsemAsync(home.root, ['record', '--', process.execPath, BIN, 'owner', '--json']);
+    expect(recorded.code, recorded.stderr).toBe(0);
+    const { owner } = JSON.parse(recorded.stdout);
+    expect(owner).toMatchObject({ kind: 'cli', command: `capsem record -- ${process.execPath} ${BIN} owner --json`, version: '0.1.0' });
+    expect(owner.pid).not.toBe(process.pid);
+    expect(runCapsem(home.root, ['owner']).stdout).toBe('no owner running\n');
+  });
+
+  it('takes over from a killed owner and says so', async () => {
+    const dead = spawnOwnerChild(home.root, 'lock');
+    await dead.firstLine;
+    dead.process.kill('SIGKILL');
+    await dead.done;
+    expect(runCapsem(home.root, ['owner']).stdout).toBe('no owner running\n');
+    const recorded = await runCapsemAsync(home.root, ['record', '--', process.execPath, '-e', '0']);
+    expect(recorded.code).toBe(0);
+    expect(recorded.stderr).toMatch(new RegExp(`^capsem: took over ${home.root} from pid ${dead.process.pid} \\(ownerChild lock\\), which is no longer running$`, 'm'));
+  });
+
+  it('reports a live lock holder that does not answer as an error', async () => {
+    const stuck = spawnOwnerChild(home.root, 'lock');
+    await stuck.firstLine;
+    const status = runCapsem(home.root, ['owner']);
+    stuck.process.kill('SIGKILL');
+    await stuck.done;
+    expect(status.code).toBe(1);
+    expect(status.stdout).toBe('');
+    expect(status.stderr.trim()).toBe(`capsem: pid ${stuck.process.pid} (ownerChild lock) holds the owner lock but does not answer on ${home.root}/run/control.sock`);
+  });
+});
