@@ -24,6 +24,8 @@ export interface RecordingOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly origin?: ConnectionOrigin;
   readonly bodyCap?: number;
+  /** How the session runs: 'record' (a local command, no sandbox) or 'vm'. */
+  readonly mode?: 'record' | 'vm';
 }
 
 export interface Recording {
@@ -32,8 +34,8 @@ export interface Recording {
   readonly writer: SessionWriter;
   /** The environment for the recorded program: proxy, CA trust and the session id. */
   readonly childEnv: NodeJS.ProcessEnv;
-  /** Stops the proxy, commits every row, and rolls the session up into main.db. */
-  stop(end: { status: 'stopped' | 'crashed'; reason?: string }): Promise<void>;
+  /** Stops the proxy, commits every row (and `meta` into session_meta), and rolls the session up into main.db. */
+  stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<void>;
 }
 
 export async function startRecording(home: CapsemHome, options: RecordingOptions): Promise<Recording> {
@@ -47,13 +49,13 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const mainDb = openMainDb(home);
   let session: SessionRecord;
   try {
-    session = registerSession(mainDb, { name: options.name ?? null, mode: 'record', command: options.command.join(' ') });
+    session = registerSession(mainDb, { name: options.name ?? null, mode: options.mode ?? 'record', command: options.command.join(' ') });
   } finally {
     mainDb.close();
   }
   const paths = sessionPaths(home, session.id as SessionId);
   ensurePrivateDir(paths.dir);
-  const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: 'record' });
+  const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' });
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const recorder = new ExchangeRecorder(writer, bodyCap);
   const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), defaultOrigin: options.origin });
@@ -86,7 +88,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
         stopWatching();
         await proxy.close();
         await recorder.settled();
-        await writer.close({ recorder_failed: String(recorder.failures), ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}) });
+        await writer.close({ ...end.meta, recorder_failed: String(recorder.failures), ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}) });
         const db = openMainDb(home);
         try {
           rollUpSession(home, db, session.id as SessionId, { status: end.status, reason: end.reason ?? null });

@@ -1,0 +1,323 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SessionId } from '../contract/ids.ts';
+import { caFiles } from '../proxy/certificateAuthority.ts';
+import { startRecording, type Recording } from '../proxy/recordingSession.ts';
+import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
+import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
+import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
+import { PtyTranscript } from './ptyTranscript.ts';
+
+// One VM per session, supervised: boot (with a timeout), heartbeat, crash detection, orderly stop,
+// and the session's recording around it. The guest's connections reach the recording proxy over
+// the agent's port; its file changes become fs_events, its commands exec_events, its terminal a
+// transcript in the session folder, its console serial.log.
+
+export const GUEST_PROXY_PORT = 3128;
+const PREVIEW = 256;
+
+/** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
+export interface BootPlan {
+  readonly kernel: string;
+  readonly initrd: string;
+  readonly cmdline: string;
+  readonly disks: readonly DiskSpec[];
+  /** Environment for every process the agent starts (CA bundle paths, for example). */
+  readonly guestEnv: Readonly<Record<string, string>>;
+  /** Where the agent sees the workspace: /workspace in a VM. */
+  readonly guestWorkspace: string;
+  /** The agent's proxy listener inside the guest; GUEST_PROXY_PORT unless the guest shares a network. */
+  readonly guestProxyPort?: number;
+}
+
+export interface VmSessionOptions {
+  readonly home: CapsemHome;
+  readonly name?: string | null;
+  /** What the session is for, as the registry shows it. */
+  readonly command: readonly string[];
+  readonly backend: VmBackend;
+  readonly plan: (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
+  /** The host's environment: CAPSEM_RESOLVE and CAPSEM_UPSTREAM_CA_FILE apply to the session's proxy. */
+  readonly hostEnv?: NodeJS.ProcessEnv;
+  readonly memoryMiB?: number;
+  readonly bootTimeoutMs?: number;
+  readonly heartbeatMs?: number;
+  /** Progress lines while booting ("booting (TCG: ...)", "ready in 3.1 s"). */
+  readonly onStatus?: (line: string) => void;
+}
+
+export interface SessionEnd {
+  readonly status: 'stopped' | 'crashed';
+  readonly reason: string | null;
+}
+
+export interface ExecOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  readonly stdin?: boolean;
+}
+
+export interface ExecResult extends ExitStatus {
+  readonly stdoutBytes: number;
+  readonly stderrBytes: number;
+  readonly durationMs: number;
+}
+
+export interface PtyAttachment {
+  readonly stream: MuxStream;
+  resize(cols: number, rows: number): void;
+}
+
+export class BootError extends Error {
+  override name = 'BootError';
+}
+
+function serialTail(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** Bytes counted, and the first few kept as text, of one output stream. */
+class OutputTap {
+  bytes = 0;
+  private kept: Buffer[] = [];
+  private keptBytes = 0;
+
+  push(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    if (this.keptBytes < PREVIEW * 4) {
+      this.kept.push(chunk);
+      this.keptBytes += chunk.length;
+    }
+  }
+
+  preview(): string | null {
+    return this.bytes === 0 ? null : Buffer.concat(this.kept).toString('utf8').slice(0, PREVIEW);
+  }
+}
+
+export class VmSession {
+  private state: 'running' | 'stopping' | 'ended' = 'running';
+  private heartbeat: NodeJS.Timeout | null = null;
+  private missedPings = 0;
+  private pty: { stream: MuxStream; transcript: PtyTranscript } | null = null;
+  private endResolve!: (end: SessionEnd) => void;
+  /** Resolves once the session has ended and been rolled up, however it ended. */
+  readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
+  private ending: Promise<SessionEnd> | null = null;
+
+  private constructor(
+    readonly recording: Recording,
+    readonly paths: SessionPaths,
+    private readonly vm: VmInstance,
+    private readonly mux: AgentMux,
+    private readonly runDir: string,
+    readonly boot: Readonly<Record<string, string>>,
+    private readonly options: VmSessionOptions,
+  ) {}
+
+  get id(): SessionId {
+    return this.recording.session.id as SessionId;
+  }
+
+  get name(): string | null {
+    return this.recording.session.name;
+  }
+
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  static async start(options: VmSessionOptions): Promise<VmSession> {
+    const status = options.onStatus ?? (() => {});
+    const recording = await startRecording(options.home, { name: options.name ?? null, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' });
+    const paths = sessionPaths(options.home, recording.session.id as SessionId);
+    const runDir = join(options.home.runDir, 'vms', recording.session.id);
+    let vm: VmInstance | null = null;
+    try {
+      ensurePrivateDir(paths.workspaceDir);
+      const plan = await options.plan(paths, caFiles(options.home).certPath);
+      const t0 = performance.now();
+      vm = await options.backend.launch({
+        kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+        memoryMiB: options.memoryMiB ?? 1024, cpus: 1, runDir, serialLog: paths.serialLogPath,
+      });
+      status(`booting the VM (${vm.accelerator.reason})`);
+      const bootTimeout = options.bootTimeoutMs ?? (vm.accelerator.accel === 'tcg' ? 90_000 : 30_000);
+      const port = await vm.connectAgentPort(10_000);
+      const mux = new AgentMux(port);
+      mux.on('error', () => {});
+      const launched = vm;
+      const hello = await Promise.race([mux.handshake(bootTimeout), launched.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths)))]);
+      const helloMs = performance.now() - t0;
+      const ready = mux.nextControl('ready', 30_000);
+      mux.control({
+        type: 'config', time_ms: Date.now(), hostname: 'capsem', workspace: plan.guestWorkspace, proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
+        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...plan.guestEnv },
+      });
+      const readyMessage = await Promise.race([ready, launched.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
+      const readyMs = performance.now() - t0;
+      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, vm.accelerator.accel);
+      status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
+      const session = new VmSession(recording, paths, vm, mux, runDir, boot, options);
+      session.watch();
+      return session;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (vm) await vm.kill();
+      rmSync(runDir, { recursive: true, force: true });
+      await recording.stop({ status: 'crashed', reason: `boot failed: ${reason}` });
+      const tail = serialTail(paths.serialLogPath);
+      throw new BootError(`the VM did not boot: ${reason}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
+    }
+  }
+
+  /** Runs one command in the guest; its outcome becomes an exec_events row. */
+  exec(argv: readonly string[], options: ExecOptions = {}): { stream: MuxStream; result: Promise<ExecResult> } {
+    const started = new Date();
+    const t0 = performance.now();
+    const stream = this.mux.open({ kind: 'exec', argv, env: options.env, cwd: options.cwd, stdin: options.stdin ?? false });
+    if (!options.stdin) stream.end();
+    const out = new OutputTap();
+    const err = new OutputTap();
+    stream.on('data', (c: Buffer) => out.push(c));
+    stream.stderr.on('data', (c: Buffer) => err.push(c));
+    const result = new Promise<ExecResult>((resolve, reject) => {
+      let settled = false;
+      const finish = (status: ExitStatus | null, failure: Error | null): void => {
+        if (settled) return;
+        settled = true;
+        const durationMs = Math.round(performance.now() - t0);
+        this.recordExec(argv, options.cwd, started, status, durationMs, out, err, failure);
+        if (status) resolve({ ...status, stdoutBytes: out.bytes, stderrBytes: err.bytes, durationMs });
+        else reject(failure ?? new Error('the command ended without an exit status'));
+      };
+      stream.on('end', () => finish(stream.exitStatus, null));
+      stream.on('error', (e) => finish(stream.exitStatus, e));
+      stream.on('close', () => finish(stream.exitStatus, stream.exitStatus ? null : new Error(stream.resetReason ?? 'the VM ended before the command did')));
+    });
+    return { stream, result };
+  }
+
+  /** Attaches to the guest's login shell (started on first attach); output is kept for replay. */
+  attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
+    this.pty?.transcript.close();
+    const stream = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term });
+    const transcript = new PtyTranscript(this.paths.ptyLogPath, size, term);
+    this.pty = { stream, transcript };
+    stream.on('data', (c: Buffer) => transcript.output(c));
+    stream.on('close', () => {
+      if (this.pty?.stream === stream) {
+        transcript.close();
+        this.pty = null;
+      }
+    });
+    return {
+      stream,
+      resize: (cols, rows) => {
+        transcript.resize(cols, rows);
+        stream.resize(cols, rows);
+      },
+    };
+  }
+
+  /** Orderly stop: the agent syncs and powers off; past `graceMs` the VM is killed. */
+  stop(graceMs = 10_000): Promise<SessionEnd> {
+    if (this.state !== 'running') return this.ending ?? this.ended;
+    this.state = 'stopping';
+    this.ending = (async () => {
+      this.mux.control({ type: 'shutdown' });
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
+      if ((await Promise.race([this.vm.exited, timer])) === 'timeout') await this.vm.kill();
+      return this.finish({ status: 'stopped', reason: null });
+    })();
+    return this.ending;
+  }
+
+  private watch(): void {
+    this.mux.on('stream', (stream) => {
+      const meta = stream.meta.kind === 'net' ? stream.meta : null;
+      this.recording.proxy.adopt(stream, { processName: meta?.process ?? undefined, pid: meta?.pid ?? undefined });
+    });
+    this.mux.on('fs', (changes) => this.recordFs(changes));
+    void this.vm.exited.then((exit) => {
+      if (this.state === 'running') void this.crash(describeExit('QEMU exited', exit));
+    });
+    this.mux.on('close', () => {
+      // QEMU ending closes the port too; give its exit a moment to be the reason given.
+      if (this.state === 'running') setTimeout(() => this.state === 'running' && void this.crash('the agent connection closed'), 500).unref();
+    });
+    const every = this.options.heartbeatMs ?? 2000;
+    this.heartbeat = setInterval(() => {
+      this.mux.ping(Math.max(every * 2, 5000)).then(
+        () => (this.missedPings = 0),
+        () => {
+          this.missedPings += 1;
+          if (this.missedPings >= 3 && this.state === 'running') void this.crash(`the guest agent stopped answering (${this.missedPings} heartbeats missed)`);
+        },
+      );
+    }, every);
+    this.heartbeat.unref();
+  }
+
+  private async crash(reason: string): Promise<SessionEnd> {
+    if (this.state !== 'running') return this.ending ?? this.ended;
+    this.state = 'stopping';
+    this.ending = (async () => {
+      await this.vm.kill();
+      return this.finish({ status: 'crashed', reason });
+    })();
+    return this.ending;
+  }
+
+  private async finish(end: SessionEnd): Promise<SessionEnd> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.mux.close();
+    this.pty?.transcript.close();
+    this.pty = null;
+    rmSync(this.runDir, { recursive: true, force: true });
+    await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
+    this.state = 'ended';
+    this.endResolve(end);
+    return end;
+  }
+
+  private recordFs(changes: readonly FsChange[]): void {
+    for (const change of changes) {
+      this.recording.writer.append('fs_events', { timestamp: new Date(change.ts_ms).toISOString(), action: change.action, path: change.path, size: change.size });
+    }
+  }
+
+  private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: OutputTap, err: OutputTap, failure: Error | null): void {
+    if (this.state === 'ended') return;
+    this.recording.writer.append('exec_events', {
+      timestamp: started.toISOString(), argv: JSON.stringify(argv), cwd: cwd ?? null, exit_code: status?.code ?? null, signal: status?.signal ?? null,
+      duration_ms: durationMs, stdout_bytes: out.bytes, stderr_bytes: err.bytes, stdout_preview: out.preview(), stderr_preview: err.preview(),
+      error_message: failure?.message ?? null,
+    });
+  }
+}
+
+function describeExit(what: string, exit: VmExit): string {
+  const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+  return `${what} (${how})${exit.stderr ? `: ${exit.stderr.split('\n').slice(-3).join(' ')}` : ''}`;
+}
+
+function vmExitError(when: string, exit: VmExit, paths: SessionPaths): Error {
+  return new Error(`${describeExit(`QEMU exited ${when}`, exit)}; see ${paths.serialLogPath}`);
+}
+
+function bootFigures(ready: ControlMessage, helloMs: number, readyMs: number, agent: string | undefined, accel: string): Record<string, string> {
+  const stages = typeof ready.stages === 'object' && ready.stages !== null ? (ready.stages as Record<string, unknown>) : {};
+  const figures: Record<string, string> = {
+    vm_accelerator: accel,
+    vm_agent: agent ?? '',
+    vm_boot_hello_ms: helloMs.toFixed(0),
+    vm_boot_ready_ms: readyMs.toFixed(0),
+  };
+  for (const [stage, ms] of Object.entries(stages)) if (typeof ms === 'number') figures[`vm_boot_${stage}`] = String(ms);
+  return figures;
+}

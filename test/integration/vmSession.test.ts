@@ -1,0 +1,178 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer, type Server } from 'node:https';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asSessionId } from '../../electron/contract/ids.ts';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import { getSession } from '../../electron/store/registry.ts';
+import { readTranscript } from '../../electron/vm/ptyTranscript.ts';
+import { VmSession, type VmSessionOptions } from '../../electron/vm/vmSession.ts';
+import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+// The supervisor with the real guest agent, run as a host process (no VM): exec, the terminal,
+// connections handed to the recording proxy with their process, file events, crash and stop.
+// The same paths in a real VM are in vmBoot.test.ts.
+
+const missing = buildAgent();
+const home = tempHome();
+const HOST = 'api.upstream.test';
+let upstream: Server;
+let upstreamCaFile: string;
+let upPort = 0;
+
+async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function start(name: string | null = null): Promise<{ session: VmSession; backend: HostAgentBackend }> {
+  const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(workspace, { recursive: true });
+  const backend = new HostAgentBackend(workspace);
+  const proxyPort = await freePort();
+  const options: VmSessionOptions = {
+    home,
+    name,
+    command: ['test'],
+    backend,
+    hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
+    heartbeatMs: 200,
+    plan: async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+  };
+  return { session: await VmSession.start(options), backend };
+}
+
+function rows<T>(session: VmSession, sql: string): T[] {
+  const db = new Database(session.paths.dbPath, { readonly: true });
+  try {
+    return db.prepare(sql).all() as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function output(session: VmSession, argv: string[]): Promise<{ out: string; err: string; code: number | null }> {
+  const { stream, result } = session.exec(argv);
+  let out = '';
+  let err = '';
+  stream.on('data', (c: Buffer) => (out += c.toString()));
+  stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const r = await result;
+  return { out, err, code: r.code };
+}
+
+describe.skipIf(missing !== null)(`VM session supervisor with the real agent${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  beforeAll(async () => {
+    const upHome = tempHome();
+    const ca = await CertificateAuthority.load(upHome);
+    const leaf = await ca.issueLeaf(HOST);
+    upstreamCaFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(upstreamCaFile, ca.certPem);
+    upstream = createHttpsServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ hello: req.url }));
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upPort = (upstream.address() as AddressInfo).port;
+    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.test'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
+  });
+  afterAll(() => {
+    upstream?.close();
+    home.remove();
+  });
+
+  it('runs a command: its output, its exit code, and an exec_events row', async () => {
+    const { session } = await start();
+    const r = await output(session, ['sh', '-c', 'echo out; echo err >&2; exit 7']);
+    expect(r).toEqual({ out: 'out\n', err: 'err\n', code: 7 });
+    await session.stop();
+    const [row] = rows<{ argv: string; exit_code: number; stdout_preview: string; stderr_bytes: number }>(session, 'SELECT * FROM exec_events');
+    expect(row).toMatchObject({ argv: JSON.stringify(['sh', '-c', 'echo out; echo err >&2; exit 7']), exit_code: 7, stdout_preview: 'out\n', stderr_bytes: 4 });
+  });
+
+  it('carries a guest curl through the recording proxy, tagged with its process, and refuses a denied domain', async () => {
+    const { session } = await start();
+    const ok = await output(session, ['curl', '-sS', `https://${HOST}/v1/ping`]);
+    expect(ok.out).toBe(JSON.stringify({ hello: '/v1/ping' }));
+    const denied = await output(session, ['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.test/x']);
+    expect(denied.out).toBe('403');
+    await session.stop();
+    const net = rows<{ domain: string; process_name: string; pid: number; status_code: number; decision: string; matched_rule: string }>(session, 'SELECT domain, process_name, pid, status_code, decision, matched_rule FROM net_events ORDER BY seq');
+    expect(net).toEqual([
+      expect.objectContaining({ domain: HOST, process_name: 'curl', status_code: 200, decision: 'allowed' }),
+      expect.objectContaining({ domain: 'blocked.test', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' }),
+    ]);
+    expect(net[0]!.pid).toBeGreaterThan(1);
+  });
+
+  it('records workspace changes as fs_events: created, modified, deleted', async () => {
+    const { session } = await start();
+    const settle = () => new Promise((r) => setTimeout(r, 400));
+    await output(session, ['sh', '-c', 'mkdir -p src && printf hello > src/a.txt']);
+    await settle();
+    await output(session, ['sh', '-c', 'printf more >> src/a.txt']);
+    await settle();
+    await output(session, ['rm', 'src/a.txt']);
+    await settle();
+    await session.stop();
+    const events = rows<{ action: string; path: string; size: number | null }>(session, "SELECT action, path, size FROM fs_events WHERE path = 'src/a.txt' ORDER BY seq");
+    expect(events).toEqual([
+      { action: 'created', path: 'src/a.txt', size: 5 },
+      { action: 'modified', path: 'src/a.txt', size: 9 },
+      { action: 'deleted', path: 'src/a.txt', size: null },
+    ]);
+  });
+
+  it('gives a terminal that echoes input and follows a resize, and keeps a transcript for replay', async () => {
+    const { session } = await start();
+    const pty = session.attachPty({ cols: 100, rows: 30 });
+    let seen = '';
+    pty.stream.on('data', (c: Buffer) => (seen += c.toString()));
+    const waitFor = async (text: string) => {
+      const until = Date.now() + 5000;
+      while (!seen.includes(text) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toContain(text);
+    };
+    pty.stream.write('echo hi-$((6*7))\n');
+    await waitFor('hi-42');
+    pty.resize(132, 43);
+    pty.stream.write('stty size\n');
+    await waitFor('43 132');
+    await session.stop();
+    const { header, events } = readTranscript(session.paths.ptyLogPath);
+    expect(header).toMatchObject({ version: 2, width: 100, height: 30 });
+    expect(events.some(([, code, data]) => code === 'o' && data.includes('hi-42'))).toBe(true);
+    expect(events).toContainEqual([expect.any(Number), 'r', '132x43']);
+  });
+
+  it('marks the session crashed and rolls it up when the agent dies, keeping the reason', async () => {
+    const { session, backend } = await start('crashy');
+    await output(session, ['true']);
+    process.kill(backend.pid!, 'SIGKILL');
+    const end = await session.ended;
+    expect(end.status).toBe('crashed');
+    expect(end.reason).toMatch(/QEMU exited \(killed by SIGKILL\)|agent connection closed/);
+    const db = openMainDb(home);
+    const record = getSession(db, asSessionId(session.id));
+    db.close();
+    expect(record).toMatchObject({ status: 'crashed', name: 'crashy' });
+    expect(record!.statusReason).toBe(end.reason);
+    expect(readFileSync(session.paths.dbPath).length).toBeGreaterThan(0);
+  });
+
+  it('stops in order: the agent is told to shut down and the session is stopped, with boot figures kept', async () => {
+    const { session } = await start();
+    const end = await session.stop();
+    expect(end).toEqual({ status: 'stopped', reason: null });
+    const meta = Object.fromEntries(rows<{ key: string; value: string }>(session, "SELECT key, value FROM session_meta WHERE key LIKE 'vm_%'").map((r) => [r.key, r.value]));
+    expect(meta.vm_agent).toBe('capsem-agent 0.1.0');
+    expect(Number(meta.vm_boot_ready_ms)).toBeGreaterThan(0);
+  });
+});
