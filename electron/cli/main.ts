@@ -3,12 +3,18 @@ import { apiCommand } from './apiCommand.ts';
 import { checkCommand } from './checkCommand.ts';
 import { UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
+import { doctorCommand } from './doctorCommand.ts';
 import { listCommand } from './listCommand.ts';
 import { ownerCommand } from './ownerCommand.ts';
 import { recordCommand } from './recordCommand.ts';
+import { runCommand } from './runCommand.ts';
+import { shellCommand } from './shellCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
+import { stopCommand } from './stopCommand.ts';
 
-const COMMANDS: readonly Command[] = [listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, apiCommand, devCommand];
+const COMMANDS: readonly Command[] = [
+  runCommand, shellCommand, stopCommand, listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
+];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -8,6 +8,8 @@ import type { AcceleratorChoice } from './accel.ts';
 export interface DiskSpec {
   readonly path: string;
   readonly readOnly: boolean;
+  /** A serial the guest finds the disk by (device names follow probe order, not this list's). */
+  readonly serial?: string;
 }
 
 export interface LaunchSpec {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ensurePrivateDir } from '../store/paths.ts';
@@ -66,7 +66,7 @@ export function qemuArgs(spec: LaunchSpec, accel: AcceleratorChoice, sockets: Qe
     '-device', `virtserialport,bus=vser0.0,chardev=agent,name=${AGENT_PORT_NAME}`,
   ];
   spec.disks.forEach((disk, i) => {
-    args.push('-drive', `id=disk${i},file=${disk.path},format=raw,if=none${disk.readOnly ? ',readonly=on' : ''}`, '-device', `virtio-blk-device,drive=disk${i}`);
+    args.push('-drive', `id=disk${i},file=${disk.path},format=raw,if=none${disk.readOnly ? ',readonly=on' : ''}`, '-device', `virtio-blk-device,drive=disk${i}${disk.serial ? `,serial=${disk.serial}` : ''}`);
   });
   if (sockets.virtiofs) {
     args.push(
@@ -128,6 +128,9 @@ export class QemuBackend implements VmBackend {
 
   async launch(spec: LaunchSpec): Promise<VmInstance> {
     ensurePrivateDir(spec.runDir);
+    // QEMU creates the console log with the umask's mode; the guest's console is the session's data.
+    closeSync(openSync(spec.serialLog, 'a', 0o600));
+    chmodSync(spec.serialLog, 0o600);
     if (spec.workspace && !this.paths.virtiofsd) throw new Error('virtiofsd was not found (it ships in qemu-system-common as /usr/lib/qemu/virtiofsd); install qemu-system-x86');
     const sockets = socketsIn(spec.runDir, spec.workspace !== undefined);
     const helpers: { child: ChildProcess; exited: Promise<VmExit> }[] = [];

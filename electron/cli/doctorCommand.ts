@@ -1,0 +1,115 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { DEFAULT_API_PORT } from '../api/server.ts';
+import { findOwner } from '../owner/ownership.ts';
+import type { CapsemHome } from '../store/paths.ts';
+import { probeAccelerator } from '../vm/accel.ts';
+import { findHostKernel } from '../vm/guestImage.ts';
+import { findQemu } from '../vm/qemuBackend.ts';
+import { parseCommandArgs, type Command } from './context.ts';
+
+// What running VMs needs on this machine, checked one by one, each problem with the exact fix.
+
+type Level = 'ok' | 'warn' | 'fail';
+
+export interface Finding {
+  readonly check: string;
+  readonly level: Level;
+  readonly detail: string;
+  readonly fix?: string;
+}
+
+const APT = 'apt-get install -y --no-install-recommends';
+
+function tool(name: string): string | null {
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : null;
+}
+
+function version(command: string, args: string[]): string {
+  const out = spawnSync(command, args, { encoding: 'utf8' });
+  return (out.stdout ?? '').split('\n')[0]?.trim() ?? '';
+}
+
+async function portFree(port: number): Promise<boolean> {
+  const server = createServer();
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+function cachedImages(root: string, kind: string): string[] {
+  const dir = join(root, 'images');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((name) => name.startsWith(`${kind}-`) && existsSync(join(dir, name, 'manifest.json')));
+}
+
+export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  const add = (f: Finding): void => void findings.push(f);
+  const qemu = findQemu(env);
+  if (qemu) add({ check: 'qemu', level: 'ok', detail: `${qemu.qemu} (${version(qemu.qemu, ['--version'])})` });
+  else add({ check: 'qemu', level: 'fail', detail: 'qemu-system-x86_64 is not installed', fix: `${APT} qemu-system-x86` });
+  if (qemu?.virtiofsd) add({ check: 'virtiofsd', level: 'ok', detail: qemu.virtiofsd });
+  else add({ check: 'virtiofsd', level: 'fail', detail: 'virtiofsd (shares the workspace) was not found', fix: `${APT} qemu-system-x86 (it ships /usr/lib/qemu/virtiofsd)` });
+  if (qemu?.setpriv) add({ check: 'setpriv', level: 'ok', detail: 'VM processes die with the app even if it is killed' });
+  else add({ check: 'setpriv', level: 'warn', detail: 'without setpriv a killed app leaves its VMs running until the next start cleans them up', fix: `${APT} util-linux` });
+  const accel = probeAccelerator();
+  add({ check: 'accelerator', level: accel.accel === 'kvm' ? 'ok' : 'warn', detail: accel.reason, ...(accel.accel === 'tcg' ? { fix: 'on a machine with VT-x/AMD-V: enable virtualisation in the firmware and give this user /dev/kvm (usermod -aG kvm $USER)' } : {}) });
+  try {
+    const kernel = findHostKernel();
+    add({ check: 'guest kernel', level: 'ok', detail: `${kernel.path} (${kernel.version})` });
+  } catch (err) {
+    add({ check: 'guest kernel', level: 'fail', detail: (err as Error).message, fix: `${APT} linux-image-cloud-amd64` });
+  }
+  const missing = (names: string[]): string[] => names.filter((n) => !tool(n));
+  const buildTools = missing(['gcc', 'make']);
+  add(buildTools.length === 0 ? { check: 'agent build', level: 'ok', detail: 'gcc and make build the guest agent' } : { check: 'agent build', level: 'fail', detail: `${buildTools.join(', ')} missing: the guest agent cannot be built`, fix: `${APT} build-essential` });
+  const minimalTools = missing(['busybox', 'cpio', 'modinfo']);
+  const minimalBuilt = cachedImages(home.root, 'minimal');
+  if (minimalTools.length > 0) add({ check: 'minimal image', level: 'fail', detail: `cannot be built: ${minimalTools.join(', ')} missing`, fix: `${APT} busybox-static cpio kmod` });
+  else add({ check: 'minimal image', level: 'ok', detail: minimalBuilt.length > 0 ? `built (${minimalBuilt.join(', ')})` : 'not built yet; the first `capsem run --image minimal` builds it (seconds)' });
+  const agentTools = missing(['mmdebstrap', 'mksquashfs', 'mkfs.ext4']);
+  const agentBuilt = cachedImages(home.root, 'agent');
+  if (agentTools.length > 0) add({ check: 'agent image', level: agentBuilt.length > 0 ? 'warn' : 'fail', detail: `cannot be built: ${agentTools.join(', ')} missing`, fix: `${APT} mmdebstrap squashfs-tools e2fsprogs` });
+  else add({ check: 'agent image', level: 'ok', detail: agentBuilt.length > 0 ? `built (${agentBuilt.join(', ')})` : 'not built yet; the first `capsem run` builds it (about 2 minutes, needs root and deb.debian.org)' });
+  const apiPort = DEFAULT_API_PORT;
+  const owner = await findOwner(home);
+  if (owner) {
+    add({ check: 'owner', level: 'ok', detail: `pid ${owner.info.pid} (${owner.info.kind}: ${owner.info.command}) owns ${home.root}; VM commands go through it` });
+    owner.client.close();
+  } else add({ check: 'owner', level: 'ok', detail: `nobody owns ${home.root}; the next VM command becomes its owner` });
+  if (await portFree(apiPort)) add({ check: 'api port', level: 'ok', detail: `127.0.0.1:${apiPort} is free for capsem api` });
+  else add({ check: 'api port', level: 'warn', detail: `127.0.0.1:${apiPort} is taken (capsem api may already run)`, fix: `capsem api --port ${apiPort + 1}, or stop what listens there (ss -ltnp 'sport = :${apiPort}')` });
+  return findings;
+}
+
+export const doctorCommand: Command = {
+  name: 'doctor',
+  summary: 'check what running VMs needs here, with the fix for each problem',
+  usage: `capsem doctor [--json]
+
+Checks QEMU and virtiofsd, KVM (or why TCG is used), the guest kernel, the tools that build the
+guest images and whether they are built, who owns CAPSEM_HOME, and the API port. Each problem
+comes with the command that fixes it. Exits 1 when something needed is missing.`,
+  async run(ctx, argv) {
+    const { values } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
+    if (values.help) {
+      ctx.out(this.usage);
+      return 0;
+    }
+    const findings = await diagnose(ctx.home);
+    if (values.json) ctx.out(JSON.stringify(findings, null, 2));
+    else {
+      const width = Math.max(...findings.map((f) => f.check.length));
+      for (const f of findings) {
+        ctx.out(`${f.level.toUpperCase().padEnd(4)}  ${f.check.padEnd(width)}  ${f.detail}`);
+        if (f.fix) ctx.out(`${' '.repeat(6 + width)}  fix: ${f.fix}`);
+      }
+    }
+    return findings.some((f) => f.level === 'fail') ? 1 : 0;
+  },
+};

@@ -1,0 +1,55 @@
+import { openMainDb } from '../store/mainDb.ts';
+import { parseCommandArgs, UsageError, type Command } from './context.ts';
+import { targetSession } from './sessionTarget.ts';
+import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
+
+export const shellCommand: Command = {
+  name: 'shell',
+  summary: 'an interactive shell in a new VM, or in a running session',
+  usage: `capsem shell [ID|NAME] [--name N] [--image agent|minimal]
+
+With no session named, boots a new session's VM and opens a login shell in it; the VM stops when
+the shell exits. With ID or NAME, attaches to that running session's shell (it keeps running when
+you leave). Everything the shell does is recorded; its terminal is kept for replay.
+
+  --name N         the new session's display name
+  --image KIND     agent (default) or minimal`,
+  async run(ctx, argv) {
+    const { values, positionals } = parseCommandArgs(this, argv, { name: { type: 'string' }, image: { type: 'string' } });
+    if (values.help) {
+      ctx.out(this.usage);
+      return 0;
+    }
+    if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
+    const image = (values.image as string | undefined) ?? 'agent';
+    if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
+    let id: string | undefined;
+    if (positionals[0] !== undefined) {
+      const db = openMainDb(ctx.home);
+      try {
+        id = targetSession(ctx.home, db, positionals[0]).id;
+      } finally {
+        db.close();
+      }
+    }
+    const stdin = process.stdin;
+    const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
+    return throughVmOwner(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), async (client) => {
+      const stream = await client.stream('vm.shell', { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image, ...size() }, { onData: (b) => process.stdout.write(b), onEvent: vmEventPrinter(ctx) });
+      const onInput = (b: Buffer): void => stream.write(b);
+      const onResize = (): void => stream.event({ type: 'resize', ...size() });
+      if (stdin.isTTY) stdin.setRawMode(true);
+      stdin.on('data', onInput);
+      stdin.once('end', () => stream.end());
+      process.stdout.on('resize', onResize);
+      try {
+        return await untilExit(ctx, client, stream.exit);
+      } finally {
+        if (stdin.isTTY) stdin.setRawMode(false);
+        stdin.off('data', onInput);
+        stdin.pause();
+        process.stdout.off('resize', onResize);
+      }
+    });
+  },
+};

@@ -1,0 +1,176 @@
+import { z } from 'zod';
+import type { SessionId } from '../contract/ids.ts';
+import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from '../owner/controlSocket.ts';
+import type { JsonValue } from '../owner/wire.ts';
+import type { CapsemHome } from '../store/paths.ts';
+import type { VmBackend } from './backend.ts';
+import type { ImageKind, ImageProgress } from './guestImage.ts';
+import { imageBootPlan } from './imagePlan.ts';
+import { cleanLeftovers } from './leftovers.ts';
+import { VmSession, type BootPlan } from './vmSession.ts';
+import type { SessionPaths } from '../store/paths.ts';
+
+// The owner's live VMs, keyed by session id, and the control-socket methods that reach them:
+// vm.run (boot, run one command, stream its output, stop), vm.shell (a terminal, on a new
+// session or attached to a live one), vm.stop and vm.list. The CLI uses these methods whether it
+// is the owner or a client, so both take one path.
+
+export type PlanFor = (kind: ImageKind, onProgress: (p: ImageProgress) => void) => (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
+
+export interface VmHostOptions {
+  readonly home: CapsemHome;
+  readonly backend: () => VmBackend;
+  readonly plan?: PlanFor;
+  readonly hostEnv?: NodeJS.ProcessEnv;
+}
+
+const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
+const RunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, argv: z.array(z.string()).min(1) });
+const ShellParams = z.strictObject({
+  id: z.string().optional(),
+  name: z.string().min(1).max(64).nullable().default(null),
+  image: ImageSchema,
+  cols: z.number().int().min(1).max(1000).default(80),
+  rows: z.number().int().min(1).max(1000).default(24),
+});
+const ResizeEvent = z.strictObject({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) });
+const StopParams = z.strictObject({ id: z.string().min(1) });
+
+/** A status line, a stderr chunk (base64) or the session's identity, as stream events; the stream's bytes are stdout. */
+export type RunEvent =
+  | { readonly type: 'status'; readonly line: string }
+  | ({ readonly type: 'progress' } & ImageProgress)
+  | { readonly type: 'stderr'; readonly data: string }
+  | { readonly type: 'session'; readonly id: string; readonly name: string | null };
+
+/** Where a starting session's image progress and boot status go. */
+export interface StartReporter {
+  status(line: string): void;
+  progress(report: ImageProgress): void;
+}
+
+const reporter = (event: (e: RunEvent) => void): StartReporter => ({
+  status: (line) => event({ type: 'status', line }),
+  progress: (report) => event({ type: 'progress', ...report }),
+});
+
+const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
+
+export class VmHost {
+  private readonly sessions = new Map<SessionId, VmSession>();
+  private readonly idleWaiters: (() => void)[] = [];
+
+  /** What the start-up cleanup found from a killed earlier run. */
+  readonly leftovers: ReturnType<typeof cleanLeftovers>;
+
+  constructor(private readonly options: VmHostOptions) {
+    this.leftovers = cleanLeftovers(options.home);
+  }
+
+  get live(): readonly VmSession[] {
+    return [...this.sessions.values()];
+  }
+
+  async start(params: { name: string | null; image: ImageKind; command: readonly string[] }, report: StartReporter): Promise<VmSession> {
+    const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
+    const session = await VmSession.start({
+      home: this.options.home, name: params.name, command: params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+    });
+    this.sessions.set(session.id, session);
+    void session.ended.then(() => {
+      this.sessions.delete(session.id);
+      if (this.sessions.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    });
+    return session;
+  }
+
+  /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
+  idle(): Promise<void> {
+    return this.sessions.size === 0 ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.live.map((s) => s.stop()));
+  }
+
+  methods(): MethodRegistry {
+    return {
+      'vm.list': () => this.live.map((s) => ({ id: s.id, name: s.name })),
+      'vm.stop': defineMethod(StopParams, async ({ id }) => {
+        const session = this.sessions.get(id as SessionId);
+        if (!session) throw new MethodError('not_running', `session ${id} is not running`);
+        const end = await session.stop();
+        return { id, status: end.status };
+      }),
+      'vm.run': defineMethod(RunParams, async (params, call) => {
+        const stream = call.openStream({ onClose: () => void session?.stop() });
+        let session: VmSession | null = null;
+        void this.run(stream, params, (s) => (session = s));
+        return { stream: stream.id };
+      }),
+      'vm.shell': defineMethod(ShellParams, async (params, call) => {
+        const existing = params.id ? this.sessions.get(params.id as SessionId) : undefined;
+        if (params.id && !existing) throw new MethodError('not_running', `session ${params.id} is not running`);
+        let attach: ReturnType<VmSession['attachPty']> | null = null;
+        const stream = call.openStream({
+          onData: (bytes) => attach?.stream.write(bytes),
+          onEvent: (event) => {
+            const resize = ResizeEvent.safeParse(event);
+            if (resize.success) attach?.resize(resize.data.cols, resize.data.rows);
+          },
+          onClose: () => attach?.stream.destroy(),
+        });
+        void this.shell(stream, params, existing, (a) => (attach = a));
+        return { stream: stream.id };
+      }),
+    };
+  }
+
+  private async run(stream: OwnerStream, params: z.output<typeof RunParams>, started: (s: VmSession) => void): Promise<void> {
+    const event = (e: RunEvent): void => stream.event(e as unknown as JsonValue);
+    let session: VmSession;
+    try {
+      session = await this.start({ name: params.name, image: params.image, command: params.argv }, reporter(event));
+    } catch (err) {
+      event(stderrEvent(`capsem: ${(err as Error).message}\n`));
+      return stream.end(125);
+    }
+    started(session);
+    event({ type: 'session', id: session.id, name: session.name });
+    try {
+      const { stream: exec, result } = session.exec(params.argv);
+      exec.on('data', (c: Buffer) => stream.write(c));
+      exec.stderr.on('data', (c: Buffer) => event(stderrEvent(c)));
+      const outcome = await result;
+      await session.stop();
+      stream.end(outcome.code ?? 128);
+    } catch (err) {
+      const end = await session.stop();
+      event(stderrEvent(`capsem: ${(err as Error).message}${end.reason ? ` (${end.reason})` : ''}\n`));
+      stream.end(125);
+    }
+  }
+
+  private async shell(stream: OwnerStream, params: z.output<typeof ShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {
+    const event = (e: RunEvent): void => stream.event(e as unknown as JsonValue);
+    let session = existing;
+    if (!session) {
+      try {
+        session = await this.start({ name: params.name, image: params.image, command: ['shell'] }, reporter(event));
+      } catch (err) {
+        event(stderrEvent(`capsem: ${(err as Error).message}\n`));
+        return stream.end(125);
+      }
+    }
+    event({ type: 'session', id: session.id, name: session.name });
+    const pty = session.attachPty({ cols: params.cols, rows: params.rows });
+    attached(pty);
+    pty.stream.on('data', (c: Buffer) => stream.write(c));
+    let exitCode = 0;
+    pty.stream.on('exit', (status: { code: number | null }) => (exitCode = status.code ?? 128));
+    await new Promise<void>((resolve) => pty.stream.once('close', () => resolve()));
+    // A session started for this shell ends with it; one the shell attached to keeps running.
+    if (!existing) await session.stop();
+    stream.end(exitCode);
+  }
+}
