@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CapsemHome, SessionPaths } from '../store/paths.ts';
 import { agentBinary } from './agentBinary.ts';
-import { createSessionDisk, ensureImage, imageDisks, verifyImage, type ImageKind, type ImageProgress } from './guestImage.ts';
+import { ensureImage, ensureSessionDisk, imageDisks, verifyImage, type ImageKind, type ImageProgress } from './guestImage.ts';
 import type { BootPlan } from './vmSession.ts';
 
 // What a session boots: the cached image of its kind (built on first use, verified by SHA-256
@@ -18,7 +18,7 @@ export function imageBootPlan(home: CapsemHome, kind: ImageKind, onProgress?: (p
     const common = { kernel: image.kernel, initrd: image.initrd, guestEnv: {}, guestWorkspace: '/workspace' };
     if (kind === 'minimal') return { ...common, cmdline: '', disks: [] };
     const disk = join(paths.dir, SESSION_DISK_FILE);
-    await createSessionDisk(disk, { caCertPem: readFileSync(caPemPath, 'utf8') });
+    await ensureSessionDisk(disk, { caCertPem: readFileSync(caPemPath, 'utf8') });
     return { ...common, cmdline: '', disks: imageDisks(image, disk) };
   };
 }

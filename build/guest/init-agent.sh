@@ -1,0 +1,86 @@
+#!/bin/busybox sh
+# /init of the agent image's initramfs: assemble the root from two virtio-blk disks, then
+# switch_root into it with the agent as PID 1.
+#   - serial `capsem-root`:    the image's squashfs, read-only, the overlay's lower layer.
+#   - serial `capsem-session`: the session's ext4 disk, upper/ and work/ of the overlay, plus
+#                              capsem/ca.pem, the app's CA, written by the host when it made the disk.
+# Disks are found by serial rather than by vda/vdb, because the order the kernel names
+# virtio-mmio devices in is not the order they are given on the QEMU command line.
+. /lib/capsem/init-common.sh
+
+find_disk() {
+  for b in /sys/block/vd*; do
+    [ -r "$b/serial" ] || continue
+    read -r serial < "$b/serial"
+    if [ "$serial" = "$1" ]; then
+      echo "/dev/${b##*/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# The CA changes per install, so it is not in the cached image: rebuild the bundle from the
+# image's own bundle on every boot (a CA from an earlier boot never lingers in the upper layer).
+install_ca() {
+  bundle=/etc/ssl/certs/ca-certificates.crt
+  [ -f "/lower$bundle" ] || fail "the image has no $bundle (is ca-certificates in packages.txt?)"
+  mkdir -p /newroot/usr/local/share/ca-certificates /newroot/etc/profile.d
+  if [ -s /rw/capsem/ca.pem ]; then
+    cp /rw/capsem/ca.pem /newroot/usr/local/share/ca-certificates/capsem-ca.crt || fail "cannot copy the CA"
+    { cat "/lower$bundle"; echo; cat /rw/capsem/ca.pem; } > "/newroot$bundle" || fail "cannot write $bundle"
+    export NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/capsem-ca.crt
+    export SSL_CERT_FILE=$bundle REQUESTS_CA_BUNDLE=$bundle
+    # For shells the user starts by other routes than the agent (the agent passes its own env on).
+    cat > /newroot/etc/profile.d/capsem-ca.sh <<PROFILE
+export NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS
+export SSL_CERT_FILE=$bundle
+export REQUESTS_CA_BUNDLE=$bundle
+PROFILE
+    say "trusting the app's CA (capsem/ca.pem on the session disk)"
+  else
+    rm -f /newroot/usr/local/share/ca-certificates/capsem-ca.crt /newroot/etc/profile.d/capsem-ca.sh
+    cat "/lower$bundle" > "/newroot$bundle"
+    say "warning: no capsem/ca.pem on the session disk; HTTPS through the proxy will not be trusted"
+  fi
+}
+
+init_start
+mount_basics
+load_modules
+link_virtio_ports
+
+ROOT_DEV=$(find_disk capsem-root) || fail "no virtio-blk disk with serial capsem-root (the image's rootfs)"
+RW_DEV=$(find_disk capsem-session) || fail "no virtio-blk disk with serial capsem-session (the session disk)"
+mkdir -p /lower /rw /newroot
+mount -t squashfs -o ro "$ROOT_DEV" /lower || fail "cannot mount the rootfs $ROOT_DEV (squashfs)"
+mount -t ext4 -o noatime "$RW_DEV" /rw || fail "cannot mount the session disk $RW_DEV (ext4)"
+mkdir -p /rw/upper /rw/work || fail "cannot create upper/ and work/ on the session disk"
+mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot \
+  || fail "cannot mount the overlay root"
+say "root: $ROOT_DEV (squashfs) under $RW_DEV (ext4) as overlay"
+
+install_ca
+
+# The agent comes in the initramfs, not the squashfs: a new agent build then only rebuilds the
+# initramfs, and the copy lands in the session's upper layer.
+AGENT=/usr/local/sbin/capsem-agent
+mkdir -p /newroot/usr/local/sbin
+cp /sbin/capsem-agent "/newroot$AGENT" && chmod 755 "/newroot$AGENT" || fail "cannot install $AGENT"
+
+mount_workspace /newroot/workspace
+bring_up_loopback
+# Last read of /proc/uptime before /proc moves into the new root.
+init_end "$AGENT"
+
+for d in dev proc sys run tmp; do
+  mkdir -p "/newroot/$d"
+  mount --move "/$d" "/newroot/$d" || fail "cannot move /$d into the new root"
+done
+mkdir -p /newroot/run/capsem/lower /newroot/run/capsem/rw
+mount --move /lower /newroot/run/capsem/lower || fail "cannot move the rootfs mount"
+mount --move /rw /newroot/run/capsem/rw || fail "cannot move the session disk mount"
+
+cd /
+exec switch_root /newroot "$AGENT" --port "$CAPSEM_PORT" --workspace /workspace
+fail "cannot switch_root to /newroot"

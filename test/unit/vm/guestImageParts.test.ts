@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { elfInterpreter } from '../../../electron/vm/imageElf.ts';
+import { readRecipe } from '../../../electron/vm/imageRecipe.ts';
+import { formatProgress, progressLine } from '../../../electron/vm/progressLine.ts';
+
+describe('elfInterpreter', () => {
+  it('finds the loader of a dynamic executable and none in a script or junk', () => {
+    const node = readFileSync(process.execPath);
+    expect(elfInterpreter(node)).toMatch(/ld-linux|ld-musl|^\/lib/);
+    expect(elfInterpreter(Buffer.from('#!/bin/sh\necho hi\n'))).toBeNull();
+    expect(elfInterpreter(Buffer.from('\x7fELF'))).toBeNull();
+  });
+});
+
+describe('readRecipe', () => {
+  it('reads the minimal and agent recipes from build/guest', () => {
+    const minimal = readRecipe('minimal');
+    expect(minimal.modules).toContain('virtio_console');
+    expect(minimal.initScript).toMatch(/^#!\/bin\/busybox sh/);
+    expect(minimal.packages).toEqual([]);
+    const agent = readRecipe('agent');
+    expect(agent.packages).toEqual(expect.arrayContaining(['bash', 'ca-certificates', 'nodejs', 'python3']));
+    expect(agent.suite).toBe('bookworm');
+    expect(Object.keys(agent.files)).toEqual(expect.arrayContaining(['init-common.sh', 'init-agent.sh', 'packages.txt', 'sources.list', 'modules.txt']));
+  });
+});
+
+describe('progressLine', () => {
+  it('formats a stage with its percentage and cuts to the width', () => {
+    expect(formatProgress({ stage: 'squashfs', message: 'compressing', fraction: 0.456 })).toBe('[ 46%] squashfs: compressing');
+    expect(formatProgress({ stage: 'debootstrap', message: 'x'.repeat(100), fraction: 2 }, 30)).toHaveLength(30);
+  });
+
+  it('redraws one line on a TTY and prints plain lines per stage or tenth otherwise', () => {
+    const tty: string[] = [];
+    const line = progressLine({ isTTY: true, columns: 80, write: (t: string) => tty.push(t) });
+    line.update({ stage: 'a', message: 'one', fraction: 0.1 });
+    line.update({ stage: 'a', message: 'two', fraction: 0.12 });
+    line.finish('done');
+    expect(tty).toEqual(['\r\x1b[K[ 10%] a: one', '\r\x1b[K[ 12%] a: two', '\r\x1b[K', 'done\n']);
+
+    const log: string[] = [];
+    const plain = progressLine({ isTTY: false, write: (t: string) => log.push(t) });
+    for (const [stage, fraction] of [['a', 0.1], ['a', 0.15], ['a', 0.21], ['b', 0.22], ['b', 0.5]] as const) plain.update({ stage, message: 'm', fraction });
+    plain.finish();
+    expect(log).toEqual(['[ 10%] a: m\n', '[ 21%] a: m\n', '[ 22%] b: m\n', '[ 50%] b: m\n']);
+  });
+});
