@@ -1,9 +1,12 @@
-// Runs before `npm start` and `npm test`: installs the locked npm packages when node_modules is
-// missing or older than package-lock.json, so a fresh clone needs no other set-up step.
+// Runs before `npm start` and `npm test`: installs the Debian packages the VMs need (as root) and
+// the locked npm packages when node_modules is missing or older than package-lock.json, so a
+// fresh clone needs no other set-up step.
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { ensureSystemPackages } from './ensure-system.mjs';
 
+ensureSystemPackages();
 const root = fileURLToPath(new URL('..', import.meta.url));
 const installed = `${root}node_modules/.package-lock.json`;
 const lock = `${root}package-lock.json`;

@@ -25,6 +25,12 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
       const host = new VmHost({ home: ctx.home, backend: qemuOrExplain });
       if (host.leftovers.folders > 0) ctx.err(`capsem: cleaned up after an earlier run that was killed: ${host.leftovers.killed.length} process(es), ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
       for (const [name, handler] of Object.entries(host.methods())) owner.server.register(name, handler);
+      // Told to go, an owner stops its VMs in order first, so their sessions end as stopped, not crashed.
+      const terminate = (): void => {
+        ctx.err(`capsem: stopping ${host.live.length} VM(s) before exiting`);
+        void host.stopAll().finally(() => process.exit(143));
+      };
+      process.once('SIGTERM', terminate);
       const client = await ControlClient.connect(owner.server.path);
       try {
         return await use(client);
@@ -32,6 +38,7 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
         client.close();
         if (host.live.length > 0) ctx.err(`capsem: waiting for ${host.live.length} VM(s) started through this process by other commands`);
         await host.idle();
+        process.off('SIGTERM', terminate);
       }
     },
     (client) => use(client),

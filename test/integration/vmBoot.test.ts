@@ -1,0 +1,195 @@
+import Database from 'better-sqlite3';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asSessionId } from '../../electron/contract/ids.ts';
+import { findOwner } from '../../electron/owner/ownership.ts';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
+import { getSession } from '../../electron/store/registry.ts';
+import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
+import { VmHost } from '../../electron/vm/vmHost.ts';
+import type { VmSession } from '../../electron/vm/vmSession.ts';
+import { runCapsemAsync } from '../helpers/runCapsem.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
+
+// Real VMs (TCG on machines without usable KVM), one at a time, few and purposeful: what a user
+// sees from `capsem run`, the terminal, the workspace, a crash, an owner going away, and a second
+// command going through a running owner. The agent image's network path is at the end.
+
+const noVm = vmUnavailable();
+const noAgentImage = agentImageUnavailable();
+const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+
+function vmProcesses(home: string): number[] {
+  const out = spawnSync('pgrep', ['-f', home], { encoding: 'utf8' }).stdout.trim();
+  return out === '' ? [] : out.split('\n').map(Number).filter((pid) => {
+    const cmd = spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout;
+    return /qemu-system|virtiofsd/.test(cmd);
+  });
+}
+
+function rows<T>(dbPath: string, sql: string): T[] {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return db.prepare(sql).all() as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function until<T>(what: string, probe: () => T | null | undefined | Promise<T | null | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function statusOf(home: CapsemHome, id: string) {
+  const db = openMainDb(home);
+  try {
+    return getSession(db, asSessionId(id));
+  } finally {
+    db.close();
+  }
+}
+
+describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noVm})` : ''}`, () => {
+  const home = vmTestHome();
+  let host: VmHost;
+  let session: VmSession;
+  afterAll(async () => {
+    await host?.stopAll();
+    home.remove();
+  });
+
+  it('capsem run boots, streams the output and exits with the command code, leaving no VM process behind', async () => {
+    const r = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--name', 'boot1', '--', 'sh', '-c', 'echo hello from $(uname -s); echo oops >&2; exit 7']);
+    expect(r.stdout).toBe('hello from Linux\n');
+    expect(r.stderr).toContain('oops');
+    expect(r.stderr).toMatch(/TCG|KVM/);
+    expect(r.code).toBe(7);
+    expect(vmProcesses(home.root)).toEqual([]);
+    const list = await runCapsemAsync(home.root, ['list', '--json']);
+    const sessions = JSON.parse(list.stdout) as { name: string; status: string; id: string }[];
+    expect(sessions.find((s) => s.name === 'boot1')).toMatchObject({ status: 'stopped' });
+  }, 180_000);
+
+  it('gives a terminal that echoes typed input and follows a resize', async () => {
+    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!) });
+    session = await host.start({ name: null, image: 'minimal', command: ['test'] }, { status: () => {}, progress: () => {} });
+    const pty = session.attachPty({ cols: 80, rows: 24 });
+    let seen = '';
+    pty.stream.on('data', (c: Buffer) => (seen += c.toString()));
+    pty.stream.write('echo typed-$((40+2))\n');
+    await until('the echo', () => seen.includes('typed-42'), 30_000);
+    pty.resize(120, 40);
+    pty.stream.write('stty size\n');
+    await until('the new size', () => seen.includes('40 120'), 30_000);
+  }, 180_000);
+
+  it('records create, modify and delete in the shared workspace as fs_events', async () => {
+    const settle = () => new Promise((r) => setTimeout(r, 600));
+    for (const command of ['mkdir -p notes && echo one > notes/a.txt', 'echo two >> notes/a.txt', 'rm notes/a.txt']) {
+      expect((await session.exec(['sh', '-c', command]).result).code).toBe(0);
+      await settle();
+    }
+    await session.recording.writer.flush();
+    const events = rows<{ action: string; path: string; size: number | null }>(session.paths.dbPath, "SELECT action, path, size FROM fs_events WHERE path = 'notes/a.txt' ORDER BY seq");
+    expect(events).toEqual([
+      { action: 'created', path: 'notes/a.txt', size: 4 },
+      { action: 'modified', path: 'notes/a.txt', size: 8 },
+      { action: 'deleted', path: 'notes/a.txt', size: null },
+    ]);
+  }, 60_000);
+
+  it('marks the session crashed, with the reason, and rolls it up when QEMU is killed', async () => {
+    const [qemu] = vmProcesses(home.root).filter((pid) => /qemu-system/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')));
+    expect(qemu).toBeDefined();
+    process.kill(qemu!, 'SIGKILL');
+    const end = await session.ended;
+    expect(end).toEqual({ status: 'crashed', reason: expect.stringMatching(/QEMU exited \(killed by SIGKILL\)/) });
+    expect(statusOf(home, session.id)).toMatchObject({ status: 'crashed', statusReason: end.reason });
+    await until('virtiofsd to go', () => vmProcesses(home.root).length === 0, 10_000);
+  }, 60_000);
+
+  it('sends a second capsem run through the running owner, and leaves no VM process when the owner is stopped', async () => {
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const running = await until('the first VM', async () => {
+      const found = await findOwner(home);
+      if (!found) return null;
+      const live = (await found.client.call('vm.list')) as { id: string }[];
+      found.client.close();
+      return live.length === 1 ? found.info : null;
+    }, 120_000);
+    expect(running.pid).toBe(owner.pid);
+    const second = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'sh', '-c', 'echo second; cat /proc/1/comm']);
+    expect(second.stdout).toBe('second\ncapsem-agent\n');
+    expect(second.code).toBe(0);
+    // Its VM was the owner's child: the owner served it.
+    expect(second.stderr).not.toMatch(/took over/);
+    const sessions = readdirSync(join(home.root, 'run', 'sessions'));
+    expect(sessions.length).toBeGreaterThanOrEqual(4);
+    owner.kill('SIGTERM');
+    await new Promise((r) => owner.once('exit', r));
+    await until('every VM process to end', () => vmProcesses(home.root).length === 0, 15_000);
+  }, 300_000);
+});
+
+describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
+  const home = vmTestHome();
+  const HOST = 'api.guest-test.example';
+  let upstream: Server;
+  let host: VmHost;
+  let session: VmSession;
+
+  beforeAll(async () => {
+    const upHome = tempHome();
+    const ca = await CertificateAuthority.load(upHome);
+    const leaf = await ca.issueLeaf(HOST);
+    const caFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(caFile, ca.certPem);
+    upHome.remove();
+    upstream = createHttpsServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ path: req.url }));
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const port = (upstream.address() as AddressInfo).port;
+    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.example'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
+    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${port}`, CAPSEM_UPSTREAM_CA_FILE: caFile } });
+    session = await host.start({ name: null, image: 'agent', command: ['test'] }, { status: () => {}, progress: () => {} });
+  }, 600_000);
+  afterAll(async () => {
+    await host?.stopAll();
+    upstream?.close();
+    home.remove();
+  });
+
+  it('carries curl in the guest through the proxy to an HTTPS host, recorded with process_name curl; a denied domain gets 403', async () => {
+    const run = async (argv: string[]) => {
+      const { stream, result } = session.exec(argv);
+      let out = '';
+      stream.on('data', (c: Buffer) => (out += c.toString()));
+      await result;
+      return out;
+    };
+    expect(await run(['curl', '-sS', `https://${HOST}/v1/hello`])).toBe(JSON.stringify({ path: '/v1/hello' }));
+    expect(await run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.example/'])).toBe('403');
+    await session.recording.writer.flush();
+    const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(session.paths.dbPath, 'SELECT domain, process_name, status_code, decision, matched_rule FROM net_events ORDER BY seq');
+    expect(net).toEqual([
+      { domain: HOST, process_name: 'curl', status_code: 200, decision: 'allowed', matched_rule: 'test.allow' },
+      { domain: 'blocked.example', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' },
+    ]);
+  }, 120_000);
+});
