@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
 import { findHostKernel, resolveModules, type HostKernel } from './imageKernel.ts';
 import { describeFiles, MANIFEST_NAME, readManifest, sha256File, verifyManifestFiles, writeManifest, type ImageManifest } from './imageManifest.ts';
@@ -85,6 +86,7 @@ interface ImageInputs {
   readonly modules: Awaited<ReturnType<typeof resolveModules>>;
   readonly busybox: ReturnType<typeof findBusybox>;
   readonly agentLibraries: readonly string[];
+  readonly extraFiles: readonly GuestFile[];
   /** Everything that determines the image, name to value; hashed in a fixed order. */
   readonly record: Record<string, string>;
   readonly hash: string;
@@ -104,6 +106,7 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   const busybox = findBusybox();
   const modules = await resolveModules(kernel, recipe.modules);
   const agentLibraries = kind === 'minimal' ? await sharedLibraries(options.agentBinary) : [];
+  const extraFiles = kind === 'agent' ? guestNodeProxyFiles() : [];
   const record: Record<string, string> = {
     builder: BUILDER_VERSION,
     kind,
@@ -116,13 +119,14 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   for (const [name, text] of Object.entries(recipe.files)) record[`recipe:${name}`] = sha256Text(text);
   for (const mod of modules) record[`module:${mod.name}`] = await sha256File(mod.path);
   for (const lib of agentLibraries) record[`library:${lib}`] = await sha256File(lib);
+  for (const extra of extraFiles) record[`extra:${extra.guestPath}`] = await sha256File(extra.hostPath);
   let rootfsHash: string | undefined;
   if (kind === 'agent') {
     // The squashfs depends on the package recipe only, not on the kernel or agent.
     rootfsHash = hashRecord({ builder: BUILDER_VERSION, packages: recipe.files['packages.txt']!, sources: recipe.files['sources.list']! });
     record.rootfs = rootfsHash;
   }
-  return { recipe, kernel, modules, busybox, agentLibraries, record, hash: hashRecord(record), ...(rootfsHash ? { rootfsHash } : {}) };
+  return { recipe, kernel, modules, busybox, agentLibraries, extraFiles, record, hash: hashRecord(record), ...(rootfsHash ? { rootfsHash } : {}) };
 }
 
 function processAlive(pid: number): boolean {
@@ -198,7 +202,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       files.push(ROOTFS_FILE);
     }
     report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
-    buildInitramfs({ kind, recipe: inputs.recipe, busybox: inputs.busybox, modules: inputs.modules, agentBinary: options.agentBinary, agentLibraries: inputs.agentLibraries }, join(tmp, INITRD_FILE));
+    buildInitramfs({ kind, recipe: inputs.recipe, busybox: inputs.busybox, modules: inputs.modules, agentBinary: options.agentBinary, agentLibraries: inputs.agentLibraries, extraFiles: inputs.extraFiles }, join(tmp, INITRD_FILE));
     report('manifest', 0, 'hashing files');
     const manifest: ImageManifest = {
       format: 1,

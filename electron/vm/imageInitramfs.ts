@@ -4,6 +4,7 @@ import { gzipSync, gunzipSync } from 'node:zlib';
 import { runCommand } from './imageCommand.ts';
 import { writeNewc, type CpioEntry } from './imageCpio.ts';
 import { elfInterpreter } from './imageElf.ts';
+import type { GuestFile } from './guestNodeProxy.ts';
 import type { KernelModule } from './imageKernel.ts';
 import type { GuestRecipe, ImageKind } from './imageRecipe.ts';
 
@@ -56,6 +57,8 @@ export interface InitramfsInputs {
   readonly agentBinary: string;
   /** Only the minimal image runs the agent from the initramfs; the agent image has libc in its rootfs. */
   readonly agentLibraries: readonly string[];
+  /** More files init copies into the root it boots (the agent image's Node proxy support). */
+  readonly extraFiles: readonly GuestFile[];
 }
 
 export function buildInitramfs(inputs: InitramfsInputs, outPath: string): void {
@@ -91,5 +94,6 @@ export function buildInitramfs(inputs: InitramfsInputs, outPath: string): void {
     entries.push({ type: 'file', path: lib, data: readFileSync(lib), mode: 0o755 });
     taken.add(lib.replace(/^\//, ''));
   }
+  for (const extra of inputs.extraFiles) entries.push({ type: 'file', path: extra.guestPath, data: readFileSync(extra.hostPath), mode: 0o644 });
   writeFileSync(outPath, gzipSync(writeNewc(entries), { level: 1 }), { mode: 0o644 });
 }

@@ -1,20 +1,18 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpsServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { findOwner } from '../../electron/owner/ownership.ts';
-import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { getSession } from '../../electron/store/registry.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
+import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
@@ -26,6 +24,7 @@ import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmT
 const noVm = vmUnavailable();
 const noAgentImage = agentImageUnavailable();
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 function vmProcesses(home: string): number[] {
   const out = spawnSync('pgrep', ['-f', home], { encoding: 'utf8' }).stdout.trim();
@@ -145,51 +144,88 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 300_000);
 });
 
+/** A package and everything it depends on, copied into `dest/node_modules`, for Node in the guest. */
+function copyPackageClosure(name: string, dest: string, seen = new Set<string>()): void {
+  if (seen.has(name)) return;
+  seen.add(name);
+  const from = join(REPO, 'node_modules', name);
+  cpSync(from, join(dest, 'node_modules', name), { recursive: true, dereference: true });
+  const pkg = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  for (const dep of Object.keys(pkg.dependencies ?? {})) copyPackageClosure(dep, dest, seen);
+}
+
 describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
   const home = vmTestHome();
-  const HOST = 'api.guest-test.example';
-  let upstream: Server;
+  const API = 'api.anthropic.com';
+  const OTHER = 'files.guest-test.example';
+  let upstream: Upstream;
   let host: VmHost;
   let session: VmSession;
 
+  const run = async (argv: string[]): Promise<{ out: string; err: string; code: number | null }> => {
+    const { stream, result } = session.exec(argv);
+    let out = '';
+    let err = '';
+    stream.on('data', (c: Buffer) => (out += c.toString()));
+    stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const { code } = await result;
+    return { out, err, code };
+  };
+
   beforeAll(async () => {
     const upHome = tempHome();
-    const ca = await CertificateAuthority.load(upHome);
-    const leaf = await ca.issueLeaf(HOST);
-    const caFile = join(home.root, 'upstream-ca.pem');
-    writeFileSync(caFile, ca.certPem);
-    upHome.remove();
-    upstream = createHttpsServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, (req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ path: req.url }));
+    upstream = await startUpstream(upHome, [API, OTHER], (req, body, res) => {
+      if (req.url === '/v1/messages') {
+        return json(res, 200, {
+          id: 'msg_guest_1', type: 'message', role: 'assistant', model: (body as { model: string }).model, content: [{ type: 'text', text: 'Hello from the local upstream.' }],
+          stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 321, output_tokens: 12, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        });
+      }
+      json(res, 200, { path: req.url });
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const port = (upstream.address() as AddressInfo).port;
+    const caFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(caFile, upstream.caPem);
+    upHome.remove();
     writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.example'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
-    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${port}`, CAPSEM_UPSTREAM_CA_FILE: caFile } });
+    const resolve = [API, OTHER].map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(',');
+    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile } });
     session = await host.start({ name: null, image: 'agent', command: ['test'] }, { status: () => {}, progress: () => {} });
-  }, 600_000);
+  }, 900_000);
   afterAll(async () => {
     await host?.stopAll();
-    upstream?.close();
+    await upstream?.close();
     home.remove();
   });
 
   it('carries curl in the guest through the proxy to an HTTPS host, recorded with process_name curl; a denied domain gets 403', async () => {
-    const run = async (argv: string[]) => {
-      const { stream, result } = session.exec(argv);
-      let out = '';
-      stream.on('data', (c: Buffer) => (out += c.toString()));
-      await result;
-      return out;
-    };
-    expect(await run(['curl', '-sS', `https://${HOST}/v1/hello`])).toBe(JSON.stringify({ path: '/v1/hello' }));
-    expect(await run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.example/'])).toBe('403');
+    expect((await run(['curl', '-sS', `https://${OTHER}/v1/hello`])).out).toBe(JSON.stringify({ path: '/v1/hello' }));
+    expect((await run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.example/'])).out).toBe('403');
     await session.recording.writer.flush();
-    const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(session.paths.dbPath, 'SELECT domain, process_name, status_code, decision, matched_rule FROM net_events ORDER BY seq');
+    const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(session.paths.dbPath, "SELECT domain, process_name, status_code, decision, matched_rule FROM net_events WHERE process_name = 'curl' ORDER BY seq");
     expect(net).toEqual([
-      { domain: HOST, process_name: 'curl', status_code: 200, decision: 'allowed', matched_rule: 'test.allow' },
+      { domain: OTHER, process_name: 'curl', status_code: 200, decision: 'allowed', matched_rule: 'test.allow' },
       { domain: 'blocked.example', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' },
     ]);
   }, 120_000);
+
+  it("runs the official @anthropic-ai/sdk on the guest's node through the proxy, and the call lands in model_calls with its tokens", async () => {
+    copyPackageClosure('@anthropic-ai/sdk', session.paths.workspaceDir);
+    writeFileSync(join(session.paths.workspaceDir, 'ask.cjs'), `
+const Anthropic = require('@anthropic-ai/sdk');
+const client = new Anthropic({ apiKey: 'sk-ant-guest-test' });
+client.messages.create({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'Say hello.' }] })
+  .then((m) => console.log(JSON.stringify({ text: m.content[0].text, usage: m.usage })), (e) => { console.error(String(e)); process.exit(1); });
+`);
+    const r = await run(['node', 'ask.cjs']);
+    expect(r.err).toBe('');
+    expect(JSON.parse(r.out)).toMatchObject({ text: 'Hello from the local upstream.', usage: { input_tokens: 321, output_tokens: 12 } });
+    await session.recording.writer.flush();
+    const calls = rows<{ provider: string; model: string; input_tokens: number; output_tokens: number; process_name: string; estimated_cost_usd: number }>(session.paths.dbPath, 'SELECT provider, model, input_tokens, output_tokens, process_name, estimated_cost_usd FROM model_calls');
+    expect(calls).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 321, output_tokens: 12, process_name: 'node', estimated_cost_usd: expect.any(Number) }]);
+    expect(calls[0]!.estimated_cost_usd).toBeGreaterThan(0);
+    // The request reached the upstream from the guest's own Node (Debian's), with the key it was given.
+    const sent = upstream.requests.find((q) => q.path === '/v1/messages')!;
+    expect(sent.headers).toMatchObject({ authorization: 'Bearer sk-ant-guest-test', 'x-stainless-runtime': 'node' });
+    expect(sent.headers['x-stainless-runtime-version']).not.toBe(process.version);
+  }, 180_000);
 });

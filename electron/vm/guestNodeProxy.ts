@@ -1,0 +1,32 @@
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+// Node's built-in fetch ignores HTTP(S)_PROXY, and in the guest the proxy is the only way out, so
+// the agent image carries the preload `capsem record` uses on the host, with the undici it
+// imports, and loads it into every Node program (NODE_OPTIONS=--import, set by init).
+
+export const GUEST_NODE_DIR = 'lib/capsem/node';
+const PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
+
+export interface GuestFile {
+  /** Where it goes in the initramfs, relative to its root. */
+  readonly guestPath: string;
+  readonly hostPath: string;
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? filesUnder(path) : entry.isFile() ? [path] : [];
+  });
+}
+
+export function guestNodeProxyFiles(): GuestFile[] {
+  const undiciDir = join(createRequire(import.meta.url).resolve('undici/package.json'), '..');
+  const undici = filesUnder(undiciDir)
+    .filter((path) => !/\.(md|d\.ts)$/.test(path) && statSync(path).size > 0)
+    .map((hostPath) => ({ guestPath: `${GUEST_NODE_DIR}/node_modules/undici/${relative(undiciDir, hostPath)}`, hostPath }));
+  return [{ guestPath: `${GUEST_NODE_DIR}/proxy-preload.mjs`, hostPath: PRELOAD }, ...undici];
+}
