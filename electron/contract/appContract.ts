@@ -1,0 +1,191 @@
+import { z } from 'zod';
+
+// The one contract between the renderer and the host core: every call the window can make and
+// every event it can receive. The Electron preload exposes exactly these as `window.capsem`; browser
+// mode carries the same messages over a loopback WebSocket. The host validates every call's params
+// with these schemas before it acts; results are typed from them too. Sessions are addressed by id
+// only: a display name is turned into an id by `sessions.resolve`, once, at the edge.
+
+export const SessionIdParam = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a session id (a UUID), not a display name');
+const Seq = z.number().int().min(0);
+const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) });
+
+export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased']);
+
+/** A row of the session list: every figure the list shows, with both id and name. */
+export const SessionSummarySchema = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  status: SessionStatusSchema,
+  statusReason: z.string().nullable(),
+  mode: z.string(),
+  command: z.string().nullable(),
+  createdAt: z.string(),
+  stoppedAt: z.string().nullable(),
+  /** Milliseconds from creation to stop, or to now for a running session. */
+  durationMs: z.number(),
+  costUsd: z.number(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  requests: z.number(),
+  deniedRequests: z.number(),
+  modelCalls: z.number(),
+  toolCalls: z.number(),
+  fileEvents: z.number(),
+  /** The session.db is on disk (its events can be browsed). */
+  onDisk: z.boolean(),
+  /** A VM runs for it in this app now (its terminal is live). */
+  live: z.boolean(),
+});
+export type SessionSummary = z.infer<typeof SessionSummarySchema>;
+
+/** The tables a tab shows, one per view. */
+export const TableKindSchema = z.enum(['net', 'model', 'tool', 'file', 'exec']);
+export type TableKind = z.infer<typeof TableKindSchema>;
+
+/** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS). */
+export const TableRowSchema = z.object({ seq: z.number(), id: z.number(), eventId: z.string(), at: z.string(), columns: z.record(z.string(), z.union([z.string(), z.number(), z.null()])) });
+export type TableRow = z.infer<typeof TableRowSchema>;
+
+/** The columns each view's table has, in display order. */
+export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
+  net: ['method', 'domain', 'path', 'status_code', 'decision', 'bytes_sent', 'bytes_received', 'duration_ms', 'process_name'],
+  model: ['provider', 'model', 'input_tokens', 'output_tokens', 'cache_read', 'cache_write', 'estimated_cost_usd', 'stop_reason', 'duration_ms'],
+  tool: ['origin', 'tool_name', 'status', 'duration_ms', 'response_preview', 'model_call_seq'],
+  file: ['action', 'path', 'size'],
+  exec: ['argv', 'exit_code', 'duration_ms', 'stdout_bytes', 'stderr_bytes'],
+};
+
+export const TablePageSchema = z.object({ rows: z.array(TableRowSchema), total: z.number(), nextOffset: z.number().nullable() });
+export type TablePage = z.infer<typeof TablePageSchema>;
+
+export const BodySchema = z.object({
+  direction: z.enum(['request', 'response']),
+  contentType: z.string().nullable(),
+  contentEncoding: z.string().nullable(),
+  originalBytes: z.number(),
+  storedBytes: z.number(),
+  truncated: z.boolean(),
+  /** The first part of the decoded body as text (JSON pretty-printed when it parses), or null for binary. */
+  preview: z.string().nullable(),
+  /** The preview is the whole body; otherwise fetch the rest with `events.body`. */
+  complete: z.boolean(),
+});
+export type Body = z.infer<typeof BodySchema>;
+
+/** Everything a detail pane shows for one row: its fields, headers, bodies, and for a model call its items. */
+export const EventDetailSchema = z.object({
+  kind: TableKindSchema,
+  seq: z.number(),
+  eventId: z.string(),
+  fields: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
+  requestHeaders: z.record(z.string(), z.string()).nullable(),
+  responseHeaders: z.record(z.string(), z.string()).nullable(),
+  bodies: z.array(BodySchema),
+  /** Model calls: model_items in observed order. */
+  items: z.array(z.object({ kind: z.string(), index: z.number(), callId: z.string().nullable(), toolName: z.string().nullable(), content: z.string().nullable(), arguments: z.string().nullable() })),
+  /** Tool calls and responses: the model call that emitted them, as a seq to jump to. */
+  modelCallSeq: z.number().nullable(),
+  /** Model calls: the net_events row that carried them. */
+  netSeq: z.number().nullable(),
+});
+export type EventDetail = z.infer<typeof EventDetailSchema>;
+
+export const CostSchema = z.object({
+  byModel: z.array(z.object({ provider: z.string(), model: z.string(), calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number(), costUsd: z.number() })),
+  /** Cumulative cost over time, one point per model call. */
+  cumulative: z.array(z.object({ at: z.string(), costUsd: z.number() })),
+});
+export type Cost = z.infer<typeof CostSchema>;
+
+export const TimelineSpanSchema = z.object({ start: z.string(), end: z.string(), label: z.string(), seq: z.number().nullable() });
+export const TimelineSchema = z.object({
+  start: z.string().nullable(),
+  end: z.string().nullable(),
+  turns: z.array(TimelineSpanSchema),
+  tools: z.array(TimelineSpanSchema),
+  hosts: z.array(TimelineSpanSchema.extend({ host: z.string() })),
+});
+export type Timeline = z.infer<typeof TimelineSchema>;
+
+export const SearchHitSchema = z.object({ kind: TableKindSchema, seq: z.number(), at: z.string(), snippet: z.string() });
+export type SearchHit = z.infer<typeof SearchHitSchema>;
+
+export const TranscriptSchema = z.object({
+  width: z.number(),
+  height: z.number(),
+  /** [seconds, 'o' | 'r', data] as recorded (asciicast v2). */
+  events: z.array(z.tuple([z.number(), z.enum(['o', 'r']), z.string()])),
+});
+export type Transcript = z.infer<typeof TranscriptSchema>;
+
+/** Every call: its params schema and its result schema. */
+export const CALLS = {
+  'sessions.list': { params: z.strictObject({}), result: z.array(SessionSummarySchema) },
+  'sessions.info': { params: z.strictObject({ id: SessionIdParam }), result: SessionSummarySchema },
+  /** A typed name or id to the one session id it means; unknown or ambiguous names fail with the candidates. */
+  'sessions.resolve': { params: z.strictObject({ query: z.string().min(1).max(200) }), result: z.strictObject({ id: z.string() }) },
+  'sessions.start': { params: z.strictObject({ name: z.string().min(1).max(64).nullable(), image: z.enum(['agent', 'minimal']) }), result: z.strictObject({ id: z.string() }) },
+  'sessions.stop': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ status: SessionStatusSchema }) },
+  'sessions.resume': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ id: z.string() }) },
+  'sessions.rename': { params: z.strictObject({ id: SessionIdParam, name: z.string().min(1).max(64) }), result: SessionSummarySchema },
+  /** Writes the session archive; the result names the file. */
+  'sessions.export': { params: z.strictObject({ id: SessionIdParam, format: z.enum(['archive', 'har', 'jsonl']) }), result: z.strictObject({ path: z.string(), bytes: z.number() }) },
+  'events.page': {
+    params: z.strictObject({ id: SessionIdParam, kind: TableKindSchema, offset: z.number().int().min(0), limit: z.number().int().min(1).max(5000), filter: z.string().max(500).optional() }),
+    result: TablePageSchema,
+  },
+  'events.detail': { params: z.strictObject({ id: SessionIdParam, kind: TableKindSchema, seq: Seq }), result: EventDetailSchema },
+  /** A stretch of a stored body, decoded, for bodies too large to load at once. */
+  'events.body': {
+    params: z.strictObject({ id: SessionIdParam, eventId: z.string().regex(/^[0-9a-f]{12}$/), direction: z.enum(['request', 'response']), offset: z.number().int().min(0), length: z.number().int().min(1).max(4 << 20) }),
+    result: z.strictObject({ text: z.string(), offset: z.number(), total: z.number() }),
+  },
+  'sessions.timeline': { params: z.strictObject({ id: SessionIdParam }), result: TimelineSchema },
+  'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
+  'sessions.search': { params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }), result: z.array(SearchHitSchema) },
+  /** Opens the session's terminal: live (its output arrives as terminal.output events) or, for an ended session, its transcript. */
+  'terminal.attach': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }) },
+  'terminal.input': { params: z.strictObject({ id: SessionIdParam, data: z.string().max(1 << 16) }), result: z.strictObject({}) },
+  'terminal.resize': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({}) },
+  'terminal.detach': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({}) },
+  /** Starts `session.changed` for the list and `session.events` for the session, until unsubscribed. */
+  'live.subscribe': { params: z.strictObject({ id: SessionIdParam.nullable() }), result: z.strictObject({}) },
+} as const;
+
+export type CallName = keyof typeof CALLS;
+export type CallParams<N extends CallName> = z.input<(typeof CALLS)[N]['params']>;
+export type CallResult<N extends CallName> = z.infer<(typeof CALLS)[N]['result']>;
+
+/** Everything the host pushes to the window. */
+export const EVENTS = {
+  'terminal.output': z.object({ id: z.string(), data: z.string() }),
+  'terminal.exit': z.object({ id: z.string(), code: z.number().nullable() }),
+  /** The list changed (a session started, ended, was renamed, or its figures moved). */
+  'session.changed': z.object({ session: SessionSummarySchema }),
+  /** New rows in a subscribed session, per view, so open tables append without reloading. */
+  'session.events': z.object({ id: z.string(), kinds: z.array(TableKindSchema), lastSeq: z.number() }),
+} as const;
+
+export type EventName = keyof typeof EVENTS;
+export type EventPayload<N extends EventName> = z.infer<(typeof EVENTS)[N]>;
+
+/** An error a call reports to the window: a code to branch on and a message to show. */
+export const CallErrorSchema = z.object({ code: z.string(), message: z.string(), candidates: z.array(z.object({ id: z.string(), name: z.string().nullable() })).optional() });
+export type CallError = z.infer<typeof CallErrorSchema>;
+
+/** What `window.capsem` is, in Electron (preload) and in browser mode (WebSocket client) alike. */
+export interface CapsemApi {
+  call<N extends CallName>(name: N, params: CallParams<N>): Promise<CallResult<N>>;
+  on<N extends EventName>(name: N, listener: (payload: EventPayload<N>) => void): () => void;
+  /** 'electron' or 'browser', and in browser mode why (no Electron runtime, or --browser). */
+  readonly mode: { readonly kind: 'electron' | 'browser'; readonly reason?: string };
+}
+
+/** Browser-mode wire messages (JSON text frames on the WebSocket). */
+export const WireRequestSchema = z.strictObject({ id: z.number().int().min(0), call: z.string().max(100), params: z.unknown() });
+export type WireRequest = z.infer<typeof WireRequestSchema>;
+export type WireMessage =
+  | { readonly id: number; readonly result: unknown }
+  | { readonly id: number; readonly error: CallError }
+  | { readonly event: EventName; readonly payload: unknown };
