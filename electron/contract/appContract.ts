@@ -189,3 +189,12 @@ export type WireMessage =
   | { readonly id: number; readonly result: unknown }
   | { readonly id: number; readonly error: CallError }
   | { readonly event: EventName; readonly payload: unknown };
+
+/**
+ * The host core as the transports see it (the Electron IPC bridge and the browser-mode WebSocket):
+ * `handle` validates params against CALLS and answers, or throws an error carrying a CallError.
+ */
+export interface HostCore {
+  handle(name: string, params: unknown): Promise<unknown>;
+  subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void): () => void;
+}
