@@ -26,6 +26,8 @@ export interface RecordingOptions {
   readonly bodyCap?: number;
   /** How the session runs: 'record' (a local command, no sandbox) or 'vm'. */
   readonly mode?: 'record' | 'vm';
+  /** A session already entered with registerRecordedSession. */
+  readonly session?: SessionRecord;
 }
 
 export interface Recording {
@@ -38,6 +40,17 @@ export interface Recording {
   stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<void>;
 }
 
+/** Enters the session in main.db; done apart when the caller needs its id before the recording starts. */
+export function registerRecordedSession(home: CapsemHome, options: Pick<RecordingOptions, 'name' | 'mode' | 'command'>): SessionRecord {
+  ensureHome(home);
+  const mainDb = openMainDb(home);
+  try {
+    return registerSession(mainDb, { name: options.name ?? null, mode: options.mode ?? 'record', command: options.command.join(' ') });
+  } finally {
+    mainDb.close();
+  }
+}
+
 export async function startRecording(home: CapsemHome, options: RecordingOptions): Promise<Recording> {
   const env = options.env ?? process.env;
   ensureHome(home);
@@ -46,13 +59,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const ca = await CertificateAuthority.load(home);
   const policy = new PolicyStore(home);
   const stopWatching = policy.watch();
-  const mainDb = openMainDb(home);
-  let session: SessionRecord;
-  try {
-    session = registerSession(mainDb, { name: options.name ?? null, mode: options.mode ?? 'record', command: options.command.join(' ') });
-  } finally {
-    mainDb.close();
-  }
+  const session = options.session ?? registerRecordedSession(home, options);
   const paths = sessionPaths(home, session.id as SessionId);
   ensurePrivateDir(paths.dir);
   const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' });

@@ -3,10 +3,11 @@ import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, op
 import { basename, join } from 'node:path';
 import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
+import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
 import { findHostKernel, resolveModules, type HostKernel } from './imageKernel.ts';
 import { describeFiles, MANIFEST_NAME, readManifest, sha256File, verifyManifestFiles, writeManifest, type ImageManifest } from './imageManifest.ts';
-import { readRecipe, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
+import { defaultRecipeDir, readRecipe, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
 import { debootstrap, removeBuildTree, squashRootfs } from './imageRootfs.ts';
 import type { ProgressReport } from './progressLine.ts';
 
@@ -95,6 +96,19 @@ interface ImageInputs {
 
 function hashRecord(record: Record<string, string>): string {
   return sha256Text(JSON.stringify(Object.keys(record).sort().map((key) => [key, record[key]])));
+}
+
+/** Size and mtime of every file gatherInputs reads, with what else decides the image. */
+function inputsFingerprint(kind: ImageKind, options: EnsureImageOptions): string {
+  const recipeDir = options.recipeDir ?? defaultRecipeDir();
+  const kernel = options.kernel ?? findHostKernel();
+  const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p)) ?? '';
+  const files = [
+    ...readdirSync(recipeDir).map((name) => join(recipeDir, name)),
+    kernel.path, join(kernel.modulesDir, 'modules.dep'), busybox, options.agentBinary,
+    ...(kind === 'agent' ? guestNodeProxyFiles().map((f) => f.hostPath) : []),
+  ];
+  return fingerprint([BUILDER_VERSION, kind, kernel.version], files);
 }
 
 async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promise<ImageInputs> {
@@ -243,15 +257,26 @@ const buildsInFlight = new Map<string, Promise<GuestImage>>();
  */
 export async function ensureImage(home: CapsemHome, kind: ImageKind, options: EnsureImageOptions): Promise<GuestImage> {
   const report = (stage: ImageStage, fraction: number, message: string): void => options.onProgress?.({ stage, message, fraction });
-  report('inputs', 0, 'hashing the recipe, kernel, busybox and agent');
-  const inputs = await gatherInputs(kind, options);
   ensurePrivateDir(home.root);
   const root = imagesDir(home);
   ensurePrivateDir(root);
+  const print = inputsFingerprint(kind, options);
+  const known = knownHash(root, kind, print);
+  if (known !== null && existsSync(join(root, imageDirName(kind, known), MANIFEST_NAME))) {
+    const dir = join(root, imageDirName(kind, known));
+    const manifest = readManifest(dir);
+    if (manifest.hash === known) {
+      report('cache', 1, `cached ${basename(dir)}`);
+      return imageFromManifest(dir, manifest);
+    }
+  }
+  report('inputs', 0, 'hashing the recipe, kernel, busybox and agent');
+  const inputs = await gatherInputs(kind, options);
   const dir = join(root, imageDirName(kind, inputs.hash));
   if (existsSync(join(dir, MANIFEST_NAME))) {
     const manifest = readManifest(dir);
     if (manifest.hash !== inputs.hash) throw new Error(`guest image ${dir} holds a different image (hash ${manifest.hash}); delete it to rebuild`);
+    rememberHash(root, kind, print, inputs.hash);
     report('cache', 1, `cached ${basename(dir)}`);
     return imageFromManifest(dir, manifest);
   }
@@ -262,6 +287,7 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
     buildsInFlight.set(dir, pending);
   }
   const image = await pending;
+  rememberHash(root, kind, print, inputs.hash);
   report('done', 1, `built ${basename(image.dir)}`);
   return image;
 }

@@ -1,9 +1,11 @@
+import { constants } from 'node:os';
 import { z } from 'zod';
 import type { SessionId } from '../contract/ids.ts';
 import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from '../owner/controlSocket.ts';
 import type { JsonValue } from '../owner/wire.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import type { VmBackend } from './backend.ts';
+import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
 import { imageBootPlan } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
@@ -53,6 +55,13 @@ const reporter = (event: (e: RunEvent) => void): StartReporter => ({
   status: (line) => event({ type: 'status', line }),
   progress: (report) => event({ type: 'progress', ...report }),
 });
+
+/** A process's end as a shell reports it: its code, or 128 plus the number of the signal that ended it. */
+function exitCodeOf(status: ExitStatus): number {
+  if (status.code !== null) return status.code;
+  const signal = status.signal ? (constants.signals as Record<string, number>)[status.signal] : undefined;
+  return 128 + (signal ?? 0);
+}
 
 const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
 
@@ -143,7 +152,7 @@ export class VmHost {
       exec.stderr.on('data', (c: Buffer) => event(stderrEvent(c)));
       const outcome = await result;
       await session.stop();
-      stream.end(outcome.code ?? 128);
+      stream.end(exitCodeOf(outcome));
     } catch (err) {
       const end = await session.stop();
       event(stderrEvent(`capsem: ${(err as Error).message}${end.reason ? ` (${end.reason})` : ''}\n`));
@@ -167,8 +176,13 @@ export class VmHost {
     attached(pty);
     pty.stream.on('data', (c: Buffer) => stream.write(c));
     let exitCode = 0;
-    pty.stream.on('exit', (status: { code: number | null }) => (exitCode = status.code ?? 128));
-    await new Promise<void>((resolve) => pty.stream.once('close', () => resolve()));
+    pty.stream.on('exit', (status: ExitStatus) => (exitCode = exitCodeOf(status)));
+    // The guest ends its side when the shell exits; ending ours closes the stream.
+    await new Promise<void>((resolve) => {
+      pty.stream.once('end', () => resolve());
+      pty.stream.once('close', () => resolve());
+    });
+    pty.stream.end();
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();
     stream.end(exitCode);

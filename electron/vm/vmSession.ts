@@ -1,8 +1,10 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
-import { caFiles } from '../proxy/certificateAuthority.ts';
-import { startRecording, type Recording } from '../proxy/recordingSession.ts';
+import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
+import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
+import { openMainDb } from '../store/mainDb.ts';
+import { rollUpSession } from '../store/rollup.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
@@ -133,45 +135,63 @@ export class VmSession {
 
   static async start(options: VmSessionOptions): Promise<VmSession> {
     const status = options.onStatus ?? (() => {});
-    const recording = await startRecording(options.home, { name: options.name ?? null, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' });
-    const paths = sessionPaths(options.home, recording.session.id as SessionId);
-    const runDir = join(options.home.runDir, 'vms', recording.session.id);
-    let vm: VmInstance | null = null;
+    const record = registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
+    const paths = sessionPaths(options.home, record.id as SessionId);
+    const runDir = join(options.home.runDir, 'vms', record.id);
+    ensurePrivateDir(paths.workspaceDir);
+    // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
+    await CertificateAuthority.load(options.home);
+    const t0 = performance.now();
+    // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
+    // proxy is needed only once the guest has booted.
+    const [recorded, launched] = await Promise.allSettled([
+      startRecording(options.home, { session: record, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+      (async () => {
+        const plan = await options.plan(paths, caFiles(options.home).certPath);
+        const vm = await options.backend.launch({
+          kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+          memoryMiB: options.memoryMiB ?? 1024, cpus: 1, runDir, serialLog: paths.serialLogPath,
+        });
+        return { plan, vm };
+      })(),
+    ]);
+    const vm = launched.status === 'fulfilled' ? launched.value.vm : null;
+    const fail = async (err: unknown): Promise<never> => {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (vm) await vm.kill();
+      rmSync(runDir, { recursive: true, force: true });
+      if (recorded.status === 'fulfilled') await recorded.value.stop({ status: 'crashed', reason: `boot failed: ${reason}` });
+      else endUnrecorded(options.home, record.id as SessionId, `boot failed: ${reason}`);
+      const tail = serialTail(paths.serialLogPath);
+      throw new BootError(`the VM did not boot: ${reason}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
+    };
+    if (recorded.status === 'rejected') return fail(recorded.reason);
+    if (launched.status === 'rejected') return fail(launched.reason);
+    const recording = recorded.value;
+    const { plan } = launched.value;
+    const booted = launched.value.vm;
     try {
-      ensurePrivateDir(paths.workspaceDir);
-      const plan = await options.plan(paths, caFiles(options.home).certPath);
-      const t0 = performance.now();
-      vm = await options.backend.launch({
-        kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
-        memoryMiB: options.memoryMiB ?? 1024, cpus: 1, runDir, serialLog: paths.serialLogPath,
-      });
-      status(`booting the VM (${vm.accelerator.reason})`);
-      const bootTimeout = options.bootTimeoutMs ?? (vm.accelerator.accel === 'tcg' ? 90_000 : 30_000);
-      const port = await vm.connectAgentPort(10_000);
+      status(`booting the VM (${booted.accelerator.reason})`);
+      const bootTimeout = options.bootTimeoutMs ?? (booted.accelerator.accel === 'tcg' ? 90_000 : 30_000);
+      const port = await booted.connectAgentPort(10_000);
       const mux = new AgentMux(port);
       mux.on('error', () => {});
-      const launched = vm;
-      const hello = await Promise.race([mux.handshake(bootTimeout), launched.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths)))]);
+      const hello = await Promise.race([mux.handshake(bootTimeout), booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths)))]);
       const helloMs = performance.now() - t0;
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
         type: 'config', time_ms: Date.now(), hostname: 'capsem', workspace: plan.guestWorkspace, proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
         env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...plan.guestEnv },
       });
-      const readyMessage = await Promise.race([ready, launched.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
+      const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
-      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, vm.accelerator.accel);
+      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
-      const session = new VmSession(recording, paths, vm, mux, runDir, boot, options);
+      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options);
       session.watch();
       return session;
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      if (vm) await vm.kill();
-      rmSync(runDir, { recursive: true, force: true });
-      await recording.stop({ status: 'crashed', reason: `boot failed: ${reason}` });
-      const tail = serialTail(paths.serialLogPath);
-      throw new BootError(`the VM did not boot: ${reason}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
+      return fail(err);
     }
   }
 
@@ -320,4 +340,14 @@ function bootFigures(ready: ControlMessage, helloMs: number, readyMs: number, ag
   };
   for (const [stage, ms] of Object.entries(stages)) if (typeof ms === 'number') figures[`vm_boot_${stage}`] = String(ms);
   return figures;
+}
+
+/** A session whose recording never started still ends in main.db, with the reason. */
+function endUnrecorded(home: CapsemHome, id: SessionId, reason: string): void {
+  const db = openMainDb(home);
+  try {
+    rollUpSession(home, db, id, { status: 'crashed', reason });
+  } finally {
+    db.close();
+  }
 }

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { openMainDb } from '../../electron/store/mainDb.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { getSession } from '../../electron/store/registry.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
+import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
@@ -121,6 +122,61 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     await until('virtiofsd to go', () => vmProcesses(home.root).length === 0, 10_000);
   }, 60_000);
 
+  it('capsem shell gives an interactive shell in a new VM and exits with its code', async () => {
+    const child = spawn(process.execPath, [BIN, 'shell', '--image', 'minimal'], { env: { ...process.env, CAPSEM_HOME: home.root } });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.resume();
+    await until('the shell prompt', () => out.length > 0, 120_000);
+    child.stdin.write('echo shell-$((1+1))\n');
+    await until('the echo', () => out.includes('shell-2'), 30_000);
+    child.stdin.write('exit 3\n');
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(code).toBe(3);
+    await until('the VM to end', () => vmProcesses(home.root).length === 0, 15_000);
+  }, 180_000);
+
+  it('capsem stop ends a running session by its name, in order', async () => {
+    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const runExit = new Promise<number | null>((r) => run.once('exit', r));
+    await until('the VM', async () => {
+      const found = await findOwner(home);
+      if (!found) return null;
+      const live = (await found.client.call('vm.list')) as { name: string | null }[];
+      found.client.close();
+      return live.some((s) => s.name === 'stopme');
+    }, 120_000);
+    const stopped = await runCapsemAsync(home.root, ['stop', 'stopme']);
+    expect(stopped.stdout).toMatch(/^stopped [0-9a-f-]{36} \(stopme\)\n$/);
+    // The command was ended by SIGTERM in the guest: 128 + 15, as a shell reports it.
+    expect(await runExit).toBe(143);
+    const id = /stopped ([0-9a-f-]{36})/.exec(stopped.stdout)![1]!;
+    expect(statusOf(home, id)).toMatchObject({ status: 'stopped' });
+    expect(vmProcesses(home.root)).toEqual([]);
+    const again = await runCapsemAsync(home.root, ['stop', 'stopme']);
+    expect(again.stderr).toMatch(/is not running/);
+    expect(again.code).toBe(1);
+  }, 180_000);
+
+  it('a killed owner takes its VM with it, and the next command cleans up and marks that session crashed', async () => {
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'orphan', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const id = await until('the VM', async () => {
+      const found = await findOwner(home);
+      if (!found) return null;
+      const live = (await found.client.call('vm.list')) as { id: string; name: string | null }[];
+      found.client.close();
+      return live.find((s) => s.name === 'orphan')?.id;
+    }, 120_000);
+    owner.kill('SIGKILL');
+    await until('QEMU and virtiofsd to die with their owner', () => vmProcesses(home.root).length === 0, 15_000);
+    expect(statusOf(home, id)).toMatchObject({ status: 'running' });
+    const next = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'true']);
+    expect(next.code).toBe(0);
+    expect(next.stderr).toMatch(/took over .* which is no longer running/);
+    expect(next.stderr).toMatch(/cleaned up after an earlier run that was killed: \d+ process\(es\), 1 session\(s\) marked crashed/);
+    expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ORPHANED_REASON });
+  }, 240_000);
+
   it('sends a second capsem run through the running owner, and leaves no VM process when the owner is stopped', async () => {
     const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
     const running = await until('the first VM', async () => {
@@ -131,13 +187,18 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
       return live.length === 1 ? found.info : null;
     }, 120_000);
     expect(running.pid).toBe(owner.pid);
-    const second = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'sh', '-c', 'echo second; cat /proc/1/comm']);
+    const secondRun = runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'sh', '-c', 'echo second; cat /proc/1/comm; sleep 3']);
+    // While it runs, the owner (the first command) hosts both VMs.
+    await until('the owner to host the second VM too', async () => {
+      const found = await findOwner(home);
+      if (!found) return null;
+      const live = (await found.client.call('vm.list')) as unknown[];
+      found.client.close();
+      return found.info.pid === owner.pid && live.length === 2;
+    }, 120_000);
+    const second = await secondRun;
     expect(second.stdout).toBe('second\ncapsem-agent\n');
     expect(second.code).toBe(0);
-    // Its VM was the owner's child: the owner served it.
-    expect(second.stderr).not.toMatch(/took over/);
-    const sessions = readdirSync(join(home.root, 'run', 'sessions'));
-    expect(sessions.length).toBeGreaterThanOrEqual(4);
     owner.kill('SIGTERM');
     await new Promise((r) => owner.once('exit', r));
     await until('every VM process to end', () => vmProcesses(home.root).length === 0, 15_000);
