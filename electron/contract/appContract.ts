@@ -198,3 +198,11 @@ export interface HostCore {
   handle(name: string, params: unknown): Promise<unknown>;
   subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void): () => void;
 }
+
+/** Browser mode: the WebSocket's path on the UI server and the query parameter carrying the per-run token. */
+export const BROWSER_WS_PATH = '/ws';
+export const BROWSER_TOKEN_PARAM = 'token';
+/** Browser mode: a JSON document `{ kind: 'browser', reason }` saying why the app runs in a browser. */
+export const BROWSER_MODE_PATH = '/mode.json';
+/** The largest WebSocket message either side sends (terminal input is capped far below it). */
+export const BROWSER_MAX_MESSAGE_BYTES = 1 << 20;

@@ -1,0 +1,212 @@
+import type Database from 'better-sqlite3';
+import { z } from 'zod';
+import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
+import type { SessionId } from '../contract/ids.ts';
+import { openMainDb } from '../store/mainDb.ts';
+import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { renameSession } from '../store/registry.ts';
+import { resolveSession } from '../store/resolver.ts';
+import type { VmHost } from '../vm/vmHost.ts';
+import { asCallError, CallFailure } from './callFailure.ts';
+import { EventDetails } from './eventDetail.ts';
+import { EventTables } from './eventTable.ts';
+import { LiveWatch } from './liveWatch.ts';
+import { exportJsonl } from './sessionExport.ts';
+import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
+import { sessionCost } from './sessionCost.ts';
+import { searchSession } from './sessionSearch.ts';
+import { SessionStores } from './sessionStores.ts';
+import { sessionTimeline } from './sessionTimeline.ts';
+import { recordedTranscript, Terminals } from './terminals.ts';
+
+// The host core behind the window, whichever door it comes through (Electron IPC or the
+// browser-mode WebSocket). Every call's params are checked against the contract before anything
+// runs, and every failure comes back as a CallFailure with a code, never as a crash of the host.
+// Sessions are addressed by id; `sessions.resolve` is the one place a typed name becomes an id.
+
+export interface AppCoreOptions {
+  readonly home: CapsemHome;
+  /** The VMs this process runs; null while another process owns CAPSEM_HOME (browse-only). */
+  readonly vmHost?: VmHost | null;
+  /** Why VMs cannot be started here, shown when the window asks to start or stop one. */
+  readonly vmUnavailableReason?: string;
+  readonly liveIntervalMs?: number;
+  /** Check every result against the contract too (tests turn this on; a mismatch is a `bad_result`). */
+  readonly checkResults?: boolean;
+}
+
+type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
+type Handlers = { [N in CallName]: (params: Params<N>) => CallResult<N> | Promise<CallResult<N>> };
+type Listener = <N extends EventName>(name: N, payload: EventPayload<N>) => void;
+
+export class AppCore implements HostCore {
+  private readonly mainDb: Database.Database;
+  private readonly stores: SessionStores;
+  private readonly tables = new EventTables();
+  private readonly details = new EventDetails();
+  private readonly terminals: Terminals;
+  private readonly watch: LiveWatch;
+  private readonly listeners = new Set<Listener>();
+  private vmHost: VmHost | null;
+  private vmUnavailableReason: string;
+
+  constructor(private readonly options: AppCoreOptions) {
+    this.mainDb = openMainDb(options.home);
+    this.stores = new SessionStores(options.home);
+    this.vmHost = options.vmHost ?? null;
+    this.vmUnavailableReason = options.vmUnavailableReason ?? 'this app does not run VMs';
+    this.terminals = new Terminals({
+      output: (id, data) => this.emit('terminal.output', { id, data }),
+      exit: (id, code) => this.emit('terminal.exit', { id, code }),
+    });
+    this.watch = new LiveWatch(
+      { list: () => listSessions(this.listContext()), stores: this.stores, tables: this.tables },
+      { changed: (session) => this.emit('session.changed', { session }), events: (id, kinds, lastSeq) => this.emit('session.events', { id, kinds, lastSeq }) },
+      options.liveIntervalMs,
+    );
+  }
+
+  /** Hands the core its VMs once this process owns CAPSEM_HOME (it may start browse-only). */
+  setVmHost(host: VmHost | null, reason?: string): void {
+    this.vmHost = host;
+    if (reason) this.vmUnavailableReason = reason;
+  }
+
+  async handle(name: string, params: unknown): Promise<unknown> {
+    if (!Object.hasOwn(CALLS, name)) throw new CallFailure('bad_call', `unknown call "${name}"; the calls are ${Object.keys(CALLS).join(', ')}`);
+    const call = name as CallName;
+    const parsed = CALLS[call].params.safeParse(params ?? {});
+    if (!parsed.success) throw new CallFailure('bad_params', `${call}: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
+    let result: unknown;
+    try {
+      result = await (this.handlers[call] as (p: unknown) => unknown)(parsed.data);
+    } catch (err) {
+      const e = asCallError(err);
+      throw new CallFailure(e.code, e.message, e.candidates);
+    }
+    if (this.options.checkResults) {
+      const checked = CALLS[call].result.safeParse(result);
+      if (!checked.success) throw new CallFailure('bad_result', `${call} answered outside the contract: ${z.prettifyError(checked.error).replace(/\n/g, '; ')}`);
+    }
+    return result;
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.watch.stop();
+    };
+  }
+
+  /** One round of the live watch now (tests; the timer does the same every interval). */
+  pollNow(): void {
+    this.watch.tick();
+  }
+
+  close(): void {
+    this.watch.stop();
+    this.terminals.detachAll();
+    this.stores.close();
+    this.mainDb.close();
+  }
+
+  private emit<N extends EventName>(name: N, payload: EventPayload<N>): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(name, payload);
+      } catch {
+        // A transport that failed to send must not stop the others from getting the event.
+      }
+    }
+  }
+
+  private liveIds(): Set<string> {
+    return new Set((this.vmHost?.live ?? []).map((s) => s.id));
+  }
+
+  private listContext(): ListContext {
+    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds() };
+  }
+
+  private liveSession(id: string) {
+    return this.vmHost?.live.find((s) => s.id === id && s.running);
+  }
+
+  private requireVms(): VmHost {
+    if (!this.vmHost) throw new CallFailure('not_available', this.vmUnavailableReason);
+    return this.vmHost;
+  }
+
+  /** The session's store, after checking main.db knows the id (so an unknown id is `unknown_session`). */
+  private session(id: string) {
+    sessionRecord(this.mainDb, id as SessionId);
+    return this.stores.get(id as SessionId);
+  }
+
+  private readonly handlers: Handlers = {
+    'sessions.list': () => listSessions(this.listContext()),
+    'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
+    'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
+    'sessions.start': async ({ name, image }) => {
+      const session = await this.requireVms().start({ name, image, command: ['shell'] }, { status: () => {}, progress: () => {} });
+      return { id: session.id };
+    },
+    'sessions.stop': async ({ id }) => {
+      const record = sessionRecord(this.mainDb, id as SessionId);
+      const live = this.liveSession(id);
+      if (!live) {
+        if (record.status === 'running' && !this.vmHost) throw new CallFailure('not_available', this.vmUnavailableReason);
+        throw new CallFailure('not_running', `session ${id} is not running here (its status is ${record.status})`);
+      }
+      const end = await live.stop();
+      return { status: end.status };
+    },
+    'sessions.resume': () => {
+      throw new CallFailure('not_available', 'resuming a session is not available yet (the resume capability is a later issue)');
+    },
+    'sessions.rename': ({ id, name }) => {
+      sessionRecord(this.mainDb, id as SessionId);
+      return summaryOf(this.listContext(), renameSession(this.mainDb, id as SessionId, name));
+    },
+    'sessions.export': ({ id, format }) => {
+      if (format !== 'jsonl') throw new CallFailure('not_available', `export as ${format} is not available yet (the export capability is a later issue); JSONL is`);
+      return exportJsonl(this.options.home, id as SessionId, this.session(id));
+    },
+    'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
+    'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),
+    'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
+    'sessions.timeline': ({ id }) => sessionTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
+    'sessions.cost': ({ id }) => sessionCost(this.session(id)),
+    'sessions.search': ({ id, query }) => searchSession(this.session(id), query),
+    'terminal.attach': ({ id, size }) => {
+      sessionRecord(this.mainDb, id as SessionId);
+      const live = this.liveSession(id);
+      if (live) {
+        this.terminals.attachLive(live, size);
+        return { live: true, transcript: null };
+      }
+      return { live: false, transcript: recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };
+    },
+    'terminal.input': ({ id, data }) => {
+      this.terminals.input(id as SessionId, data);
+      return {};
+    },
+    'terminal.resize': ({ id, size }) => {
+      this.terminals.resize(id as SessionId, size.cols, size.rows);
+      return {};
+    },
+    'terminal.detach': ({ id }) => {
+      this.terminals.detach(id as SessionId);
+      return {};
+    },
+    'live.subscribe': ({ id }) => {
+      if (id !== null) {
+        sessionRecord(this.mainDb, id as SessionId);
+        this.watch.follow(id as SessionId);
+      }
+      this.watch.start();
+      return {};
+    },
+  };
+}

@@ -1,0 +1,152 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import {
+  BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH, WireRequestSchema,
+  type EventName, type EventPayload, type HostCore, type WireMessage,
+} from '../contract/appContract.ts';
+import { asCallError } from './callFailure.ts';
+import { serveRenderer } from './rendererFiles.ts';
+import { allowedPeers, checkHost, checkSocket, newToken } from './wsGuards.ts';
+
+// Browser mode: the same renderer the Electron window loads, served on 127.0.0.1, and the same
+// contract carried over a WebSocket at /ws as JSON text frames (WireRequest in, WireMessage out).
+// Guards: Host (against DNS rebinding), Origin, a per-run token; a message size cap; every
+// request checked against the wire schema, then against the call's own params by the core.
+
+export interface BrowserServerOptions {
+  readonly core: HostCore;
+  readonly rendererDir: string;
+  /** 0 (or undefined) picks a free port. */
+  readonly port?: number;
+  readonly token?: string;
+  /** Why the app runs in a browser (served at /mode.json for the page to show). */
+  readonly modeReason?: string;
+  /** A Vite dev server on this port proxies /ws here: its Host and Origin are accepted too. */
+  readonly devPort?: number;
+}
+
+export interface BrowserServer {
+  readonly port: number;
+  readonly token: string;
+  /** The address to open, token included. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** A client that lets this much pile up unread is too slow to keep: it is closed, not buffered forever. */
+const MAX_BUFFERED_BYTES = 32 << 20;
+
+function securityHeaders(port: number, devPort?: number): Record<string, string> {
+  const sockets = [port, ...(devPort ? [devPort] : [])].flatMap((p) => [`ws://127.0.0.1:${p}`, `ws://localhost:${p}`]).join(' ');
+  return {
+    // xterm.js injects a <style> element, so styles allow inline; scripts never do.
+    'content-security-policy': [
+      "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:",
+      `connect-src 'self' ${sockets}`, "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "form-action 'none'",
+    ].join('; '),
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    // The page's URL carries the token: it must not leak to another site through Referer.
+    'referrer-policy': 'no-referrer',
+    'cross-origin-opener-policy': 'same-origin',
+    'cross-origin-resource-policy': 'same-origin',
+  };
+}
+
+function send(ws: WebSocket, message: WireMessage): void {
+  if (ws.readyState !== ws.OPEN) return;
+  if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
+    ws.close(1013, 'the page is not reading its messages; reload it');
+    return;
+  }
+  ws.send(JSON.stringify(message));
+}
+
+function serveConnection(ws: WebSocket, core: HostCore): void {
+  const unsubscribe = core.subscribe(<N extends EventName>(event: N, payload: EventPayload<N>) => send(ws, { event, payload }));
+  ws.on('close', unsubscribe);
+  ws.on('error', () => ws.terminate());
+  ws.on('message', (data: RawData, isBinary: boolean) => {
+    if (isBinary) return ws.close(1003, 'send JSON text frames');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(data.toString());
+    } catch {
+      return ws.close(1007, 'a message was not JSON');
+    }
+    const request = WireRequestSchema.safeParse(raw);
+    if (!request.success) {
+      const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
+      if (id === null) return ws.close(1008, 'a message was not a request { id, call, params }');
+      return send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
+    }
+    const { id, call, params } = request.data;
+    core.handle(call, params).then(
+      (result) => send(ws, { id, result }),
+      (err: unknown) => send(ws, { id, error: asCallError(err) }),
+    );
+  });
+}
+
+export async function startBrowserServer(options: BrowserServerOptions): Promise<BrowserServer> {
+  const token = options.token ?? newToken();
+  const server: Server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const { hosts, origins } = allowedPeers(port, options.devPort);
+  const headers = securityHeaders(port, options.devPort);
+  const wss = new WebSocketServer({ noServer: true, maxPayload: BROWSER_MAX_MESSAGE_BYTES, perMessageDeflate: false });
+  const mode = JSON.stringify({ kind: 'browser', reason: options.modeReason ?? 'started in browser mode' });
+
+  server.on('request', (req: IncomingMessage, res) => {
+    const host = checkHost(req.headers, hosts);
+    if (!host.ok) {
+      res.writeHead(host.status, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end(`${host.reason}\n`);
+      return;
+    }
+    const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    if (url.pathname === BROWSER_MODE_PATH) {
+      res.writeHead(200, { ...headers, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(mode);
+      return;
+    }
+    serveRenderer(options.rendererDir, req, res, url.pathname, headers);
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const host = checkHost(req.headers, hosts);
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (!host.ok || url.pathname !== BROWSER_WS_PATH) {
+      // A foreign Host gets no handshake at all: the page that sent it is not ours to talk to.
+      const status = host.ok ? 404 : host.status;
+      socket.end(`HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Forbidden'}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${host.ok ? 'the socket is at /ws' : host.reason}\n`);
+      return;
+    }
+    const verdict = checkSocket(req.headers, url, origins, token);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      // A page cannot read an HTTP refusal of an upgrade, only a close: the reason says what to do.
+      if (!verdict.ok) return ws.close(1008, verdict.reason);
+      serveConnection(ws, options.core);
+    });
+  });
+
+  return {
+    port,
+    token,
+    url: `http://127.0.0.1:${port}/?${BROWSER_TOKEN_PARAM}=${token}`,
+    async close() {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import type { SessionSummary, TableKind } from '../contract/appContract.ts';
+import type { SessionId } from '../contract/ids.ts';
+import type { EventTables } from './eventTable.ts';
+import type { SessionStores } from './sessionStores.ts';
+
+// What live.subscribe starts: every `intervalMs` the list is recomputed and the sessions whose row
+// changed are sent as `session.changed`; the subscribed sessions' session.db files are probed
+// with data_version (a counter SQLite bumps on another connection's commit, so an idle probe is
+// one pragma) and the views that got rows are sent as `session.events`. Nothing is sent when
+// nothing moved.
+
+export interface LiveSink {
+  changed(session: SessionSummary): void;
+  events(id: SessionId, kinds: TableKind[], lastSeq: number): void;
+}
+
+export interface LiveSources {
+  list(): SessionSummary[];
+  readonly stores: SessionStores;
+  readonly tables: EventTables;
+}
+
+/** Sessions a window follows at once; the oldest subscription is dropped past it. */
+const MAX_FOLLOWED = 32;
+
+interface Followed {
+  version: number;
+  newest: Partial<Record<TableKind, number>>;
+}
+
+/** A row's identity for change detection: a running session's duration moves every tick and is not a change. */
+function fingerprint(s: SessionSummary): string {
+  return JSON.stringify({ ...s, durationMs: s.status === 'running' ? 0 : s.durationMs });
+}
+
+export class LiveWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private seen: Map<string, string> | null = null;
+  private readonly followed = new Map<SessionId, Followed | null>();
+  private busy = false;
+  /** The last error a tick hit (a tick never throws: one bad file must not stop the list). */
+  lastError: string | null = null;
+
+  constructor(
+    private readonly sources: LiveSources,
+    private readonly sink: LiveSink,
+    private readonly intervalMs = 500,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.seen = new Map(this.sources.list().map((s) => [s.id, fingerprint(s)]));
+    this.timer = setInterval(() => this.tick(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.seen = null;
+  }
+
+  follow(id: SessionId): void {
+    this.followed.delete(id);
+    this.followed.set(id, null);
+    for (const old of this.followed.keys()) {
+      if (this.followed.size <= MAX_FOLLOWED) break;
+      this.followed.delete(old);
+    }
+  }
+
+  /** One round; exposed so tests and a "refresh now" need not wait for the timer. */
+  tick(): void {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      this.listTick();
+      for (const id of this.followed.keys()) this.eventsTick(id);
+      this.lastError = null;
+    } catch (err) {
+      this.lastError = err instanceof Error ? err.message : String(err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private listTick(): void {
+    const seen = (this.seen ??= new Map());
+    for (const s of this.sources.list()) {
+      const print = fingerprint(s);
+      if (seen.get(s.id) === print) continue;
+      seen.set(s.id, print);
+      this.sink.changed(s);
+    }
+  }
+
+  private eventsTick(id: SessionId): void {
+    let session;
+    try {
+      session = this.sources.stores.get(id);
+    } catch {
+      return; // not on disk (yet): looked at again next tick
+    }
+    const version = session.store.dataVersion();
+    const known = this.followed.get(id);
+    if (known && known.version === version) return;
+    const newest = this.sources.tables.newest(session);
+    this.followed.set(id, { version, newest });
+    // The first look at a session is its baseline: the window has just loaded its pages.
+    if (!known) return;
+    const kinds = (Object.keys(newest) as TableKind[]).filter((k) => (newest[k] ?? 0) > (known.newest[k] ?? 0));
+    if (kinds.length === 0) return;
+    const lastSeq = Math.max(0, ...kinds.filter((k) => k !== 'exec').map((k) => newest[k] ?? 0), session.store.newestSeq());
+    this.sink.events(id, kinds, lastSeq);
+  }
+}

@@ -1,0 +1,89 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { Transcript } from '../contract/appContract.ts';
+import type { SessionId } from '../contract/ids.ts';
+import { readTranscript } from '../vm/ptyTranscript.ts';
+import type { PtyAttachment, VmSession } from '../vm/vmSession.ts';
+import { CallFailure } from './callFailure.ts';
+
+// The window's terminals: a live session's pty as `terminal.output` events (UTF-8 text, decoded
+// across chunk boundaries) and `terminal.exit`, keystrokes and resizes back; an ended session's
+// transcript for replay. One attachment per session: a second attach replaces the first.
+
+export interface TerminalSink {
+  output(id: SessionId, data: string): void;
+  exit(id: SessionId, code: number | null): void;
+}
+
+interface Attached {
+  readonly pty: PtyAttachment;
+  /** Set when the window detached, so the pty's close is not reported as the shell exiting. */
+  detached: boolean;
+}
+
+export class Terminals {
+  private readonly attached = new Map<SessionId, Attached>();
+
+  constructor(private readonly sink: TerminalSink) {}
+
+  attachLive(session: VmSession, size: { cols: number; rows: number }): void {
+    this.detach(session.id);
+    const pty = session.attachPty(size);
+    const entry: Attached = { pty, detached: false };
+    this.attached.set(session.id, entry);
+    const decoder = new StringDecoder('utf8');
+    let code: number | null = null;
+    let reported = false;
+    const finish = (): void => {
+      if (reported) return;
+      reported = true;
+      const rest = decoder.end();
+      if (rest !== '' && !entry.detached) this.sink.output(session.id, rest);
+      if (this.attached.get(session.id) === entry) this.attached.delete(session.id);
+      if (!entry.detached) this.sink.exit(session.id, code);
+    };
+    pty.stream.on('data', (chunk: Buffer) => {
+      const text = decoder.write(chunk);
+      if (text !== '' && !entry.detached) this.sink.output(session.id, text);
+    });
+    pty.stream.on('exit', (status: { code: number | null }) => (code = status.code));
+    // The guest closing its side ends the readable half; close ours so the stream is done.
+    pty.stream.on('end', () => {
+      pty.stream.end();
+      finish();
+    });
+    pty.stream.on('error', () => finish());
+    pty.stream.on('close', finish);
+  }
+
+  private entry(id: SessionId): Attached {
+    const entry = this.attached.get(id);
+    if (!entry) throw new CallFailure('not_attached', `no live terminal is attached for session ${id}; call terminal.attach first`);
+    return entry;
+  }
+
+  input(id: SessionId, data: string): void {
+    this.entry(id).pty.stream.write(data);
+  }
+
+  resize(id: SessionId, cols: number, rows: number): void {
+    this.entry(id).pty.resize(cols, rows);
+  }
+
+  detach(id: SessionId): void {
+    const entry = this.attached.get(id);
+    if (!entry) return;
+    entry.detached = true;
+    this.attached.delete(id);
+    entry.pty.stream.destroy();
+  }
+
+  detachAll(): void {
+    for (const id of [...this.attached.keys()]) this.detach(id);
+  }
+}
+
+/** An ended session's terminal as recorded; an empty transcript when it never had one. */
+export function recordedTranscript(ptyLogPath: string): Transcript {
+  const { header, events } = readTranscript(ptyLogPath);
+  return { width: header?.width ?? 80, height: header?.height ?? 24, events: events.map(([t, code, data]) => [t, code, data]) };
+}
