@@ -1,0 +1,113 @@
+import { FitAddon } from '@xterm/addon-fit';
+import { Terminal } from '@xterm/xterm';
+import '@xterm/xterm/css/xterm.css';
+import { useEffect, useRef, useState } from 'react';
+import type { Transcript } from '../../electron/contract/appContract.ts';
+import { useApi } from '../api/ApiContext.tsx';
+import { errorText } from '../api/callError.ts';
+
+type Mode = { kind: 'attaching' } | { kind: 'live'; exitCode?: number | null } | { kind: 'replay'; events: number } | { kind: 'none' } | { kind: 'error'; message: string };
+
+/** The contract bounds a terminal size to 2..1000 in both directions. */
+const clamp = (n: number) => Math.max(2, Math.min(1000, Math.floor(n)));
+
+/** An ended session's asciicast: output written in order, recorded resizes applied as they came. */
+function replay(term: Terminal, transcript: Transcript): void {
+  term.resize(clamp(transcript.width), clamp(transcript.height));
+  for (const [, type, data] of transcript.events) {
+    if (type === 'o') term.write(data);
+    else {
+      const match = /^(\d+)x(\d+)$/.exec(data);
+      if (match) term.resize(clamp(Number(match[1])), clamp(Number(match[2])));
+    }
+  }
+}
+
+function themeFromPage(): { background: string; foreground: string; cursor: string; selectionBackground: string } {
+  const css = getComputedStyle(document.documentElement);
+  const read = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+  return { background: read('--term-bg', '#111'), foreground: read('--term-fg', '#ddd'), cursor: read('--term-fg', '#ddd'), selectionBackground: read('--term-selection', '#3a5a8a') };
+}
+
+/**
+ * The session's terminal: live (terminal.attach, output events in, keystrokes and resizes out)
+ * or, for an ended session, its recorded transcript. Created the first time the view is shown,
+ * because fitting needs a laid-out container; kept after that so scrollback survives tab switches.
+ */
+export function TerminalView({ sessionId, visible }: { readonly sessionId: string; readonly visible: boolean }) {
+  const api = useApi();
+  const container = useRef<HTMLDivElement>(null);
+  const [mode, setMode] = useState<Mode>({ kind: 'attaching' });
+
+  useEffect(() => {
+    const element = container.current;
+    if (!element) return;
+    const term = new Terminal({ fontFamily: 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace', fontSize: 13, scrollback: 10_000, theme: themeFromPage(), allowProposedApi: false });
+    const fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(element);
+    fit.fit();
+    let live = false;
+    let disposed = false;
+    const cleanups: (() => void)[] = [];
+
+    cleanups.push(api.on('terminal.output', (event) => event.id === sessionId && term.write(event.data)));
+    cleanups.push(api.on('terminal.exit', (event) => event.id === sessionId && setMode({ kind: 'live', exitCode: event.code })));
+
+    api.call('terminal.attach', { id: sessionId, size: { cols: clamp(term.cols), rows: clamp(term.rows) } }).then(
+      (result) => {
+        if (disposed) return;
+        live = result.live;
+        if (result.live) {
+          setMode({ kind: 'live' });
+          term.focus();
+        } else if (result.transcript) {
+          replay(term, result.transcript);
+          setMode({ kind: 'replay', events: result.transcript.events.length });
+        } else setMode({ kind: 'none' });
+      },
+      (e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }),
+    );
+
+    const input = term.onData((data) => {
+      if (live) void api.call('terminal.input', { id: sessionId, data }).catch(() => undefined);
+    });
+    cleanups.push(() => input.dispose());
+
+    // Refit when the container changes size; tell the VM's pty only when cols/rows really moved,
+    // and not while hidden (a hidden pane measures 0x0). A replay keeps its recorded size.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const observer = new ResizeObserver(() => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        if (disposed || element.clientWidth === 0 || element.clientHeight === 0 || !live) return;
+        const before = `${term.cols}x${term.rows}`;
+        fit.fit();
+        if (`${term.cols}x${term.rows}` !== before) void api.call('terminal.resize', { id: sessionId, size: { cols: clamp(term.cols), rows: clamp(term.rows) } }).catch(() => undefined);
+      }, 80);
+    });
+    observer.observe(element);
+    cleanups.push(() => observer.disconnect());
+
+    return () => {
+      disposed = true;
+      clearTimeout(timer);
+      for (const cleanup of cleanups) cleanup();
+      if (live) void api.call('terminal.detach', { id: sessionId }).catch(() => undefined);
+      term.dispose();
+    };
+  }, [api, sessionId]);
+
+  return (
+    <div className="terminal-view">
+      <div className="terminal-note" data-testid="terminal-note">
+        {mode.kind === 'attaching' && 'Attaching…'}
+        {mode.kind === 'live' && (mode.exitCode === undefined ? 'live' : `the session's shell exited${mode.exitCode === null ? '' : ` (code ${mode.exitCode})`}`)}
+        {mode.kind === 'replay' && (mode.events > 0 ? `replay of an ended session (${mode.events} recorded events)` : 'replay of an ended session: no terminal output was recorded')}
+        {mode.kind === 'none' && 'This session has no terminal transcript.'}
+        {mode.kind === 'error' && <span className="error">{mode.message}</span>}
+      </div>
+      <div ref={container} className="terminal" data-testid="terminal" data-visible={visible} />
+    </div>
+  );
+}
