@@ -1,0 +1,91 @@
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { CapsemApi } from '../../../electron/contract/appContract.ts';
+
+// The preload runs against a stand-in for Electron's renderer modules (the real ones need the
+// Electron runtime): what it exposes, what it sends on which channel, how answers come back.
+const bridge = vi.hoisted(() => {
+  const exposed = new Map<string, unknown>();
+  const handlers = new Map<string, ((event: unknown, message: unknown) => void)[]>();
+  const invoke = vi.fn<(channel: string, payload: unknown) => Promise<unknown>>();
+  return {
+    exposed,
+    invoke,
+    emit(channel: string, message: unknown): void {
+      for (const h of handlers.get(channel) ?? []) h({}, message);
+    },
+    electron: {
+      contextBridge: { exposeInMainWorld: (key: string, value: unknown) => exposed.set(key, value) },
+      ipcRenderer: {
+        invoke,
+        on: (channel: string, handler: (event: unknown, message: unknown) => void) => handlers.set(channel, [...(handlers.get(channel) ?? []), handler]),
+      },
+    },
+  };
+});
+vi.mock('electron', () => bridge.electron);
+
+let capsem: CapsemApi;
+beforeAll(async () => {
+  // An open request that arrives before the page subscribes is held, not lost.
+  await import('../../../electron/shell/preload.ts');
+  bridge.emit('capsem:event', { name: 'app.open', payload: { query: 'early' } });
+  capsem = bridge.exposed.get('capsem') as CapsemApi;
+});
+
+describe('preload', () => {
+  it('exposes window.capsem and nothing else', () => {
+    expect([...bridge.exposed.keys()]).toEqual(['capsem']);
+    expect(Object.keys(capsem).sort()).toEqual(['call', 'mode', 'on']);
+    expect(capsem.mode).toEqual({ kind: 'electron' });
+  });
+
+  it('calls over capsem:call with { name, params } and returns the result', async () => {
+    bridge.invoke.mockResolvedValueOnce({ ok: true, result: [] });
+    await expect(capsem.call('sessions.list', {})).resolves.toEqual([]);
+    expect(bridge.invoke).toHaveBeenLastCalledWith('capsem:call', { name: 'sessions.list', params: {} });
+  });
+
+  it('rejects with a plain CallError object (contextBridge would strip an Error of its code)', async () => {
+    const candidates = [{ id: 'a', name: 'co-work1' }];
+    bridge.invoke.mockResolvedValueOnce({ ok: false, error: { code: 'ambiguous_name', message: 'two', candidates } });
+    await expect(capsem.call('sessions.resolve', { query: 'co' })).rejects.toEqual({ name: 'CallError', code: 'ambiguous_name', message: 'two', candidates });
+    bridge.invoke.mockResolvedValueOnce('garbage');
+    await expect(capsem.call('sessions.list', {})).rejects.toMatchObject({ code: 'bad_answer' });
+  });
+
+  it('delivers events by name until unsubscribed', () => {
+    const outputs: unknown[] = [];
+    const exits: unknown[] = [];
+    const off = capsem.on('terminal.output', (p) => outputs.push(p));
+    capsem.on('terminal.exit', (p) => exits.push(p));
+    bridge.emit('capsem:event', { name: 'terminal.output', payload: { id: 'a', data: 'hi' } });
+    bridge.emit('capsem:event', { name: 'terminal.exit', payload: { id: 'a', code: 0 } });
+    bridge.emit('capsem:event', 'not a message');
+    off();
+    bridge.emit('capsem:event', { name: 'terminal.output', payload: { id: 'a', data: 'late' } });
+    expect(outputs).toEqual([{ id: 'a', data: 'hi' }]);
+    expect(exits).toEqual([{ id: 'a', code: 0 }]);
+  });
+
+  it('keeps delivering when one listener throws', () => {
+    const seen: unknown[] = [];
+    const quiet = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    capsem.on('session.events', () => {
+      throw new Error('bad listener');
+    });
+    capsem.on('session.events', (p) => seen.push(p));
+    bridge.emit('capsem:event', { name: 'session.events', payload: { id: 'a', kinds: ['net'], lastSeq: 3 } });
+    expect(seen).toHaveLength(1);
+    expect(quiet).toHaveBeenCalled();
+    quiet.mockRestore();
+  });
+
+  it('hands held open requests to the first app.open listener, then live ones', () => {
+    const opens: unknown[] = [];
+    // app.open is the shell's event, not yet in the contract's EVENTS (see the shell README).
+    const on = capsem.on as (name: string, listener: (payload: unknown) => void) => () => void;
+    on('app.open', (p) => opens.push(p));
+    bridge.emit('capsem:event', { name: 'app.open', payload: { query: 'later' } });
+    expect(opens).toEqual([{ query: 'early' }, { query: 'later' }]);
+  });
+});
