@@ -7,7 +7,7 @@ import { encodeFrame, encodeJsonFrame, encodeResize, encodeU32, FrameDecoder, Fr
 // unread data, so a stalled stream never blocks the others and a flood from the guest cannot grow
 // host memory; the guest overrunning its window is a protocol error.
 
-export const STREAM_WINDOW = 262_144;
+export const STREAM_WINDOW = 1_048_576;
 const HOST_AGENT = 'capsem-host 0.1.0';
 
 export interface Hello {

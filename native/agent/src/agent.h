@@ -10,7 +10,7 @@
 #include "json.h"
 #include "util.h"
 
-#define STREAM_WINDOW 262144u
+#define STREAM_WINDOW 1048576u
 #define OUTQ_SOFT_LIMIT (1024 * 1024) /* stop reading streams while this much waits for the port */
 
 enum stream_kind { SK_PTY, SK_EXEC, SK_NET };
