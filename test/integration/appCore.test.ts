@@ -1,5 +1,4 @@
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The host core against a seeded store and real session.db files: every call, its validation and
@@ -322,13 +322,6 @@ describe('terminal and live updates without VMs', () => {
 
 const agentMissing = buildAgent();
 
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 describe.skipIf(agentMissing !== null)(`a live session with the real agent${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, () => {
   it('starts a session, echoes typed input through terminal.output, stops it, then replays it', async () => {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asSessionId } from '../../electron/contract/ids.ts';
@@ -11,6 +11,7 @@ import { getSession } from '../../electron/store/registry.ts';
 import { readTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmSession, type VmSessionOptions } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The supervisor with the real guest agent, run as a host process (no VM): exec, the terminal,
@@ -24,13 +25,6 @@ let upstream: Server;
 let upstreamCaFile: string;
 let upPort = 0;
 
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 async function start(name: string | null = null): Promise<{ session: VmSession; backend: HostAgentBackend }> {
   const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
