@@ -162,8 +162,10 @@ export class AppCore implements HostCore {
       const end = await live.stop();
       return { status: end.status };
     },
-    'sessions.resume': () => {
-      throw new CallFailure('not_available', 'resuming a session is not available yet (the resume capability is a later issue)');
+    'sessions.resume': async ({ id }) => {
+      sessionRecord(this.mainDb, id as SessionId);
+      const session = await this.requireVms().resume(id as SessionId, { status: () => {}, progress: () => {} });
+      return { id: session.id };
     },
     'sessions.rename': ({ id, name }) => {
       sessionRecord(this.mainDb, id as SessionId);

@@ -1,3 +1,4 @@
+import { MethodError } from '../owner/controlSocket.ts';
 import { IdentityError } from '../contract/ids.ts';
 import type { CallError } from '../contract/appContract.ts';
 import { NameTakenError } from '../store/registry.ts';
@@ -35,6 +36,7 @@ function candidateOf(match: string): { id: string; name: string | null } {
 /** Any thrown value as the CallError the window receives. */
 export function asCallError(err: unknown): CallError {
   if (err instanceof CallFailure) return err.toCallError();
+  if (err instanceof MethodError) return { code: err.code, message: err.message };
   if (err instanceof UnknownSessionError) return { code: 'unknown_name', message: err.message, candidates: err.closeMatches.map(candidateOf) };
   if (err instanceof AmbiguousSessionError) return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: err.input })) };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };

@@ -7,13 +7,15 @@ import { doctorCommand } from './doctorCommand.ts';
 import { listCommand } from './listCommand.ts';
 import { ownerCommand } from './ownerCommand.ts';
 import { recordCommand } from './recordCommand.ts';
+import { renameCommand } from './renameCommand.ts';
+import { resumeCommand } from './resumeCommand.ts';
 import { runCommand } from './runCommand.ts';
 import { shellCommand } from './shellCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
 import { stopCommand } from './stopCommand.ts';
 
 const COMMANDS: readonly Command[] = [
-  runCommand, shellCommand, stopCommand, listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
+  runCommand, shellCommand, resumeCommand, stopCommand, renameCommand, listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
 ];
 
 function overview(): string {

@@ -1,5 +1,5 @@
 import { openMainDb } from '../store/mainDb.ts';
-import { parseCommandArgs, UsageError, type Command } from './context.ts';
+import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 import { targetSession } from './sessionTarget.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
@@ -32,24 +32,32 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
         db.close();
       }
     }
-    const stdin = process.stdin;
-    const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
-    return throughVmOwner(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), async (client) => {
-      const stream = await client.stream('vm.shell', { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image, ...size() }, { onData: (b) => process.stdout.write(b), onEvent: vmEventPrinter(ctx) });
-      const onInput = (b: Buffer): void => stream.write(b);
-      const onResize = (): void => stream.event({ type: 'resize', ...size() });
-      if (stdin.isTTY) stdin.setRawMode(true);
-      stdin.on('data', onInput);
-      stdin.once('end', () => stream.end());
-      process.stdout.on('resize', onResize);
-      try {
-        return await untilExit(ctx, client, stream.exit);
-      } finally {
-        if (stdin.isTTY) stdin.setRawMode(false);
-        stdin.off('data', onInput);
-        stdin.pause();
-        process.stdout.off('resize', onResize);
-      }
-    });
+    return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image });
   },
 };
+
+/**
+ * Connects this terminal to a VM's shell through the owner: raw keystrokes in, output out, size
+ * changes followed; returns the shell's exit code.
+ */
+export async function attachTerminal(ctx: CliContext, command: string, params: { id?: string; resume?: boolean; name?: string | null; image?: string }): Promise<number> {
+  const stdin = process.stdin;
+  const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
+  return throughVmOwner(ctx, command, async (client) => {
+    const stream = await client.stream('vm.shell', { ...params, ...size() }, { onData: (b) => process.stdout.write(b), onEvent: vmEventPrinter(ctx) });
+    const onInput = (b: Buffer): void => stream.write(b);
+    const onResize = (): void => stream.event({ type: 'resize', ...size() });
+    if (stdin.isTTY) stdin.setRawMode(true);
+    stdin.on('data', onInput);
+    stdin.once('end', () => stream.end());
+    process.stdout.on('resize', onResize);
+    try {
+      return await untilExit(ctx, client, stream.exit);
+    } finally {
+      if (stdin.isTTY) stdin.setRawMode(false);
+      stdin.off('data', onInput);
+      stdin.pause();
+      process.stdout.off('resize', onResize);
+    }
+  });
+}

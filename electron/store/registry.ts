@@ -166,6 +166,13 @@ export function renameSession(db: Database.Database, id: SessionId, newName: str
   return getSession(db, id)!;
 }
 
+/** A resumed session is running again under its own id; its figures are rolled up again when it ends. */
+export function markRunning(db: Database.Database, id: SessionId): SessionRecord {
+  const changed = db.prepare("UPDATE sessions SET status = 'running', status_reason = NULL, stopped_at = NULL, rolled_up_at = NULL, updated_at = ? WHERE id = ?").run(new Date().toISOString(), id);
+  if (changed.changes === 0) throw new Error(`no session with id ${id}`);
+  return getSession(db, id)!;
+}
+
 /** An ended session that cannot be resumed gives its name up; the list still shows it by id. */
 export function releaseName(db: Database.Database, id: SessionId): void {
   db.prepare('UPDATE sessions SET resumable = 0, updated_at = ? WHERE id = ?').run(new Date().toISOString(), id);

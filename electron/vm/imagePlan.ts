@@ -19,6 +19,6 @@ export function imageBootPlan(home: CapsemHome, kind: ImageKind, onProgress?: (p
     if (kind === 'minimal') return { ...common, cmdline: '', disks: [] };
     const disk = join(paths.dir, SESSION_DISK_FILE);
     await ensureSessionDisk(disk, { caCertPem: readFileSync(caPemPath, 'utf8') });
-    return { ...common, cmdline: '', disks: imageDisks(image, disk) };
+    return { ...common, cmdline: '', disks: imageDisks(image, disk), sessionDisk: disk };
   };
 }

@@ -3,11 +3,16 @@ import { z } from 'zod';
 import type { SessionId } from '../contract/ids.ts';
 import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from '../owner/controlSocket.ts';
 import type { JsonValue } from '../owner/wire.ts';
-import type { CapsemHome } from '../store/paths.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { openMainDb } from '../store/mainDb.ts';
+import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { getSession, type SessionRecord } from '../store/registry.ts';
+import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
 import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
-import { imageBootPlan } from './imagePlan.ts';
+import { imageBootPlan, SESSION_DISK_FILE } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
 import { VmSession, type BootPlan } from './vmSession.ts';
 import type { SessionPaths } from '../store/paths.ts';
@@ -30,6 +35,8 @@ const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
 const RunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, argv: z.array(z.string()).min(1) });
 const ShellParams = z.strictObject({
   id: z.string().optional(),
+  /** With `id`: boot that session again when it is not running (capsem resume). */
+  resume: z.boolean().default(false),
   name: z.string().min(1).max(64).nullable().default(null),
   image: ImageSchema,
   cols: z.number().int().min(1).max(1000).default(80),
@@ -80,10 +87,11 @@ export class VmHost {
     return [...this.sessions.values()];
   }
 
-  async start(params: { name: string | null; image: ImageKind; command: readonly string[] }, report: StartReporter): Promise<VmSession> {
+  async start(params: { name: string | null; image: ImageKind; command: readonly string[]; resume?: SessionId }, report: StartReporter): Promise<VmSession> {
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
       home: this.options.home, name: params.name, command: params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+      image: params.image, ...(params.resume ? { resume: params.resume } : {}),
     });
     this.sessions.set(session.id, session);
     void session.ended.then(() => {
@@ -91,6 +99,17 @@ export class VmHost {
       if (this.sessions.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     });
     return session;
+  }
+
+  /**
+   * Boots an ended session again on its own disk, workspace and session.db (its seq continues);
+   * a session already running here is returned as it is, never booted twice.
+   */
+  async resume(id: SessionId, report: StartReporter): Promise<VmSession> {
+    const live = this.sessions.get(id);
+    if (live) return live;
+    const { record, image } = resumableSession(this.options.home, id);
+    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], resume: id }, report);
   }
 
   /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
@@ -119,7 +138,8 @@ export class VmHost {
       }),
       'vm.shell': defineMethod(ShellParams, async (params, call) => {
         const existing = params.id ? this.sessions.get(params.id as SessionId) : undefined;
-        if (params.id && !existing) throw new MethodError('not_running', `session ${params.id} is not running`);
+        if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
+        if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         const stream = call.openStream({
           onData: (bytes) => attach?.stream.write(bytes),
@@ -165,7 +185,9 @@ export class VmHost {
     let session = existing;
     if (!session) {
       try {
-        session = await this.start({ name: params.name, image: params.image, command: ['shell'] }, reporter(event));
+        session = params.id
+          ? await this.resume(params.id as SessionId, reporter(event))
+          : await this.start({ name: params.name, image: params.image, command: ['shell'] }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
         return stream.end(125);
@@ -186,5 +208,36 @@ export class VmHost {
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();
     stream.end(exitCode);
+  }
+}
+
+/** A session that can be booted again, and the image it ran; otherwise why not, as a MethodError. */
+function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind } {
+  const db = openMainDb(home);
+  let record: SessionRecord | null;
+  try {
+    record = getSession(db, id);
+  } finally {
+    db.close();
+  }
+  if (!record) throw new MethodError('unknown_session', `no session with id ${id}`);
+  const label = record.name ? `${id} (${record.name})` : id;
+  if (record.mode !== 'vm') throw new MethodError('not_resumable', `session ${label} did not run in a VM (${record.mode}), so there is nothing to boot again`);
+  if (!record.resumable) throw new MethodError('not_resumable', `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`);
+  const paths = sessionPaths(home, id);
+  if (!existsSync(paths.dbPath)) throw new MethodError('not_resumable', `session ${label} has no session.db on disk any more`);
+  const image = imageOf(paths.dbPath);
+  if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE))) throw new MethodError('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
+  return { record, image };
+}
+
+/** The image a session booted, from its session_meta; sessions from before it was kept ran the agent image. */
+function imageOf(dbPath: string): ImageKind {
+  const db = openSessionDbReadOnly(dbPath);
+  try {
+    const row = db.prepare("SELECT value FROM session_meta WHERE key = 'vm_image'").get() as { value: string } | undefined;
+    return row?.value === 'minimal' ? 'minimal' : 'agent';
+  } finally {
+    db.close();
   }
 }

@@ -4,6 +4,7 @@ import type { SessionId } from '../contract/ids.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
+import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
@@ -30,6 +31,8 @@ export interface BootPlan {
   readonly guestWorkspace: string;
   /** The agent's proxy listener inside the guest; GUEST_PROXY_PORT unless the guest shares a network. */
   readonly guestProxyPort?: number;
+  /** The session's writable disk: kept for a resumable (named) session, deleted when another ends. */
+  readonly sessionDisk?: string;
 }
 
 export interface VmSessionOptions {
@@ -46,6 +49,10 @@ export interface VmSessionOptions {
   readonly heartbeatMs?: number;
   /** Progress lines while booting ("booting (TCG: ...)", "ready in 3.1 s"). */
   readonly onStatus?: (line: string) => void;
+  /** Boot an existing session again: same id, same session.db (its seq continues), same disk and workspace. */
+  readonly resume?: SessionId;
+  /** Recorded in session_meta, so a resume boots the same image. */
+  readonly image?: string;
 }
 
 export interface SessionEnd {
@@ -119,6 +126,7 @@ export class VmSession {
     private readonly runDir: string,
     readonly boot: Readonly<Record<string, string>>,
     private readonly options: VmSessionOptions,
+    private readonly sessionDisk: string | null,
   ) {}
 
   get id(): SessionId {
@@ -135,7 +143,7 @@ export class VmSession {
 
   static async start(options: VmSessionOptions): Promise<VmSession> {
     const status = options.onStatus ?? (() => {});
-    const record = registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
+    const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id as SessionId);
     const runDir = join(options.home.runDir, 'vms', record.id);
     ensurePrivateDir(paths.workspaceDir);
@@ -185,9 +193,9 @@ export class VmSession {
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
-      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
+      const boot = { ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel), ...(options.image ? { vm_image: options.image } : {}) };
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
-      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options);
+      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
       session.watch();
       return session;
     } catch (err) {
@@ -299,6 +307,7 @@ export class VmSession {
     this.pty?.transcript.close();
     this.pty = null;
     rmSync(this.runDir, { recursive: true, force: true });
+    if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
     await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
     this.state = 'ended';
     this.endResolve(end);
@@ -340,6 +349,15 @@ function bootFigures(ready: ControlMessage, helloMs: number, readyMs: number, ag
   };
   for (const [stage, ms] of Object.entries(stages)) if (typeof ms === 'number') figures[`vm_boot_${stage}`] = String(ms);
   return figures;
+}
+
+function reopenSession(home: CapsemHome, id: SessionId): SessionRecord {
+  const db = openMainDb(home);
+  try {
+    return markRunning(db, id);
+  } finally {
+    db.close();
+  }
 }
 
 /** A session whose recording never started still ends in main.db, with the reason. */

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
-import { getSession } from '../../electron/store/registry.ts';
+import { getSession, renameSession } from '../../electron/store/registry.ts';
+import { resolveSession } from '../../electron/store/resolver.ts';
+import { VmHost } from '../../electron/vm/vmHost.ts';
 import { readTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmSession, type VmSessionOptions } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
@@ -168,5 +170,84 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     const meta = Object.fromEntries(rows<{ key: string; value: string }>(session, "SELECT key, value FROM session_meta WHERE key LIKE 'vm_%'").map((r) => [r.key, r.value]));
     expect(meta.vm_agent).toBe('capsem-agent 0.1.0');
     expect(Number(meta.vm_boot_ready_ms)).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(missing !== null)(`resuming sessions with the real agent${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  const rhome = tempHome();
+  afterAll(() => rhome.remove());
+  const hostFor = (workspace: string) =>
+    new VmHost({
+      home: rhome,
+      backend: () => new HostAgentBackend(workspace),
+      plan: () => async (paths) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: paths.workspaceDir, guestProxyPort: 0, guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+    });
+  const quiet = { status: () => {}, progress: () => {} };
+  const resolve = (name: string) => {
+    const db = openMainDb(rhome);
+    try {
+      return resolveSession(rhome, db, name);
+    } finally {
+      db.close();
+    }
+  };
+  const column = <T>(dbPath: string, sql: string): T[] => {
+    const db = new Database(dbPath, { readonly: true });
+    try {
+      return db.prepare(sql).pluck().all() as T[];
+    } finally {
+      db.close();
+    }
+  };
+  const fsSeqs = (dbPath: string) => column<number>(dbPath, 'SELECT seq FROM fs_events ORDER BY seq');
+
+  it('resumes a named session by name after a restart: same id, same session.db, its seq continues', async () => {
+    const first = await hostFor(join(rhome.root, 'unused')).start({ name: 'co-work1', image: 'minimal', command: ['test'] }, quiet);
+    const id = first.id;
+    expect((await first.exec(['sh', '-c', 'echo one > first.txt']).result).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 400));
+    await first.stop();
+    const before = fsSeqs(first.paths.dbPath);
+    expect(before.length).toBeGreaterThan(0);
+
+    // A new host is a restarted app: it knows the session only from main.db.
+    const host = hostFor(join(rhome.root, 'unused'));
+    const resumed = await host.resume(resolve('co-work1'), quiet);
+    expect(resumed.id).toBe(id);
+    expect(resumed.paths.dbPath).toBe(first.paths.dbPath);
+    expect(await host.resume(id, quiet)).toBe(resumed);
+    expect(host.live).toHaveLength(1);
+    const db = openMainDb(rhome);
+    expect(getSession(db, asSessionId(id))).toMatchObject({ status: 'running' });
+    db.close();
+    expect((await resumed.exec(['sh', '-c', 'cat first.txt && echo two > second.txt']).result).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 400));
+    await resumed.stop();
+    const after = fsSeqs(first.paths.dbPath);
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(Math.min(...after.slice(before.length))).toBeGreaterThan(Math.max(...before));
+    const execs = column<string | null>(first.paths.dbPath, 'SELECT stdout_preview FROM exec_events ORDER BY id');
+    expect(execs).toEqual([null, 'one\n']);
+  });
+
+  it('refuses to resume an unnamed session, saying why', async () => {
+    const host = hostFor(join(rhome.root, 'unused'));
+    const s = await host.start({ name: null, image: 'minimal', command: ['test'] }, quiet);
+    await s.stop();
+    await expect(host.resume(s.id, quiet)).rejects.toThrow(/only named sessions keep their disk/);
+  });
+
+  it('resolves two sessions once named alike, one renamed since, to the right ids', async () => {
+    const host = hostFor(join(rhome.root, 'unused'));
+    const a = await host.start({ name: 'pair-work', image: 'minimal', command: ['test'] }, quiet);
+    await a.stop();
+    const db = openMainDb(rhome);
+    renameSession(db, a.id, 'pair-work-old');
+    db.close();
+    const b = await host.start({ name: 'pair-work', image: 'minimal', command: ['test'] }, quiet);
+    await b.stop();
+    expect(resolve('pair-work')).toBe(b.id);
+    expect(resolve('pair-work-old')).toBe(a.id);
+    expect(a.id).not.toBe(b.id);
   });
 });

@@ -1,0 +1,31 @@
+import { openMainDb } from '../store/mainDb.ts';
+import { parseCommandArgs, UsageError, type Command } from './context.ts';
+import { targetSession } from './sessionTarget.ts';
+import { attachTerminal } from './shellCommand.ts';
+
+export const resumeCommand: Command = {
+  name: 'resume',
+  summary: 'boot a named session again and attach to its shell',
+  usage: `capsem resume ID|NAME
+
+Resolves the name to its session id once, boots that session's VM on its own disk and workspace,
+reopens its session.db (new events continue its sequence) and attaches this terminal to its
+shell. A session that is already running is attached to, never booted twice. Only named
+sessions keep their disk (capsem run --name N); an unknown name lists close matches.`,
+  async run(ctx, argv) {
+    const { values, positionals } = parseCommandArgs(this, argv, {});
+    if (values.help) {
+      ctx.out(this.usage);
+      return 0;
+    }
+    if (positionals.length !== 1) throw new UsageError('resume takes one session id or name (see capsem resume --help)');
+    const db = openMainDb(ctx.home);
+    let id: string;
+    try {
+      id = targetSession(ctx.home, db, positionals[0]).id;
+    } finally {
+      db.close();
+    }
+    return attachTerminal(ctx, `capsem resume ${positionals[0]}`, { id, resume: true });
+  },
+};
