@@ -269,6 +269,21 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
     ]);
   }, 120_000);
 
+  it('resumes a named session on its own disk: a file written outside the workspace is still there', async () => {
+    const quiet = { status: () => {}, progress: () => {} };
+    const first = await host.start({ name: 'keeper', image: 'agent', command: ['test'] }, quiet);
+    expect((await first.exec(['sh', '-c', 'echo kept > /root/kept.txt && sync']).result).code).toBe(0);
+    await first.stop();
+    const again = await host.resume(first.id, quiet);
+    expect(again.id).toBe(first.id);
+    const { stream, result } = again.exec(['cat', '/root/kept.txt']);
+    let out = '';
+    stream.on('data', (c: Buffer) => (out += c.toString()));
+    expect((await result).code).toBe(0);
+    expect(out).toBe('kept\n');
+    await again.stop();
+  }, 240_000);
+
   it("runs the official @anthropic-ai/sdk on the guest's node through the proxy, and the call lands in model_calls with its tokens", async () => {
     copyPackageClosure('@anthropic-ai/sdk', session.paths.workspaceDir);
     writeFileSync(join(session.paths.workspaceDir, 'ask.cjs'), `
