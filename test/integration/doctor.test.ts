@@ -1,0 +1,26 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCapsemAsync } from '../helpers/runCapsem.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+// capsem doctor as a user runs it: every check named, and a missing piece comes with the command
+// that fixes it and a failing exit code.
+
+const home = tempHome();
+afterAll(() => home.remove());
+
+describe('capsem doctor', () => {
+  it('names each check, says which accelerator runs VMs and why, and passes when all is installed', async () => {
+    const r = await runCapsemAsync(home.root, ['doctor', '--json']);
+    const findings = JSON.parse(r.stdout) as { check: string; level: string; detail: string; fix?: string }[];
+    expect(findings.map((f) => f.check)).toEqual(['qemu', 'virtiofsd', 'setpriv', 'accelerator', 'guest kernel', 'agent build', 'minimal image', 'agent image', 'owner', 'api port']);
+    expect(findings.find((f) => f.check === 'accelerator')!.detail).toMatch(/KVM|TCG/);
+    expect(r.code).toBe(findings.some((f) => f.level === 'fail') ? 1 : 0);
+  });
+
+  it('reports a missing QEMU as a failure with the command that installs it', async () => {
+    const r = await runCapsemAsync(home.root, ['doctor'], { CAPSEM_QEMU: '/nonexistent/qemu-system-x86_64' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^FAIL +qemu +qemu-system-x86_64 is not installed$/m);
+    expect(r.stdout).toMatch(/fix: apt-get install -y --no-install-recommends qemu-system-x86$/m);
+  });
+});
