@@ -165,6 +165,11 @@ export const EVENTS = {
   'session.changed': z.object({ session: SessionSummarySchema }),
   /** New rows in a subscribed session, per view, so open tables append without reloading. */
   'session.events': z.object({ id: z.string(), kinds: z.array(TableKindSchema), lastSeq: z.number() }),
+  /**
+   * A launch asked to show a session (`capsem open co-work1`, a capsem://session/ link, a second
+   * launch). The query is a typed name or id: the page resolves it with `sessions.resolve`.
+   */
+  'app.open': z.object({ query: z.string().min(1).max(200) }),
 } as const;
 
 export type EventName = keyof typeof EVENTS;

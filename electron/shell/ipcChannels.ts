@@ -21,8 +21,8 @@ export interface EventMessage {
 
 /**
  * The shell's own event: a launch asked to show a session (`capsem open co-work1`, a
- * capsem://session/ link, or a second launch). Payload: OpenRequest ({ query }). Not yet in the
- * contract's EVENTS; see electron/shell/README.md.
+ * capsem://session/ link, or a second launch). Payload: OpenRequest ({ query }), the contract's
+ * EVENTS['app.open'].
  */
 export const APP_OPEN_EVENT = 'app.open';
 

@@ -1,5 +1,9 @@
-import { useCallback, useState } from 'react';
+import { useCallback, useRef, useState } from 'react';
+import type { CallError } from '../../electron/contract/appContract.ts';
+import { useApi, useHostEvent } from '../api/ApiContext.tsx';
+import { toCallError } from '../api/callError.ts';
 import { SessionTab } from '../session/SessionTab.tsx';
+import { ResolveProblem } from '../sessions/ResolveProblem.tsx';
 import { SessionList } from '../sessions/SessionList.tsx';
 import { useSessionStore } from '../sessions/useSessionStore.ts';
 import { ConnectionBanner } from './ConnectionBanner.tsx';
@@ -10,6 +14,7 @@ import { TabBar } from './TabBar.tsx';
  * selection, scroll and terminal survive switching tabs.
  */
 export function App() {
+  const api = useApi();
   const store = useSessionStore();
   const [tabs, setTabs] = useState<readonly string[]>([]);
   const [active, setActive] = useState<string | null>(null);
@@ -29,9 +34,42 @@ export function App() {
     });
   }, []);
 
+  // A launch asked to show a session (`capsem open <name>`, a capsem://session/ link): the query is
+  // resolved by the host's one resolver; a name it cannot pin to one session shows why, with the
+  // candidates to pick from. Only the latest request counts if several arrive at once.
+  const [openProblem, setOpenProblem] = useState<{ readonly query: string; readonly error: CallError } | null>(null);
+  const latestOpen = useRef(0);
+  useHostEvent('app.open', ({ query }) => {
+    const request = ++latestOpen.current;
+    api.call('sessions.resolve', { query }).then(
+      ({ id }) => {
+        if (request !== latestOpen.current) return;
+        setOpenProblem(null);
+        open(id);
+      },
+      (e: unknown) => {
+        if (request !== latestOpen.current) return;
+        setOpenProblem({ query, error: toCallError(e) });
+      },
+    );
+  });
+  const openCandidate = useCallback(
+    (id: string) => {
+      setOpenProblem(null);
+      open(id);
+    },
+    [open],
+  );
+
   return (
     <div className="app">
       <ConnectionBanner />
+      {openProblem && (
+        <div className="open-problem" data-testid="open-problem" data-query={openProblem.query}>
+          <strong>Could not open “{openProblem.query}”:</strong>
+          <ResolveProblem problem={openProblem.error} onOpen={openCandidate} testIdPrefix="open" onDismiss={() => setOpenProblem(null)} />
+        </div>
+      )}
       <TabBar tabs={tabs} active={active} byId={store.byId} onSelect={setActive} onClose={close} />
       <main className="panes">
         <section className="pane" hidden={active !== null}>

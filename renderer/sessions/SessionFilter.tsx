@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { CallError, SessionSummary } from '../../electron/contract/appContract.ts';
 import { useApi } from '../api/ApiContext.tsx';
 import { toCallError } from '../api/callError.ts';
-import { shortId } from '../app/format.ts';
+import { ResolveProblem } from './ResolveProblem.tsx';
 
 interface Props {
   readonly value: string;
@@ -60,20 +60,7 @@ export function SessionFilter({ value, onChange, matches, onOpen }: Props) {
           if (e.key === 'Escape') onChange('');
         }}
       />
-      {problem && (
-        <div className="resolve-error" data-testid="resolve-error" role="alert">
-          <span>{problem.message}</span>
-          {problem.candidates && problem.candidates.length > 0 && (
-            <span className="candidates">
-              {problem.candidates.map((c) => (
-                <button key={c.id} type="button" className="link" data-testid="resolve-candidate" data-session-id={c.id} onClick={() => onOpen(c.id)}>
-                  {c.name ?? '(unnamed)'} <code>{shortId(c.id)}</code>
-                </button>
-              ))}
-            </span>
-          )}
-        </div>
-      )}
+      {problem && <ResolveProblem problem={problem} onOpen={onOpen} />}
     </div>
   );
 }

@@ -82,9 +82,7 @@ describe('preload', () => {
 
   it('hands held open requests to the first app.open listener, then live ones', () => {
     const opens: unknown[] = [];
-    // app.open is the shell's event, not yet in the contract's EVENTS (see the shell README).
-    const on = capsem.on as (name: string, listener: (payload: unknown) => void) => () => void;
-    on('app.open', (p) => opens.push(p));
+    capsem.on('app.open', (p) => opens.push(p));
     bridge.emit('capsem:event', { name: 'app.open', payload: { query: 'later' } });
     expect(opens).toEqual([{ query: 'early' }, { query: 'later' }]);
   });

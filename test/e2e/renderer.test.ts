@@ -1,0 +1,440 @@
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppCore } from '../../electron/app/appCore.ts';
+import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
+import type { CallName, CallParams, CallResult } from '../../electron/contract/appContract.ts';
+import type { SessionId } from '../../electron/contract/ids.ts';
+import { seedSessions } from '../../electron/dev/seedSessions.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import { sessionPaths } from '../../electron/store/paths.ts';
+import { releaseName } from '../../electron/store/registry.ts';
+import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
+import { VmHost } from '../../electron/vm/vmHost.ts';
+import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+// The real renderer in Chromium (browser mode), driven by Playwright against the real core and
+// UI server in this process, over a seeded CAPSEM_HOME: what a person sees in the list, opening a
+// session by name, two sessions with one name, a 100,000-row table (first paint and scrolling,
+// measured in the page), a gzip body in the detail pane, a live terminal on a real pty (the guest
+// agent run on the host), export, app.open, and a screenshot of every main view.
+
+const missing = chromiumMissing();
+const agentMissing = missing ? null : buildAgent();
+const SHOTS = fileURLToPath(new URL('../../test-output/e2e/', import.meta.url));
+const GZ_JSON = { hello: 'world', nested: { list: [1, 2, 3] }, note: 'sent gzip on the wire' };
+const BIG_ROWS = 100_000;
+
+const home = tempHome();
+let core: AppCore;
+let door: EventDoor;
+let server: BrowserServer;
+let vmHost: VmHost | null = null;
+let browser: Browser;
+let page: Page;
+let big: SessionId;
+let gz: SessionId;
+const pageErrors: string[] = [];
+
+function call<N extends CallName>(name: N, params: CallParams<N>): Promise<CallResult<N>> {
+  return core.handle(name, params) as Promise<CallResult<N>>;
+}
+
+function idOfName(name: string): string {
+  const db = openMainDb(home);
+  try {
+    const rows = db.prepare('SELECT id FROM sessions WHERE name = ?').all(name) as { id: string }[];
+    if (rows.length !== 1) throw new Error(`${rows.length} sessions are named ${name}`);
+    return rows[0]!.id;
+  } finally {
+    db.close();
+  }
+}
+
+async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** A fresh page on the list (tabs are page state, so every test starts from none). */
+async function fresh(extraQuery = ''): Promise<Page> {
+  await page.goto(`${server.url}${extraQuery}`);
+  await page.locator('[data-testid=session-row]').first().waitFor();
+  return page;
+}
+
+const row = (id: string) => page.locator(`[data-testid=session-row][data-session-id="${id}"]`);
+const tab = (id: string) => page.locator(`[data-testid=tab][data-session-id="${id}"]`);
+const pane = (id: string) => page.locator(`[data-testid=session-pane][data-session-id="${id}"]`);
+
+async function openByName(name: string): Promise<string> {
+  await page.fill('[data-testid=session-filter]', name);
+  await page.press('[data-testid=session-filter]', 'Enter');
+  const id = idOfName(name);
+  await tab(id).waitFor();
+  return id;
+}
+
+async function shot(name: string): Promise<string> {
+  const path = join(SHOTS, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+beforeAll(async () => {
+  if (missing) {
+    console.log(`renderer e2e: skipped, ${missing}`);
+    return;
+  }
+  const t0 = performance.now();
+  console.log(`renderer e2e: ${ensureRendererBuilt()}`);
+  mkdirSync(SHOTS, { recursive: true });
+  // The list's sessions: realistic agent sessions (model calls, tools, files, bodies), the last crashed.
+  await seedSessions(home, { sessions: 3, events: 300, seed: 7 });
+  const cowork = idOfName('co-work1') as SessionId;
+  const transcript = new PtyTranscript(sessionPaths(home, cowork).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
+  transcript.output(Buffer.from('root@capsem:~# npm test\r\n\x1b[32m  ✓ retries three times then gives up\x1b[0m\r\n\x1b[32m  ✓ logs why it stopped\x1b[0m\r\n\r\n  2 passing (41ms)\r\n\r\nroot@capsem:~# git status --short\r\n M src/main.ts\r\n?? notes.md\r\nroot@capsem:~# '));
+  transcript.close();
+  // 100,000 HTTP exchanges, appended as the proxy would (one writer, batched).
+  const t1 = performance.now();
+  const bigSession = await liveSession(home, 'big');
+  big = bigSession.id;
+  const start = Date.parse('2025-01-01T00:00:00Z');
+  for (let i = 0; i < BIG_ROWS; i++) {
+    bigSession.writer.append('net_events', {
+      timestamp: new Date(start + i).toISOString(), domain: `host-${i % 50}.example`, decision: i % 97 === 0 ? 'denied' : 'allowed', method: 'GET',
+      path: `/item/${i}`, status_code: 200, bytes_sent: 10, bytes_received: 100, duration_ms: 3, process_name: 'curl',
+    });
+    if (bigSession.writer.needsDrain) await bigSession.writer.drained();
+  }
+  await bigSession.end();
+  const seedBigMs = performance.now() - t1;
+  // A JSON response that came gzip-encoded: stored decoded, as the recorder stores it (the column
+  // keeps the header), and a second one stored still encoded (as another tool might have written it).
+  const gzSession = await liveSession(home, 'gz-body');
+  gz = gzSession.id;
+  const json = Buffer.from(JSON.stringify(GZ_JSON));
+  const encoded = gzipSync(json);
+  for (const stored of [json, encoded]) {
+    const net = gzSession.writer.append('net_events', {
+      timestamp: now(), domain: 'api.example', decision: 'allowed', method: 'POST', path: '/v1/things', status_code: 200,
+      response_headers: '{"content-type":"application/json","content-encoding":"gzip"}', bytes_received: encoded.length,
+    })!;
+    gzSession.writer.append('event_body_blobs', {
+      event_id: net.eventId!, source_table: 'net_events', direction: 'response', content_type: 'application/json', content_encoding: 'gzip',
+      original_bytes: encoded.length, stored_bytes: stored.length, body: stored, created_at: now(),
+    });
+  }
+  await gzSession.end();
+
+  if (agentMissing === null) {
+    const workspace = join(home.root, 'live-ws');
+    mkdirSync(workspace, { recursive: true });
+    const proxyPort = await freePort();
+    vmHost = new VmHost({
+      home,
+      backend: () => new HostAgentBackend(workspace),
+      plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' } }),
+    });
+  }
+  core = new AppCore({ home, vmHost, vmUnavailableReason: agentMissing ?? undefined, liveIntervalMs: 250 });
+  door = new EventDoor(core);
+  server = await startBrowserServer({ core: door, rendererDir: RENDERER_OUT, port: 0, modeReason: 'renderer e2e test' });
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
+  // Well inside vitest's 30 s, so a wait that never ends fails naming its locator.
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  console.log(`renderer e2e: ready in ${Math.round(performance.now() - t0)} ms (100,000 rows seeded in ${Math.round(seedBigMs)} ms)`);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await vmHost?.stopAll();
+  core?.close();
+  home.remove();
+}, 30_000);
+
+describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  it('lists the seeded sessions by id and name with their figures', async () => {
+    await fresh();
+    const list = await call('sessions.list', {});
+    expect(list).toHaveLength(5);
+    await expect.poll(() => page.locator('[data-testid=session-row]').count()).toBe(5);
+    await expect.poll(() => page.locator('.session-list .count').innerText()).toBe('5 sessions');
+    for (const s of list) {
+      const cells = await row(s.id).locator('td').allInnerTexts();
+      expect(cells[0]).toContain(s.id.slice(0, 8));
+      expect(await row(s.id).locator('[data-testid=copy-id]').getAttribute('title')).toContain(s.id);
+      expect(cells[1]).toBe(s.name);
+      if (s.name === 'big') {
+        expect(cells[7]).toMatch(/^100k \(1031 denied\)$/);
+        expect(cells[5]).toBe('$0');
+      } else if (s.name === 'gz-body') {
+        expect(cells[7]).toBe('2');
+      } else {
+        // The agent sessions: dollars and cents, requests as a plain count.
+        expect(s.costUsd).toBeGreaterThan(0.01);
+        expect(cells[5]).toBe(`$${s.costUsd.toFixed(2)}`);
+        expect(s.requests).toBeGreaterThan(0);
+        expect(cells[7]).toMatch(new RegExp(`^${s.requests}\\b`));
+        expect(s.toolCalls).toBeLessThan(10_000);
+        expect(cells[8]).toBe(String(s.toolCalls));
+        expect(cells[6]).toMatch(/^\d+(\.\d)?[kM]? \+ \d+(\.\d)?[kM]?$/);
+      }
+    }
+    expect(await row(idOfName('code-vm2')).innerText()).toContain('crashed');
+  });
+
+  it('opens the tab of the session a typed name belongs to (Enter in the filter)', async () => {
+    await fresh();
+    const id = await openByName('code-vm1');
+    expect(await page.locator('[data-testid=tab]').count()).toBe(1);
+    expect(await page.locator('[data-testid=tab][aria-selected=true]').getAttribute('data-session-id')).toBe(id);
+    expect(await tab(id).locator('.tab-title').innerText()).toBe('code-vm1');
+    await expect.poll(() => pane(id).locator('.session-name').innerText()).toBe('code-vm1');
+    // A name two sessions start with is not a name: the resolver says so and offers both.
+    await page.click('[data-testid=tab-list]');
+    await page.fill('[data-testid=session-filter]', 'code-vm');
+    await page.press('[data-testid=session-filter]', 'Enter');
+    await page.locator('[data-testid=resolve-error]').waitFor();
+    const offered = await page.locator('[data-testid=resolve-candidate]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')));
+    expect(offered.sort()).toEqual([idOfName('code-vm1'), idOfName('code-vm2')].sort());
+    expect(await page.locator('[data-testid=tab]').count()).toBe(1);
+  });
+
+  it('keeps two sessions with the same name apart, and a rename retitles the same tab', async () => {
+    await fresh();
+    const first = await liveSession(home, 'twin');
+    await first.end();
+    const db = openMainDb(home);
+    releaseName(db, first.id);
+    db.close();
+    const second = await liveSession(home, 'twin');
+    await second.end();
+    // They reach the open list through the live watch (session.changed), no reload.
+    await row(first.id).waitFor();
+    await row(second.id).waitFor();
+    expect(await row(first.id).locator('td.name').innerText()).toBe('twin');
+    expect(await row(second.id).locator('td.name').innerText()).toBe('twin');
+
+    await row(first.id).click();
+    await tab(first.id).waitFor();
+    await page.click('[data-testid=tab-list]');
+    await row(second.id).click();
+    await tab(second.id).waitFor();
+    const tabIds = await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')));
+    expect(tabIds).toEqual([first.id, second.id]);
+    expect(await tab(first.id).locator('.tab-title').innerText()).toBe(`twin · ${first.id.slice(0, 8)}`);
+    expect(await tab(second.id).locator('.tab-title').innerText()).toBe(`twin · ${second.id.slice(0, 8)}`);
+
+    await call('sessions.rename', { id: second.id, name: 'twin-renamed' });
+    await expect.poll(() => tab(second.id).locator('.tab-title').innerText()).toBe('twin-renamed');
+    expect(await tab(first.id).locator('.tab-title').innerText()).toBe('twin');
+    expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([first.id, second.id]);
+    expect(await pane(second.id).locator('.session-name').innerText()).toBe('twin-renamed');
+  });
+
+  it('paints a 100,000-row network table at once and scrolls it smoothly to the last row', async () => {
+    await fresh('&probe=1');
+    const last = (await call('events.page', { id: big, kind: 'net', offset: BIG_ROWS - 1, limit: 1 })).rows[0]!;
+    // Opening the tab lands on the Network view (an ended session): timed in the page from the
+    // click to the frame after the first row is in the DOM.
+    const firstPaintMs = await page.evaluate(
+      (id) =>
+        new Promise<number>((resolve, reject) => {
+          const target = document.querySelector<HTMLElement>(`[data-testid=session-row][data-session-id="${id}"]`);
+          if (!target) return reject(new Error('no row for the big session'));
+          const t0 = performance.now();
+          const found = () => document.querySelector(`[data-testid=session-pane][data-session-id="${id}"] [data-testid=net-row]`) !== null;
+          const observer = new MutationObserver(() => {
+            if (!found()) return;
+            observer.disconnect();
+            requestAnimationFrame(() => resolve(performance.now() - t0));
+          });
+          observer.observe(document.body, { childList: true, subtree: true });
+          setTimeout(() => {
+            observer.disconnect();
+            reject(new Error('no net-row within 10 s'));
+          }, 10_000);
+          target.click();
+        }),
+      big,
+    );
+    console.log(`100,000-row table: first rows painted ${firstPaintMs.toFixed(0)} ms after the click`);
+    expect(firstPaintMs).toBeLessThan(1000);
+    const table = pane(big).locator('[data-testid=net-table]');
+    await expect.poll(() => pane(big).locator('[data-testid=net-count]').innerText()).toBe('100k rows');
+    expect(await table.getAttribute('aria-rowcount')).toBe(String(BIG_ROWS));
+
+    // Scroll with the mouse wheel for about 3 s, frame times recorded by the page itself.
+    const box = (await table.boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.evaluate(() => {
+      window.__capsemFrames!.length = 0;
+    });
+    const until = Date.now() + 3000;
+    let wheels = 0;
+    while (Date.now() < until) {
+      // Each wheel call returns once the page has taken the event (~2 frames), which paces it.
+      await page.mouse.wheel(0, 600);
+      wheels += 1;
+    }
+    const stats = frameStats(await page.evaluate(() => window.__capsemFrames!.slice()));
+    const scrolled = await table.evaluate((el) => el.scrollTop);
+    console.log(
+      `wheel scroll over 100,000 rows (${wheels} wheel events, ${Math.round(scrolled / 24)} rows down): ` +
+        `frames=${stats.count} p50=${stats.p50.toFixed(1)} ms p95=${stats.p95.toFixed(1)} ms max=${stats.max.toFixed(1)} ms >50ms=${stats.over50}`,
+    );
+    // Thresholds for a loaded 2-core machine, where the core, its SQLite reads, Chromium and this
+    // test share two cores. Frame times come in whole vsyncs (16.7, 33.3, 50, 66.7 ms...). Alone,
+    // this scroll measures p95 16.8 ms and max 33 ms (also with three busy loops on the cores);
+    // run beside the integration tests (vitest's other workers seeding 100k rows, the agent
+    // building) it measured p95 50-67 ms and max 117 ms. So: p95 under 100 ms (95% of frames
+    // at 10 fps or better) and no frame over 250 ms (no visible freeze), about twice the worst
+    // loaded figures. A table that put all 100k rows in the DOM, fetched them at once or
+    // re-rendered them on every scroll costs hundreds of milliseconds to seconds a frame and
+    // fails both by far.
+    expect(stats.count).toBeGreaterThan(45);
+    expect(stats.p95).toBeLessThan(100);
+    expect(stats.max).toBeLessThan(250);
+    // The rows the wheel reached (pages past the first two) are real rows once their pages arrive.
+    expect(scrolled).toBeGreaterThan(24 * 400);
+    await expect.poll(() => pane(big).locator('[data-testid=row-loading]').count()).toBe(0);
+    const seqs = await pane(big).locator('[data-testid=net-row]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))));
+    expect(Math.min(...seqs)).toBeGreaterThan(350);
+
+    // The end of the table: the last row (seq and path) is there.
+    await table.evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
+    const lastRow = pane(big).locator(`[data-testid=net-row][data-seq="${last.seq}"]`);
+    await lastRow.waitFor({ timeout: 5000 });
+    expect(await lastRow.innerText()).toContain(`/item/${BIG_ROWS - 1}`);
+    await shot('network-100k-end');
+  });
+
+  it('shows a gzip response body decoded and pretty-printed, and says it was gzip', async () => {
+    await fresh();
+    await row(gz).click();
+    const rows = pane(gz).locator('[data-testid=net-row]');
+    await expect.poll(() => rows.count()).toBe(2);
+    for (let i = 0; i < 2; i++) {
+      await rows.nth(i).click();
+      const detail = pane(gz).locator('[data-testid=detail-pane]');
+      await expect.poll(() => detail.getAttribute('data-seq')).toBe(await rows.nth(i).getAttribute('data-seq'));
+      const body = detail.locator('[data-testid=body-response]');
+      await body.waitFor();
+      expect(await body.locator('pre.body-text').innerText()).toBe(JSON.stringify(GZ_JSON, null, 2));
+      expect(await body.locator('h4').innerText()).toMatch(/application\/json, gzip,/);
+      await body.scrollIntoViewIfNeeded();
+    }
+    await shot('network-gzip-body');
+  });
+
+  it.skipIf(agentMissing !== null)(`echoes typed input in a live terminal on a real pty${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    const { id } = await call('sessions.start', { name: 'live-e2e', image: 'minimal' });
+    await fresh();
+    await row(id).click();
+    const terminal = pane(id).locator('[data-testid=terminal]');
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await terminal.click();
+    await page.keyboard.type('echo hi-$((6*7))');
+    await page.keyboard.press('Enter');
+    const screen = terminal.locator('.xterm-rows');
+    await expect.poll(() => screen.innerText(), { timeout: 10_000 }).toMatch(/^hi-42$/m);
+    expect(await screen.innerText()).toContain('echo hi-$((6*7))');
+    await shot('terminal-live');
+  });
+
+  it('exports the session to a JSONL file with one line per event', async () => {
+    await fresh();
+    const id = await openByName('co-work1');
+    await pane(id).locator('[data-testid=export]').click();
+    const result = pane(id).locator('[data-testid=export-result]');
+    await result.waitFor();
+    const title = (await result.getAttribute('title'))!;
+    const path = title.replace(/ \([^)]*\)$/, '');
+    expect(path.startsWith(join(home.root, 'exports'))).toBe(true);
+    expect(await result.innerText()).toContain(path);
+    expect(existsSync(path)).toBe(true);
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    const db = openMainDb(home);
+    const events = (db.prepare('SELECT event_count AS n FROM sessions WHERE id = ?').get(id) as { n: number }).n;
+    db.close();
+    expect(events).toBeGreaterThan(100);
+    expect(lines).toHaveLength(events);
+    expect(lines.every((l) => (JSON.parse(l) as { sessionId: string }).sessionId === id)).toBe(true);
+  });
+
+  it('opens a session asked for by app.open, and shows candidates for a name that is not one', async () => {
+    await fresh();
+    expect(door.connections).toBeGreaterThan(0);
+    const vm1 = idOfName('code-vm1');
+    door.emit('app.open', { query: 'code-vm1' });
+    await tab(vm1).waitFor();
+    expect(await page.locator('[data-testid=tab][aria-selected=true]').getAttribute('data-session-id')).toBe(vm1);
+
+    door.emit('app.open', { query: 'co-work' });
+    const problem = page.locator('[data-testid=open-problem]');
+    await problem.waitFor();
+    expect(await problem.innerText()).toContain('co-work');
+    const cowork = idOfName('co-work1');
+    const candidate = page.locator(`[data-testid=open-candidate][data-session-id="${cowork}"]`);
+    expect(await candidate.innerText()).toContain('co-work1');
+    await candidate.click();
+    await tab(cowork).waitFor();
+    expect(await page.locator('[data-testid=tab][aria-selected=true]').getAttribute('data-session-id')).toBe(cowork);
+    expect(await problem.count()).toBe(0);
+  });
+
+  it('screenshots every main view', async () => {
+    await fresh();
+    const files: string[] = [await shot('list')];
+    const id = await openByName('co-work1');
+    const p = pane(id);
+    await p.locator('[data-testid=net-row]').first().waitFor();
+    // A model provider's exchange, which carries request and response bodies.
+    await p.locator('[data-testid=net-row]', { hasText: 'api.anthropic.com' }).first().click();
+    await p.locator('[data-view=network] [data-testid=body-response]').scrollIntoViewIfNeeded();
+    files.push(await shot('network-detail'));
+    await p.locator('[data-testid=view-models]').click();
+    await p.locator('[data-testid=model-row]').nth(1).click();
+    await p.locator('[data-testid=model-items]').scrollIntoViewIfNeeded();
+    files.push(await shot('model-calls'));
+    await p.locator('[data-testid=view-tools]').click();
+    await p.locator('[data-testid=tool-row]').nth(1).click();
+    await p.locator('[data-view=tools] [data-testid=detail-pane] .kv').first().waitFor();
+    files.push(await shot('tools'));
+    await p.locator('[data-testid=view-files]').click();
+    await p.locator('[data-testid=file-row]').first().waitFor();
+    files.push(await shot('files'));
+    await p.locator('[data-testid=view-timeline]').click();
+    await p.locator('[data-testid=timeline-lane]').first().waitFor();
+    files.push(await shot('timeline'));
+    await p.locator('[data-testid=view-cost]').click();
+    await p.locator('[data-testid=cost-chart]').waitFor();
+    files.push(await shot('cost'));
+    await p.locator('[data-testid=view-terminal]').click();
+    await expect.poll(() => p.locator('[data-testid=terminal-note]').innerText()).toMatch(/^replay of an ended session/);
+    await expect.poll(() => p.locator('.xterm-rows').innerText()).toContain('2 passing');
+    files.push(await shot('terminal'));
+    for (const file of files) expect(statSync(file).size, file).toBeGreaterThan(5 * 1024);
+    console.log(`screenshots: ${files.map((f) => `${f.slice(SHOTS.length)} ${(statSync(f).size / 1024).toFixed(0)} KB`).join(', ')}`);
+  });
+
+  it('raised no uncaught errors in the page', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
