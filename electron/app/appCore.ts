@@ -11,7 +11,7 @@ import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
 import { EventTables } from './eventTable.ts';
 import { LiveWatch } from './liveWatch.ts';
-import { exportJsonl } from './sessionExport.ts';
+import { exportForApp } from './sessionExport.ts';
 import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
 import { sessionCost } from './sessionCost.ts';
 import { searchSession } from './sessionSearch.ts';
@@ -172,8 +172,8 @@ export class AppCore implements HostCore {
       return summaryOf(this.listContext(), renameSession(this.mainDb, id as SessionId, name));
     },
     'sessions.export': ({ id, format }) => {
-      if (format !== 'jsonl') throw new CallFailure('not_available', `export as ${format} is not available yet (the export capability is a later issue); JSONL is`);
-      return exportJsonl(this.options.home, id as SessionId, this.session(id));
+      sessionRecord(this.mainDb, id as SessionId);
+      return exportForApp(this.options.home, this.mainDb, id as SessionId, format);
     },
     'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
     'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),

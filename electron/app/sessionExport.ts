@@ -1,36 +1,24 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import type Database from 'better-sqlite3';
 import { join } from 'node:path';
+import { EXPORT_EXTENSIONS, exportSession, type ExportFormat } from '../archive/exportSession.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
-import type { OpenSession } from './sessionStores.ts';
+import { SessionDbMissingError } from '../store/sessionDb.ts';
+import { CallFailure } from './callFailure.ts';
 
-// sessions.export as JSONL: one session-api event per line, in seq order, as GET /v1/events gives
-// them (full view), to CAPSEM_HOME/exports/. The file is private (0600) like everything recorded.
+// sessions.export: the app's Export writes through the one exporter (electron/archive), as the
+// CLI does, to CAPSEM_HOME/exports/<id>-<time>.<ext>. The file is private (0600) like everything
+// recorded. A vacuumed session exports from its compressed copy.
 
-const SLICE = 500;
-
-export function exportJsonl(home: CapsemHome, id: SessionId, session: OpenSession, now = new Date()): { path: string; bytes: number } {
+export async function exportForApp(home: CapsemHome, mainDb: Database.Database, id: SessionId, format: ExportFormat, now = new Date()): Promise<{ path: string; bytes: number }> {
   const dir = join(home.root, 'exports');
   ensurePrivateDir(dir);
-  const path = join(dir, `${id}-${now.toISOString().replace(/[:.]/g, '-')}.jsonl`);
-  const fd = openSync(path, 'wx', 0o600);
-  let bytes = 0;
+  const out = join(dir, `${id}-${now.toISOString().replace(/[:.]/g, '-')}${EXPORT_EXTENSIONS[format]}`);
   try {
-    const { store } = session;
-    let after = 0;
-    for (;;) {
-      const refs = store.after(after, SLICE);
-      if (refs.length === 0) break;
-      const rows = store.rows(refs);
-      let chunk = '';
-      for (const ref of refs) {
-        chunk += `${JSON.stringify(store.event(ref, { full: true }, rows.get(ref.seq)))}\n`;
-        after = ref.seq;
-      }
-      bytes += writeSync(fd, chunk);
-    }
-  } finally {
-    closeSync(fd);
+    const { path, bytes } = await exportSession(home, mainDb, id, { format, out });
+    return { path, bytes };
+  } catch (err) {
+    if (err instanceof SessionDbMissingError) throw new CallFailure('not_on_disk', err.message);
+    throw err;
   }
-  return { path, bytes };
 }

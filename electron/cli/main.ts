@@ -4,6 +4,8 @@ import { checkCommand } from './checkCommand.ts';
 import { UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { doctorCommand } from './doctorCommand.ts';
+import { exportCommand } from './exportCommand.ts';
+import { importCommand } from './importCommand.ts';
 import { listCommand } from './listCommand.ts';
 import { ownerCommand } from './ownerCommand.ts';
 import { recordCommand } from './recordCommand.ts';
@@ -13,9 +15,11 @@ import { runCommand } from './runCommand.ts';
 import { shellCommand } from './shellCommand.ts';
 import { sqlCommand } from './sqlCommand.ts';
 import { stopCommand } from './stopCommand.ts';
+import { vacuumCommand } from './vacuumCommand.ts';
 
 const COMMANDS: readonly Command[] = [
-  runCommand, shellCommand, resumeCommand, stopCommand, renameCommand, listCommand, checkCommand, sqlCommand, recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
+  runCommand, shellCommand, resumeCommand, stopCommand, renameCommand, listCommand, checkCommand, sqlCommand, exportCommand, importCommand, vacuumCommand,
+  recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
 ];
 
 function overview(): string {
