@@ -1,8 +1,8 @@
 // Debian packages the VMs (and their tests) need: QEMU and virtiofsd, the guest kernel, the tools
 // that build the guest images, gcc for the guest agent, clang for its fuzzer, and Chromium for the
-// renderer's tests (Electron's own runtime cannot be fetched on machines without its download host). Installed with apt
-// when this runs as root on Debian; otherwise the missing ones are named with the command to run,
-// and VM features (and their tests) say what is missing when used.
+// renderer's tests (Electron's own runtime cannot be fetched where its download host is
+// unreachable). Installed with apt when this runs as root on Debian; otherwise the missing ones
+// are named with the command to run, and VM features (and their tests) say what is missing.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
