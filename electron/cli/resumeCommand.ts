@@ -1,6 +1,5 @@
-import { openMainDb } from '../store/mainDb.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
-import { targetSession } from './sessionTarget.ts';
+import { resolveTarget } from './sessionTarget.ts';
 import { attachTerminal } from './shellCommand.ts';
 
 export const resumeCommand: Command = {
@@ -19,13 +18,7 @@ sessions keep their disk (capsem run --name N); an unknown name lists close matc
       return 0;
     }
     if (positionals.length !== 1) throw new UsageError('resume takes one session id or name (see capsem resume --help)');
-    const db = openMainDb(ctx.home);
-    let id: string;
-    try {
-      id = targetSession(ctx.home, db, positionals[0]).id;
-    } finally {
-      db.close();
-    }
+    const { id } = resolveTarget(ctx.home, positionals[0]!);
     return attachTerminal(ctx, `capsem resume ${positionals[0]}`, { id, resume: true });
   },
 };

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { SessionId } from '../contract/ids.ts';
+import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
@@ -19,4 +20,15 @@ export function targetSession(home: CapsemHome, mainDb: Database.Database, input
     if (existsSync(dbPath)) return { id: record.id, record, dbPath };
   }
   throw new Error('no session with a session.db on disk; run a session first, or `capsem dev seed` for sample data');
+}
+
+/** targetSession with its own short-lived main.db connection: for commands that only need the id. */
+export function resolveTarget(home: CapsemHome, input: string): { id: SessionId; record: SessionRecord | null } {
+  const db = openMainDb(home);
+  try {
+    const { id, record } = targetSession(home, db, input);
+    return { id, record };
+  } finally {
+    db.close();
+  }
 }

@@ -1,6 +1,5 @@
-import { openMainDb } from '../store/mainDb.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
-import { targetSession } from './sessionTarget.ts';
+import { resolveTarget } from './sessionTarget.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
 export const shellCommand: Command = {
@@ -23,15 +22,7 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
     if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
-    let id: string | undefined;
-    if (positionals[0] !== undefined) {
-      const db = openMainDb(ctx.home);
-      try {
-        id = targetSession(ctx.home, db, positionals[0]).id;
-      } finally {
-        db.close();
-      }
-    }
+    const id = positionals[0] !== undefined ? resolveTarget(ctx.home, positionals[0]).id : undefined;
     return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image });
   },
 };

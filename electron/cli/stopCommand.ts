@@ -1,8 +1,7 @@
 import { ControlCallError } from '../owner/controlClient.ts';
 import { findOwner } from '../owner/ownership.ts';
-import { openMainDb } from '../store/mainDb.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
-import { targetSession } from './sessionTarget.ts';
+import { resolveTarget } from './sessionTarget.ts';
 
 export const stopCommand: Command = {
   name: 'stop',
@@ -19,13 +18,7 @@ session is rolled up.`,
       return 0;
     }
     if (positionals.length !== 1) throw new UsageError('stop takes one session id or name (see capsem stop --help)');
-    const db = openMainDb(ctx.home);
-    let target: ReturnType<typeof targetSession>;
-    try {
-      target = targetSession(ctx.home, db, positionals[0]);
-    } finally {
-      db.close();
-    }
+    const target = resolveTarget(ctx.home, positionals[0]!);
     const label = target.record?.name ? `${target.id} (${target.record.name})` : target.id;
     const owner = await findOwner(ctx.home);
     if (!owner) throw new Error(`session ${label} is not running: no app or capsem command owns ${ctx.home.root}`);
