@@ -30,6 +30,8 @@ export default defineConfig({
   },
   server: {
     host: '127.0.0.1',
-    proxy: corePort ? { '/ws': { target: `http://127.0.0.1:${corePort}`, ws: true } } : undefined,
+    proxy: corePort
+      ? { '/ws': { target: `http://127.0.0.1:${corePort}`, ws: true }, '/import': { target: `http://127.0.0.1:${corePort}` } }
+      : undefined,
   },
 });

@@ -1,5 +1,9 @@
 import type Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
+import { importSession } from '../archive/importSession.ts';
 import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
@@ -170,6 +174,17 @@ export class AppCore implements HostCore {
     'sessions.rename': ({ id, name }) => {
       sessionRecord(this.mainDb, id as SessionId);
       return summaryOf(this.listContext(), renameSession(this.mainDb, id as SessionId, name));
+    },
+    'sessions.import': async ({ path }) => {
+      if (!isAbsolute(path)) throw new CallFailure('bad_params', `sessions.import: the path must be absolute, not "${path.slice(0, 200)}"`);
+      if (!existsSync(path)) throw new CallFailure('not_found', `no file at ${path}`);
+      try {
+        const imported = await importSession(this.options.home, this.mainDb, path);
+        return { id: imported.id, name: imported.name };
+      } catch (err) {
+        if (err instanceof ArchiveRejectedError) throw new CallFailure('bad_archive', err.message);
+        throw err;
+      }
     },
     'sessions.export': ({ id, format }) => {
       sessionRecord(this.mainDb, id as SessionId);

@@ -109,7 +109,7 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<Brows
     return null;
   }
   const server = await startBrowserServer({
-    core: started.core, rendererDir: options.rendererDir ?? RENDERER_DIR, port: options.port, token: options.token, modeReason: options.reason, devPort: options.devPort,
+    core: started.core, rendererDir: options.rendererDir ?? RENDERER_DIR, port: options.port, token: options.token, modeReason: options.reason, devPort: options.devPort, home: started.home,
   }).catch(async (e: unknown) => {
     await started.stop();
     throw e;

@@ -3,10 +3,12 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import {
-  BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH, WireRequestSchema,
+  BROWSER_IMPORT_MAX_BYTES, BROWSER_IMPORT_PATH, BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH, WireRequestSchema,
   type EventName, type EventPayload, type HostCore, type WireMessage,
 } from '../contract/appContract.ts';
+import type { CapsemHome } from '../store/paths.ts';
 import { asCallError } from './callFailure.ts';
+import { handleImportUpload } from './importUpload.ts';
 import { serveRenderer } from './rendererFiles.ts';
 import { allowedPeers, checkHost, checkSocket, newToken } from './wsGuards.ts';
 
@@ -14,6 +16,7 @@ import { allowedPeers, checkHost, checkSocket, newToken } from './wsGuards.ts';
 // contract carried over a WebSocket at /ws as JSON text frames (WireRequest in, WireMessage out).
 // Guards: Host (against DNS rebinding), Origin, a per-run token; a message size cap; every
 // request checked against the wire schema, then against the call's own params by the core.
+// POST /import (importUpload.ts) takes a dropped file under the same guards.
 
 export interface BrowserServerOptions {
   readonly core: HostCore;
@@ -25,6 +28,8 @@ export interface BrowserServerOptions {
   readonly modeReason?: string;
   /** A Vite dev server on this port proxies /ws here: its Host and Origin are accepted too. */
   readonly devPort?: number;
+  /** CAPSEM_HOME, for staging uploads to POST /import; without it the route refuses. */
+  readonly home?: CapsemHome;
 }
 
 export interface BrowserServer {
@@ -113,6 +118,13 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
       return;
     }
     const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    if (url.pathname === BROWSER_IMPORT_PATH) {
+      handleImportUpload(req, res, url, { core: options.core, home: options.home, origins, token, maxBytes: BROWSER_IMPORT_MAX_BYTES, headers }).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { ...headers, 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+        res.end(JSON.stringify(asCallError(err)));
+      });
+      return;
+    }
     if (url.pathname === BROWSER_MODE_PATH) {
       res.writeHead(200, { ...headers, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(mode);
       return;

@@ -54,6 +54,8 @@ export function summaryOf(ctx: ListContext, record: SessionRecord): SessionSumma
     fileEvents: totals.fileEvents,
     onDisk,
     live: ctx.live.has(record.id),
+    // What VmHost.resume checks first (it says why not for anything else, e.g. a lost disk).
+    resumable: record.mode === 'vm' && record.resumable && onDisk,
   };
 }
 

@@ -36,6 +36,8 @@ export const SessionSummarySchema = z.object({
   onDisk: z.boolean(),
   /** A VM runs for it in this app now (its terminal is live). */
   live: z.boolean(),
+  /** A VM-mode session the registry kept for resuming (a named one): `sessions.resume` can boot it again. */
+  resumable: z.boolean(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
@@ -129,6 +131,14 @@ export const CALLS = {
   'sessions.stop': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ status: SessionStatusSchema }) },
   'sessions.resume': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ id: z.string() }) },
   'sessions.rename': { params: z.strictObject({ id: SessionIdParam, name: z.string().min(1).max(64) }), result: SessionSummarySchema },
+  /**
+   * Imports a session archive or a bare session.db at an absolute path on this machine (Electron:
+   * a dropped file's path from the preload's capsemFiles.pathFor). Every checksum is verified and
+   * nothing is written unless all of it is good; a refusal is `bad_archive` with the reason. The
+   * new session is read-only (status stopped, mode imported). Browser mode uploads to
+   * BROWSER_IMPORT_PATH instead, which stages the file and makes this same call.
+   */
+  'sessions.import': { params: z.strictObject({ path: z.string().min(1).max(4096) }), result: z.strictObject({ id: z.string(), name: z.string().nullable() }) },
   /** Writes the session archive; the result names the file. */
   'sessions.export': { params: z.strictObject({ id: SessionIdParam, format: z.enum(['archive', 'har', 'jsonl']) }), result: z.strictObject({ path: z.string(), bytes: z.number() }) },
   'events.page': {
@@ -187,6 +197,16 @@ export interface CapsemApi {
   readonly mode: { readonly kind: 'electron' | 'browser'; readonly reason?: string };
 }
 
+/**
+ * Electron only: the preload's second, tiny surface (`window.capsemFiles`). A page cannot learn a
+ * dropped or picked file's path by itself; this gives it for `sessions.import` and does nothing
+ * else (no reading, no listing).
+ */
+export interface CapsemFiles {
+  /** The file's path on disk, or '' for a File that is not backed by one. */
+  pathFor(file: File): string;
+}
+
 /** Browser-mode wire messages (JSON text frames on the WebSocket). */
 export const WireRequestSchema = z.strictObject({ id: z.number().int().min(0), call: z.string().max(100), params: z.unknown() });
 export type WireRequest = z.infer<typeof WireRequestSchema>;
@@ -209,5 +229,11 @@ export const BROWSER_WS_PATH = '/ws';
 export const BROWSER_TOKEN_PARAM = 'token';
 /** Browser mode: a JSON document `{ kind: 'browser', reason }` saying why the app runs in a browser. */
 export const BROWSER_MODE_PATH = '/mode.json';
+/**
+ * Browser mode: `POST /import?token=…&name=<file name>` with the file as the body (Content-Length
+ * required, at most BROWSER_IMPORT_MAX_BYTES), answered with `{ id, name }` or a CallError as JSON.
+ */
+export const BROWSER_IMPORT_PATH = '/import';
+export const BROWSER_IMPORT_MAX_BYTES = 16 * 2 ** 30;
 /** The largest WebSocket message either side sends (terminal input is capped far below it). */
 export const BROWSER_MAX_MESSAGE_BYTES = 1 << 20;

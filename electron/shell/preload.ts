@@ -1,9 +1,10 @@
-import { contextBridge, ipcRenderer } from 'electron';
-import type { CallError, CallName, CallParams, CallResult, CapsemApi, EventName, EventPayload } from '../contract/appContract.ts';
+import { contextBridge, ipcRenderer, webUtils } from 'electron';
+import type { CallError, CallName, CallParams, CallResult, CapsemApi, CapsemFiles, EventName, EventPayload } from '../contract/appContract.ts';
 import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, isCallAnswer, isEventMessage } from './ipcChannels.ts';
 
-// The sandboxed preload: exposes `window.capsem` (CapsemApi, exactly) and nothing else. The page
-// never sees ipcRenderer; it can only make the contract's calls and hear the contract's events.
+// The sandboxed preload: exposes `window.capsem` (CapsemApi, exactly) and `window.capsemFiles`
+// (one function: a dropped file's path, for `sessions.import`), and nothing else. The page never
+// sees ipcRenderer; it can only make the contract's calls and hear the contract's events.
 // Bundled to dist/shell/preload.cjs; a sandboxed preload cannot require anything but electron's
 // renderer modules, so this file imports only types besides the channel constants.
 
@@ -68,4 +69,16 @@ const api: CapsemApi = {
   mode: Object.freeze({ kind: 'electron' as const }),
 };
 
+/** A File the page holds (dropped or picked) to its path on disk; '' when it has none. Reads nothing. */
+const files: CapsemFiles = {
+  pathFor(file: File): string {
+    try {
+      return webUtils.getPathForFile(file);
+    } catch {
+      return '';
+    }
+  },
+};
+
 contextBridge.exposeInMainWorld('capsem', api);
+contextBridge.exposeInMainWorld('capsemFiles', files);

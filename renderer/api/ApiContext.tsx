@@ -1,6 +1,6 @@
 import { createContext, useContext, useEffect, useRef, useSyncExternalStore } from 'react';
 import type { CapsemApi, EventName, EventPayload } from '../../electron/contract/appContract.ts';
-import type { Connection, ConnectionState } from './capsemApi.ts';
+import type { Connection, ConnectionState, Imported } from './capsemApi.ts';
 
 const ConnectionContext = createContext<Connection | null>(null);
 export const ConnectionProvider = ConnectionContext.Provider;
@@ -13,6 +13,11 @@ function useConnection(): Connection {
 
 export function useApi(): CapsemApi {
   return useConnection().api;
+}
+
+/** Imports a file as a new session: the preload's path in Electron, an upload in browser mode. */
+export function useImportFile(): (file: File) => Promise<Imported> {
+  return useConnection().importFile;
 }
 
 const ALWAYS_OPEN: ConnectionState = { kind: 'open', epoch: 1 };

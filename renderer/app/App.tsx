@@ -7,6 +7,7 @@ import { ResolveProblem } from '../sessions/ResolveProblem.tsx';
 import { SessionList } from '../sessions/SessionList.tsx';
 import { useSessionStore } from '../sessions/useSessionStore.ts';
 import { ConnectionBanner } from './ConnectionBanner.tsx';
+import { DropOverlay, ImportBar, ImportButton, useFileImport } from './ImportDrop.tsx';
 import { TabBar } from './TabBar.tsx';
 
 /**
@@ -61,9 +62,14 @@ export function App() {
     [open],
   );
 
+  // A dropped or picked file becomes a new read-only session, opened in its tab.
+  const imports = useFileImport(open, store.upsert);
+
   return (
     <div className="app">
       <ConnectionBanner />
+      <DropOverlay onFiles={imports.importFiles} />
+      <ImportBar state={imports} />
       {openProblem && (
         <div className="open-problem" data-testid="open-problem" data-query={openProblem.query}>
           <strong>Could not open “{openProblem.query}”:</strong>
@@ -73,7 +79,7 @@ export function App() {
       <TabBar tabs={tabs} active={active} byId={store.byId} onSelect={setActive} onClose={close} />
       <main className="panes">
         <section className="pane" hidden={active !== null}>
-          <SessionList store={store} onOpen={open} />
+          <SessionList store={store} onOpen={open} actions={<ImportButton busy={imports.busy !== null} onFiles={imports.importFiles} />} />
         </section>
         {tabs.map((id) => (
           <section key={id} className="pane" hidden={active !== id} data-testid="session-pane" data-session-id={id}>

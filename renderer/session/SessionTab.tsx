@@ -29,6 +29,8 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
   const [view, setView] = useState<View>(session && !session.live && session.onDisk ? 'network' : 'terminal');
   const [shown, setShown] = useState<ReadonlySet<View>>(() => new Set([view]));
   const [focus, setFocus] = useState<Partial<Record<TableKind, Focus>>>({});
+  // Each resume attaches a fresh terminal (the old one showed the previous run ending).
+  const [runs, setRuns] = useState(0);
   const live = useLiveVersions(id, onSummary);
 
   const show = useCallback((next: View) => {
@@ -45,13 +47,18 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
   );
   const context = useMemo<CellContext>(() => ({ jump }), [jump]);
 
+  const resumed = useCallback(() => {
+    setRuns((n) => n + 1);
+    show('terminal');
+  }, [show]);
+
   return (
     <div className="session-tab">
       <div className="toolbar session-toolbar">
         <SessionHeader id={id} session={session} />
         <span className="spacer" />
         <SessionSearch sessionId={id} onJump={jump} />
-        <SessionActions sessionId={id} session={session} />
+        <SessionActions sessionId={id} session={session} onResumed={resumed} onSummary={onSummary} />
       </div>
       <div className="view-switcher" role="tablist">
         {VIEWS.map((v) => (
@@ -67,7 +74,7 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
             <div key={v.view} className="view" hidden={view !== v.view} data-view={v.view}>
               {v.view === 'terminal' && (
                 <Suspense fallback={<div className="muted pad">Loading terminal…</div>}>
-                  <TerminalView sessionId={id} visible={active} />
+                  <TerminalView key={runs} sessionId={id} visible={active} />
                 </Suspense>
               )}
               {v.view === 'timeline' && <TimelineView sessionId={id} liveVersion={live.any} onJump={jump} />}

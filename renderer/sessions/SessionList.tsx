@@ -1,11 +1,11 @@
-import { useMemo, useState } from 'react';
+import { useMemo, useState, type ReactNode } from 'react';
 import { NewSessionForm } from './NewSessionForm.tsx';
 import { SessionFilter } from './SessionFilter.tsx';
 import { SessionTable } from './SessionTable.tsx';
 import type { SessionStore } from './useSessionStore.ts';
 
-/** The home tab: filter, new session, and the table of every session. */
-export function SessionList({ store, onOpen }: { readonly store: SessionStore; readonly onOpen: (id: string) => void }) {
+/** The home tab: filter, new session (and the app's other list actions, e.g. Import…), and the table of every session. */
+export function SessionList({ store, onOpen, actions }: { readonly store: SessionStore; readonly onOpen: (id: string) => void; readonly actions?: ReactNode }) {
   const [filter, setFilter] = useState('');
   const shown = useMemo(() => {
     const needle = filter.trim().toLowerCase();
@@ -21,6 +21,7 @@ export function SessionList({ store, onOpen }: { readonly store: SessionStore; r
           {shown.length === store.sessions.length ? `${store.sessions.length} sessions` : `${shown.length} of ${store.sessions.length}`}
         </span>
         <span className="spacer" />
+        {actions}
         <NewSessionForm onStarted={onOpen} />
       </div>
       {store.error && <div className="error" role="alert">{store.error}</div>}

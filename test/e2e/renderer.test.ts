@@ -11,8 +11,10 @@ import type { CallName, CallParams, CallResult } from '../../electron/contract/a
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
-import { sessionPaths } from '../../electron/store/paths.ts';
-import { releaseName } from '../../electron/store/registry.ts';
+import { ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
+import { registerSession, releaseName } from '../../electron/store/registry.ts';
+import { rollUpSession } from '../../electron/store/rollup.ts';
+import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
@@ -24,7 +26,8 @@ import { tempHome } from '../helpers/tempHome.ts';
 // UI server in this process, over a seeded CAPSEM_HOME: what a person sees in the list, opening a
 // session by name, two sessions with one name, a 100,000-row table (first paint and scrolling,
 // measured in the page), a gzip body in the detail pane, a live terminal on a real pty (the guest
-// agent run on the host), export, app.open, and a screenshot of every main view.
+// agent run on the host), export, import (file picker and drop), Resume of an ended named
+// session, app.open, and a screenshot of every main view.
 
 const missing = chromiumMissing();
 const agentMissing = missing ? null : buildAgent();
@@ -149,7 +152,7 @@ beforeAll(async () => {
   }
   core = new AppCore({ home, vmHost, vmUnavailableReason: agentMissing ?? undefined, liveIntervalMs: 250 });
   door = new EventDoor(core);
-  server = await startBrowserServer({ core: door, rendererDir: RENDERER_OUT, port: 0, modeReason: 'renderer e2e test' });
+  server = await startBrowserServer({ core: door, rendererDir: RENDERER_OUT, port: 0, modeReason: 'renderer e2e test', home });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
   // Well inside vitest's 30 s, so a wait that never ends fails naming its locator.
@@ -446,6 +449,101 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     files.push(await shot('terminal'));
     for (const file of files) expect(statSync(file).size, file).toBeGreaterThan(5 * 1024);
     console.log(`screenshots: ${files.map((f) => `${f.slice(SHOTS.length)} ${(statSync(f).size / 1024).toFixed(0)} KB`).join(', ')}`);
+  });
+
+  it('imports an archive picked with Import… and opens the new session in its tab', async () => {
+    await fresh();
+    const source = idOfName('gz-body');
+    const { path } = await call('sessions.export', { id: source as SessionId, format: 'archive' });
+    const before = new Set((await call('sessions.list', {})).map((s) => s.id));
+    await page.setInputFiles('[data-testid=import-file]', path);
+    // The tab that opens is the new session's: a new id, the imported copy of gz-body.
+    const opened = page.locator('[data-testid=tab][aria-selected=true]');
+    await opened.waitFor();
+    const id = (await opened.getAttribute('data-session-id'))!;
+    expect(before.has(id)).toBe(false);
+    const info = await call('sessions.info', { id });
+    expect(info).toMatchObject({ name: 'gz-body-2', status: 'stopped', mode: 'imported', live: false, resumable: false });
+    await expect.poll(() => pane(id).locator('.session-name').innerText()).toBe('gz-body-2');
+    await expect.poll(() => pane(id).locator('[data-testid=net-row]').count()).toBe(2);
+    expect(await pane(id).locator('[data-testid=resume]').count()).toBe(0);
+    await page.click('[data-testid=tab-list]');
+    expect(await row(id).locator('td.name').innerText()).toBe('gz-body-2');
+  });
+
+  it('shows the drop overlay while a file is dragged over the window, and a refused drop in a dismissible bar', async () => {
+    await fresh();
+    const tabsBefore = await page.locator('[data-testid=tab]').count();
+    // A file dragged in from outside, as Chromium delivers it (DragEvents carrying a DataTransfer).
+    await page.evaluate(() => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File(['this is not a session'], 'notes.capsem'));
+      (window as unknown as { __drop: DataTransfer }).__drop = transfer;
+      document.body.dispatchEvent(new DragEvent('dragenter', { bubbles: true, cancelable: true, dataTransfer: transfer }));
+      document.body.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: transfer }));
+    });
+    const overlay = page.locator('[data-testid=drop-overlay]');
+    await overlay.waitFor();
+    expect(await overlay.innerText()).toBe('Drop a .capsem archive or a session.db to import');
+    await shot('drop-overlay');
+    await page.evaluate(() => {
+      const transfer = (window as unknown as { __drop: DataTransfer }).__drop;
+      document.body.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: transfer }));
+    });
+    expect(await overlay.count()).toBe(0);
+    const error = page.locator('[data-testid=import-error]');
+    await error.waitFor();
+    expect(await error.innerText()).toMatch(/^Could not import notes\.capsem: .*neither a Capsem session archive nor a session\.db/);
+    expect(await error.innerText()).not.toContain(home.runDir);
+    await shot('import-refused');
+    expect(await page.locator('[data-testid=tab]').count()).toBe(tabsBefore);
+    await page.click('[data-testid=import-error-dismiss]');
+    expect(await error.count()).toBe(0);
+  });
+
+  it.skipIf(agentMissing !== null)(`resumes an ended named session in the same tab: its terminal is live again${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    const { id } = await call('sessions.start', { name: 'resume-e2e', image: 'minimal' });
+    await call('sessions.stop', { id });
+    expect(await call('sessions.info', { id })).toMatchObject({ status: 'stopped', live: false, resumable: true });
+    await fresh();
+    expect(await openByName('resume-e2e')).toBe(id);
+    const resume = pane(id).locator('[data-testid=resume]');
+    await resume.click();
+    // The same tab (keyed by id), now on the Terminal view, attached live.
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
+    expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([id]);
+    expect(await resume.count()).toBe(0);
+    await expect.poll(() => pane(id).locator('[data-testid=stop]').count()).toBe(1);
+    const terminal = pane(id).locator('[data-testid=terminal]');
+    await terminal.click();
+    await page.keyboard.type('echo back-$((6*8))');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => terminal.locator('.xterm-rows').innerText(), { timeout: 10_000 }).toMatch(/^back-48$/m);
+    await pane(id).locator('[data-testid=stop]').click();
+    await expect.poll(() => pane(id).locator('[data-testid=resume]').count()).toBe(1);
+  });
+
+  it('says why a session cannot be resumed when Resume fails', async () => {
+    // A named VM session of the agent image whose disk is gone: kept for resuming by its record,
+    // but nothing to boot (without the agent here, VMs are not available at all). The tab says why.
+    const db = openMainDb(home);
+    const record = registerSession(db, { name: 'lost-disk', mode: 'vm' });
+    db.close();
+    const paths = sessionPaths(home, record.id);
+    ensurePrivateDir(paths.dir);
+    await (await SessionWriter.open(paths.dbPath, { session_id: record.id })).close();
+    const main = openMainDb(home);
+    rollUpSession(home, main, record.id, { status: 'stopped' });
+    main.close();
+    await fresh();
+    const id = await openByName('lost-disk');
+    await pane(id).locator('[data-testid=resume]').click();
+    const error = pane(id).locator('[data-testid=action-error]');
+    await error.waitFor();
+    expect(await error.innerText()).toMatch(agentMissing === null ? /lost-disk.*has lost its disk/ : /\S/);
+    expect(await page.locator('[data-testid=tab]').count()).toBe(1);
+    expect(await pane(id).locator('[data-testid=resume]').isEnabled()).toBe(true);
   });
 
   it('raised no uncaught errors in the page', () => {

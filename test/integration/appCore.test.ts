@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,7 +107,7 @@ describe('sessions', () => {
     expect(list).toHaveLength(5);
     const first = list.find((s) => s.id === seeded[0]!.id)!;
     expect(first.name).toBe(seeded[0]!.name);
-    expect(first).toMatchObject({ onDisk: true, live: false, status: 'stopped' });
+    expect(first).toMatchObject({ onDisk: true, live: false, status: 'stopped', resumable: false });
     expect(first.requests).toBeGreaterThan(0);
     expect(first.modelCalls).toBeGreaterThan(0);
     expect(first.durationMs).toBeGreaterThan(0);
@@ -176,6 +176,66 @@ describe('sessions', () => {
     const events = lines.map((l) => JSON.parse(l) as { sessionId: string; seq: number });
     expect(events.every((e) => e.sessionId === seeded[0]!.id)).toBe(true);
     expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((a, b) => a - b));
+  });
+});
+
+describe('import', () => {
+  function footprint(): { sessions: number; dirs: string[]; staging: boolean } {
+    const db = openMainDb(home);
+    const sessions = (db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number }).n;
+    db.close();
+    return { sessions, dirs: readdirSync(home.sessionsRunDir).sort(), staging: existsSync(join(home.runDir, 'staging')) };
+  }
+
+  it('imports an exported archive as a new read-only session that lists and opens', async () => {
+    const source = seeded[0]!;
+    const { path } = await call('sessions.export', { id: source.id, format: 'archive' });
+    const before = (await call('sessions.list', {})).length;
+    const imported = await call('sessions.import', { path });
+    // Its id is taken here (the original is still in the list), so it gets a new id and a suffixed name.
+    expect(imported.id).not.toBe(source.id);
+    expect(imported.name).toBe(`${source.name}-2`);
+    const list = await call('sessions.list', {});
+    expect(list).toHaveLength(before + 1);
+    const row = list.find((s) => s.id === imported.id)!;
+    const original = list.find((s) => s.id === source.id)!;
+    expect(row).toMatchObject({ name: imported.name, status: 'stopped', mode: 'imported', onDisk: true, live: false, resumable: false });
+    expect(row.requests).toBe(original.requests);
+    expect(row.modelCalls).toBe(original.modelCalls);
+    const page = await call('events.page', { id: imported.id as SessionId, kind: 'net', offset: 0, limit: 5 });
+    expect(page.total).toBe(original.requests);
+    expect(await call('sessions.resolve', { query: imported.name! })).toEqual({ id: imported.id });
+    expect(existsSync(join(home.runDir, 'staging'))).toBe(false);
+    // Read-only: it ran in no VM here, so there is nothing to resume.
+    expect((await failure('sessions.resume', { id: imported.id })).code).toBe('not_available');
+  });
+
+  it('refuses a corrupt file with bad_archive and the reason, writing nothing', async () => {
+    const dir = join(home.root, 'drops');
+    mkdirSync(dir, { recursive: true });
+    const { path } = await call('sessions.export', { id: seeded[1]!.id, format: 'archive' });
+    const bytes = readFileSync(path);
+    // An archive with a byte changed inside a member: its checksum no longer matches.
+    const flipped = Buffer.from(bytes);
+    flipped[bytes.length >> 1] = flipped[bytes.length >> 1]! ^ 0xff;
+    const cases = {
+      'flipped.capsem': flipped,
+      'truncated.capsem': bytes.subarray(0, bytes.length >> 1),
+      'notes.txt': Buffer.from('not a session at all\n'),
+    };
+    const before = footprint();
+    for (const [name, content] of Object.entries(cases)) {
+      const file = join(dir, name);
+      writeFileSync(file, content);
+      const refused = await failure('sessions.import', { path: file });
+      expect(refused.code, name).toBe('bad_archive');
+      expect(refused.message.length, name).toBeGreaterThan(10);
+      expect(footprint(), name).toEqual(before);
+    }
+    expect((await failure('sessions.import', { path: join(dir, 'missing.capsem') })).code).toBe('not_found');
+    expect((await failure('sessions.import', { path: 'relative/file.capsem' })).code).toBe('bad_params');
+    expect((await failure('sessions.import', { path: '' })).code).toBe('bad_params');
+    expect(footprint()).toEqual(before);
   });
 });
 
@@ -361,12 +421,25 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
       await liveCore.handle('terminal.detach', { id });
       expect((await liveCore.handle('sessions.stop', { id })) as CallResult<'sessions.stop'>).toEqual({ status: 'stopped' });
       const ended = (await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>;
-      expect(ended).toMatchObject({ status: 'stopped', live: false });
+      // A named VM session is kept for resuming.
+      expect(ended).toMatchObject({ status: 'stopped', live: false, resumable: true });
       const replay = (await liveCore.handle('terminal.attach', { id, size: { cols: 80, rows: 24 } })) as CallResult<'terminal.attach'>;
       expect(replay.live).toBe(false);
       expect(replay.transcript!.events.map((e) => e[2]).join('')).toContain('answer-42');
       // The window detached before the stop, so no exit is reported for a terminal nobody shows.
       expect(exits).toEqual([]);
+
+      // Resume boots it again under the same id; its terminal is live again.
+      expect((await liveCore.handle('sessions.resume', { id })) as CallResult<'sessions.resume'>).toEqual({ id });
+      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ status: 'running', live: true, resumable: true });
+      expect(((await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>).live).toBe(true);
+      output.length = 0;
+      await liveCore.handle('terminal.input', { id, data: 'echo "again-$((40 + 3))"\n' });
+      const again = Date.now() + 10_000;
+      while (!output.join('').includes('again-43') && Date.now() < again) await new Promise((r) => setTimeout(r, 50));
+      expect(output.join('')).toContain('again-43');
+      await liveCore.handle('terminal.detach', { id });
+      await liveCore.handle('sessions.stop', { id });
     } finally {
       await vmHost.stopAll();
       liveCore.close();

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,12 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
-import { BROWSER_MAX_MESSAGE_BYTES } from '../../electron/contract/appContract.ts';
+import { BROWSER_IMPORT_MAX_BYTES, BROWSER_MAX_MESSAGE_BYTES, type CallResult } from '../../electron/contract/appContract.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
-// Browser mode over real sockets: the renderer served with its security headers, and the
-// WebSocket refused without the token, from another origin or under a foreign Host name.
+// Browser mode over real sockets: the renderer served with its security headers, the WebSocket
+// refused without the token, from another origin or under a foreign Host name, and POST /import
+// under the same guards (streamed to a staging file that never outlives the request).
 
 const home = tempHome();
 const rendererDir = mkdtempSync(join(tmpdir(), 'capsem-renderer-'));
@@ -48,7 +50,7 @@ beforeAll(async () => {
   writeFileSync(join(rendererDir, 'index.html'), '<!doctype html><title>Capsem</title><script type="module" src="./app.js"></script>');
   writeFileSync(join(rendererDir, 'app.js'), 'console.log("hi")');
   core = new AppCore({ home });
-  server = await startBrowserServer({ core, rendererDir, port: 0, modeReason: 'no Electron runtime' });
+  server = await startBrowserServer({ core, rendererDir, port: 0, modeReason: 'no Electron runtime', home });
   unbuilt = await startBrowserServer({ core, rendererDir: join(rendererDir, 'missing'), port: 0 });
 }, 60_000);
 
@@ -133,5 +135,107 @@ describe('the socket', () => {
     await new Promise((resolve) => ws.on('open', resolve));
     ws.send(JSON.stringify({ id: 1, call: 'terminal.input', params: { data: 'x'.repeat(BROWSER_MAX_MESSAGE_BYTES) } }));
     expect((await closed(ws)).code).toBe(1009);
+  });
+});
+
+interface Posted {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** POST /import as a page would (its Origin and Host), the body sent whole or not at all. */
+function post(path: string, body: Buffer | null, headers: Record<string, string> = {}, port = server.port): Promise<Posted> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1', port, path, method: 'POST',
+      headers: { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}`, 'content-type': 'application/octet-stream', ...(body ? { 'content-length': String(body.length) } : {}), ...headers },
+    }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => {
+        req.destroy();
+        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } });
+      });
+    });
+    req.on('error', reject);
+    if (body) req.end(body);
+    // A declared length and no body: the answer must come before any of it is read.
+    else if (headers['content-length'] !== undefined) req.flushHeaders();
+    else req.end();
+  });
+}
+
+function footprint(): { sessions: number; staging: boolean } {
+  const db = openMainDb(home);
+  const sessions = (db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number }).n;
+  db.close();
+  return { sessions, staging: existsSync(join(home.runDir, 'staging')) };
+}
+
+describe('POST /import', () => {
+  let archive: Buffer;
+  beforeAll(async () => {
+    const [first] = (await core.handle('sessions.list', {})) as CallResult<'sessions.list'>;
+    const { path } = (await core.handle('sessions.export', { id: first!.id, format: 'archive' })) as CallResult<'sessions.export'>;
+    archive = readFileSync(path);
+  });
+
+  it('is guarded like the socket: token, Origin, Host, POST only', async () => {
+    const before = footprint();
+    expect(await post('/import?name=a.capsem', archive)).toMatchObject({ status: 401, body: { code: 'bad_token', message: expect.stringMatching(/token/) } });
+    expect((await post(`/import?token=wrong`, archive)).status).toBe(401);
+    expect(await post(`/import?token=${server.token}`, archive, { origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    const noOrigin = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: server.port, path: `/import?token=${server.token}`, method: 'POST', headers: { 'content-length': String(archive.length) } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(archive);
+    });
+    expect(noOrigin).toBe(403);
+    expect((await post(`/import?token=${server.token}`, archive, { host: `evil.example:${server.port}`, origin: `http://evil.example:${server.port}` })).status).toBe(403);
+    expect((await get(server.port, `/import?token=${server.token}`)).status).toBe(405);
+    expect(footprint()).toEqual(before);
+    // A server without CAPSEM_HOME to stage in does not import.
+    expect(await post(`/import?token=${unbuilt.token}`, archive, {}, unbuilt.port)).toMatchObject({ status: 404, body: { code: 'not_available' } });
+  });
+
+  it('imports an uploaded archive with the token and answers its new id and name', async () => {
+    const before = footprint();
+    const answer = await post(`/import?token=${server.token}&name=${encodeURIComponent('my export.capsem')}`, archive);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: expect.any(String) });
+    const info = (await core.handle('sessions.info', { id: answer.body.id })) as CallResult<'sessions.info'>;
+    expect(info).toMatchObject({ status: 'stopped', mode: 'imported', onDisk: true, statusReason: 'imported from my_export.capsem' });
+    expect(footprint()).toEqual({ sessions: before.sessions + 1, staging: false });
+  });
+
+  it('refuses a corrupt file with bad_archive (naming the file, not the staging path) and writes nothing', async () => {
+    const before = footprint();
+    const broken = Buffer.from(archive);
+    broken[archive.length >> 1] = broken[archive.length >> 1]! ^ 0xff;
+    for (const [name, body] of [['broken.capsem', broken], ['../../notes.txt', Buffer.from('hello\n')], ['empty', Buffer.alloc(0)]] as const) {
+      const answer = await post(`/import?token=${server.token}&name=${encodeURIComponent(name)}`, body);
+      expect(answer, name).toMatchObject({ status: 400, body: { code: 'bad_archive', message: expect.any(String) } });
+      expect(String(answer.body.message), name).not.toContain(home.runDir);
+      expect(footprint(), name).toEqual(before);
+    }
+  });
+
+  it('refuses an upload over the cap or without a length before reading it, and cleans up one cut short', async () => {
+    const before = footprint();
+    expect(await post(`/import?token=${server.token}`, null, { 'content-length': String(BROWSER_IMPORT_MAX_BYTES + 1) })).toMatchObject({ status: 413, body: { code: 'too_large' } });
+    expect(await post(`/import?token=${server.token}`, null, { 'transfer-encoding': 'chunked' })).toMatchObject({ status: 411, body: { code: 'length_required' } });
+    // A length promised and the connection dropped part way: the staged part is removed.
+    await new Promise<void>((resolve) => {
+      const req = request({ host: '127.0.0.1', port: server.port, path: `/import?token=${server.token}`, method: 'POST', headers: { origin: `http://127.0.0.1:${server.port}`, 'content-length': String(archive.length) } });
+      req.on('error', () => resolve());
+      req.write(archive.subarray(0, 1000), () => setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 100));
+    });
+    await expect.poll(() => footprint(), { timeout: 5000 }).toEqual(before);
   });
 });

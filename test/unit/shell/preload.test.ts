@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import type { CapsemApi } from '../../../electron/contract/appContract.ts';
+import type { CapsemApi, CapsemFiles } from '../../../electron/contract/appContract.ts';
 
 // The preload runs against a stand-in for Electron's renderer modules (the real ones need the
 // Electron runtime): what it exposes, what it sends on which channel, how answers come back.
@@ -7,14 +7,17 @@ const bridge = vi.hoisted(() => {
   const exposed = new Map<string, unknown>();
   const handlers = new Map<string, ((event: unknown, message: unknown) => void)[]>();
   const invoke = vi.fn<(channel: string, payload: unknown) => Promise<unknown>>();
+  const getPathForFile = vi.fn<(file: unknown) => string>();
   return {
     exposed,
     invoke,
+    getPathForFile,
     emit(channel: string, message: unknown): void {
       for (const h of handlers.get(channel) ?? []) h({}, message);
     },
     electron: {
       contextBridge: { exposeInMainWorld: (key: string, value: unknown) => exposed.set(key, value) },
+      webUtils: { getPathForFile },
       ipcRenderer: {
         invoke,
         on: (channel: string, handler: (event: unknown, message: unknown) => void) => handlers.set(channel, [...(handlers.get(channel) ?? []), handler]),
@@ -25,18 +28,32 @@ const bridge = vi.hoisted(() => {
 vi.mock('electron', () => bridge.electron);
 
 let capsem: CapsemApi;
+let capsemFiles: CapsemFiles;
 beforeAll(async () => {
   // An open request that arrives before the page subscribes is held, not lost.
   await import('../../../electron/shell/preload.ts');
   bridge.emit('capsem:event', { name: 'app.open', payload: { query: 'early' } });
   capsem = bridge.exposed.get('capsem') as CapsemApi;
+  capsemFiles = bridge.exposed.get('capsemFiles') as CapsemFiles;
 });
 
 describe('preload', () => {
-  it('exposes window.capsem and nothing else', () => {
-    expect([...bridge.exposed.keys()]).toEqual(['capsem']);
+  it('exposes window.capsem and window.capsemFiles and nothing else', () => {
+    expect([...bridge.exposed.keys()]).toEqual(['capsem', 'capsemFiles']);
     expect(Object.keys(capsem).sort()).toEqual(['call', 'mode', 'on']);
     expect(capsem.mode).toEqual({ kind: 'electron' });
+    expect(Object.keys(capsemFiles)).toEqual(['pathFor']);
+  });
+
+  it('gives a file its path through webUtils, and "" when it has none', () => {
+    const file = new File(['x'], 'a.capsem');
+    bridge.getPathForFile.mockReturnValueOnce('/home/me/a.capsem');
+    expect(capsemFiles.pathFor(file)).toBe('/home/me/a.capsem');
+    expect(bridge.getPathForFile).toHaveBeenLastCalledWith(file);
+    bridge.getPathForFile.mockImplementationOnce(() => {
+      throw new TypeError('not a File');
+    });
+    expect(capsemFiles.pathFor(file)).toBe('');
   });
 
   it('calls over capsem:call with { name, params } and returns the result', async () => {
