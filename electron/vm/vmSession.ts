@@ -17,6 +17,8 @@ import { PtyTranscript } from './ptyTranscript.ts';
 // transcript in the session folder, its console serial.log.
 
 export const GUEST_PROXY_PORT = 3128;
+/** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
+export const DEFAULT_VM_CPUS = 2;
 const PREVIEW = 256;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
@@ -45,6 +47,8 @@ export interface VmSessionOptions {
   /** The host's environment: CAPSEM_RESOLVE and CAPSEM_UPSTREAM_CA_FILE apply to the session's proxy. */
   readonly hostEnv?: NodeJS.ProcessEnv;
   readonly memoryMiB?: number;
+  /** Virtual CPUs; DEFAULT_VM_CPUS unless said. */
+  readonly cpus?: number;
   readonly bootTimeoutMs?: number;
   readonly heartbeatMs?: number;
   /** Progress lines while booting ("booting (TCG: ...)", "ready in 3.1 s"). */
@@ -158,7 +162,7 @@ export class VmSession {
         const plan = await options.plan(paths, caFiles(options.home).certPath);
         const vm = await options.backend.launch({
           kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
-          memoryMiB: options.memoryMiB ?? 1024, cpus: 1, runDir, serialLog: paths.serialLogPath,
+          memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
         });
         return { plan, vm };
       })(),

@@ -11,7 +11,7 @@ import { agentBinary } from '../../electron/vm/agentBinary.ts';
 import { ensureImage, verifyImage, type GuestImage, type ImageKind } from '../../electron/vm/guestImage.ts';
 import { imageBootPlan } from '../../electron/vm/imagePlan.ts';
 import { findQemu, QemuBackend, qemuArgs, socketsIn, type QemuPaths } from '../../electron/vm/qemuBackend.ts';
-import { VmSession, type BootPlan } from '../../electron/vm/vmSession.ts';
+import { DEFAULT_VM_CPUS, VmSession, type BootPlan } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { IMAGE_CACHE, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 import { figure, median, percentile, printFigures } from './report.ts';
@@ -67,7 +67,7 @@ async function prepareImage(home: Parameters<typeof ensureImage>[0], kind: Image
 async function bareBoot(qemu: QemuPaths, accel: AcceleratorChoice, image: GuestImage, runDir: string): Promise<number> {
   mkdirSync(runDir, { recursive: true, mode: 0o700 });
   const args = qemuArgs(
-    { kernel: image.kernel, initrd: image.initrd, cmdline: 'capsem.bare=1', disks: [], memoryMiB: MEMORY_MIB, cpus: 1, runDir, serialLog: '' },
+    { kernel: image.kernel, initrd: image.initrd, cmdline: 'capsem.bare=1', disks: [], memoryMiB: MEMORY_MIB, cpus: DEFAULT_VM_CPUS, runDir, serialLog: '' },
     accel, socketsIn(runDir, false), tscKhz(),
   );
   const serial = args.indexOf('-serial');
