@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { AsnConvert, OctetString } from '@peculiar/asn1-schema';
+import * as asn1X509 from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { KeyObject, randomBytes, sign as nodeSign, webcrypto } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -9,7 +11,8 @@ import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 
 // The per-install CA the proxy signs its leaf certificates with: ECDSA P-256 through
 // @peculiar/x509, kept under CAPSEM_HOME/ca (key 0600), reused across runs and renewed well
-// before it expires. Leaves share one key per run (signing is the only per-host cost) and are
+// before it expires. Leaves share one key per run and are made from one template (only the serial,
+// names and validity change, encoded with @peculiar/asn1-x509 and signed by node:crypto); they are
 // held in a bounded LRU.
 
 // ECDSA signing straight through node:crypto: WebCrypto's sign hops to the thread pool and back,
@@ -61,6 +64,13 @@ function derOf(text: string): Buffer {
   return Buffer.from(text.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
 }
 
+interface LeafTemplate {
+  readonly tbsCertificate: asn1X509.TBSCertificate;
+  readonly signatureAlgorithm: asn1X509.AlgorithmIdentifier;
+  readonly sharedExtensions: readonly asn1X509.Extension[];
+  readonly signingKey: KeyObject;
+}
+
 export interface CaFiles {
   readonly certPath: string;
   readonly keyPath: string;
@@ -74,8 +84,7 @@ export class CertificateAuthority {
   private readonly leaves = new Map<string, SecureContext>();
   private leafKeys: CryptoKeyPair | null = null;
   private leafKeyPem = '';
-  /** The extensions every leaf shares, built once: only the serial and the name change per host. */
-  private leafExtensions: x509.Extension[] | null = null;
+  private leafTemplate: LeafTemplate | null = null;
 
   private constructor(
     readonly cert: x509.X509Certificate,
@@ -140,29 +149,56 @@ export class CertificateAuthority {
   }
 
   async issueLeaf(host: string, now = new Date()): Promise<{ certPem: string; keyPem: string }> {
-    if (!this.leafKeys || !this.leafExtensions) {
-      this.leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
-      this.leafKeyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', this.leafKeys.privateKey));
-      this.leafExtensions = [
+    const template = (this.leafTemplate ??= await this.makeLeafTemplate(now));
+    // Only the serial, the names and the validity differ between leaves: change them in the
+    // template's TBSCertificate, encode it, and sign it with node:crypto. Building each leaf with
+    // the generator encoded and then parsed the whole certificate again (most of a leaf's cost).
+    const tbs = template.tbsCertificate;
+    const serialBytes = Buffer.from(serial(), 'hex');
+    tbs.serialNumber = serialBytes.buffer.slice(serialBytes.byteOffset, serialBytes.byteOffset + serialBytes.byteLength) as ArrayBuffer;
+    tbs.subject = new asn1X509.Name([new asn1X509.RelativeDistinguishedName([new asn1X509.AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1X509.AttributeValue({ utf8String: host }) })])]);
+    tbs.validity = new asn1X509.Validity({
+      notBefore: new Date(now.getTime() - DAY),
+      notAfter: new Date(Math.min(now.getTime() + LEAF_LIFETIME_DAYS * DAY, this.cert.notAfter.getTime())),
+    });
+    const name = isIP(host) ? new asn1X509.GeneralName({ iPAddress: host }) : new asn1X509.GeneralName({ dNSName: host });
+    tbs.extensions = new asn1X509.Extensions([
+      ...template.sharedExtensions,
+      new asn1X509.Extension({ extnID: asn1X509.id_ce_subjectAltName, critical: false, extnValue: new OctetString(AsnConvert.serialize(new asn1X509.SubjectAlternativeName([name]))) }),
+    ]);
+    const tbsDer = Buffer.from(AsnConvert.serialize(tbs));
+    const signature = nodeSign('sha256', tbsDer, { key: template.signingKey, dsaEncoding: 'der' });
+    const cert = new asn1X509.Certificate({ tbsCertificate: tbs, signatureAlgorithm: template.signatureAlgorithm, signatureValue: signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength) as ArrayBuffer });
+    return { certPem: pem('CERTIFICATE', AsnConvert.serialize(cert)), keyPem: this.leafKeyPem };
+  }
+
+  /** One leaf made by the generator, kept as the pattern for every other: the shared key and extensions. */
+  private async makeLeafTemplate(now: Date): Promise<LeafTemplate> {
+    this.leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+    this.leafKeyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', this.leafKeys.privateKey));
+    const made = await x509.X509CertificateGenerator.create({
+      serialNumber: serial(),
+      subject: 'CN=template.invalid',
+      issuer: this.cert.subject,
+      notBefore: new Date(now.getTime() - DAY),
+      notAfter: new Date(now.getTime() + DAY),
+      signingAlgorithm: ALG,
+      publicKey: this.leafKeys.publicKey,
+      signingKey: this.key,
+      extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
         await x509.AuthorityKeyIdentifierExtension.create(this.cert),
-      ];
-    }
-    const san = isIP(host) ? { type: 'ip' as const, value: host } : { type: 'dns' as const, value: host };
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: serial(),
-      subject: `CN=${host.replace(/[,=+<>#;"\\]/g, '_')}`,
-      issuer: this.cert.subject,
-      notBefore: new Date(now.getTime() - DAY),
-      notAfter: new Date(Math.min(now.getTime() + LEAF_LIFETIME_DAYS * DAY, this.cert.notAfter.getTime())),
-      signingAlgorithm: ALG,
-      publicKey: this.leafKeys.publicKey,
-      signingKey: this.key,
-      extensions: [...this.leafExtensions, new x509.SubjectAlternativeNameExtension([san])],
+      ],
     });
-    return { certPem: pemOf(cert), keyPem: this.leafKeyPem };
+    const parsed = AsnConvert.parse(made.rawData, asn1X509.Certificate);
+    return {
+      tbsCertificate: parsed.tbsCertificate,
+      signatureAlgorithm: parsed.signatureAlgorithm,
+      sharedExtensions: [...(parsed.tbsCertificate.extensions ?? [])],
+      signingKey: KeyObject.from(this.key),
+    };
   }
 
   get cachedLeaves(): number {
