@@ -28,14 +28,13 @@ function commandLine(pid: number): string | null {
   }
 }
 
-export function cleanLeftovers(home: CapsemHome, isLive: (sessionId: string) => boolean = () => false): LeftoverCleanup {
+export function cleanLeftovers(home: CapsemHome): LeftoverCleanup {
   const root = join(home.runDir, 'vms');
   if (!existsSync(root)) return { killed: [], folders: 0, sessionsEnded: [] };
   const killed: number[] = [];
   const sessionsEnded: string[] = [];
   let folders = 0;
   for (const entry of readdirSync(root)) {
-    if (isLive(entry)) continue;
     const dir = join(root, entry);
     try {
       const record = JSON.parse(readFileSync(join(dir, 'pids.json'), 'utf8')) as { pids?: unknown };
