@@ -2,6 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
+import { BodyTap } from '../proxy/exchange.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { markRunning, type SessionRecord } from '../store/registry.ts';
@@ -90,25 +91,6 @@ function serialTail(path: string): string {
     return readFileSync(path, 'utf8').trim().split('\n').slice(-15).join('\n');
   } catch {
     return '';
-  }
-}
-
-/** Bytes counted, and the first few kept as text, of one output stream. */
-class OutputTap {
-  bytes = 0;
-  private kept: Buffer[] = [];
-  private keptBytes = 0;
-
-  push(chunk: Buffer): void {
-    this.bytes += chunk.length;
-    if (this.keptBytes < PREVIEW * 4) {
-      this.kept.push(chunk);
-      this.keptBytes += chunk.length;
-    }
-  }
-
-  preview(): string | null {
-    return this.bytes === 0 ? null : Buffer.concat(this.kept).toString('utf8').slice(0, PREVIEW);
   }
 }
 
@@ -213,8 +195,8 @@ export class VmSession {
     const t0 = performance.now();
     const stream = this.mux.open({ kind: 'exec', argv, env: options.env, cwd: options.cwd, stdin: options.stdin ?? false });
     if (!options.stdin) stream.end();
-    const out = new OutputTap();
-    const err = new OutputTap();
+    const out = new BodyTap(PREVIEW * 4);
+    const err = new BodyTap(PREVIEW * 4);
     stream.on('data', (c: Buffer) => out.push(c));
     stream.stderr.on('data', (c: Buffer) => err.push(c));
     const result = new Promise<ExecResult>((resolve, reject) => {
@@ -224,7 +206,7 @@ export class VmSession {
         settled = true;
         const durationMs = Math.round(performance.now() - t0);
         this.recordExec(argv, options.cwd, started, status, durationMs, out, err, failure);
-        if (status) resolve({ ...status, stdoutBytes: out.bytes, stderrBytes: err.bytes, durationMs });
+        if (status) resolve({ ...status, stdoutBytes: out.total, stderrBytes: err.total, durationMs });
         else reject(failure ?? new Error('the command ended without an exit status'));
       };
       stream.on('end', () => finish(stream.exitStatus, null));
@@ -324,14 +306,19 @@ export class VmSession {
     }
   }
 
-  private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: OutputTap, err: OutputTap, failure: Error | null): void {
+  private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: BodyTap, err: BodyTap, failure: Error | null): void {
     if (this.state === 'ended') return;
     this.recording.writer.append('exec_events', {
       timestamp: started.toISOString(), argv: JSON.stringify(argv), cwd: cwd ?? null, exit_code: status?.code ?? null, signal: status?.signal ?? null,
-      duration_ms: durationMs, stdout_bytes: out.bytes, stderr_bytes: err.bytes, stdout_preview: out.preview(), stderr_preview: err.preview(),
+      duration_ms: durationMs, stdout_bytes: out.total, stderr_bytes: err.total, stdout_preview: previewOf(out), stderr_preview: previewOf(err),
       error_message: failure?.message ?? null,
     });
   }
+}
+
+/** The start of a command's output as text, for exec_events; null when it printed nothing. */
+function previewOf(tap: BodyTap): string | null {
+  return tap.total === 0 ? null : tap.body().bytes.toString('utf8').slice(0, PREVIEW);
 }
 
 function describeExit(what: string, exit: VmExit): string {
