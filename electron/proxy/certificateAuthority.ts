@@ -6,7 +6,7 @@ import { KeyObject, randomBytes, sign as nodeSign, webcrypto } from 'node:crypto
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { createSecureContext, type SecureContext } from 'node:tls';
+import { createSecureContext, DEFAULT_CIPHERS, type SecureContext } from 'node:tls';
 import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 
 // The per-install CA the proxy signs its leaf certificates with: ECDSA P-256 through
@@ -43,6 +43,11 @@ const CA_LIFETIME_DAYS = 825;
 const RENEW_BEFORE_DAYS = 30;
 const LEAF_LIFETIME_DAYS = 30;
 const LEAF_CACHE = 1000;
+/**
+ * Node's defaults, with AES-128-GCM moved first and chosen by us: clients (curl) offer AES-256
+ * first, and a TCG guest without real AES-NI decrypts AES-128 about a fifth faster.
+ */
+const CLIENT_FACING_CIPHERS = ['TLS_AES_128_GCM_SHA256', ...DEFAULT_CIPHERS.split(':').filter((c) => c !== 'TLS_AES_128_GCM_SHA256')].join(':');
 
 function serial(): string {
   const bytes = randomBytes(16);
@@ -142,7 +147,7 @@ export class CertificateAuthority {
       return cached;
     }
     const { certPem, keyPem } = await this.issueLeaf(name);
-    const context = createSecureContext({ cert: certPem + this.certPem, key: keyPem });
+    const context = createSecureContext({ cert: certPem + this.certPem, key: keyPem, ciphers: CLIENT_FACING_CIPHERS, honorCipherOrder: true });
     this.leaves.set(name, context);
     if (this.leaves.size > LEAF_CACHE) this.leaves.delete(this.leaves.keys().next().value!);
     return context;
