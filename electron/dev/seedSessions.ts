@@ -70,7 +70,8 @@ export class Rng {
 
 const WORDS = 'the agent reads the failing test then edits the retry budget so the request loop stops after three attempts and logs why'.split(' ');
 
-function prose(rng: Rng, bytes: number): string {
+/** Words from a small agent-flavoured vocabulary, cut to `bytes`: realistic, compressible body text. */
+export function prose(rng: Rng, bytes: number): string {
   const parts: string[] = [];
   let size = 0;
   while (size < bytes) {

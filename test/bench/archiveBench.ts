@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { exportSession } from '../../electron/archive/exportSession.ts';
 import { importSession } from '../../electron/archive/importSession.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
-import { Rng } from '../../electron/dev/seedSessions.ts';
+import { prose, Rng } from '../../electron/dev/seedSessions.ts';
 import { EventIdMinter, firstEventId } from '../../electron/store/eventIds.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
@@ -20,7 +20,6 @@ import { figure, printFigures, rssSampler } from './report.ts';
 
 const EVENTS = 100_000;
 const BODY_BYTES = 200_000_000;
-const WORDS = 'the agent reads the failing test then edits the retry budget so the request loop stops after three attempts and logs why error stack trace function return value'.split(' ');
 
 function buildSession(dbPath: string): { bodies: number } {
   const db = openSessionDbForWriting(dbPath);
@@ -30,16 +29,7 @@ function buildSession(dbPath: string): { bodies: number } {
   const netEvents = Math.ceil(EVENTS / 3);
   const bodySize = Math.floor(BODY_BYTES / (netEvents * 2));
   // Bodies vary (a pool of distinct prose, each stamped with its event) so compression is realistic.
-  const pool = Array.from({ length: 256 }, () => {
-    const words: string[] = [];
-    let size = 0;
-    while (size < bodySize) {
-      const w = rng.pick(WORDS);
-      words.push(w);
-      size += w.length + 1;
-    }
-    return words.join(' ').slice(0, bodySize - 40);
-  });
+  const pool = Array.from({ length: 256 }, () => prose(rng, bodySize - 40));
   const net = db.prepare(`INSERT INTO net_events (seq, event_id, trace_id, timestamp, domain, decision, process_name, method, path, status_code, bytes_sent, bytes_received, duration_ms, request_headers, response_headers)
     VALUES (?, ?, ?, ?, 'api.anthropic.com', 'allowed', 'claude', 'POST', '/v1/messages', 200, ?, ?, 800, '{"content-type":"application/json"}', '{"content-type":"application/json"}')`);
   const blob = db.prepare(`INSERT INTO event_body_blobs (event_id, source_table, direction, content_type, original_bytes, stored_bytes, body, created_at)
