@@ -28,6 +28,8 @@ export interface RecordingOptions {
   readonly mode?: 'record' | 'vm';
   /** A session already entered with registerRecordedSession. */
   readonly session?: SessionRecord;
+  /** The CA, when the caller has loaded it already. */
+  readonly ca?: CertificateAuthority;
 }
 
 export interface Recording {
@@ -56,7 +58,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   ensureHome(home);
   const resolve = parseResolveMap(env.CAPSEM_RESOLVE);
   const upstreamCa = env.CAPSEM_UPSTREAM_CA_FILE ? [readFileSync(env.CAPSEM_UPSTREAM_CA_FILE, 'utf8')] : [];
-  const ca = await CertificateAuthority.load(home);
+  const ca = options.ca ?? (await CertificateAuthority.load(home));
   const policy = new PolicyStore(home);
   const stopWatching = policy.watch();
   const session = options.session ?? registerRecordedSession(home, options);

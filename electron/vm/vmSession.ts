@@ -134,12 +134,12 @@ export class VmSession {
     const runDir = join(options.home.runDir, 'vms', record.id);
     ensurePrivateDir(paths.workspaceDir);
     // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
-    await CertificateAuthority.load(options.home);
+    const ca = await CertificateAuthority.load(options.home);
     const t0 = performance.now();
     // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
     // proxy is needed only once the guest has booted.
     const [recorded, launched] = await Promise.allSettled([
-      startRecording(options.home, { session: record, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+      startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
       (async () => {
         const plan = await options.plan(paths, caFiles(options.home).certPath);
         const vm = await options.backend.launch({
