@@ -74,6 +74,8 @@ interface LeafTemplate {
   readonly signatureAlgorithm: asn1X509.AlgorithmIdentifier;
   readonly sharedExtensions: readonly asn1X509.Extension[];
   readonly signingKey: KeyObject;
+  /** The one key every leaf shares, matching the template's public key. */
+  readonly leafKeyPem: string;
 }
 
 export interface CaFiles {
@@ -87,9 +89,11 @@ export function caFiles(home: CapsemHome): CaFiles {
 
 export class CertificateAuthority {
   private readonly leaves = new Map<string, SecureContext>();
-  private leafKeys: CryptoKeyPair | null = null;
-  private leafKeyPem = '';
-  private leafTemplate: LeafTemplate | null = null;
+  /** Leaves being made: the many connections a client opens at once to one host share one. */
+  private readonly pendingLeaves = new Map<string, Promise<SecureContext>>();
+  // A promise, so connections arriving together wait for one template (and one key) rather than
+  // each making its own and pairing a certificate with another's key.
+  private leafTemplate: Promise<LeafTemplate> | null = null;
 
   private constructor(
     readonly cert: x509.X509Certificate,
@@ -146,15 +150,25 @@ export class CertificateAuthority {
       this.leaves.set(name, cached);
       return cached;
     }
-    const { certPem, keyPem } = await this.issueLeaf(name);
-    const context = createSecureContext({ cert: certPem + this.certPem, key: keyPem, ciphers: CLIENT_FACING_CIPHERS, honorCipherOrder: true });
-    this.leaves.set(name, context);
-    if (this.leaves.size > LEAF_CACHE) this.leaves.delete(this.leaves.keys().next().value!);
-    return context;
+    const pending = this.pendingLeaves.get(name);
+    if (pending) return pending;
+    const made = this.issueLeaf(name)
+      .then(({ certPem, keyPem }) => {
+        const context = createSecureContext({ cert: certPem + this.certPem, key: keyPem, ciphers: CLIENT_FACING_CIPHERS, honorCipherOrder: true });
+        this.leaves.set(name, context);
+        if (this.leaves.size > LEAF_CACHE) this.leaves.delete(this.leaves.keys().next().value!);
+        return context;
+      })
+      .finally(() => this.pendingLeaves.delete(name));
+    this.pendingLeaves.set(name, made);
+    return made;
   }
 
   async issueLeaf(host: string, now = new Date()): Promise<{ certPem: string; keyPem: string }> {
-    const template = (this.leafTemplate ??= await this.makeLeafTemplate(now));
+    const template = await (this.leafTemplate ??= this.makeLeafTemplate(now).catch((err: unknown) => {
+      this.leafTemplate = null;
+      throw err;
+    }));
     // Only the serial, the names and the validity differ between leaves: change them in the
     // template's TBSCertificate, encode it, and sign it with node:crypto. Building each leaf with
     // the generator encoded and then parsed the whole certificate again (most of a leaf's cost).
@@ -174,13 +188,12 @@ export class CertificateAuthority {
     const tbsDer = Buffer.from(AsnConvert.serialize(tbs));
     const signature = nodeSign('sha256', tbsDer, { key: template.signingKey, dsaEncoding: 'der' });
     const cert = new asn1X509.Certificate({ tbsCertificate: tbs, signatureAlgorithm: template.signatureAlgorithm, signatureValue: signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength) as ArrayBuffer });
-    return { certPem: pem('CERTIFICATE', AsnConvert.serialize(cert)), keyPem: this.leafKeyPem };
+    return { certPem: pem('CERTIFICATE', AsnConvert.serialize(cert)), keyPem: template.leafKeyPem };
   }
 
   /** One leaf made by the generator, kept as the pattern for every other: the shared key and extensions. */
   private async makeLeafTemplate(now: Date): Promise<LeafTemplate> {
-    this.leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
-    this.leafKeyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', this.leafKeys.privateKey));
+    const leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
     const made = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
       subject: 'CN=template.invalid',
@@ -188,7 +201,7 @@ export class CertificateAuthority {
       notBefore: new Date(now.getTime() - DAY),
       notAfter: new Date(now.getTime() + DAY),
       signingAlgorithm: ALG,
-      publicKey: this.leafKeys.publicKey,
+      publicKey: leafKeys.publicKey,
       signingKey: this.key,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
@@ -203,6 +216,7 @@ export class CertificateAuthority {
       signatureAlgorithm: parsed.signatureAlgorithm,
       sharedExtensions: [...(parsed.tbsCertificate.extensions ?? [])],
       signingKey: KeyObject.from(this.key),
+      leafKeyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', leafKeys.privateKey)),
     };
   }
 

@@ -1,3 +1,4 @@
+import { createPublicKey, X509Certificate } from 'node:crypto';
 import { statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { connect } from 'node:tls';
@@ -49,6 +50,19 @@ describe('certificate authority', () => {
     const before = ca.cachedLeaves;
     await ca.contextFor('api.example.test');
     expect(ca.cachedLeaves).toBe(before);
+  });
+
+  it('serves a burst of first connections with leaves that match their key, one leaf per host', async () => {
+    // A fresh CA meeting many connections at once: each must get a certificate and key that pair.
+    const fresh = tempHome();
+    const ca = await CertificateAuthority.load(fresh);
+    const hosts = ['a.burst.test', 'b.burst.test', 'c.burst.test'];
+    const contexts = await Promise.all(Array.from({ length: 30 }, (_, i) => ca.contextFor(hosts[i % 3]!)));
+    expect(ca.cachedLeaves).toBe(3);
+    expect(new Set(contexts).size).toBe(3);
+    const leaves = await Promise.all(hosts.map((h) => ca.issueLeaf(h)));
+    for (const leaf of leaves) expect(createPublicKey(leaf.keyPem).export({ format: 'jwk' })).toEqual(new X509Certificate(leaf.certPem).publicKey.export({ format: 'jwk' }));
+    fresh.remove();
   });
 });
 
