@@ -58,6 +58,12 @@ const TLS_PORTS = new Set([443, 8443]);
  * large download.
  */
 const STREAM_BUFFER = 256 << 10;
+/**
+ * Body pieces read from upstream in one turn of the event loop go to the client as one write, up to
+ * this size: a piece per socket read (about 13 KiB) meant a TLS record, a chunk frame and a system
+ * call each, on both sides.
+ */
+const COALESCE_BYTES = 64 << 10;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 /** What an exchange holds before anything came back; each site overrides what it knows. */
@@ -288,16 +294,34 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       // A stream (no length) may hold its first byte back for long: send the head at once. A
       // sized body goes out with its head in one write.
       if (upRes.headers['content-length'] === undefined) res.flushHeaders();
-      upRes.on('data', (chunk: Buffer) => {
-        tap.push(chunk);
-        if (!res.write(chunk)) {
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      let flushScheduled = false;
+      const flush = (): void => {
+        flushScheduled = false;
+        if (pendingBytes === 0 || res.destroyed) return;
+        const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+        pending = [];
+        pendingBytes = 0;
+        if (!res.write(out)) {
           upRes.pause();
           res.once('drain', () => upRes.resume());
+        }
+      };
+      upRes.on('data', (chunk: Buffer) => {
+        tap.push(chunk);
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        if (pendingBytes >= COALESCE_BYTES) flush();
+        else if (!flushScheduled) {
+          flushScheduled = true;
+          setImmediate(flush);
         }
       });
       upRes.on('end', () => {
         if (settled) return;
         settled = true;
+        flush();
         res.end();
         finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb });
       });

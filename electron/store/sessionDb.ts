@@ -33,7 +33,7 @@ export function openSessionDbForWriting(path: string, migrations = SESSION_DB_MI
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
-    db.pragma('cache_size = -65536');
+    db.pragma('cache_size = -16384');
     db.pragma('wal_autocheckpoint = 4096');
     migrate(db, `session database ${path}`, migrations);
     makePrivateFiles(path);

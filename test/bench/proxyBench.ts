@@ -47,28 +47,46 @@ async function latencies(dispatcher: Dispatcher, origin: string, n: number): Pro
   return out;
 }
 
-async function throughput(dispatcher: Dispatcher, origin: string, concurrency: number, seconds: number): Promise<number> {
-  const end = performance.now() + seconds * 1000;
-  let done = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      await get(dispatcher, origin, '/small');
-      done += 1;
-    }
-  }));
-  return done / seconds;
+interface Path {
+  readonly dispatcher: Dispatcher;
+  readonly origin: string;
 }
 
-/** MB/s of a 10 MB body: the median of five transfers after one untimed (one alone swings by 2x here). */
-async function bigBody(dispatcher: Dispatcher, origin: string): Promise<number> {
-  await get(dispatcher, origin, '/big');
-  const rates: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t = performance.now();
-    const bytes = await get(dispatcher, origin, '/big');
-    rates.push(bytes / 1e6 / ((performance.now() - t) / 1000));
+/**
+ * Requests/s at a concurrency for each path, timed in interleaved one-second slices: load on this
+ * shared machine drifts over seconds, and interleaving lets the drift fall on every path alike.
+ */
+async function throughputs(paths: readonly Path[], concurrency: number, slices: number): Promise<number[]> {
+  const done = paths.map(() => 0);
+  for (let round = 0; round < slices; round++) {
+    for (const [i, path] of paths.entries()) {
+      const end = performance.now() + 1000;
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (performance.now() < end) {
+          await get(path.dispatcher, path.origin, '/small');
+          done[i]! += 1;
+        }
+      }));
+    }
   }
-  return percentile(rates, 50);
+  return done.map((n) => n / slices);
+}
+
+/**
+ * MB/s of a 10 MB body for each path: the median of seven interleaved rounds (one transfer per path
+ * per round) after three untimed transfers per path, which let each path's code warm up first.
+ */
+async function bigBodies(paths: readonly Path[]): Promise<number[]> {
+  for (const path of paths) for (let i = 0; i < 3; i++) await get(path.dispatcher, path.origin, '/big');
+  const rates: number[][] = paths.map(() => []);
+  for (let round = 0; round < 7; round++) {
+    for (const [i, path] of paths.entries()) {
+      const t = performance.now();
+      const bytes = await get(path.dispatcher, path.origin, '/big');
+      rates[i]!.push(bytes / 1e6 / ((performance.now() - t) / 1000));
+    }
+  }
+  return rates.map((r) => percentile(r, 50));
 }
 
 export async function proxyBench(): Promise<boolean> {
@@ -135,14 +153,11 @@ export async function proxyBench(): Promise<boolean> {
     const dLat = await phase('direct', latencies(direct, directOrigin, 1000));
     const oLat = await phase('capsem proxy', latencies(viaOurs, origin, 1000));
     const mLat = await phase('mockttp', latencies(viaMock, origin, 1000));
+    const paths: Path[] = [{ dispatcher: direct, origin: directOrigin }, { dispatcher: viaOurs, origin }, { dispatcher: viaMock, origin }];
     console.log('  throughput at concurrency 10...');
-    const dRps = await throughput(direct, directOrigin, 10, 3);
-    const oRps = await throughput(viaOurs, origin, 10, 3);
-    const mRps = await throughput(viaMock, origin, 10, 3);
+    const [dRps, oRps, mRps] = (await throughputs(paths, 10, 3)) as [number, number, number];
     console.log('  10 MB streamed body...');
-    const dBig = await bigBody(direct, directOrigin);
-    const oBig = await bigBody(viaOurs, origin);
-    const mBig = await bigBody(viaMock, origin);
+    const [dBig, oBig, mBig] = (await bigBodies(paths)) as [number, number, number];
     console.log('  200 concurrent streams...');
     const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
     const streamAgent = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 256 });
