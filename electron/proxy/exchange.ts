@@ -79,8 +79,18 @@ const VERBATIM = new Set([
   'x-stainless-runtime-version', 'x-stainless-timeout',
 ]);
 
+/** Hashes of recent header values: a client sends the same key and cookies with every request. */
+const recentHashes = new Map<string, string>();
+const RECENT_HASHES = 1024;
+
 function hashed(value: string): string {
-  return `sha256:${createHash('sha256').update(value).digest('hex').slice(0, 16)}`;
+  let hash = recentHashes.get(value);
+  if (hash === undefined) {
+    hash = `sha256:${createHash('sha256').update(value).digest('hex').slice(0, 16)}`;
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear();
+    recentHashes.set(value, hash);
+  }
+  return hash;
 }
 
 /** Headers as the ledger keeps them: the allowlist verbatim, every other value hashed. */

@@ -16,7 +16,6 @@ const PREVIEW = 256;
 const TRACE_MEMORY = 10_000;
 
 const newTraceId = (): string => randomBytes(8).toString('hex');
-const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 function header(headers: Exchange['requestHeaders'] | Exchange['responseHeaders'], name: string): string | undefined {
   const value = headers?.[name];
@@ -132,7 +131,6 @@ export class ExchangeRecorder {
         original_bytes: captured.total,
         stored_bytes: decoded.bytes.length,
         truncated: captured.truncated || decoded.truncated ? 1 : 0,
-        body_hash: sha256(decoded.bytes),
         body: decoded.bytes,
         created_at: at,
       }, { handOver: true });

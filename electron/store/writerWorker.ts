@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -64,6 +65,21 @@ function blobBytes(rows: BatchRows): number {
   return bytes;
 }
 
+const BLOB_COLUMNS = insertColumns('event_body_blobs');
+const BODY_AT = BLOB_COLUMNS.indexOf('body');
+const HASH_AT = BLOB_COLUMNS.indexOf('body_hash');
+
+/**
+ * A body row that comes without body_hash gets the SHA-256 of its body here: hashing 10 MiB takes
+ * about 11 ms, which on the proxy's thread delayed the next request.
+ */
+function hashBodies(rows: BatchRows): void {
+  for (const row of rows.event_body_blobs ?? []) {
+    const body = row[BODY_AT];
+    if (row[HASH_AT] === null && body instanceof Uint8Array) row[HASH_AT] = createHash('sha256').update(body).digest('hex');
+  }
+}
+
 function main(init: WriterInit): void {
   const collect = garbageCollector();
   let bodyBytesSinceCollect = 0;
@@ -121,6 +137,7 @@ function main(init: WriterInit): void {
           // After this handler returns: the message being handled still holds its bodies.
           setImmediate(collect);
         }
+        hashBodies(message.rows);
         try {
           const rows = writeAll(message.rows);
           send({ kind: 'committed', batchNo: message.batchNo, rows, rejected: [] });

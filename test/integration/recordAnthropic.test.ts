@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -77,8 +78,9 @@ describe('capsem record with the official Anthropic SDK', () => {
     expect(headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(headers['user-agent']).toMatch(/^Anthropic\/JS /);
     expect(rows[1]!.bytes_received).toBeGreaterThan(0);
-    const blob = d.prepare("SELECT body, content_encoding, original_bytes, stored_bytes FROM event_body_blobs WHERE event_id = ? AND direction = 'response'").get(rows[1]!.event_id) as { body: Buffer; content_encoding: string; original_bytes: number; stored_bytes: number };
+    const blob = d.prepare("SELECT body, body_hash, content_encoding, original_bytes, stored_bytes FROM event_body_blobs WHERE event_id = ? AND direction = 'response'").get(rows[1]!.event_id) as { body: Buffer; body_hash: string; content_encoding: string; original_bytes: number; stored_bytes: number };
     expect(blob.content_encoding).toBe('gzip');
+    expect(blob.body_hash).toBe(createHash('sha256').update(blob.body).digest('hex'));
     expect(blob.body.toString()).toContain('"text":"wo file"');
     expect(blob.stored_bytes).toBeGreaterThan(blob.original_bytes);
     d.close();
