@@ -294,34 +294,30 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       // A stream (no length) may hold its first byte back for long: send the head at once. A
       // sized body goes out with its head in one write.
       if (upRes.headers['content-length'] === undefined) res.flushHeaders();
-      let pending: Buffer[] = [];
-      let pendingBytes = 0;
-      let flushScheduled = false;
-      const flush = (): void => {
-        flushScheduled = false;
-        if (pendingBytes === 0 || res.destroyed) return;
-        const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-        pending = [];
-        pendingBytes = 0;
-        if (!res.write(out)) {
-          upRes.pause();
-          res.once('drain', () => upRes.resume());
-        }
+      // Held (corked) until the end of this event-loop turn, so the pieces go out as one write.
+      let corked = false;
+      const release = (): void => {
+        if (!corked) return;
+        corked = false;
+        res.socket?.uncork();
       };
       upRes.on('data', (chunk: Buffer) => {
         tap.push(chunk);
-        pending.push(chunk);
-        pendingBytes += chunk.length;
-        if (pendingBytes >= COALESCE_BYTES) flush();
-        else if (!flushScheduled) {
-          flushScheduled = true;
-          setImmediate(flush);
+        if (!corked && res.socket) {
+          corked = true;
+          res.socket.cork();
+          setImmediate(release);
         }
+        if (!res.write(chunk)) {
+          release();
+          upRes.pause();
+          res.once('drain', () => upRes.resume());
+        } else if ((res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
       });
       upRes.on('end', () => {
         if (settled) return;
         settled = true;
-        flush();
+        release();
         res.end();
         finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, dialedAddress: dialed, ttfbMs: ttfb });
       });
