@@ -38,7 +38,6 @@ export interface Exchange {
   readonly ttfbMs: number | null;
   readonly decision: 'allowed' | 'denied';
   readonly matchedRule: string | null;
-  readonly dialedAddress: string | null;
   readonly processName: string | null;
   readonly pid: number | null;
   readonly error: ExchangeError | null;

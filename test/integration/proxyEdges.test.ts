@@ -31,6 +31,12 @@ beforeAll(async () => {
     if (path === '/v1/messages' && req.headers['x-scenario'] === '429') return json(res, 429, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
     if (path === '/v1/messages' && req.headers['x-scenario'] === '500') return json(res, 500, { type: 'error', error: { type: 'api_error', message: 'boom' } });
     if (path === '/v1/messages' && req.headers['x-scenario'] === 'cut') return sse(res, anthropicStream('claude-sonnet-4-20250514', 'a long answer that gets cut', [], { input: 5, output: 5 }), { cutAfter: 6 });
+    if (path === '/stall-head') return;
+    if (path === '/stall-body') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('half of it');
+      return;
+    }
     if (path === '/slow-sse') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: first\n\n');
@@ -109,6 +115,27 @@ describe('proxy edges', () => {
     await strict.close();
     const [row] = await rows("SELECT error_kind, status_code FROM net_events WHERE domain = 'untrusted.test'");
     expect(row).toEqual({ error_kind: 'upstream_tls', status_code: 502 });
+  });
+
+  it('gives up on an upstream that goes quiet: 502 before the head, a cut body after it, both recorded as upstream_timeout', async () => {
+    const impatient = await startMitmProxy({
+      ca: await CertificateAuthority.load(home), policy: new PolicyStore(home), resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`),
+      upstreamCa: [upstream.caPem], upstreamIdleMs: 300, onExchange: (ex) => void recorder.record(ex),
+    });
+    const agent = new ProxyAgent({ uri: impatient.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
+    const head = await fetch('https://api.anthropic.com/stall-head', { dispatcher: agent });
+    expect(head.status).toBe(502);
+    expect(await head.text()).toMatch(/api\.anthropic\.com:443 did not answer in time/);
+    const body = await fetch('https://api.anthropic.com/stall-body', { dispatcher: agent });
+    expect(body.status).toBe(200);
+    await expect(body.text()).rejects.toThrow();
+    await agent.close();
+    await impatient.close();
+    const recorded = await rows("SELECT path, status_code, error_kind FROM net_events WHERE path LIKE '/stall-%' ORDER BY path");
+    expect(recorded).toEqual([
+      { path: '/stall-body', status_code: 200, error_kind: 'upstream_timeout' },
+      { path: '/stall-head', status_code: 502, error_kind: 'upstream_timeout' },
+    ]);
   });
 
   it('answers a malformed request with 400, records it, and keeps serving', async () => {
