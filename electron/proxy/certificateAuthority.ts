@@ -49,10 +49,19 @@ const LEAF_CACHE = 1000;
  */
 const CLIENT_FACING_CIPHERS = ['TLS_AES_128_GCM_SHA256', ...DEFAULT_CIPHERS.split(':').filter((c) => c !== 'TLS_AES_128_GCM_SHA256')].join(':');
 
-function serial(): string {
-  const bytes = randomBytes(16);
-  bytes[0]! &= 0x7f;
+/**
+ * A certificate serial from 16 random bytes, as DER wants it: positive (top bit clear) and minimal
+ * (first byte not zero). A zero first byte made one leaf in 256 unreadable to OpenSSL ("illegal
+ * padding"), and its host unreachable through the proxy.
+ */
+export function serialFrom(random: Uint8Array): string {
+  const bytes = Buffer.from(random.subarray(0, 16));
+  bytes[0] = (bytes[0]! & 0x7f) | 0x40;
   return bytes.toString('hex');
+}
+
+function serial(): string {
+  return serialFrom(randomBytes(16));
 }
 
 function pem(label: string, der: ArrayBuffer): string {

@@ -3,8 +3,9 @@ import { statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { connect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { caFiles, CertificateAuthority } from '../../../electron/proxy/certificateAuthority.ts';
+import { caFiles, CertificateAuthority, serialFrom } from '../../../electron/proxy/certificateAuthority.ts';
 import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
 import { parseAuthority } from '../../../electron/proxy/mitmProxy.ts';
 import { decide, isPrivateAddress, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
@@ -50,6 +51,18 @@ describe('certificate authority', () => {
     const before = ca.cachedLeaves;
     await ca.contextFor('api.example.test');
     expect(ca.cachedLeaves).toBe(before);
+  });
+
+  it('makes serials that are positive and minimal DER integers, so every leaf parses (property)', async () => {
+    fc.assert(fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (random) => {
+      const first = Number.parseInt(serialFrom(random).slice(0, 2), 16);
+      return first >= 0x01 && first <= 0x7f;
+    }));
+    const ca = await CertificateAuthority.load(home);
+    for (let i = 0; i < 300; i++) {
+      const leaf = await ca.issueLeaf(`leaf-${i}.parse.test`);
+      expect(new X509Certificate(leaf.certPem).subject).toBe(`CN=leaf-${i}.parse.test`);
+    }
   });
 
   it('serves a burst of first connections with leaves that match their key, one leaf per host', async () => {
