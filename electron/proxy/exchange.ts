@@ -110,7 +110,7 @@ export function upstreamError(err: NodeJS.ErrnoException, address: string): Exch
   const code = err.code ?? '';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { kind: 'upstream_dns', message: `cannot resolve ${address}` };
   if (code === 'ECONNREFUSED') return { kind: 'upstream_refused', message: `${address} refused the connection` };
-  if (code === 'ETIMEDOUT' || code === 'UPSTREAM_TIMEOUT') return { kind: 'upstream_timeout', message: `${address} did not answer in time` };
+  if (code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'upstream_timeout', message: `${address} did not answer in time` };
   if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_SSL/.test(code) || /certificate|tls|ssl/i.test(err.message)) {
     return { kind: 'upstream_tls', message: `TLS with ${address} failed: ${code || err.message}` };
   }

@@ -1,14 +1,16 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Agent, request as httpsRequest } from 'node:https';
-import { request as httpRequest, Agent as HttpAgent } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import type { CertificateAuthority } from './certificateAuthority.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type Exchange, type ExchangeError } from './exchange.ts';
-import { isPrivateAddress, PRIVATE_ADDRESS_RULE, type PolicyStore } from './policy.ts';
+import { PRIVATE_ADDRESS_RULE, type PolicyStore } from './policy.ts';
 import type { ResolveMap } from './resolveMap.ts';
+import { DestinationPrivate, headersFromRaw, originOf as originUrl, startUpstreamClient } from './upstreamClient.ts';
 
 // The recording MITM proxy. Explicit proxy mode: absolute-form HTTP requests and CONNECT tunnels,
 // whose TLS it terminates with a leaf from the local CA; connections handed over by a VM's net
@@ -64,7 +66,8 @@ const STREAM_BUFFER = 256 << 10;
  * call each, on both sides.
  */
 const COALESCE_BYTES = 64 << 10;
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+// `expect` too: Node's server has already answered 100-continue, and the upstream client refuses it.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
 
 /** What an exchange holds before anything came back; each site overrides what it knows. */
 const UNANSWERED = {
@@ -76,10 +79,6 @@ const UNANSWERED = {
 function splitTarget(target: string): { path: string; query: string | null } {
   const q = target.indexOf('?');
   return q >= 0 ? { path: target.slice(0, q), query: target.slice(q + 1) } : { path: target, query: null };
-}
-
-class DestinationPrivate extends Error {
-  readonly code = 'EDESTPRIVATE';
 }
 
 function forwardHeaders(headers: IncomingMessage['headers'], keepUpgrade = false): Record<string, string | string[]> {
@@ -145,31 +144,17 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   // be folded into the agent's pool key on every request (measured: most of the proxy's CPU).
   const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
   const tlsTrust = upstreamContext ? { secureContext: upstreamContext } : {};
-  const httpsAgent = new Agent({ keepAlive: true, maxSockets: 256, timeout: idleMs, ...tlsTrust });
-  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256, timeout: idleMs });
+  const upstreamClient = startUpstreamClient({ resolve: options.resolve, secureContext: upstreamContext, idleMs, privateAddressesDenied: () => options.policy.policy.privateAddresses === 'deny' });
 
-  /** Where a host:port is dialled: CAPSEM_RESOLVE first, else DNS; the address is what policy checks. */
-  function lookupFor(host: string, port: number, explicit: boolean) {
-    const mapped = options.resolve?.get(`${host}:${port}`);
+  /** The upstream client's address choice and policy check, as a node:net `lookup` (WebSocket upgrades). */
+  function lookupFor(port: number, explicit: boolean) {
     return (hostname: string, opts: unknown, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void => {
       const all = typeof opts === 'object' && opts !== null && (opts as { all?: boolean }).all === true;
-      const answer = (address: string): void => {
+      upstreamClient.addressFor(hostname.replace(/^\[|\]$/g, ''), port, explicit).then(({ address }) => {
         const family = isIP(address);
         if (all) callback(null, [{ address, family }]);
         else callback(null, address, family);
-      };
-      if (mapped) return answer(mapped.address);
-      if (isIP(hostname)) {
-        if (!explicit && options.policy.policy.privateAddresses === 'deny' && isPrivateAddress(hostname)) return callback(new DestinationPrivate(`${hostname} is a private address`), '');
-        return answer(hostname);
-      }
-      dnsLookup(hostname, { family: 0 }, (err, address) => {
-        if (err) return callback(err, '');
-        if (!explicit && options.policy.policy.privateAddresses === 'deny' && isPrivateAddress(address)) {
-          return callback(new DestinationPrivate(`${hostname} resolves to private address ${address}`), '');
-        }
-        answer(address);
-      });
+      }, (err: NodeJS.ErrnoException) => callback(err, ''));
     };
   }
 
@@ -243,23 +228,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
 
     const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
-    const upstreamOptions = {
-      host: dest.host,
-      port: mapped?.port ?? dest.port,
-      method,
-      path: dest.path,
-      headers: forwardHeaders(req.headers),
-      agent: dest.scheme === 'https' ? httpsAgent : httpAgent,
-      servername: isIP(dest.host) ? undefined : dest.host,
-      lookup: lookupFor(dest.host, dest.port, decision.explicit || mapped !== undefined),
-    };
-    const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)(upstreamOptions);
-    // The agents' socket timeout (idleMs) surfaces here: a timer set on every request was a measurable share of a small one's cost.
-    upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('upstream idle timeout'), { code: 'UPSTREAM_TIMEOUT' })));
     let ttfb: number | null = null;
     let settled = false;
     let responseTap: BodyTap | null = null;
-    let responseHeaders: IncomingMessage['headers'] | null = null;
+    let responseHeaders: Record<string, string | string[]> | null = null;
+    let abortUpstream: ((err?: Error) => void) | null = null;
     const fail = (err: NodeJS.ErrnoException): void => {
       if (settled) return;
       settled = true;
@@ -277,25 +250,32 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       refuse(res, 502, `capsem: ${error.message}\n`);
       finish({ decision: 'allowed', status: 502, matchedRule: decision.rule, error });
     };
-    upstream.on('error', fail);
-    upstream.on('response', (upRes) => {
-      ttfb = Math.round(performance.now() - t0);
-      const tap = new BodyTap(bodyCap);
-      responseTap = tap;
-      responseHeaders = upRes.headers;
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
-      // A stream (no length) may hold its first byte back for long: send the head at once. A
-      // sized body goes out with its head in one write.
-      if (upRes.headers['content-length'] === undefined) res.flushHeaders();
-      // Held (corked) until the end of this event-loop turn, so the pieces go out as one write.
-      let corked = false;
-      const release = (): void => {
-        if (!corked) return;
-        corked = false;
-        res.socket?.uncork();
-      };
-      upRes.on('data', (chunk: Buffer) => {
-        tap.push(chunk);
+    // Held (corked) until the end of this event-loop turn, so a turn's body pieces go out as one write.
+    let corked = false;
+    const release = (): void => {
+      if (!corked) return;
+      corked = false;
+      res.socket?.uncork();
+    };
+    const handler: Dispatcher.DispatchHandlers = {
+      onConnect: (abort) => {
+        abortUpstream = abort;
+      },
+      onError: fail,
+      onHeaders: (status, raw, resume, statusText) => {
+        if (status < 200) return true;
+        ttfb = Math.round(performance.now() - t0);
+        responseTap = new BodyTap(bodyCap);
+        responseHeaders = headersFromRaw(raw);
+        res.writeHead(status, statusText, forwardHeaders(responseHeaders));
+        // A stream (no length) may hold its first byte back for long: send the head at once. A
+        // sized body goes out with its head in one write.
+        if (responseHeaders['content-length'] === undefined) res.flushHeaders();
+        res.on('drain', resume);
+        return true;
+      },
+      onData: (chunk) => {
+        responseTap!.push(chunk);
         if (!corked && res.socket) {
           corked = true;
           res.socket.cork();
@@ -303,33 +283,44 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         }
         if (!res.write(chunk)) {
           release();
-          upRes.pause();
-          res.once('drain', () => upRes.resume());
-        } else if ((res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
-      });
-      upRes.on('end', () => {
+          return false;
+        }
+        if ((res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
+        return true;
+      },
+      onComplete: () => {
         if (settled) return;
         settled = true;
         release();
         res.end();
-        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, ttfbMs: ttfb });
-      });
-      upRes.on('error', (err) => fail(err));
-      res.on('close', () => {
-        if (settled || res.writableFinished) return;
-        settled = true;
-        upstream.destroy();
-        finish({ decision: 'allowed', status: upRes.statusCode ?? null, responseHeaders: upRes.headers, responseBody: tap.body(), matchedRule: decision.rule, ttfbMs: ttfb, error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
-      });
+        finish({ decision: 'allowed', status: res.statusCode, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, ttfbMs: ttfb });
+      },
+    };
+    res.on('close', () => {
+      if (settled || res.writableFinished) return;
+      settled = true;
+      abortUpstream?.(new Error('client closed'));
+      const error = { kind: 'client_canceled', message: 'the client closed the connection before the response ended' };
+      finish({ decision: 'allowed', status: responseHeaders ? res.statusCode : null, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, ttfbMs: ttfb, error });
     });
-    req.on('aborted', () => upstream.destroy());
-    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
-      // No body (RFC 9112 section 6.3): send the request at once rather than set up a pipe for nothing.
-      req.resume();
-      upstream.end();
-    } else {
+    // No body (RFC 9112 section 6.3) when neither a length above 0 nor chunking is announced.
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+    if (hasBody) {
+      // The tap listens beside the upstream client, which resumes the request once it can send
+      // it and paces it after that; nothing flows before.
       req.on('data', (chunk: Buffer) => requestTap.push(chunk));
-      req.pipe(upstream);
+      req.pause();
+    } else req.resume();
+    try {
+      upstreamClient.dispatch(decision.explicit || mapped !== undefined, {
+        origin: originUrl(dest.scheme, dest.host, dest.port),
+        path: dest.path,
+        method: method as Dispatcher.HttpMethod,
+        headers: forwardHeaders(req.headers),
+        body: hasBody ? req : null,
+      }, handler);
+    } catch (err) {
+      fail(err as NodeJS.ErrnoException);
     }
   }
 
@@ -356,7 +347,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
     const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)({
       host: dest.host, port: mapped?.port ?? dest.port, method: req.method, path: dest.path, headers: forwardHeaders(req.headers, true),
-      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.host, dest.port, decision.explicit || mapped !== undefined),
+      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.port, decision.explicit || mapped !== undefined),
       ...tlsTrust,
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
@@ -483,8 +474,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     },
     close: async () => {
       for (const s of sockets) s.destroy();
-      httpsAgent.destroy();
-      httpAgent.destroy();
+      await upstreamClient.close();
       await new Promise<void>((resolve) => mitm.close(() => resolve()));
     },
   };
