@@ -140,8 +140,9 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   const idleMs = options.upstreamIdleMs ?? 300_000;
   const tunnels = new WeakMap<object, Tunnel>();
   const origins = new WeakMap<object, ConnectionOrigin>();
-  // Extra upstream CAs go in one shared secure context: passed as `ca`, the whole root list would
-  // be folded into the agent's pool key on every request (measured: most of the proxy's CPU).
+  // Extra upstream CAs go in one secure context built once: built per connection from the whole
+  // root list, or passed as `ca` (folded into node:https's pool key per request), it cost most of
+  // the proxy's CPU.
   const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
   const tlsTrust = upstreamContext ? { secureContext: upstreamContext } : {};
   const upstreamClient = startUpstreamClient({ resolve: options.resolve, secureContext: upstreamContext, idleMs, privateAddressesDenied: () => options.policy.policy.privateAddresses === 'deny' });
