@@ -1,6 +1,7 @@
 import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { requestView } from '../telemetry/requestView.ts';
+import { lenientJson } from '../telemetry/lenientJson.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
 // a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
@@ -17,15 +18,6 @@ const PROVIDER_HOSTS: Record<string, string> = {
 
 export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 export const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined);
-
-function parseJson(value: unknown): unknown {
-  if (typeof value !== 'string') return undefined;
-  try {
-    return JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-}
 
 function decodedPath(path: string | undefined): string | undefined {
   if (path === undefined) return undefined;
@@ -87,7 +79,7 @@ export interface ModelCallContext {
 
 /** Token counts by kind, with the presentKinds bitmask (input 1, cache read 2, cache write 4, output 8, reasoning 16). */
 function tokens(row: Row): Partial<Inference> {
-  const usage = (parseJson(row.usage_details) ?? {}) as Record<string, unknown>;
+  const usage = (lenientJson(row.usage_details) ?? {}) as Record<string, unknown>;
   const input = int(row.input_tokens);
   const output = int(row.output_tokens);
   const cacheRead = int(usage.cache_read);
@@ -194,7 +186,7 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
           method: text(row.method) ?? 'tools/call',
           rpcId: text(row.request_id),
           server: text(row.server_name),
-          params: context.full ? { name: text(row.tool_name), arguments: parseJson(row.arguments) ?? text(row.arguments) } : undefined,
+          params: context.full ? { name: text(row.tool_name), arguments: lenientJson(row.arguments) ?? text(row.arguments) } : undefined,
           result: context.full ? text(row.response_preview) : undefined,
           error: error ? { message: error } : undefined,
           isAction: true as const,
@@ -243,13 +235,13 @@ export function rawCapture(netRow: Row | undefined, blobs: readonly Row[]): RawC
   return ({
     request: req.text,
     requestBase64: req.base64,
-    requestHeaders: parseJson(netRow?.request_headers),
+    requestHeaders: lenientJson(netRow?.request_headers),
     query: text(netRow?.query),
     response:
       netRow || response
         ? ({
             status: int(netRow?.status_code),
-            headers: parseJson(netRow?.response_headers),
+            headers: lenientJson(netRow?.response_headers),
             body: res.text,
             bodyBase64: res.base64,
             truncated: int(response?.truncated) === 1,

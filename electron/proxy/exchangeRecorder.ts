@@ -7,6 +7,7 @@ import { priceOf } from '../telemetry/pricing.ts';
 import { requestView } from '../telemetry/requestView.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { recordedHeaders, type Exchange } from './exchange.ts';
+import { lenientJson } from '../telemetry/lenientJson.ts';
 
 // Turns each finished exchange into the session's rows: one net_events row, its bodies (decoded)
 // in event_body_blobs, and for model API calls the ledger the spec defines (model_calls,
@@ -26,14 +27,6 @@ function preview(bytes: Buffer): string | null {
   if (bytes.length === 0) return null;
   const text = bytes.subarray(0, PREVIEW * 4).toString('utf8');
   return text.includes('\uFFFD') && !/^[\s{["]/.test(text) ? `<${bytes.length} bytes of binary>` : text.slice(0, PREVIEW);
-}
-
-function parseJson(bytes: Buffer): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }
 
 export class ExchangeRecorder {
@@ -77,7 +70,7 @@ export class ExchangeRecorder {
       decodeBody(ex.responseBody.bytes, header(ex.responseHeaders, 'content-encoding'), this.bodyCap),
     ]);
     const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
-    const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? parseJson(request.bytes) : undefined;
+    const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
     const view = api ? requestView(api.provider, ex.path, requestJson) : null;
     let trace: string | null = null;
     if (view) {

@@ -1,4 +1,5 @@
 import { parseSse, type SseEvent } from './sse.ts';
+import { lenientJson } from './lenientJson.ts';
 
 // A model API response, streamed or not, read into one shape for every provider: model, text,
 // thinking, stop reason, token counts by kind and the tool calls it asks for, in order. Pure:
@@ -59,14 +60,6 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const args = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? {}));
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 const empty = (streamed: boolean): ModelResponse => ({ text: '', thinking: '', toolCalls: [], streamed, complete: !streamed });
 
 function errorOf(body: unknown): string | undefined {
@@ -104,7 +97,7 @@ function anthropicStream(events: SseEvent[]): ModelResponse {
   const out = empty(true);
   const blocks = new Map<number, { kind: string; call?: ToolCallOut; json: string }>();
   for (const e of events) {
-    const d = obj(parseJson(e.data));
+    const d = obj(lenientJson(e.data));
     const type = str(d.type) ?? e.event;
     if (type === 'message_start') {
       const m = obj(d.message);
@@ -183,7 +176,7 @@ function chatStream(events: SseEvent[]): ModelResponse {
       out.complete = true;
       continue;
     }
-    const d = obj(parseJson(e.data));
+    const d = obj(lenientJson(e.data));
     if (d.error) out.error = errorOf(d);
     out.model ??= str(d.model);
     out.messageId ??= str(d.id);
@@ -243,7 +236,7 @@ function responsesStream(events: SseEvent[]): ModelResponse {
   let last: Json | undefined;
   const partial = empty(true);
   for (const e of events) {
-    const d = obj(parseJson(e.data));
+    const d = obj(lenientJson(e.data));
     const type = str(d.type) ?? e.event;
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') last = obj(d.response);
     else if (type === 'response.created') partial.model = str(obj(d.response).model);
@@ -307,7 +300,7 @@ export function parseModelResponse(api: ModelApi, contentType: string | undefine
     const lines = text.split('\n').filter((l) => l.trim() !== '');
     out.streamed = lines.length > 1;
     out.complete = false;
-    for (const line of lines) ollamaChunk(out, obj(parseJson(line)));
+    for (const line of lines) ollamaChunk(out, obj(lenientJson(line)));
   } else if (isSse) {
     const { events } = parseSse(body);
     if (api.flavor === 'messages') out = anthropicStream(events);
@@ -315,11 +308,11 @@ export function parseModelResponse(api: ModelApi, contentType: string | undefine
     else if (api.flavor === 'responses') out = responsesStream(events);
     else {
       out = empty(true);
-      for (const e of events) geminiChunk(out, obj(parseJson(e.data)));
+      for (const e of events) geminiChunk(out, obj(lenientJson(e.data)));
       out.complete = out.stopReason !== undefined;
     }
   } else {
-    const json = parseJson(text);
+    const json = lenientJson(text);
     if (api.flavor === 'messages') out = anthropicJson(obj(json));
     else if (api.flavor === 'chat') out = chatJson(obj(json));
     else if (api.flavor === 'responses') out = responsesJson(obj(json));
