@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
-import { Duplex } from 'node:stream';
+import { Duplex, PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { CertificateAuthority } from './certificateAuthority.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type Exchange, type ExchangeError } from './exchange.ts';
@@ -163,8 +163,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     return tunnels.get(socket)?.origin ?? origins.get(socket) ?? options.defaultOrigin ?? {};
   }
 
-  function emit(partial: Omit<Exchange, 'processName' | 'pid'>, socket: object): void {
-    const origin = originOf(socket);
+  /** Hands an exchange to the recorder with the process it came from, found when the request arrived (the request may have let go of its socket by the end). */
+  function emit(partial: Omit<Exchange, 'processName' | 'pid'>, origin: ConnectionOrigin): void {
     try {
       options.onExchange({ ...partial, processName: origin.processName ?? null, pid: origin.pid ?? null });
     } catch {
@@ -203,6 +203,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const dest = target(req);
     const requestTap = new BodyTap(bodyCap);
     const method = req.method ?? 'GET';
+    const origin = originOf(req.socket);
     const base = {
       startedAt,
       host: 'host' in dest ? dest.host : String(req.headers.host ?? '(unknown)'),
@@ -214,7 +215,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       requestHeaders: req.headers,
     };
     const finish = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
-      emit({ ...base, ...UNANSWERED, requestBody: requestTap.body(), durationMs: Math.round(performance.now() - t0), ...fields }, req.socket);
+      emit({ ...base, ...UNANSWERED, requestBody: requestTap.body(), durationMs: Math.round(performance.now() - t0), ...fields }, origin);
 
     if ('error' in dest) {
       refuse(res, dest.error, `${dest.message}\n`);
@@ -306,11 +307,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     });
     // No body (RFC 9112 section 6.3) when neither a length above 0 nor chunking is announced.
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-    if (hasBody) {
-      // The tap listens beside the upstream client, which resumes the request once it can send
-      // it and paces it after that; nothing flows before.
+    // The upstream client reads (and at the end destroys) a stream of its own, never the request
+    // itself; the tap reads beside it.
+    const body = hasBody ? new PassThrough({ highWaterMark: STREAM_BUFFER }) : null;
+    if (body) {
       req.on('data', (chunk: Buffer) => requestTap.push(chunk));
-      req.pause();
+      req.on('aborted', () => body.destroy(new Error('the client aborted the request body')));
+      req.pipe(body);
     } else req.resume();
     try {
       upstreamClient.dispatch(decision.explicit || mapped !== undefined, {
@@ -318,7 +321,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         path: dest.path,
         method: method as Dispatcher.HttpMethod,
         headers: forwardHeaders(req.headers),
-        body: hasBody ? req : null,
+        body,
       }, handler);
     } catch (err) {
       fail(err as NodeJS.ErrnoException);
@@ -334,11 +337,12 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       clientSocket.end(`HTTP/1.1 ${dest.error} Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
+    const origin = originOf(req.socket);
     const record = (fields: Partial<Exchange> & Pick<Exchange, 'decision'>): void =>
       emit({
         startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET', ...splitTarget(dest.path),
         requestHeaders: req.headers, ...UNANSWERED, durationMs: Math.round(performance.now() - t0), ...fields,
-      }, req.socket);
+      }, origin);
     const decision = options.policy.decide(dest.host, dest.port, req.method ?? 'GET');
     if (decision.action === 'deny') {
       const body = `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`;
@@ -400,7 +404,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       startedAt: new Date(), host: tunnel?.host ?? '(unparsed)', port: tunnel?.port ?? 0, scheme: tunnel?.tls === false ? 'http' : 'https', kind: 'malformed',
       method: '(unparsed)', path: '', query: null, requestHeaders: {}, ...UNANSWERED, status: 400, decision: 'denied', matchedRule: 'proxy.malformed-request',
       error: { kind: 'bad_request', message: `malformed request: ${err.code ?? err.message}` },
-    }, socket);
+    }, originOf(socket));
   });
 
   /**

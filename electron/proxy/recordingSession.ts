@@ -36,6 +36,8 @@ export interface Recording {
   readonly session: SessionRecord;
   readonly proxy: ProxyHandle;
   readonly writer: SessionWriter;
+  /** Resolves once every exchange that has ended so far is committed (an exchange ends after its client has the last byte). */
+  flush(): Promise<void>;
   /** The environment for the recorded program: proxy, CA trust and the session id. */
   readonly childEnv: NodeJS.ProcessEnv;
   /** Stops the proxy, commits every row (and `meta` into session_meta), and rolls the session up into main.db. */
@@ -92,6 +94,10 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     proxy,
     writer,
     childEnv,
+    flush: async () => {
+      await recorder.settled();
+      await writer.flush();
+    },
     stop: (end) =>
       (stopped ??= (async () => {
         stopWatching();

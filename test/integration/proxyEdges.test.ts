@@ -244,4 +244,18 @@ describe('connections handed over by a VM', () => {
     const [row] = await rows("SELECT process_name, pid, status_code FROM net_events WHERE path = '/adopted'");
     expect(row).toEqual({ process_name: 'curl', pid: 77, status_code: 200 });
   });
+
+  it('keeps the guest process on a request with a body, which the upstream client reads to its end', async () => {
+    const { Duplex } = await import('node:stream');
+    let response = '';
+    const toProxy = new Duplex({ read() {}, write(chunk: Buffer, _e, cb) { response += chunk.toString(); cb(); } });
+    proxy.adopt(toProxy, { processName: 'node', pid: 78 });
+    const body = JSON.stringify({ model: 'claude-sonnet-4-6', messages: [] });
+    toProxy.push(`POST https://api.anthropic.com/adopted-post HTTP/1.1\r\nHost: api.anthropic.com\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    const deadline = Date.now() + 5000;
+    while (!response.includes('"path":"/adopted-post"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    const [row] = await rows("SELECT process_name, pid, status_code, bytes_sent FROM net_events WHERE path = '/adopted-post'");
+    expect(row).toEqual({ process_name: 'node', pid: 78, status_code: 200, bytes_sent: body.length });
+  });
 });

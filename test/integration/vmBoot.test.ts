@@ -103,7 +103,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
       expect((await session.exec(['sh', '-c', command]).result).code).toBe(0);
       await settle();
     }
-    await session.recording.writer.flush();
+    await session.recording.flush();
     const events = rows<{ action: string; path: string; size: number | null }>(session.paths.dbPath, "SELECT action, path, size FROM fs_events WHERE path = 'notes/a.txt' ORDER BY seq");
     expect(events).toEqual([
       { action: 'created', path: 'notes/a.txt', size: 4 },
@@ -261,7 +261,7 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
   it('carries curl in the guest through the proxy to an HTTPS host, recorded with process_name curl; a denied domain gets 403', async () => {
     expect((await run(['curl', '-sS', `https://${OTHER}/v1/hello`])).out).toBe(JSON.stringify({ path: '/v1/hello' }));
     expect((await run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.example/'])).out).toBe('403');
-    await session.recording.writer.flush();
+    await session.recording.flush();
     const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(session.paths.dbPath, "SELECT domain, process_name, status_code, decision, matched_rule FROM net_events WHERE process_name = 'curl' ORDER BY seq");
     expect(net).toEqual([
       { domain: OTHER, process_name: 'curl', status_code: 200, decision: 'allowed', matched_rule: 'test.allow' },
@@ -295,7 +295,7 @@ client.messages.create({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [
     const r = await run(['node', 'ask.cjs']);
     expect(r.err).toBe('');
     expect(JSON.parse(r.out)).toMatchObject({ text: 'Hello from the local upstream.', usage: { input_tokens: 321, output_tokens: 12 } });
-    await session.recording.writer.flush();
+    await session.recording.flush();
     const calls = rows<{ provider: string; model: string; input_tokens: number; output_tokens: number; process_name: string; estimated_cost_usd: number }>(session.paths.dbPath, 'SELECT provider, model, input_tokens, output_tokens, process_name, estimated_cost_usd FROM model_calls');
     expect(calls).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 321, output_tokens: 12, process_name: 'node', estimated_cost_usd: expect.any(Number) }]);
     expect(calls[0]!.estimated_cost_usd).toBeGreaterThan(0);
