@@ -14,10 +14,6 @@ route refuses a non-loopback Host and any Origin header.
   --allow-delete  allow DELETE /v1/sessions and DELETE /v1/sessions/{id} (erase ended sessions)`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { port: { type: 'string' }, 'allow-delete': { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length > 0) throw new UsageError('api takes no arguments (see capsem api --help)');
     const port = parseCount(values.port as string | undefined, '--port', DEFAULT_API_PORT);
     if (port > 65535) throw new UsageError('--port takes a port number up to 65535');

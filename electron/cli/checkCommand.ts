@@ -46,10 +46,6 @@ With no ID or NAME it checks the newest session whose session.db is on disk.
   --json     print the report as JSON`,
   run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { n: { type: 'string', short: 'n' }, db: { type: 'string' }, json: { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length > 1) throw new UsageError('check takes at most one session (see capsem check --help)');
     if (values.db && positionals.length > 0) throw new UsageError('give either a session or --db FILE, not both');
     const previewRows = parseCount(values.n as string | undefined, '-n', 0);

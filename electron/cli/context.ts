@@ -12,6 +12,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** Thrown by parseCommandArgs on --help: the CLI prints the command's usage and exits 0. */
+export class HelpRequested extends Error {
+  override name = 'HelpRequested';
+}
+
 export interface Command {
   readonly name: string;
   readonly summary: string;
@@ -21,13 +26,17 @@ export interface Command {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** parseArgs with unknown options and bad values turned into UsageErrors, and --help built in. */
+/** parseArgs with unknown options and bad values turned into UsageErrors, and --help answered for every command (HelpRequested). */
 export function parseCommandArgs<O extends Options>(command: Pick<Command, 'name'>, argv: readonly string[], options: O) {
-  try {
-    return parseArgs({ args: [...argv], options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message.split('\n')[0]} (see capsem ${command.name} --help)`);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({ args: [...argv], options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message.split('\n')[0]} (see capsem ${command.name} --help)`);
+    }
+  })();
+  if ((parsed.values as { help?: boolean }).help) throw new HelpRequested(command.name);
+  return parsed;
 }
 
 export function parseCount(value: string | undefined, flag: string, fallback: number): number {

@@ -19,10 +19,6 @@ then), file events, full bodies, and one crashed session. The same --seed gives 
       events: { type: 'string' },
       seed: { type: 'string' },
     });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals[0] !== 'seed' || positionals.length > 1) throw new UsageError('usage: capsem dev seed [--sessions N] [--events M]');
     const sessions = parseCount(values.sessions as string | undefined, '--sessions', 5);
     const events = parseCount(values.events as string | undefined, '--events', 200);

@@ -97,10 +97,6 @@ guest images and whether they are built, who owns CAPSEM_HOME, and the API port.
 comes with the command that fixes it. Exits 1 when something needed is missing.`,
   async run(ctx, argv) {
     const { values } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     const findings = await diagnose(ctx.home);
     if (values.json) ctx.out(JSON.stringify(findings, null, 2));
     else {

@@ -50,10 +50,6 @@ Writes a consistent snapshot of the session, live or ended (even vacuumed), to F
   --format  archive, har or jsonl`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { o: { type: 'string', short: 'o' }, format: { type: 'string' }, gzip: { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length !== 1) throw new UsageError('export takes one session, by id or name (see capsem export --help)');
     const format = (values.format ?? 'archive') as ExportFormat;
     if (!EXPORT_FORMATS.includes(format)) throw new UsageError(`--format takes archive, har or jsonl, not "${values.format as string}"`);

@@ -19,11 +19,7 @@ name already used gets a suffix (co-work1-2).
 
 Prints the new session's id and name.`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, {});
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
+    const { positionals } = parseCommandArgs(this, argv, {});
     if (positionals.length !== 1) throw new UsageError('import takes one file (see capsem import --help)');
     const file = resolve(positionals[0]!);
     const mainDb = openMainDb(ctx.home);

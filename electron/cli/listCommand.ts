@@ -61,10 +61,6 @@ capsem check / capsem sql). Figures come from the main.db rollup, so they surviv
       'min-cost': { type: 'string' },
       json: { type: 'boolean' },
     });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     const limit = parseCount(values.n as string | undefined, '-n', 10);
     const minCost = parseAmount(values['min-cost'] as string | undefined, '--min-cost');
     const db = openMainDb(ctx.home);

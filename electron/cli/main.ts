@@ -1,7 +1,7 @@
 import { capsemHome } from '../store/paths.ts';
 import { apiCommand } from './apiCommand.ts';
 import { checkCommand } from './checkCommand.ts';
-import { UsageError, type CliContext, type Command } from './context.ts';
+import { HelpRequested, UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { doctorCommand } from './doctorCommand.ts';
 import { exportCommand } from './exportCommand.ts';
@@ -48,6 +48,10 @@ export async function runCli(argv: readonly string[], ctx: CliContext): Promise<
     if (!command) throw new UsageError(`unknown command "${name}" (run capsem --help for the list)`);
     return await command.run(ctx, rest);
   } catch (err) {
+    if (err instanceof HelpRequested && command) {
+      ctx.out(command.usage);
+      return 0;
+    }
     ctx.err(`capsem: ${(err as Error).message}`);
     return err instanceof UsageError ? 2 : 1;
   }

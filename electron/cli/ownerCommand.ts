@@ -16,10 +16,6 @@ next command that needs an owner then becomes one for its duration.
   --json   print {"owner": {pid, kind, command, startedAt, version} or null, "socket": path}`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length > 0) throw new UsageError('owner takes no arguments (see capsem owner --help)');
     const { socket } = ownerPaths(ctx.home);
     const running = await findOwner(ctx.home);

@@ -22,10 +22,6 @@ Settings for tests and corporate setups:
   async run(ctx, argv) {
     const dash = argv.indexOf('--');
     const { values } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
     if (command.length === 0) throw new UsageError('record needs a command after -- (see capsem record --help)');
     // The program must run here, in the caller's terminal and environment, whoever owns

@@ -11,11 +11,7 @@ export const renameCommand: Command = {
 Changes the session's display name in the registry; its id, folder, tabs and routes stay as they
 are. Names are unique among sessions that can be resumed.`,
   run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, {});
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
+    const { positionals } = parseCommandArgs(this, argv, {});
     if (positionals.length !== 2) throw new UsageError('rename takes a session and its new name (see capsem rename --help)');
     const db = openMainDb(ctx.home);
     try {

@@ -12,11 +12,7 @@ reopens its session.db (new events continue its sequence) and attaches this term
 shell. A session that is already running is attached to, never booted twice. Only named
 sessions keep their disk (capsem run --name N); an unknown name lists close matches.`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, {});
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
+    const { positionals } = parseCommandArgs(this, argv, {});
     if (positionals.length !== 1) throw new UsageError('resume takes one session id or name (see capsem resume --help)');
     const { id } = resolveTarget(ctx.home, positionals[0]!);
     return attachTerminal(ctx, `capsem resume ${positionals[0]}`, { id, resume: true });

@@ -19,10 +19,6 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
   async run(ctx, argv) {
     const dash = argv.indexOf('--');
     const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     const command = dash >= 0 ? argv.slice(dash + 1) : positionals;
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
     const image = (values.image as string | undefined) ?? 'agent';

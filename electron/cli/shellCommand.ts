@@ -15,10 +15,6 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
   --image KIND     agent (default) or minimal`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { name: { type: 'string' }, image: { type: 'string' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);

@@ -15,10 +15,6 @@ named). The database is opened read-only: statements that would write are refuse
   --json  print rows as a JSON array`,
   run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length === 0 || positionals.length > 2) throw new UsageError('sql takes an optional session and one query (see capsem sql --help)');
     const query = positionals.at(-1)!;
     const mainDb = openMainDb(ctx.home);

@@ -12,11 +12,7 @@ Asks the process that owns CAPSEM_HOME (the app, or the capsem command that star
 shut the session's VM down in order: the guest syncs and powers off, every row is committed and the
 session is rolled up.`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, {});
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
+    const { positionals } = parseCommandArgs(this, argv, {});
     if (positionals.length !== 1) throw new UsageError('stop takes one session id or name (see capsem stop --help)');
     const target = resolveTarget(ctx.home, positionals[0]!);
     const label = target.record?.name ? `${target.id} (${target.record.name})` : target.id;

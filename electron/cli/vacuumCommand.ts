@@ -27,10 +27,6 @@ names (they can no longer be resumed).
       'dry-run': { type: 'boolean' },
       'include-resumable': { type: 'boolean' },
     });
-    if (values.help) {
-      ctx.out(this.usage);
-      return 0;
-    }
     if (positionals.length > 0) throw new UsageError('vacuum takes no session; it chooses by age (see capsem vacuum --help)');
     let olderThanMs: number;
     try {
