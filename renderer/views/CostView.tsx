@@ -6,6 +6,22 @@ import { timeTicks } from './timeAxis.ts';
 import { useElementWidth } from './useElementWidth.ts';
 import { useSessionQuery } from './useSessionQuery.ts';
 
+type Usage = Pick<Cost['byModel'][number], 'calls' | 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'costUsd'>;
+
+/** The counts and cost of one row, a model's or the total, in the table's column order. */
+function UsageCells({ usage }: { readonly usage: Usage }) {
+  return (
+    <>
+      <td className="num">{formatCount(usage.calls)}</td>
+      <td className="num">{formatCount(usage.inputTokens)}</td>
+      <td className="num">{formatCount(usage.outputTokens)}</td>
+      <td className="num">{formatCount(usage.cacheReadTokens)}</td>
+      <td className="num">{formatCount(usage.cacheWriteTokens)}</td>
+      <td className="num">{formatCost(usage.costUsd)}</td>
+    </>
+  );
+}
+
 function CostTable({ cost }: { readonly cost: Cost }) {
   const total = cost.byModel.reduce(
     (sum, row) => ({ calls: sum.calls + row.calls, inputTokens: sum.inputTokens + row.inputTokens, outputTokens: sum.outputTokens + row.outputTokens, cacheReadTokens: sum.cacheReadTokens + row.cacheReadTokens, cacheWriteTokens: sum.cacheWriteTokens + row.cacheWriteTokens, costUsd: sum.costUsd + row.costUsd }),
@@ -32,24 +48,14 @@ function CostTable({ cost }: { readonly cost: Cost }) {
             <tr key={`${row.provider}/${row.model}`}>
               <td>{row.provider}</td>
               <td>{row.model}</td>
-              <td className="num">{formatCount(row.calls)}</td>
-              <td className="num">{formatCount(row.inputTokens)}</td>
-              <td className="num">{formatCount(row.outputTokens)}</td>
-              <td className="num">{formatCount(row.cacheReadTokens)}</td>
-              <td className="num">{formatCount(row.cacheWriteTokens)}</td>
-              <td className="num">{formatCost(row.costUsd)}</td>
+              <UsageCells usage={row} />
             </tr>
           ))}
       </tbody>
       <tfoot>
         <tr>
           <th colSpan={2}>total</th>
-          <td className="num">{formatCount(total.calls)}</td>
-          <td className="num">{formatCount(total.inputTokens)}</td>
-          <td className="num">{formatCount(total.outputTokens)}</td>
-          <td className="num">{formatCount(total.cacheReadTokens)}</td>
-          <td className="num">{formatCount(total.cacheWriteTokens)}</td>
-          <td className="num">{formatCost(total.costUsd)}</td>
+          <UsageCells usage={total} />
         </tr>
       </tfoot>
     </table>
