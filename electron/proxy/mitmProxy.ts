@@ -229,7 +229,6 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       return finish({ decision: 'denied', status: 403, matchedRule: decision.rule, error: { kind: 'destination_denied', message: `blocked by ${decision.rule}` } });
     }
 
-    const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
     let ttfb: number | null = null;
     let settled = false;
     let responseTap: BodyTap | null = null;
@@ -316,7 +315,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       req.pipe(body);
     } else req.resume();
     try {
-      upstreamClient.dispatch(decision.explicit || mapped !== undefined, {
+      upstreamClient.dispatch(decision.explicit, {
         origin: originUrl(dest.scheme, dest.host, dest.port),
         path: dest.path,
         method: method as Dispatcher.HttpMethod,
@@ -352,7 +351,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
     const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)({
       host: dest.host, port: mapped?.port ?? dest.port, method: req.method, path: dest.path, headers: forwardHeaders(req.headers, true),
-      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.port, decision.explicit || mapped !== undefined),
+      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.port, decision.explicit),
       ...tlsTrust,
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {

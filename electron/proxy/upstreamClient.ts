@@ -28,7 +28,7 @@ export interface UpstreamClientOptions {
 export interface UpstreamClient {
   /** Where host:port is dialled: CAPSEM_RESOLVE first, else DNS; refused when private and not `explicit`. */
   addressFor(host: string, port: number, explicit: boolean): Promise<ResolveTarget>;
-  /** Sends one request; `explicit` (a rule or CAPSEM_RESOLVE names the host) allows private space. */
+  /** Sends one request; `explicit` (a rule names the host) allows private space, as CAPSEM_RESOLVE always does. */
   dispatch(explicit: boolean, options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandlers): void;
   close(): Promise<void>;
 }
