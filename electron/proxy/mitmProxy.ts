@@ -6,7 +6,7 @@ import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { CertificateAuthority } from './certificateAuthority.ts';
+import type { CertificateAuthority, CipherOrder } from './certificateAuthority.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type Exchange, type ExchangeError } from './exchange.ts';
 import { PRIVATE_ADDRESS_RULE, type PolicyStore } from './policy.ts';
 import type { ResolveMap } from './resolveMap.ts';
@@ -48,8 +48,11 @@ interface Tunnel {
 export interface ProxyHandle {
   readonly port: number;
   readonly url: string;
-  /** Serves a connection that arrived another way (a VM's net port), tagged with its guest process. */
-  adopt(socket: Duplex, origin: ConnectionOrigin): void;
+  /**
+   * Serves a connection that arrived another way (a VM's net port), tagged with its guest process.
+   * TLS inside it is offered ciphers in `cipherOrder` (the guest's CPU decides which is fastest).
+   */
+  adopt(socket: Duplex, origin: ConnectionOrigin, cipherOrder?: CipherOrder): void;
   close(): Promise<void>;
 }
 
@@ -139,7 +142,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const idleMs = options.upstreamIdleMs ?? 300_000;
   const tunnels = new WeakMap<object, Tunnel>();
-  const origins = new WeakMap<object, ConnectionOrigin>();
+  const adopted = new WeakMap<object, { readonly origin: ConnectionOrigin; readonly cipherOrder: CipherOrder }>();
   // Extra upstream CAs go in one secure context built once: built per connection from the whole
   // root list, or passed as `ca` (folded into node:https's pool key per request), it cost most of
   // the proxy's CPU.
@@ -160,7 +163,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   }
 
   function originOf(socket: object): ConnectionOrigin {
-    return tunnels.get(socket)?.origin ?? origins.get(socket) ?? options.defaultOrigin ?? {};
+    return tunnels.get(socket)?.origin ?? adopted.get(socket)?.origin ?? options.defaultOrigin ?? {};
   }
 
   /** Hands an exchange to the recorder with the process it came from, found when the request arrived (the request may have let go of its socket by the end). */
@@ -415,6 +418,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     clientSocket.on('error', () => clientSocket.destroy());
     const authority = parseAuthority(req.url ?? '', 443);
     const origin = originOf(req.socket);
+    const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';
     if (!authority) {
       clientSocket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
@@ -423,7 +427,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const start = async (first: Buffer | null): Promise<void> => {
       if (first === null || first[0] === 0x16) {
         // The CONNECT target's leaf is the default: a client dialling an IP address sends no SNI.
-        const fallback = await options.ca.contextFor(authority.host);
+        const fallback = await options.ca.contextFor(authority.host, cipherOrder);
         // With no byte read yet, TLS wraps the socket's own handle (the fast path); once a byte
         // has been read it must be put back in front, through a JavaScript stream.
         const transport = first === null ? (clientSocket as Socket) : (withPrefix(clientSocket, first) as Socket);
@@ -434,7 +438,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
           secureContext: fallback,
           ALPNProtocols: ['http/1.1'],
           SNICallback: (servername, cb) => {
-            options.ca.contextFor(servername || authority.host).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
+            options.ca.contextFor(servername || authority.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
           },
         });
         tunnels.set(tls, { ...authority, tls: true, origin });
@@ -472,8 +476,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   return {
     port,
     url: `http://127.0.0.1:${port}`,
-    adopt(socket, origin) {
-      origins.set(socket, origin);
+    adopt(socket, origin, cipherOrder = 'aes-gcm-first') {
+      adopted.set(socket, { origin, cipherOrder });
       mitm.emit('connection', socket);
     },
     close: async () => {

@@ -9,6 +9,7 @@ import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
+import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 
@@ -175,7 +176,7 @@ export class VmSession {
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
         type: 'config', time_ms: Date.now(), hostname: 'capsem', workspace: plan.guestWorkspace, proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
-        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...plan.guestEnv },
+        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...guestCryptoEnv(booted.accelerator.accel), ...plan.guestEnv },
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
@@ -254,7 +255,7 @@ export class VmSession {
   private watch(): void {
     this.mux.on('stream', (stream) => {
       const meta = stream.meta.kind === 'net' ? stream.meta : null;
-      this.recording.proxy.adopt(stream, { processName: meta?.process ?? undefined, pid: meta?.pid ?? undefined });
+      this.recording.proxy.adopt(stream, { processName: meta?.process ?? undefined, pid: meta?.pid ?? undefined }, guestCipherOrder(this.vm.accelerator.accel));
     });
     this.mux.on('fs', (changes) => this.recordFs(changes));
     void this.vm.exited.then((exit) => {

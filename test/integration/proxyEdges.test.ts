@@ -1,11 +1,11 @@
 import Database from 'better-sqlite3';
 import { createServer as createHttpServer } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import fc from 'fast-check';
 import { ProxyAgent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { CertificateAuthority, type CipherOrder } from '../../electron/proxy/certificateAuthority.ts';
 import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
 import { PolicyStore } from '../../electron/proxy/policy.ts';
@@ -257,5 +257,31 @@ describe('connections handed over by a VM', () => {
     expect(response).toMatch(/^HTTP\/1\.1 200/);
     const [row] = await rows("SELECT process_name, pid, status_code, bytes_sent FROM net_events WHERE path = '/adopted-post'");
     expect(row).toEqual({ process_name: 'node', pid: 78, status_code: 200, bytes_sent: body.length });
+  });
+
+  it('offers the cipher order it was handed with the connection: ChaCha20 first for a guest on an emulated CPU, AES-GCM otherwise', async () => {
+    const caPem = (await CertificateAuthority.load(home)).certPem;
+    const cipherThrough = async (client: Socket): Promise<string | undefined> => {
+      client.write('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n');
+      await new Promise<void>((resolve) => client.once('data', () => resolve()));
+      const tls = tlsConnect({ socket: client, servername: 'api.anthropic.com', ca: caPem });
+      await new Promise<void>((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
+      const name = tls.getCipher().name;
+      tls.destroy();
+      return name;
+    };
+    const pair = createNetServer();
+    await new Promise<void>((r) => pair.listen(0, '127.0.0.1', r));
+    const { port } = pair.address() as AddressInfo;
+    const adoptedClient = async (order: CipherOrder): Promise<Socket> => {
+      const accepted = new Promise<Socket>((r) => pair.once('connection', r));
+      const client = connect(port, '127.0.0.1');
+      proxy.adopt(await accepted, { processName: 'curl', pid: 79 }, order);
+      return client;
+    };
+    expect(await cipherThrough(await adoptedClient('chacha20-first'))).toBe('TLS_CHACHA20_POLY1305_SHA256');
+    expect(await cipherThrough(await adoptedClient('aes-gcm-first'))).toBe('TLS_AES_128_GCM_SHA256');
+    expect(await cipherThrough(connect(proxy.port, '127.0.0.1'))).toBe('TLS_AES_128_GCM_SHA256');
+    pair.close();
   });
 });

@@ -9,6 +9,8 @@ import { findOwner } from '../../electron/owner/ownership.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { getSession } from '../../electron/store/registry.ts';
+import { probeAccelerator } from '../../electron/vm/accel.ts';
+import { guestCryptoEnv } from '../../electron/vm/guestCrypto.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
@@ -268,6 +270,14 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
       { domain: 'blocked.example', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' },
     ]);
   }, 120_000);
+
+  it("gives the guest's TLS the fastest path for its CPU: ChaCha20 from the proxy and scalar OpenSSL under TCG, AES-GCM under KVM", async () => {
+    const accel = probeAccelerator().accel;
+    const curl = await run(['curl', '-sSv', '-o', '/dev/null', `https://${OTHER}/v1/cipher`]);
+    expect(curl.code).toBe(0);
+    expect(curl.err).toContain(`SSL connection using TLSv1.3 / ${accel === 'tcg' ? 'TLS_CHACHA20_POLY1305_SHA256' : 'TLS_AES_128_GCM_SHA256'}`);
+    expect((await run(['sh', '-c', 'printf %s "$OPENSSL_ia32cap"'])).out).toBe(guestCryptoEnv(accel).OPENSSL_ia32cap ?? '');
+  });
 
   it('resumes a named session on its own disk: a file written outside the workspace is still there', async () => {
     const quiet = { status: () => {}, progress: () => {} };
