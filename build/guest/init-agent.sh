@@ -29,13 +29,14 @@ install_ca() {
   if [ -s /rw/capsem/ca.pem ]; then
     cp /rw/capsem/ca.pem /newroot/usr/local/share/ca-certificates/capsem-ca.crt || fail "cannot copy the CA"
     { cat "/lower$bundle"; echo; cat /rw/capsem/ca.pem; } > "/newroot$bundle" || fail "cannot write $bundle"
-    export NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/capsem-ca.crt
-    export SSL_CERT_FILE=$bundle REQUESTS_CA_BUNDLE=$bundle
+    # Every TLS connection out of the guest ends at the proxy, which shows leaves of this CA: the
+    # variables name it alone, as `capsem record` does on the host. Parsing the whole bundle cost
+    # each curl over a second under TCG; the system bundle above still holds it for other readers.
+    ca=/usr/local/share/ca-certificates/capsem-ca.crt
+    export NODE_EXTRA_CA_CERTS=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca CURL_CA_BUNDLE=$ca GIT_SSL_CAINFO=$ca
     # For shells the user starts by other routes than the agent (the agent passes its own env on).
     cat > /newroot/etc/profile.d/capsem-ca.sh <<PROFILE
-export NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS
-export SSL_CERT_FILE=$bundle
-export REQUESTS_CA_BUNDLE=$bundle
+export NODE_EXTRA_CA_CERTS=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca CURL_CA_BUNDLE=$ca GIT_SSL_CAINFO=$ca
 PROFILE
     say "trusting the app's CA (capsem/ca.pem on the session disk)"
   else

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -22,7 +22,8 @@ import { figure, median, percentile, printFigures } from './report.ts';
 //    initramfs to init (`capsem.bare=1`: init prints a marker and powers off, init-common.sh);
 //  - warm exec round trips of `true`;
 //  - a guest curl download through the recording proxy, against the raw agent channel (exec
-//    output of `head -c` from /dev/zero), in the same VM.
+//    output of `head -c` from /dev/zero), in the same VM; the same download over plain HTTP
+//    beside it tells the proxy's path from the guest's own TLS.
 // Images are built once before any timing and kept in <repo>/.cache/images across runs.
 
 const BOOTS = 10;
@@ -166,6 +167,7 @@ export async function vmBench(): Promise<boolean> {
   const live = new Set<VmSession>();
   const upHome = tempHome();
   let upstream: ReturnType<typeof createServer> | null = null;
+  let plainUpstream: ReturnType<typeof createPlainServer> | null = null;
   try {
     console.log(`  accelerator: ${accel.reason}; images cached in ${IMAGE_CACHE}`);
     const agent = agentBinary();
@@ -216,7 +218,7 @@ export async function vmBench(): Promise<boolean> {
     const caFile = join(upHome.root, 'upstream-ca.pem');
     writeFileSync(caFile, ca.certPem);
     const chunk = Buffer.alloc(1 << 20, 0x61);
-    upstream = createServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, (req, res: ServerResponse) => {
+    const serve = (req: IncomingMessage, res: ServerResponse): void => {
       if (req.url !== '/64m') {
         res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 3 });
         return void res.end('ok\n');
@@ -231,28 +233,36 @@ export async function vmBench(): Promise<boolean> {
         res.end();
       };
       pump();
-    });
-    await new Promise<void>((r) => upstream!.listen(0, '127.0.0.1', r));
+    };
+    upstream = createServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, serve);
+    plainUpstream = createPlainServer(serve);
+    await Promise.all([upstream, plainUpstream].map((server) => new Promise<void>((r) => server.listen(0, '127.0.0.1', r))));
     const upPort = (upstream.address() as AddressInfo).port;
+    const plainPort = (plainUpstream.address() as AddressInfo).port;
     console.log(`  transfer: ${TRANSFERS} x 64 MiB through the proxy (guest curl) and over the raw channel, in one agent VM...`);
-    const vm = await start(imageBootPlan(home, 'agent'), { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    const vm = await start(imageBootPlan(home, 'agent'), { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
     const download: { host: number; guest: number }[] = [];
+    const plain: number[] = [];
     const channel: number[] = [];
     // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
     const cipher = guestCipherOrder(accel.accel) === 'chacha20-first' ? 'chacha20-poly1305' : 'aes-128-gcm';
     let guestCipher = NaN;
+    const fetchTimed = async (url: string): Promise<{ host: number; guest: number }> => {
+      const d = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', '-w', '%{size_download} %{time_total}', url]);
+      const [size, seconds] = d.out.trim().split(' ').map(Number);
+      if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
+      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000) };
+    };
     try {
       const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
       if (hello.code !== 0 || hello.out !== 'ok\n') throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
       for (let i = 0; i < TRANSFERS; i++) {
-        const d = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', '-w', '%{size_download} %{time_total}', `https://${HOST}/64m`]);
-        const [size, seconds] = d.out.trim().split(' ').map(Number);
-        if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
-        download.push({ host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000) });
+        download.push(await fetchTimed(`https://${HOST}/64m`));
+        plain.push((await fetchTimed(`http://${HOST}/64m`)).host);
         const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
         if (c.code !== 0 || c.stdoutBytes !== BYTES) throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
         channel.push(mib(BYTES, c.ms));
-        console.log(`  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.host.toFixed(1)} MiB/s (curl says ${download[i]!.guest.toFixed(1)}), channel ${channel[i]!.toFixed(1)} MiB/s`);
+        console.log(`  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.host.toFixed(1)} MiB/s (curl says ${download[i]!.guest.toFixed(1)}), plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`);
       }
       // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
       const openssl = await execTimed(vm, ['sh', '-c', `openssl speed -seconds 1 -bytes 16384 -evp ${cipher} 2>/dev/null | tail -1`]);
@@ -262,6 +272,7 @@ export async function vmBench(): Promise<boolean> {
     }
     const downHost = median(download.map((d) => d.host));
     const downGuest = median(download.map((d) => d.guest));
+    const plainHost = median(plain);
     const chan = median(channel);
 
     return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
@@ -271,11 +282,13 @@ export async function vmBench(): Promise<boolean> {
       figure('warm exec `true` p50 / p95', `${percentile(execs, 50).toFixed(1)} / ${percentile(execs, 95).toFixed(1)} ms`, percentile(execs, 50) < 50, 'p50 < 50 ms'),
       figure('raw channel, 64 MiB exec output', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
       figure(`  guest ${cipher} (openssl speed)`, `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`, true, 'context'),
+      figure('  the same over plain HTTP (no TLS in the guest)', `${plainHost.toFixed(1)} MiB/s = ${(plainHost / chan).toFixed(2)}x channel`, true, 'context'),
       figure('guest curl 64 MiB via the proxy', `${downHost.toFixed(1)} MiB/s (curl: ${downGuest.toFixed(1)}) = ${(downHost / chan).toFixed(2)}x channel`, downHost / chan >= 0.5, '>= 0.5x channel'),
     ]);
   } finally {
     await Promise.all([...live].map((s) => s.stop()));
     upstream?.close();
+    plainUpstream?.close();
     home.remove();
     upHome.remove();
   }

@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) printf(" %s", argv[i]);
   printf("\n");
   env("CAPSEM_INIT_START_MS"); env("CAPSEM_INIT_END_MS");
-  env("SSL_CERT_FILE"); env("NODE_EXTRA_CA_CERTS"); env("REQUESTS_CA_BUNDLE");
+  env("SSL_CERT_FILE"); env("NODE_EXTRA_CA_CERTS"); env("REQUESTS_CA_BUNDLE"); env("CURL_CA_BUNDLE"); env("GIT_SSL_CAINFO");
   struct stat st;
   for (int i = 1; i + 1 < argc; i++)
     if (strcmp(argv[i], "--port") == 0)
@@ -318,9 +318,11 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
       /capsem-init: workspace: /,
       /capsem-init: init took \d+ ms; exec \/usr\/local\/sbin\/capsem-agent/,
       /stand-in-agent: pid=1 argv: --port \/dev\/virtio-ports\/capsem\.mux --workspace \/workspace/,
-      /stand-in-agent: SSL_CERT_FILE=\/etc\/ssl\/certs\/ca-certificates\.crt/,
+      /stand-in-agent: SSL_CERT_FILE=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
       /stand-in-agent: NODE_EXTRA_CA_CERTS=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
-      /stand-in-agent: REQUESTS_CA_BUNDLE=\/etc\/ssl\/certs\/ca-certificates\.crt/,
+      /stand-in-agent: REQUESTS_CA_BUNDLE=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
+      /stand-in-agent: CURL_CA_BUNDLE=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
+      /stand-in-agent: GIT_SSL_CAINFO=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
       /stand-in-agent: port is a char device/,
       /stand-in-agent: mount overlay \/ overlay .*lowerdir=/,
       /stand-in-agent: test CA in bundle: yes/,

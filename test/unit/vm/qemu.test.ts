@@ -34,7 +34,7 @@ describe('QEMU command line', () => {
 
   it('boots microvm under TCG with the settings that keep it from hanging, the agent port and the disks in order', () => {
     const args = qemuArgs(spec, tcg, socketsIn('/r', false), 2793438).join(' ');
-    expect(args).toContain('-M microvm,x-option-roms=off,pit=on,pic=on,rtc=on -accel tcg -cpu max');
+    expect(args).toContain('-M microvm,x-option-roms=off,pit=on,pic=on,rtc=on -accel tcg -cpu max,-erms,-fsrm');
     expect(args).toContain('-append console=ttyS0 quiet panic=-1 tsc_early_khz=2793438 capsem.image=agent');
     expect(args).toContain('-chardev socket,id=agent,path=/r/agent.sock,server=on,wait=off');
     expect(args).toContain('virtserialport,bus=vser0.0,chardev=agent,name=capsem.mux');
