@@ -152,7 +152,7 @@ describe('schema versions', () => {
 });
 
 describe('column defaults', () => {
-  it('stores a handed-over body intact, moving its memory rather than copying it; a pooled slice is copied', async () => {
+  it('stores a handed-over body intact, moving its memory rather than copying it; a slice is copied and its parent kept', async () => {
     const path = dbPath();
     const writer = await SessionWriter.open(path);
     const a = writer.append('net_events', net(1))!;
@@ -160,18 +160,23 @@ describe('column defaults', () => {
     for (let i = 0; i < big.length; i++) big[i] = i % 251;
     const expected = Buffer.from(big);
     const small = Buffer.from('pooled body');
-    const blob = (body: Buffer, direction: 'request' | 'response') => ({ event_id: a.eventId!, source_table: 'net_events' as const, direction, original_bytes: body.length, stored_bytes: body.length, body, created_at: 'x' });
+    const parent = Buffer.alloc(1 << 20, 7);
+    const slice = parent.subarray(100, 100 + (40 << 10));
+    const blob = (body: Buffer, direction: 'request' | 'response', eventId = a.eventId!) => ({ event_id: eventId, source_table: 'net_events' as const, direction, original_bytes: body.length, stored_bytes: body.length, body, created_at: 'x' });
     writer.append('event_body_blobs', blob(big, 'response'), { handOver: true });
     writer.append('event_body_blobs', blob(small, 'request'), { handOver: true });
+    writer.append('event_body_blobs', blob(slice, 'response', writer.append('net_events', net(2))!.eventId!), { handOver: true });
     await writer.close();
     expect(big.length).toBe(0);
     expect(small.toString()).toBe('pooled body');
+    expect(parent.length).toBe(1 << 20);
     const db = openSessionDbReadOnly(path);
     const rows = db.prepare('SELECT direction, body FROM event_body_blobs ORDER BY id').all() as { direction: string; body: Buffer }[];
     db.close();
-    expect(rows.map((r) => r.direction)).toEqual(['response', 'request']);
+    expect(rows.map((r) => r.direction)).toEqual(['response', 'request', 'response']);
     expect(Buffer.compare(rows[0]!.body, expected)).toBe(0);
     expect(rows[1]!.body.toString()).toBe('pooled body');
+    expect(Buffer.compare(rows[2]!.body, Buffer.alloc(40 << 10, 7))).toBe(0);
   });
 
   it('fills a column the producer leaves out with its DEFAULT, not NULL', async () => {
