@@ -4,8 +4,8 @@ import type { Accelerator } from './accel.ts';
 // TLS in the guest, tuned to how its CPU runs. Under TCG, QEMU emulates each SIMD instruction
 // through a helper call, so OpenSSL's vector code is slower than its scalar code. Measured in a
 // TCG guest here (openssl speed, 16 KiB blocks), with AVX and SSSE3 masked: ChaCha20-Poly1305 went
-// from 33-56 to 98-129 MB/s, AES-128-GCM from 21-29 to 36-47 MB/s; a guest curl download through
-// the proxy (ChaCha20 then) went from 0.40x to 0.51x of the raw channel in `npm run bench -- vm`.
+// from 33-56 to 98-129 MB/s, AES-128-GCM from 21-29 to 36-47 MB/s, and a 64 MiB guest curl
+// download through the proxy (ChaCha20 then) from 7-11 to 13-15 MiB/s.
 // With KVM the guest runs the host's CPU and needs none of it.
 
 /**

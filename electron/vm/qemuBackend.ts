@@ -55,7 +55,7 @@ export function qemuArgs(spec: LaunchSpec, accel: AcceleratorChoice, sockets: Qe
     '-accel', accel.accel,
     // Under TCG the default CPU model has no AES-NI, and TLS in the guest then runs at a few MiB/s.
     // Without ERMS and FSRM the guest's kernel and libc copy memory with wider moves than
-    // `rep movsb`, which TCG runs a byte at a time: the agent channel went from 25 to 57-78 MiB/s.
+    // `rep movsb`, which TCG runs a byte at a time: the agent channel went from 25-30 to 55-95 MiB/s.
     '-cpu', accel.accel === 'kvm' ? 'host' : TCG_CPU,
     '-m', memory,
     '-smp', String(spec.cpus),
