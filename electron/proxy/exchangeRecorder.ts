@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { SessionWriter } from '../store/sessionWriter.ts';
-import { decodeBody } from '../telemetry/decodeBody.ts';
+import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
 import { detectModelApi, parseModelResponse, type ModelApi } from '../telemetry/modelResponse.ts';
 import { priceOf } from '../telemetry/pricing.ts';
@@ -49,12 +49,33 @@ export class ExchangeRecorder {
 
   /** Exchanges are recorded in the order they finished, even though decoding is asynchronous. */
   private queue: Promise<void> = Promise.resolve();
+  /** Exchanges in the queue, waiting for their bodies to be decoded. */
+  private waiting = 0;
 
   record(ex: Exchange): Promise<void> {
-    this.queue = this.queue.then(() => this.write(ex)).catch((err: unknown) => {
-      // Counted and kept in session_meta at close: `capsem check` reports a session with losses.
-      this.failures += 1;
-      this.lastFailure = err instanceof Error ? err.message : String(err);
+    const requestCoding = header(ex.requestHeaders, 'content-encoding');
+    const responseCoding = header(ex.responseHeaders, 'content-encoding');
+    const request = plainBody(ex.requestBody.bytes, requestCoding);
+    const response = plainBody(ex.responseBody.bytes, responseCoding);
+    // Nothing to decode and nobody ahead: recorded at once, without a turn through the queue.
+    if (request && response && this.waiting === 0) {
+      try {
+        this.write(ex, request, response);
+      } catch (err) {
+        this.lost(err);
+      }
+      return this.queue;
+    }
+    this.waiting += 1;
+    this.queue = this.queue.then(async () => {
+      try {
+        const decoded = await Promise.all([request ?? decodeBody(ex.requestBody.bytes, requestCoding, this.bodyCap), response ?? decodeBody(ex.responseBody.bytes, responseCoding, this.bodyCap)]);
+        this.write(ex, ...decoded);
+      } catch (err) {
+        this.lost(err);
+      } finally {
+        this.waiting -= 1;
+      }
     });
     return this.queue;
   }
@@ -64,11 +85,13 @@ export class ExchangeRecorder {
     return this.queue;
   }
 
-  private async write(ex: Exchange): Promise<void> {
-    const [request, response] = await Promise.all([
-      decodeBody(ex.requestBody.bytes, header(ex.requestHeaders, 'content-encoding'), this.bodyCap),
-      decodeBody(ex.responseBody.bytes, header(ex.responseHeaders, 'content-encoding'), this.bodyCap),
-    ]);
+  /** Counted and kept in session_meta at close: `capsem check` reports a session with losses. */
+  private lost(err: unknown): void {
+    this.failures += 1;
+    this.lastFailure = err instanceof Error ? err.message : String(err);
+  }
+
+  private write(ex: Exchange, request: DecodedBody, response: DecodedBody): void {
     const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
     const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
     const view = api ? requestView(api.provider, ex.path, requestJson) : null;

@@ -56,10 +56,21 @@ function decoder(coding: string, input: Buffer): Transform {
   }
 }
 
-/** Undoes `content-encoding` (codings applied in order, so undone in reverse), keeping at most `cap` bytes. */
+/** The codings to undo, in the order to undo them (applied in order, so undone in reverse). */
+function codingsOf(contentEncoding: string | undefined): string[] {
+  return (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity').reverse();
+}
+
+/** The body itself when there is nothing to undo: no coding, or no bytes. */
+export function plainBody(input: Buffer, contentEncoding: string | undefined): DecodedBody | null {
+  return input.length === 0 || codingsOf(contentEncoding).length === 0 ? { bytes: input, truncated: false } : null;
+}
+
+/** Undoes `content-encoding`, keeping at most `cap` bytes. */
 export async function decodeBody(input: Buffer, contentEncoding: string | undefined, cap: number): Promise<DecodedBody> {
-  const codings = (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity').reverse();
-  if (codings.length === 0 || input.length === 0) return { bytes: input, truncated: false };
+  const plain = plainBody(input, contentEncoding);
+  if (plain) return plain;
+  const codings = codingsOf(contentEncoding);
   let bytes = input;
   let truncated = false;
   for (const coding of codings) {
