@@ -93,15 +93,15 @@ interface PendingBatch {
   transfer: ArrayBuffer[];
 }
 
+/** Below this a handed-over cell is copied rather than moved: detaching a buffer costs more than copying a small one. */
+const TRANSFER_FROM = 16 << 10;
+
 /**
  * A byte cell as the writer thread should get it: a view that spans its whole ArrayBuffer.
  * postMessage copies a view's entire buffer, so a 200-byte body sliced from Node's 8 KiB Buffer
  * pool cost 8 KiB of copying, and posting a proxy's batch took four times longer than its rows
  * needed. A narrower view is copied out at its own size (never more than the clone would copy).
  */
-/** Below this a handed-over cell is copied rather than moved: detaching a buffer costs more than copying a small one. */
-const TRANSFER_FROM = 16 << 10;
-
 function wholeBuffer(value: Uint8Array): Uint8Array {
   const whole = value.byteOffset === 0 && value.buffer instanceof ArrayBuffer && value.byteLength === value.buffer.byteLength;
   return whole ? value : new Uint8Array(value);
