@@ -23,7 +23,10 @@ import { figure, median, percentile, printFigures } from './report.ts';
 //  - warm exec round trips of `true`;
 //  - a guest curl download through the recording proxy, against the raw agent channel (exec
 //    output of `head -c` from /dev/zero), in the same VM; the same download over plain HTTP
-//    beside it tells the proxy's path from the guest's own TLS.
+//    beside it tells the proxy's path from the guest's own TLS. Both are timed as transfers: the
+//    download by curl's own clock (proxy connect, TLS, request and body), the channel from its
+//    first byte of output to its end, so neither counts a process start (curl's takes about half
+//    a second under TCG; the download timed with it is printed beside).
 // Images are built once before any timing and kept in <repo>/.cache/images across runs.
 
 const BOOTS = 10;
@@ -137,17 +140,21 @@ async function sessionBoot(start: (plan: (paths: SessionPaths, ca: string) => Pr
   }
 }
 
-async function execTimed(session: VmSession, argv: string[]): Promise<{ ms: number; out: string; err: string; code: number | null; stdoutBytes: number }> {
+/** A command's run, timed from the exec request to its exit; `outputMs` from its first byte of output to its exit. */
+async function execTimed(session: VmSession, argv: string[]): Promise<{ ms: number; outputMs: number; out: string; err: string; code: number | null; stdoutBytes: number }> {
   const t = performance.now();
   const { stream, result } = session.exec(argv);
+  let first: number | null = null;
   let out = '';
   let err = '';
   stream.on('data', (c: Buffer) => {
+    first ??= performance.now();
     if (out.length < 4096) out += c.toString('latin1');
   });
   stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const r = await result;
-  return { ms: performance.now() - t, out, err, code: r.code, stdoutBytes: r.stdoutBytes };
+  const end = performance.now();
+  return { ms: end - t, outputMs: end - (first ?? t), out, err, code: r.code, stdoutBytes: r.stdoutBytes };
 }
 
 /** Where a session start goes, p50 of each: plan (image check), kernel, init, agent, ready, first output. */
@@ -258,11 +265,11 @@ export async function vmBench(): Promise<boolean> {
       if (hello.code !== 0 || hello.out !== 'ok\n') throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
       for (let i = 0; i < TRANSFERS; i++) {
         download.push(await fetchTimed(`https://${HOST}/64m`));
-        plain.push((await fetchTimed(`http://${HOST}/64m`)).host);
+        plain.push((await fetchTimed(`http://${HOST}/64m`)).guest);
         const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
         if (c.code !== 0 || c.stdoutBytes !== BYTES) throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
-        channel.push(mib(BYTES, c.ms));
-        console.log(`  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.host.toFixed(1)} MiB/s (curl says ${download[i]!.guest.toFixed(1)}), plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`);
+        channel.push(mib(BYTES, c.outputMs));
+        console.log(`  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.guest.toFixed(1)} MiB/s (${download[i]!.host.toFixed(1)} counting curl's start), plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`);
       }
       // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
       const openssl = await execTimed(vm, ['sh', '-c', `openssl speed -seconds 1 -bytes 16384 -evp ${cipher} 2>/dev/null | tail -1`]);
@@ -272,7 +279,7 @@ export async function vmBench(): Promise<boolean> {
     }
     const downHost = median(download.map((d) => d.host));
     const downGuest = median(download.map((d) => d.guest));
-    const plainHost = median(plain);
+    const plainGuest = median(plain);
     const chan = median(channel);
 
     return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
@@ -280,10 +287,10 @@ export async function vmBench(): Promise<boolean> {
       figure('session to first output p50 / p95', `${ms(percentile(first, 50))} / ${ms(percentile(first, 95))} ms = ${bootRatio.toFixed(2)}x bare`, bootRatio <= 1.3, '<= 1.3x bare p50'),
       figure('  session start, p50 of each', stageLine(ours), true, 'context'),
       figure('warm exec `true` p50 / p95', `${percentile(execs, 50).toFixed(1)} / ${percentile(execs, 95).toFixed(1)} ms`, percentile(execs, 50) < 50, 'p50 < 50 ms'),
-      figure('raw channel, 64 MiB exec output', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
+      figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
       figure(`  guest ${cipher} (openssl speed)`, `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`, true, 'context'),
-      figure('  the same over plain HTTP (no TLS in the guest)', `${plainHost.toFixed(1)} MiB/s = ${(plainHost / chan).toFixed(2)}x channel`, true, 'context'),
-      figure('guest curl 64 MiB via the proxy', `${downHost.toFixed(1)} MiB/s (curl: ${downGuest.toFixed(1)}) = ${(downHost / chan).toFixed(2)}x channel`, downHost / chan >= 0.5, '>= 0.5x channel'),
+      figure('  the same over plain HTTP (no TLS in the guest)', `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`, true, 'context'),
+      figure('guest curl 64 MiB via the proxy', `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`, downGuest / chan >= 0.5, '>= 0.5x channel'),
     ]);
   } finally {
     await Promise.all([...live].map((s) => s.stop()));
