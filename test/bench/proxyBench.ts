@@ -29,6 +29,13 @@ function residentMb(pid: number): number {
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
 }
 
+/** CPU time (user + system) in ms of a process, or of one of its threads, from /proc in clock ticks (100 a second). */
+function cpuMs(pid: number, thread?: number): number {
+  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function get(dispatcher: Dispatcher, origin: string, path: string): Promise<number> {
   const res = await request(`${origin}${path}`, { dispatcher });
   let n = 0;
@@ -50,16 +57,32 @@ async function latencies(dispatcher: Dispatcher, origin: string, n: number): Pro
 interface Path {
   readonly dispatcher: Dispatcher;
   readonly origin: string;
+  /** The proxy's process, for its CPU time; none for direct requests. */
+  readonly pid?: number;
+}
+
+interface Throughput {
+  readonly rps: number;
+  /** CPU per request in us: this process (client and upstream), the proxy's process and its main thread. */
+  readonly benchUs: number;
+  readonly proxyUs: number;
+  readonly proxyMainUs: number;
 }
 
 /**
  * Requests/s at a concurrency for each path, timed in interleaved one-second slices: load on this
  * shared machine drifts over seconds, and interleaving lets the drift fall on every path alike.
+ * The CPU each request costs is counted beside: on two cores, the client, the upstream and the
+ * proxy share them, so requests/s follows the sum.
  */
-async function throughputs(paths: readonly Path[], concurrency: number, slices: number): Promise<number[]> {
+async function throughputs(paths: readonly Path[], concurrency: number, slices: number): Promise<Throughput[]> {
   const done = paths.map(() => 0);
+  const cpu = paths.map(() => ({ bench: 0, proxy: 0, main: 0 }));
   for (let round = 0; round < slices; round++) {
     for (const [i, path] of paths.entries()) {
+      const bench0 = process.cpuUsage();
+      const proxy0 = path.pid ? cpuMs(path.pid) : 0;
+      const main0 = path.pid ? cpuMs(path.pid, path.pid) : 0;
       const end = performance.now() + 1000;
       await Promise.all(Array.from({ length: concurrency }, async () => {
         while (performance.now() < end) {
@@ -67,9 +90,15 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
           done[i]! += 1;
         }
       }));
+      const bench = process.cpuUsage(bench0);
+      cpu[i]!.bench += (bench.user + bench.system) / 1000;
+      if (path.pid) {
+        cpu[i]!.proxy += cpuMs(path.pid) - proxy0;
+        cpu[i]!.main += cpuMs(path.pid, path.pid) - main0;
+      }
     }
   }
-  return done.map((n) => n / slices);
+  return done.map((n, i) => ({ rps: n / slices, benchUs: (cpu[i]!.bench * 1000) / n, proxyUs: (cpu[i]!.proxy * 1000) / n, proxyMainUs: (cpu[i]!.main * 1000) / n }));
 }
 
 /**
@@ -155,9 +184,10 @@ export async function proxyBench(): Promise<boolean> {
     const dLat = await phase('direct', latencies(direct, directOrigin, 1000));
     const oLat = await phase('capsem proxy', latencies(viaOurs, origin, 1000));
     const mLat = await phase('mockttp', latencies(viaMock, origin, 1000));
-    const paths: Path[] = [{ dispatcher: direct, origin: directOrigin }, { dispatcher: viaOurs, origin }, { dispatcher: viaMock, origin }];
+    const paths: Path[] = [{ dispatcher: direct, origin: directOrigin }, { dispatcher: viaOurs, origin, pid: ours.proc.pid! }, { dispatcher: viaMock, origin, pid: mock.proc.pid! }];
     console.log('  throughput at concurrency 10...');
-    const [dRps, oRps, mRps] = (await throughputs(paths, 10, 3)) as [number, number, number];
+    const [dRun, oRun, mRun] = (await throughputs(paths, 10, 3)) as [Throughput, Throughput, Throughput];
+    const [dRps, oRps, mRps] = [dRun.rps, oRun.rps, mRun.rps];
     console.log('  10 MB streamed body...');
     const [, oBig, mBig] = (await bigBodies(paths)) as [unknown, { rate: number; ratio: number }, { rate: number; ratio: number }];
     console.log('  200 concurrent streams...');
@@ -176,6 +206,7 @@ export async function proxyBench(): Promise<boolean> {
       figure('added latency p50', added(50), percentile(oLat, 50) - percentile(dLat, 50) <= percentile(mLat, 50) - percentile(dLat, 50), "<= mockttp's"),
       figure('added latency p95', added(95), percentile(oLat, 95) - percentile(dLat, 95) <= 5, '<= +5 ms'),
       figure('requests/s at concurrency 10', `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`, oRps >= 3000, '>= 3,000'),
+      figure('  CPU per request, all processes', `direct ${dRun.benchUs.toFixed(0)} us (client and upstream); ours ${(oRun.benchUs + oRun.proxyUs).toFixed(0)} us = ${oRun.benchUs.toFixed(0)} client and upstream + ${oRun.proxyUs.toFixed(0)} proxy (main thread ${oRun.proxyMainUs.toFixed(0)}); mockttp ${(mRun.benchUs + mRun.proxyUs).toFixed(0)} us`, true, 'context'),
       figure('10 MB streamed body', `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`, oBig.ratio >= 0.5, '>= 0.5x direct'),
       figure('proxy RSS with 200 open streams', `${streamRss.toFixed(0)} MiB`, streamRss < 300, '< 300 MiB'),
       figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
