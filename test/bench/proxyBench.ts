@@ -36,6 +36,27 @@ function cpuMs(pid: number, thread?: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** CPU spent in ms: by this process (client and upstream), by a proxy's process and by its main thread. */
+interface CpuSpent {
+  bench: number;
+  proxy: number;
+  main: number;
+}
+
+/** Starts counting the CPU spent on a path; the returned function adds what was spent since to `into`. */
+function cpuFrom(path: Path): (into: CpuSpent) => void {
+  const bench0 = process.cpuUsage();
+  const proxy0 = path.pid ? cpuMs(path.pid) : 0;
+  const main0 = path.pid ? cpuMs(path.pid, path.pid) : 0;
+  return (into) => {
+    const bench = process.cpuUsage(bench0);
+    into.bench += (bench.user + bench.system) / 1000;
+    if (!path.pid) return;
+    into.proxy += cpuMs(path.pid) - proxy0;
+    into.main += cpuMs(path.pid, path.pid) - main0;
+  };
+}
+
 async function get(dispatcher: Dispatcher, origin: string, path: string): Promise<number> {
   const res = await request(`${origin}${path}`, { dispatcher });
   let n = 0;
@@ -77,12 +98,10 @@ interface Throughput {
  */
 async function throughputs(paths: readonly Path[], concurrency: number, slices: number): Promise<Throughput[]> {
   const done = paths.map(() => 0);
-  const cpu = paths.map(() => ({ bench: 0, proxy: 0, main: 0 }));
+  const cpu = paths.map((): CpuSpent => ({ bench: 0, proxy: 0, main: 0 }));
   for (let round = 0; round < slices; round++) {
     for (const [i, path] of paths.entries()) {
-      const bench0 = process.cpuUsage();
-      const proxy0 = path.pid ? cpuMs(path.pid) : 0;
-      const main0 = path.pid ? cpuMs(path.pid, path.pid) : 0;
+      const spent = cpuFrom(path);
       const end = performance.now() + 1000;
       await Promise.all(Array.from({ length: concurrency }, async () => {
         while (performance.now() < end) {
@@ -90,15 +109,19 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
           done[i]! += 1;
         }
       }));
-      const bench = process.cpuUsage(bench0);
-      cpu[i]!.bench += (bench.user + bench.system) / 1000;
-      if (path.pid) {
-        cpu[i]!.proxy += cpuMs(path.pid) - proxy0;
-        cpu[i]!.main += cpuMs(path.pid, path.pid) - main0;
-      }
+      spent(cpu[i]!);
     }
   }
   return done.map((n, i) => ({ rps: n / slices, benchUs: (cpu[i]!.bench * 1000) / n, proxyUs: (cpu[i]!.proxy * 1000) / n, proxyMainUs: (cpu[i]!.main * 1000) / n }));
+}
+
+interface BigBody {
+  readonly rate: number;
+  readonly ratio: number;
+  /** CPU per transfer in ms, as in Throughput. */
+  readonly benchMs: number;
+  readonly proxyMs: number;
+  readonly proxyMainMs: number;
 }
 
 /**
@@ -107,17 +130,27 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
  * the median over rounds of its rate divided by the first path's rate in the same round: the
  * machine's speed drifts by 2x between seconds, and a pair timed side by side shares the drift.
  */
-async function bigBodies(paths: readonly Path[]): Promise<{ rate: number; ratio: number }[]> {
+async function bigBodies(paths: readonly Path[]): Promise<BigBody[]> {
   for (const path of paths) for (let i = 0; i < 3; i++) await get(path.dispatcher, path.origin, '/big');
   const rates: number[][] = paths.map(() => []);
-  for (let round = 0; round < 9; round++) {
+  const cpu = paths.map((): CpuSpent => ({ bench: 0, proxy: 0, main: 0 }));
+  const rounds = 9;
+  for (let round = 0; round < rounds; round++) {
     for (const [i, path] of paths.entries()) {
+      const spent = cpuFrom(path);
       const t = performance.now();
       const bytes = await get(path.dispatcher, path.origin, '/big');
       rates[i]!.push(bytes / 1e6 / ((performance.now() - t) / 1000));
+      spent(cpu[i]!);
     }
   }
-  return rates.map((r) => ({ rate: percentile(r, 50), ratio: percentile(r.map((x, round) => x / rates[0]![round]!), 50) }));
+  return rates.map((r, i) => ({
+    rate: percentile(r, 50),
+    ratio: percentile(r.map((x, round) => x / rates[0]![round]!), 50),
+    benchMs: cpu[i]!.bench / rounds,
+    proxyMs: cpu[i]!.proxy / rounds,
+    proxyMainMs: cpu[i]!.main / rounds,
+  }));
 }
 
 export async function proxyBench(): Promise<boolean> {
@@ -189,7 +222,7 @@ export async function proxyBench(): Promise<boolean> {
     const [dRun, oRun, mRun] = (await throughputs(paths, 10, 3)) as [Throughput, Throughput, Throughput];
     const [dRps, oRps, mRps] = [dRun.rps, oRun.rps, mRun.rps];
     console.log('  10 MB streamed body...');
-    const [, oBig, mBig] = (await bigBodies(paths)) as [unknown, { rate: number; ratio: number }, { rate: number; ratio: number }];
+    const [dBig, oBig, mBig] = (await bigBodies(paths)) as [BigBody, BigBody, BigBody];
     console.log('  200 concurrent streams...');
     const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
     const streamAgent = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 256 });
@@ -208,6 +241,7 @@ export async function proxyBench(): Promise<boolean> {
       figure('requests/s at concurrency 10', `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`, oRps >= 3000, '>= 3,000'),
       figure('  CPU per request, all processes', `direct ${dRun.benchUs.toFixed(0)} us (client and upstream); ours ${(oRun.benchUs + oRun.proxyUs).toFixed(0)} us = ${oRun.benchUs.toFixed(0)} client and upstream + ${oRun.proxyUs.toFixed(0)} proxy (main thread ${oRun.proxyMainUs.toFixed(0)}); mockttp ${(mRun.benchUs + mRun.proxyUs).toFixed(0)} us`, true, 'context'),
       figure('10 MB streamed body', `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`, oBig.ratio >= 0.5, '>= 0.5x direct'),
+      figure('  CPU per 10 MB transfer, all processes', `direct ${dBig.benchMs.toFixed(0)} ms; ours ${(oBig.benchMs + oBig.proxyMs).toFixed(0)} ms = ${oBig.benchMs.toFixed(0)} client and upstream + ${oBig.proxyMs.toFixed(0)} proxy (main thread ${oBig.proxyMainMs.toFixed(0)}, recording thread and the rest ${(oBig.proxyMs - oBig.proxyMainMs).toFixed(0)})`, true, 'context'),
       figure('proxy RSS with 200 open streams', `${streamRss.toFixed(0)} MiB`, streamRss < 300, '< 300 MiB'),
       figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
     ]);
