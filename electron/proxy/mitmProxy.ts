@@ -75,7 +75,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 /** What an exchange knows when its request arrives. */
 type ExchangeRequest = Pick<Exchange, 'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'>;
 /** How it ended; what a site does not know stays unanswered (null or empty). */
-type ExchangeOutcome = Partial<Omit<Exchange, keyof ExchangeRequest | 'processName' | 'pid' | 'durationMs'>> & Pick<Exchange, 'decision'>;
+type ExchangeOutcome = Partial<Omit<Exchange, keyof ExchangeRequest | 'processName' | 'pid' | 'durationMs' | 'requestBody'>> & Pick<Exchange, 'decision'>;
 
 /**
  * One exchange with its fields always in one order. Built by object spreads, the shapes varied with
@@ -196,7 +196,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   }
 
   /** Hands an exchange to the recorder with the process it came from, found when the request arrived (the request may have let go of its socket by the end). */
-  function emit(request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs = 0, requestBody = outcome.requestBody ?? EMPTY_BODY): void {
+  function emit(request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs = 0, requestBody = EMPTY_BODY): void {
     try {
       options.onExchange(exchangeOf(request, outcome, origin, durationMs, requestBody));
     } catch {
@@ -374,7 +374,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const origin = originOf(req.socket);
     const { path, query } = splitTarget(dest.path);
     const request: ExchangeRequest = { startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET', path, query, requestHeaders: req.headers };
-    const record = (outcome: ExchangeOutcome): void => emit(request, outcome, origin, Math.round(performance.now() - t0));
+    const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(request, outcome, origin, Math.round(performance.now() - t0), requestBody);
     const decision = options.policy.decide(dest.host, dest.port, req.method ?? 'GET');
     if (decision.action === 'deny') {
       const body = `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`;
@@ -416,7 +416,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         done = true;
         clientSocket.destroy();
         upSocket.destroy();
-        record({ decision: 'allowed', status: 101, responseHeaders: res.headers, matchedRule: decision.rule, ttfbMs: ttfb, requestBody: { bytes: Buffer.alloc(0), total: up, truncated: up > 0 }, responseBody: { bytes: Buffer.alloc(0), total: down, truncated: down > 0 }, error: err ? { kind: 'proxy_error', message: err.message } : null });
+        record({ decision: 'allowed', status: 101, responseHeaders: res.headers, matchedRule: decision.rule, ttfbMs: ttfb, responseBody: { bytes: Buffer.alloc(0), total: down, truncated: down > 0 }, error: err ? { kind: 'proxy_error', message: err.message } : null }, { bytes: Buffer.alloc(0), total: up, truncated: up > 0 });
       };
       clientSocket.on('close', () => close());
       upSocket.on('close', () => close());
