@@ -62,15 +62,20 @@ function codingsOf(contentEncoding: string | undefined): string[] {
 }
 
 /** The body itself when there is nothing to undo: no coding, or no bytes. */
+function asSent(input: Buffer, codings: readonly string[]): DecodedBody | null {
+  return input.length === 0 || codings.length === 0 ? { bytes: input, truncated: false } : null;
+}
+
+/** The body itself when its `content-encoding` leaves nothing to undo, else null (it needs `decodeBody`). */
 export function plainBody(input: Buffer, contentEncoding: string | undefined): DecodedBody | null {
-  return input.length === 0 || codingsOf(contentEncoding).length === 0 ? { bytes: input, truncated: false } : null;
+  return asSent(input, codingsOf(contentEncoding));
 }
 
 /** Undoes `content-encoding`, keeping at most `cap` bytes. */
 export async function decodeBody(input: Buffer, contentEncoding: string | undefined, cap: number): Promise<DecodedBody> {
-  const plain = plainBody(input, contentEncoding);
-  if (plain) return plain;
   const codings = codingsOf(contentEncoding);
+  const plain = asSent(input, codings);
+  if (plain) return plain;
   let bytes = input;
   let truncated = false;
   for (const coding of codings) {
