@@ -43,6 +43,11 @@ interface CpuSpent {
   main: number;
 }
 
+/** `spent` shared out over `units` (requests, transfers), in `scale` parts of a ms (1000 for us). */
+function cpuPer(spent: CpuSpent, units: number, scale: number): CpuSpent {
+  return { bench: (spent.bench * scale) / units, proxy: (spent.proxy * scale) / units, main: (spent.main * scale) / units };
+}
+
 /** Starts counting the CPU spent on a path; the returned function adds what was spent since to `into`. */
 function cpuFrom(path: Path): (into: CpuSpent) => void {
   const bench0 = process.cpuUsage();
@@ -84,10 +89,8 @@ interface Path {
 
 interface Throughput {
   readonly rps: number;
-  /** CPU per request in us: this process (client and upstream), the proxy's process and its main thread. */
-  readonly benchUs: number;
-  readonly proxyUs: number;
-  readonly proxyMainUs: number;
+  /** CPU per request, in us. */
+  readonly cpu: CpuSpent;
 }
 
 /**
@@ -112,16 +115,14 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
       spent(cpu[i]!);
     }
   }
-  return done.map((n, i) => ({ rps: n / slices, benchUs: (cpu[i]!.bench * 1000) / n, proxyUs: (cpu[i]!.proxy * 1000) / n, proxyMainUs: (cpu[i]!.main * 1000) / n }));
+  return done.map((n, i) => ({ rps: n / slices, cpu: cpuPer(cpu[i]!, n, 1000) }));
 }
 
 interface BigBody {
   readonly rate: number;
   readonly ratio: number;
-  /** CPU per transfer in ms, as in Throughput. */
-  readonly benchMs: number;
-  readonly proxyMs: number;
-  readonly proxyMainMs: number;
+  /** CPU per transfer, in ms. */
+  readonly cpu: CpuSpent;
 }
 
 /**
@@ -147,9 +148,7 @@ async function bigBodies(paths: readonly Path[]): Promise<BigBody[]> {
   return rates.map((r, i) => ({
     rate: percentile(r, 50),
     ratio: percentile(r.map((x, round) => x / rates[0]![round]!), 50),
-    benchMs: cpu[i]!.bench / rounds,
-    proxyMs: cpu[i]!.proxy / rounds,
-    proxyMainMs: cpu[i]!.main / rounds,
+    cpu: cpuPer(cpu[i]!, rounds, 1),
   }));
 }
 
@@ -239,9 +238,9 @@ export async function proxyBench(): Promise<boolean> {
       figure('added latency p50', added(50), percentile(oLat, 50) - percentile(dLat, 50) <= percentile(mLat, 50) - percentile(dLat, 50), "<= mockttp's"),
       figure('added latency p95', added(95), percentile(oLat, 95) - percentile(dLat, 95) <= 5, '<= +5 ms'),
       figure('requests/s at concurrency 10', `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`, oRps >= 3000, '>= 3,000'),
-      figure('  CPU per request, all processes', `direct ${dRun.benchUs.toFixed(0)} us (client and upstream); ours ${(oRun.benchUs + oRun.proxyUs).toFixed(0)} us = ${oRun.benchUs.toFixed(0)} client and upstream + ${oRun.proxyUs.toFixed(0)} proxy (main thread ${oRun.proxyMainUs.toFixed(0)}); mockttp ${(mRun.benchUs + mRun.proxyUs).toFixed(0)} us`, true, 'context'),
+      figure('  CPU per request, all processes', `direct ${dRun.cpu.bench.toFixed(0)} us (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} us = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}); mockttp ${(mRun.cpu.bench + mRun.cpu.proxy).toFixed(0)} us`, true, 'context'),
       figure('10 MB streamed body', `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`, oBig.ratio >= 0.5, '>= 0.5x direct'),
-      figure('  CPU per 10 MB transfer, all processes', `direct ${dBig.benchMs.toFixed(0)} ms; ours ${(oBig.benchMs + oBig.proxyMs).toFixed(0)} ms = ${oBig.benchMs.toFixed(0)} client and upstream + ${oBig.proxyMs.toFixed(0)} proxy (main thread ${oBig.proxyMainMs.toFixed(0)}, recording thread and the rest ${(oBig.proxyMs - oBig.proxyMainMs).toFixed(0)})`, true, 'context'),
+      figure('  CPU per 10 MB transfer, all processes', `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording thread and the rest ${(oBig.cpu.proxy - oBig.cpu.main).toFixed(0)})`, true, 'context'),
       figure('proxy RSS with 200 open streams', `${streamRss.toFixed(0)} MiB`, streamRss < 300, '< 300 MiB'),
       figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
     ]);
