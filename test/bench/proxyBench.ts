@@ -199,6 +199,9 @@ export async function proxyBench(): Promise<boolean> {
 
     const ours = await child('./proxyChild.ts', { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
     procs.push(ours.proc);
+    // After ours: it uses the CA ours made in the same home.
+    const relay = await child('./bareRelayChild.ts', { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    procs.push(relay.proc);
     const mock = await child('./mockttpChild.ts', { BENCH_UPSTREAM: `127.0.0.1:${upPort}` });
     procs.push(mock.proc);
     const mockInfo = JSON.parse(mock.line) as { url: string; ca: string };
@@ -206,7 +209,9 @@ export async function proxyBench(): Promise<boolean> {
     const origin = `https://${HOST}`;
     const direct = new Agent({ connect: { ca: upCa.certPem, servername: HOST, lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) }, connections: 16 });
     const directOrigin = `https://${HOST}:${upPort}`;
-    const viaOurs = new ProxyAgent({ uri: ours.line, requestTls: { ca: (await CertificateAuthority.load(proxyHome)).certPem }, connections: 16 });
+    const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
+    const viaOurs = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 16 });
+    const viaRelay = new ProxyAgent({ uri: relay.line, requestTls: { ca: proxyCa }, connections: 16 });
     const viaMock = new ProxyAgent({ uri: mockInfo.url.replace(/^https:/, 'http:'), requestTls: { ca: mockInfo.ca }, connections: 16 });
 
     console.log('  latency (sequential small HTTPS GETs)...');
@@ -216,14 +221,18 @@ export async function proxyBench(): Promise<boolean> {
     const dLat = await phase('direct', latencies(direct, directOrigin, 1000));
     const oLat = await phase('capsem proxy', latencies(viaOurs, origin, 1000));
     const mLat = await phase('mockttp', latencies(viaMock, origin, 1000));
-    const paths: Path[] = [{ dispatcher: direct, origin: directOrigin }, { dispatcher: viaOurs, origin, pid: ours.proc.pid! }, { dispatcher: viaMock, origin, pid: mock.proc.pid! }];
+    const paths: Path[] = [
+      { dispatcher: direct, origin: directOrigin },
+      { dispatcher: viaOurs, origin, pid: ours.proc.pid! },
+      { dispatcher: viaMock, origin, pid: mock.proc.pid! },
+      { dispatcher: viaRelay, origin, pid: relay.proc.pid! },
+    ];
     console.log('  throughput at concurrency 10...');
-    const [dRun, oRun, mRun] = (await throughputs(paths, 10, 3)) as [Throughput, Throughput, Throughput];
+    const [dRun, oRun, mRun, rRun] = (await throughputs(paths, 10, 3)) as [Throughput, Throughput, Throughput, Throughput];
     const [dRps, oRps, mRps] = [dRun.rps, oRun.rps, mRun.rps];
     console.log('  10 MB streamed body...');
-    const [dBig, oBig, mBig] = (await bigBodies(paths)) as [BigBody, BigBody, BigBody];
+    const [dBig, oBig, mBig, rBig] = (await bigBodies(paths)) as [BigBody, BigBody, BigBody, BigBody];
     console.log('  200 concurrent streams...');
-    const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
     const streamAgent = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 256 });
     const streams = await Promise.all(Array.from({ length: 200 }, () => request(`${origin}/stream`, { dispatcher: streamAgent })));
     await new Promise((r) => setTimeout(r, 500));
@@ -241,10 +250,11 @@ export async function proxyBench(): Promise<boolean> {
       figure('  CPU per request, all processes', `direct ${dRun.cpu.bench.toFixed(0)} us (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} us = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}); mockttp ${(mRun.cpu.bench + mRun.cpu.proxy).toFixed(0)} us`, true, 'context'),
       figure('10 MB streamed body', `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`, oBig.ratio >= 0.5, '>= 0.5x direct'),
       figure('  CPU per 10 MB transfer, all processes', `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording thread and the rest ${(oBig.cpu.proxy - oBig.cpu.main).toFixed(0)})`, true, 'context'),
+      figure('  bare TLS relay: no HTTP, no recording', `${rRun.rps.toFixed(0)} requests/s (${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} us CPU each), 10 MB at ${rBig.ratio.toFixed(2)}x direct: the ceiling of any intercepting proxy here`, true, 'context'),
       figure('proxy RSS with 200 open streams', `${streamRss.toFixed(0)} MiB`, streamRss < 300, '< 300 MiB'),
       figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
     ]);
-    await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), streamAgent.close()]);
+    await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), viaRelay.close(), streamAgent.close()]);
     upstream.close();
     return ok;
   } finally {
