@@ -10,7 +10,7 @@ export interface WriterLimits {
   readonly maxBatchRows: number;
   /** ...or this many bytes... */
   readonly maxBatchBytes: number;
-  /** ...or once its first row is this old; keeps every row readable within 50 ms. */
+  /** ...or once its first row is this old: every row is readable within this many ms. */
   readonly maxBatchDelayMs: number;
   /** Above this many queued bytes `needsDrain` is true: producers should pause their sources. */
   readonly highWaterBytes: number;
@@ -21,7 +21,10 @@ export interface WriterLimits {
 export const DEFAULT_WRITER_LIMITS: WriterLimits = {
   maxBatchRows: 4096,
   maxBatchBytes: 8 << 20,
-  maxBatchDelayMs: 15,
+  // Each batch costs a round trip to the writer thread and a commit, about 1 ms of CPU in all: at
+  // 15 ms the proxy spent about 30 us more CPU per recorded request and served 11-18% fewer
+  // requests/s than at 50 ms (interleaved A/B runs), and a person watching sees no difference.
+  maxBatchDelayMs: 50,
   highWaterBytes: 64 << 20,
   hardLimitBytes: 256 << 20,
 };
