@@ -129,7 +129,8 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   private batch: PendingBatch;
   private batchNo = 0;
   private timer: NodeJS.Timeout | null = null;
-  private readonly inFlight = new Map<number, PendingBatch>();
+  /** Batches with the writer thread, by number: only what their commit settles, never their rows. */
+  private readonly inFlight = new Map<number, { readonly bytes: number; readonly lastSeq: number }>();
   private readonly flushWaiters: { batchNo: number; resolve: () => void; reject: (e: Error) => void }[] = [];
   private drainWaiters: (() => void)[] = [];
   private closing: Promise<void> | null = null;
@@ -281,9 +282,8 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     const batch = this.batch;
     this.batch = this.emptyBatch();
     this.batchNo += 1;
-    this.inFlight.set(this.batchNo, batch);
+    this.inFlight.set(this.batchNo, { bytes: batch.bytes, lastSeq: batch.lastSeq });
     this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows }, batch.transfer);
-    batch.transfer = [];
   }
 
   private onMessage(m: FromWorker): void {
