@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +40,19 @@ const MEMORY_MIB = 1024;
 
 const mib = (bytes: number, ms: number): number => bytes / (1 << 20) / (ms / 1000);
 const ms = (v: number): string => v.toFixed(0);
+
+/** CPU time, in clock ticks, that the whole host has spent busy (neither idle nor waiting on I/O). */
+function hostBusyTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!;
+}
+
+/** Starts counting; the returned function gives how many of the host's cores were busy on average since (100 ticks a second). */
+function hostCoresBusyFrom(): () => number {
+  const ticks = hostBusyTicks();
+  const t = performance.now();
+  return () => (hostBusyTicks() - ticks) / ((performance.now() - t) / 10);
+}
 
 function skip(reason: string): boolean {
   console.log(`\n== vm: skipped: ${reason}`);
@@ -248,17 +262,19 @@ export async function vmBench(): Promise<boolean> {
     const plainPort = (plainUpstream.address() as AddressInfo).port;
     console.log(`  transfer: ${TRANSFERS} x 64 MiB through the proxy (guest curl) and over the raw channel, in one agent VM...`);
     const vm = await start(imageBootPlan(home, 'agent'), { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
-    const download: { host: number; guest: number }[] = [];
+    const download: { host: number; guest: number; coresBusy: number }[] = [];
     const plain: number[] = [];
     const channel: number[] = [];
     // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
     const cipher = guestCipherOrder(accel.accel) === 'chacha20-first' ? 'chacha20-poly1305' : 'aes-128-gcm';
     let guestCipher = NaN;
-    const fetchTimed = async (url: string): Promise<{ host: number; guest: number }> => {
+    const fetchTimed = async (url: string): Promise<{ host: number; guest: number; coresBusy: number }> => {
+      const busy = hostCoresBusyFrom();
       const d = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', '-w', '%{size_download} %{time_total}', url]);
+      const coresBusy = busy();
       const [size, seconds] = d.out.trim().split(' ').map(Number);
       if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
-      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000) };
+      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), coresBusy };
     };
     try {
       const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
@@ -281,6 +297,7 @@ export async function vmBench(): Promise<boolean> {
     const downGuest = median(download.map((d) => d.guest));
     const plainGuest = median(plain);
     const chan = median(channel);
+    const coresBusy = median(download.map((d) => d.coresBusy));
 
     return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
       figure('bare boot to init p50 / p95', `${ms(percentile(bare, 50))} / ${ms(percentile(bare, 95))} ms`, true, 'baseline'),
@@ -290,6 +307,7 @@ export async function vmBench(): Promise<boolean> {
       figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
       figure(`  guest ${cipher} (openssl speed)`, `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`, true, 'context'),
       figure('guest curl 64 MiB via the proxy', `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`, downGuest / chan >= 0.5, '>= 0.5x channel'),
+      figure('  host CPU during the download', `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`, true, 'context'),
       figure('  the same download over plain HTTP (no TLS in the guest)', `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`, true, 'context'),
     ]);
   } finally {
