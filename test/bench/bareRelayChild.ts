@@ -1,4 +1,4 @@
-// The least any TLS-intercepting proxy does here, as a ceiling for ours: take a CONNECT, end the
+// The least a TLS-intercepting proxy does, as a ceiling for ours on this machine: take a CONNECT, end the
 // client's TLS with a leaf from the same CA, open TLS to the upstream, and pipe bytes both ways.
 // No HTTP parsing, no policy, no recording. Its own process, like ours and mockttp.
 import { readFileSync } from 'node:fs';
