@@ -54,6 +54,12 @@ function hostCoresBusyFrom(): () => number {
   return () => (hostBusyTicks() - ticks) / ((performance.now() - t) / 10);
 }
 
+/** A duration as the shell's `times` prints it ("1m2.500s"), in seconds; NaN for anything else. */
+function shellSeconds(text: string): number {
+  const m = /^(\d+)m([\d.]+)s$/.exec(text);
+  return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+}
+
 function skip(reason: string): boolean {
   console.log(`\n== vm: skipped: ${reason}`);
   return true;
@@ -262,19 +268,29 @@ export async function vmBench(): Promise<boolean> {
     const plainPort = (plainUpstream.address() as AddressInfo).port;
     console.log(`  transfer: ${TRANSFERS} x 64 MiB through the proxy (guest curl) and over the raw channel, in one agent VM...`);
     const vm = await start(imageBootPlan(home, 'agent'), { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
-    const download: { host: number; guest: number; coresBusy: number }[] = [];
+    const download: Download[] = [];
     const plain: number[] = [];
     const channel: number[] = [];
     // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
     const cipher = guestCipherOrder(accel.accel) === 'chacha20-first' ? 'chacha20-poly1305' : 'aes-128-gcm';
     let guestCipher = NaN;
-    const fetchTimed = async (url: string): Promise<{ host: number; guest: number; coresBusy: number }> => {
+    interface Download {
+      readonly host: number;
+      readonly guest: number;
+      readonly seconds: number;
+      /** CPU seconds curl itself used in the guest, user and system (the shell's `times` for its children). */
+      readonly curlCpu: number;
+      readonly coresBusy: number;
+    }
+    const fetchTimed = async (url: string): Promise<Download> => {
       const busy = hostCoresBusyFrom();
-      const d = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', '-w', '%{size_download} %{time_total}', url]);
+      const d = await execTimed(vm, ['sh', '-c', `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${url}; code=$?; times; exit $code`]);
       const coresBusy = busy();
-      const [size, seconds] = d.out.trim().split(' ').map(Number);
+      const [result = '', , children = ''] = d.out.trim().split('\n');
+      const [size, seconds] = result.split(' ').map(Number);
       if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
-      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), coresBusy };
+      const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
+      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), seconds, curlCpu, coresBusy };
     };
     try {
       const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
@@ -298,6 +314,7 @@ export async function vmBench(): Promise<boolean> {
     const plainGuest = median(plain);
     const chan = median(channel);
     const coresBusy = median(download.map((d) => d.coresBusy));
+    const curlBusy = median(download.map((d) => d.curlCpu / d.seconds));
 
     return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
       figure('bare boot to init p50 / p95', `${ms(percentile(bare, 50))} / ${ms(percentile(bare, 95))} ms`, true, 'baseline'),
@@ -307,6 +324,7 @@ export async function vmBench(): Promise<boolean> {
       figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
       figure(`  guest ${cipher} (openssl speed)`, `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`, true, 'context'),
       figure('guest curl 64 MiB via the proxy', `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`, downGuest / chan >= 0.5, '>= 0.5x channel'),
+      figure("  guest curl's own CPU during the download", `${curlBusy.toFixed(2)} s (user and system, its start included) for each second of its transfer: near 1, curl's own work on its vCPU is the limit`, true, 'context'),
       figure('  host CPU during the download', `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`, true, 'context'),
       figure('  the same download over plain HTTP (no TLS in the guest)', `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`, true, 'context'),
     ]);
