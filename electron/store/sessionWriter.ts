@@ -131,7 +131,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   private batchNo = 0;
   private timer: NodeJS.Timeout | null = null;
   /** Batches with the writer thread, by number: only what their commit settles, never their rows. */
-  private readonly inFlight = new Map<number, { readonly bytes: number; readonly lastSeq: number }>();
+  private readonly inFlight = new Map<number, Pick<PendingBatch, 'bytes' | 'lastSeq'>>();
   private readonly flushWaiters: { batchNo: number; resolve: () => void; reject: (e: Error) => void }[] = [];
   private drainWaiters: (() => void)[] = [];
   private closing: Promise<void> | null = null;

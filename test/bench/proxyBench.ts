@@ -197,10 +197,11 @@ export async function proxyBench(): Promise<boolean> {
     const caFile = `${upHome.root}/up-ca.pem`;
     writeFileSync(caFile, upCa.certPem);
 
-    const ours = await child('./proxyChild.ts', { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    const proxyEnv = { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+    const ours = await child('./proxyChild.ts', proxyEnv);
     procs.push(ours.proc);
     // After ours: it uses the CA ours made in the same home.
-    const relay = await child('./bareRelayChild.ts', { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    const relay = await child('./bareRelayChild.ts', proxyEnv);
     procs.push(relay.proc);
     const mock = await child('./mockttpChild.ts', { BENCH_UPSTREAM: `127.0.0.1:${upPort}` });
     procs.push(mock.proc);

@@ -277,9 +277,8 @@ export async function vmBench(): Promise<boolean> {
     interface Download {
       readonly host: number;
       readonly guest: number;
-      readonly seconds: number;
-      /** CPU seconds curl itself used in the guest, user and system (the shell's `times` for its children). */
-      readonly curlCpu: number;
+      /** CPU seconds curl itself used in the guest (user and system, the shell's `times` for its children) per second of its transfer. */
+      readonly curlShare: number;
       readonly coresBusy: number;
     }
     const fetchTimed = async (url: string): Promise<Download> => {
@@ -290,7 +289,7 @@ export async function vmBench(): Promise<boolean> {
       const [size, seconds] = result.split(' ').map(Number);
       if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
       const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
-      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), seconds, curlCpu, coresBusy };
+      return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), curlShare: curlCpu / seconds, coresBusy };
     };
     try {
       const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
@@ -314,7 +313,7 @@ export async function vmBench(): Promise<boolean> {
     const plainGuest = median(plain);
     const chan = median(channel);
     const coresBusy = median(download.map((d) => d.coresBusy));
-    const curlBusy = median(download.map((d) => d.curlCpu / d.seconds));
+    const curlBusy = median(download.map((d) => d.curlShare));
 
     return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
       figure('bare boot to init p50 / p95', `${ms(percentile(bare, 50))} / ${ms(percentile(bare, 95))} ms`, true, 'baseline'),
