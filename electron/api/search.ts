@@ -166,6 +166,9 @@ export async function searchSession(store: SessionEventStore, q: string, aborted
     }
     candidates.sort((a, b) => a.seq - b.seq);
     for (const c of candidates) if (c.check()) seqs.push(c.seq);
+    // Asked after every window, not only after a yield: a search the LIKE filter makes fast would
+    // otherwise read the whole session for a client that has gone.
+    if (aborted()) return null;
     if (performance.now() - sliceStart > SLICE_MS) {
       await new Promise((resolve) => setImmediate(resolve));
       if (aborted()) return null;
