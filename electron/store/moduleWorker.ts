@@ -6,7 +6,10 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
  */
 export function startModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): Worker {
   if (!moduleUrl.pathname.endsWith('.ts')) return new Worker(moduleUrl, options);
-  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(moduleUrl.href)}); })`;
+  // Resolved here, against this file: an eval worker resolves bare names against the current
+  // directory, so from a user's own project folder 'tsx' was not found.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(moduleUrl.href)}); })`;
   return new Worker(bootstrap, { ...options, eval: true });
 }
 

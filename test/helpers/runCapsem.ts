@@ -1,7 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+/** A user runs capsem from their own project folder, never from this checkout. */
+export const USER_FOLDER = mkdtempSync(join(tmpdir(), 'capsem-user-'));
 
 export interface CliResult {
   readonly code: number;
@@ -13,6 +18,7 @@ export interface CliResult {
 export function runCapsem(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): CliResult {
   const result = spawnSync(process.execPath, [BIN, ...args], {
     env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env },
+    cwd: USER_FOLDER,
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -22,7 +28,7 @@ export function runCapsem(home: string, args: readonly string[], env: NodeJS.Pro
 /** The same, without blocking this process: for tests that serve the child from here. */
 export function runCapsemAsync(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

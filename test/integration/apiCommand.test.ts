@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { call } from '../helpers/apiClient.ts';
-import { runCapsem } from '../helpers/runCapsem.ts';
+import { runCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -12,7 +12,7 @@ const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
 
 it('capsem api prints its address once it listens, serves the store, and stops on SIGTERM', async () => {
   runCapsem(home.root, ['dev', 'seed', '--sessions', '1', '--events', '30']);
-  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => {

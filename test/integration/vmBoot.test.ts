@@ -16,7 +16,7 @@ import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
-import { runCapsemAsync } from '../helpers/runCapsem.ts';
+import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 
@@ -125,7 +125,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 60_000);
 
   it('capsem shell gives an interactive shell in a new VM and exits with its code', async () => {
-    const child = spawn(process.execPath, [BIN, 'shell', '--image', 'minimal'], { env: { ...process.env, CAPSEM_HOME: home.root } });
+    const child = spawn(process.execPath, [BIN, 'shell', '--image', 'minimal'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root } });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.resume();
@@ -139,7 +139,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 180_000);
 
   it('capsem stop ends a running session by its name, in order', async () => {
-    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
     const runExit = new Promise<number | null>((r) => run.once('exit', r));
     await until('the VM', async () => {
       const found = await findOwner(home);
@@ -161,7 +161,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 180_000);
 
   it('a killed owner takes its VM with it, and the next command cleans up and marks that session crashed', async () => {
-    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'orphan', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'orphan', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
     const id = await until('the VM', async () => {
       const found = await findOwner(home);
       if (!found) return null;
@@ -180,7 +180,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 240_000);
 
   it('sends a second capsem run through the running owner, and leaves no VM process when the owner is stopped', async () => {
-    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
     const running = await until('the first VM', async () => {
       const found = await findOwner(home);
       if (!found) return null;
