@@ -35,7 +35,7 @@ Settings for tests and corporate setups:
 async function recordLocally(ctx: CliContext, name: string | null, command: readonly string[]): Promise<number> {
   const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) } });
   const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
-  ctx.err(`capsem record: session ${label}; proxy ${recording.proxy.url}. No sandbox: ${command[0]} runs directly on this machine.`);
+  ctx.err(`capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`);
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   process.on('SIGINT', forward);

@@ -41,6 +41,10 @@ export interface Exchange {
   readonly processName: string | null;
   readonly pid: number | null;
   readonly error: ExchangeError | null;
+  /** An id taken for this exchange's row before it ended (its WebSocket frames already use it). */
+  readonly eventId: string | null;
+  /** A parser of the proxy's own that failed on this exchange (a WebSocket frame, for one). */
+  readonly parseError: string | null;
 }
 
 /** Collects a stream's bytes up to a cap while counting all of them. */

@@ -8,6 +8,7 @@ import { requestView } from '../telemetry/requestView.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { recordedHeaders, type Exchange } from './exchange.ts';
 import { lenientJson } from '../telemetry/lenientJson.ts';
+import type { FrameRow } from '../telemetry/upgradedStream.ts';
 
 // Turns each finished exchange into the session's rows: one net_events row, its bodies (decoded)
 // in event_body_blobs, and for model API calls the ledger the spec defines (model_calls,
@@ -91,20 +92,24 @@ export class ExchangeRecorder {
     this.lastFailure = err instanceof Error ? err.message : String(err);
   }
 
+  /**
+   * Record first, interpret second: every parser runs inside `interpret`, whose failure costs only
+   * the derived rows (model call, items, tools, MCP) and is kept as the row's parse_error. The
+   * exchange's own row and its bodies are written whatever the parsers make of them.
+   */
   private write(ex: Exchange, request: DecodedBody, response: DecodedBody): void {
-    const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
-    const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
-    const view = api ? requestView(api.provider, ex.path, requestJson) : null;
-    let trace: string | null = null;
-    if (view) {
-      trace = view.toolResults.map((r) => this.callTraces.get(r.toolUseId)).find((t) => t !== undefined) ?? newTraceId();
-      this.lastTrace = trace;
+    let interpretation: Interpretation = NOTHING_DERIVED;
+    let parseError = ex.parseError;
+    try {
+      interpretation = this.interpret(ex, request, response);
+    } catch (err) {
+      parseError = [parseError, `recording this exchange's model or tool rows failed: ${err instanceof Error ? err.message : String(err)}`].filter(Boolean).join('; ');
     }
     const at = ex.startedAt.toISOString();
-    const requestPreview = preview(request.bytes);
     const net = this.writer.append('net_events', {
-      trace_id: trace,
-      turn_id: trace,
+      event_id: ex.eventId,
+      trace_id: interpretation.trace,
+      turn_id: interpretation.trace,
       timestamp: at,
       domain: ex.host,
       port: ex.port,
@@ -122,16 +127,16 @@ export class ExchangeRecorder {
       matched_rule: ex.matchedRule,
       request_headers: JSON.stringify(recordedHeaders(ex.requestHeaders)),
       response_headers: ex.responseHeaders ? JSON.stringify(recordedHeaders(ex.responseHeaders)) : null,
-      request_body_preview: requestPreview,
+      request_body_preview: preview(request.bytes),
       response_body_preview: preview(response.bytes),
       conn_type: ex.kind === 'websocket' ? 'websocket' : ex.scheme,
       error_kind: ex.error?.kind ?? (response.error ? 'decode_error' : null),
       error_message: ex.error?.message ?? response.error ?? null,
+      parse_error: parseError,
     });
     if (!net) return;
     const eventId = net.eventId!;
-    if (api && view && trace) this.recordModelCall(ex, api, view, requestJson, requestPreview, response.bytes, eventId, trace);
-    else if (ex.decision === 'allowed' && requestJson !== undefined) this.recordMcp(ex, requestJson, response.bytes, eventId);
+    interpretation.write(eventId);
     // Last: the bodies' memory is handed to the writer thread, after every use of it here.
     for (const [direction, captured, decoded, headers] of [
       ['request', ex.requestBody, request, ex.requestHeaders],
@@ -153,7 +158,47 @@ export class ExchangeRecorder {
     }
   }
 
-  private recordModelCall(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, eventId: string, trace: string): void {
+  /** Every parse an exchange gets, and the rows they yield, held until its own row has an id. */
+  private interpret(ex: Exchange, request: DecodedBody, response: DecodedBody): Interpretation {
+    const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
+    const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
+    const view = api ? requestView(api.provider, ex.path, requestJson) : null;
+    if (api && view) {
+      const trace = view.toolResults.map((r) => this.callTraces.get(r.toolUseId)).find((t) => t !== undefined) ?? newTraceId();
+      const write = this.modelCallRows(ex, api, view, requestJson, preview(request.bytes), response.bytes, trace);
+      this.lastTrace = trace;
+      return { trace, write };
+    }
+    if (ex.decision === 'allowed' && requestJson !== undefined) return { trace: null, write: this.mcpRows(ex, requestJson, response.bytes) };
+    return NOTHING_DERIVED;
+  }
+
+  /** An id for an exchange's row, taken before the exchange ends (its WebSocket frames are written under it meanwhile). */
+  reserveEventId(): string {
+    return this.writer.reserveEventId();
+  }
+
+  /** One frame of an upgraded connection, written as it passes. */
+  frame(netEventId: string, row: FrameRow): void {
+    try {
+      this.writer.append('ws_frames', {
+        net_event_id: netEventId,
+        timestamp: row.at.toISOString(),
+        direction: row.direction,
+        opcode: row.opcode,
+        fin: row.fin ? 1 : 0,
+        size: row.size,
+        stored_bytes: row.storedBytes,
+        truncated: row.truncated ? 1 : 0,
+        content: row.content,
+        body: row.body,
+      });
+    } catch (err) {
+      this.lost(err);
+    }
+  }
+
+  private modelCallRows(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, trace: string): (eventId: string) => void {
     const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
     const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
     const requestModel = typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
@@ -168,89 +213,104 @@ export class ExchangeRecorder {
     if (parsed.reasoningTokens !== undefined) usage.thinking = parsed.reasoningTokens;
     if (!parsed.complete) usage.incomplete = true;
     const system = view.messages.find((m) => m.role === 'system');
-    const call = this.writer.append('model_calls', {
-      ...identity,
-      net_event_id: eventId,
-      host: hostOf(ex.host, ex.port, ex.scheme),
-      timestamp: at,
-      provider: api.provider,
-      model: model ?? null,
-      process_name: ex.processName,
-      pid: ex.pid,
-      method: ex.method,
-      path: ex.path,
-      stream: parsed.streamed ? 1 : 0,
-      system_prompt_preview: system ? system.content.slice(0, PREVIEW) : null,
-      messages_count: view.messages.length,
-      tools_count: view.tools.length,
-      request_bytes: ex.requestBody.total,
-      // The decoded body, as on the net_events row: the wire bytes may be compressed.
-      request_body_preview: requestPreview,
-      message_id: parsed.messageId ?? null,
-      status_code: ex.status,
-      text_content: parsed.text || null,
-      thinking_content: parsed.thinking || null,
-      stop_reason: parsed.stopReason ?? null,
-      input_tokens: ok ? (parsed.inputTokens ?? null) : null,
-      output_tokens: ok ? (parsed.outputTokens ?? null) : null,
-      duration_ms: ex.durationMs,
-      response_bytes: ex.responseBody.total,
-      estimated_cost_usd: price.usd,
-      usage_details: JSON.stringify(usage),
-    });
-    if (!call) return;
-    let itemIndex = 0;
-    const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: { content?: string | null; call_id?: string; tool_name?: string; arguments?: string }): void => {
-      const content = fields.content ?? fields.arguments ?? '';
-      this.writer.append('model_items', {
-        ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, model: model ?? null, path: ex.path, kind,
-        item_index: itemIndex++, call_id: fields.call_id ?? null, tool_name: fields.tool_name ?? null, arguments: fields.arguments ?? null,
-        content: fields.content ?? null, content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
+    const lastUser = [...view.messages].reverse().find((m) => m.role === 'user' && m.content !== '');
+    const usageDetails = JSON.stringify(usage);
+    return (eventId) => {
+      const call = this.writer.append('model_calls', {
+        ...identity,
+        net_event_id: eventId,
+        host: hostOf(ex.host, ex.port, ex.scheme),
+        timestamp: at,
+        provider: api.provider,
+        model: model ?? null,
+        process_name: ex.processName,
+        pid: ex.pid,
+        method: ex.method,
+        path: ex.path,
+        stream: parsed.streamed ? 1 : 0,
+        system_prompt_preview: system ? system.content.slice(0, PREVIEW) : null,
+        messages_count: view.messages.length,
+        tools_count: view.tools.length,
+        request_bytes: ex.requestBody.total,
+        // The decoded body, as on the net_events row: the wire bytes may be compressed.
+        request_body_preview: requestPreview,
+        message_id: parsed.messageId ?? null,
+        status_code: ex.status,
+        text_content: parsed.text || null,
+        thinking_content: parsed.thinking || null,
+        stop_reason: parsed.stopReason ?? null,
+        input_tokens: ok ? (parsed.inputTokens ?? null) : null,
+        output_tokens: ok ? (parsed.outputTokens ?? null) : null,
+        duration_ms: ex.durationMs,
+        response_bytes: ex.responseBody.total,
+        estimated_cost_usd: price.usd,
+        usage_details: usageDetails,
+      });
+      if (!call) return;
+      let itemIndex = 0;
+      const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: { content?: string | null; call_id?: string; tool_name?: string; arguments?: string }): void => {
+        const content = fields.content ?? fields.arguments ?? '';
+        this.writer.append('model_items', {
+          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, model: model ?? null, path: ex.path, kind,
+          item_index: itemIndex++, call_id: fields.call_id ?? null, tool_name: fields.tool_name ?? null, arguments: fields.arguments ?? null,
+          content: fields.content ?? null, content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
+        });
+      };
+      for (const result of view.toolResults) {
+        this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: result.toolUseId, content_preview: result.content.slice(0, PREVIEW), is_error: result.isError ? 1 : 0 });
+        item('tool_response', { call_id: result.toolUseId, content: result.content });
+      }
+      item('request', { content: lastUser?.content ?? null });
+      if (parsed.thinking) item('reasoning', { content: parsed.thinking });
+      if (parsed.text) item('response', { content: parsed.text });
+      parsed.toolCalls.forEach((tool, index) => {
+        this.writer.append('tool_calls', {
+          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: tool.id,
+          tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
+        });
+        item('tool_call', { call_id: tool.id, tool_name: tool.name, arguments: tool.arguments });
+        this.rememberCall(tool.id, trace);
       });
     };
-    for (const result of view.toolResults) {
-      this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: result.toolUseId, content_preview: result.content.slice(0, PREVIEW), is_error: result.isError ? 1 : 0 });
-      item('tool_response', { call_id: result.toolUseId, content: result.content });
-    }
-    const lastUser = [...view.messages].reverse().find((m) => m.role === 'user' && m.content !== '');
-    item('request', { content: lastUser?.content ?? null });
-    if (parsed.thinking) item('reasoning', { content: parsed.thinking });
-    if (parsed.text) item('response', { content: parsed.text });
-    parsed.toolCalls.forEach((tool, index) => {
-      this.writer.append('tool_calls', {
-        ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: tool.id,
-        tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
-      });
-      item('tool_call', { call_id: tool.id, tool_name: tool.name, arguments: tool.arguments });
-      this.rememberCall(tool.id, trace);
-    });
   }
 
-  private recordMcp(ex: Exchange, requestJson: unknown, responseBytes: Buffer, eventId: string): void {
+  private mcpRows(ex: Exchange, requestJson: unknown, responseBytes: Buffer): (eventId: string) => void {
     const mcp = parseMcpExchange(requestJson, header(ex.responseHeaders, 'content-type'), responseBytes);
-    if (mcp.length === 0) return;
+    if (mcp.length === 0) return NOTHING_DERIVED.write;
     const at = ex.startedAt.toISOString();
     const trace = this.lastTrace;
     const identity = { trace_id: trace, turn_id: trace };
     const server = `${ex.host}:${ex.port}`;
-    for (const message of mcp) {
-      if (message.serverName) this.mcpServers.set(server, message.serverName);
-      let ruleEventId = eventId;
-      if (message.method === 'tools/call') {
-        const toolCall = this.writer.append('tool_calls', {
-          ...identity, timestamp: at, model_call_id: null, provider: 'mcp', status: message.error ? 'error' : message.result !== undefined ? 'responded' : 'requested',
-          call_index: 0, call_id: `mcp-${eventId}-${message.id ?? 'n'}`, tool_name: message.toolName ?? '(unnamed)', arguments: message.arguments ?? null,
-          response_preview: message.resultText?.slice(0, PREVIEW) ?? null, origin: 'mcp', server_name: this.mcpServers.get(server) ?? server, method: message.method,
-          request_id: message.id ?? null, decision: ex.decision, duration_ms: ex.durationMs, error_message: message.error ?? null, process_name: ex.processName,
-          bytes_sent: ex.requestBody.total, bytes_received: ex.responseBody.total, policy_rule: ex.matchedRule,
+    const facts = mcp.map((message) => JSON.stringify(message.facts));
+    return (eventId) => {
+      mcp.forEach((message, index) => {
+        if (message.serverName) this.mcpServers.set(server, message.serverName);
+        let ruleEventId = eventId;
+        if (message.method === 'tools/call') {
+          const toolCall = this.writer.append('tool_calls', {
+            ...identity, timestamp: at, model_call_id: null, provider: 'mcp', status: message.error ? 'error' : message.result !== undefined ? 'responded' : 'requested',
+            call_index: 0, call_id: `mcp-${eventId}-${message.id ?? 'n'}`, tool_name: message.toolName ?? '(unnamed)', arguments: message.arguments ?? null,
+            response_preview: message.resultText?.slice(0, PREVIEW) ?? null, origin: 'mcp', server_name: this.mcpServers.get(server) ?? server, method: message.method,
+            request_id: message.id ?? null, decision: ex.decision, duration_ms: ex.durationMs, error_message: message.error ?? null, process_name: ex.processName,
+            bytes_sent: ex.requestBody.total, bytes_received: ex.responseBody.total, policy_rule: ex.matchedRule,
+          });
+          ruleEventId = toolCall?.eventId ?? eventId;
+        }
+        this.writer.append('security_rule_events', {
+          event_id: ruleEventId, ...identity, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(),
+          event_type: message.method === 'tools/call' ? 'mcp.tool_call' : message.method === 'tools/list' ? 'mcp.tool_list' : 'mcp.event',
+          rule_id: ex.matchedRule, rule_action: 'allow', detection_level: 'none', event_json: facts[index]!,
         });
-        ruleEventId = toolCall?.eventId ?? eventId;
-      }
-      this.writer.append('security_rule_events', {
-        event_id: ruleEventId, ...identity, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(),
-        event_type: message.method === 'tools/call' ? 'mcp.tool_call' : message.method === 'tools/list' ? 'mcp.tool_list' : 'mcp.event',
-        rule_id: ex.matchedRule, rule_action: 'allow', detection_level: 'none', event_json: JSON.stringify(message.facts),
       });
-    }
+    };
   }
 }
+
+interface Interpretation {
+  /** The trace a model call opens or continues; its exchange's row carries it too. */
+  readonly trace: string | null;
+  /** Appends the derived rows under the exchange's event id; appending is all it does. */
+  readonly write: (eventId: string) => void;
+}
+
+const NOTHING_DERIVED: Interpretation = { trace: null, write: () => undefined };

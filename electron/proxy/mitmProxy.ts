@@ -1,21 +1,23 @@
-import type { LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { request as httpRequest } from 'node:http';
-import { isIP, type AddressInfo, type Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { Duplex, PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { CertificateAuthority, CipherOrder } from './certificateAuthority.ts';
+import { createEgress, EgressRefused } from './egress.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type CapturedBody, type Exchange, type ExchangeError } from './exchange.ts';
-import { PRIVATE_ADDRESS_RULE, type PolicyStore } from './policy.ts';
+import type { Decision, PolicyStore } from './policy.ts';
+import { newProxyToken, proxyAuthorized, proxyUrl } from './proxyAuth.ts';
+import { absoluteTarget, isRefusal, parseAuthority, tunnelledTarget, type Destination, type TunnelEnd } from './requestTarget.ts';
 import type { ResolveMap } from './resolveMap.ts';
-import { DestinationPrivate, headersFromRaw, originOf as originUrl, startUpstreamClient } from './upstreamClient.ts';
+import { relayUpgrade, type FrameSink } from './upgradeRelay.ts';
+import { headersFromRaw, originOf as originUrl, startUpstreamClient } from './upstreamClient.ts';
 
 // The recording MITM proxy. Explicit proxy mode: absolute-form HTTP requests and CONNECT tunnels,
 // whose TLS it terminates with a leaf from the local CA; connections handed over by a VM's net
 // port enter the same path with the guest process attached. Requests are parsed strictly by
-// Node's llhttp, forwarded over TLS that verifies the real upstream, and streamed both ways: a
+// Node's llhttp, checked (where they go, what Host they carry, the policy), sent through the one
+// egress function (egress.ts) over TLS that verifies the real upstream, and streamed both ways: a
 // chunk reaches the client as it arrives, while a capped copy goes to the recorder.
 
 export interface ConnectionOrigin {
@@ -27,6 +29,7 @@ export interface ProxyOptions {
   readonly ca: CertificateAuthority;
   readonly policy: PolicyStore;
   readonly onExchange: (exchange: Exchange) => void;
+  readonly frames?: FrameSink;
   readonly resolve?: ResolveMap;
   /** Extra PEM certificates trusted for upstream TLS, beside the system's. */
   readonly upstreamCa?: readonly string[];
@@ -36,18 +39,20 @@ export interface ProxyOptions {
   readonly upstreamIdleMs?: number;
   /** Who a plain local connection belongs to (capsem record: the command it runs). */
   readonly defaultOrigin?: ConnectionOrigin;
+  /** The credentials the loopback port asks for; a fresh one per proxy when not given. */
+  readonly token?: string;
 }
 
-interface Tunnel {
-  readonly host: string;
-  readonly port: number;
-  readonly tls: boolean;
+interface Tunnel extends TunnelEnd {
   readonly origin: ConnectionOrigin;
 }
 
 export interface ProxyHandle {
   readonly port: number;
+  /** The proxy URL with its credentials, as HTTPS_PROXY takes it. */
   readonly url: string;
+  /** Requests and tunnels on the loopback port refused for lack of this session's credentials. */
+  readonly unauthenticated: number;
   /**
    * Serves a connection that arrived another way (a VM's net port), tagged with its guest process.
    * TLS inside it is offered ciphers in `cipherOrder` (the guest's CPU decides which is fastest).
@@ -70,7 +75,8 @@ const STREAM_BUFFER = 256 << 10;
  */
 const COALESCE_BYTES = 64 << 10;
 // `expect` too: Node's server has already answered 100-continue, and the upstream client refuses it.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
+// `host`: the Host sent upstream is always the checked destination's own.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
 
 /** What an exchange knows when its request arrives. */
 type ExchangeRequest = Pick<Exchange, 'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'>;
@@ -104,6 +110,8 @@ function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: 
     processName: origin.processName ?? null,
     pid: origin.pid ?? null,
     error: outcome.error ?? null,
+    eventId: outcome.eventId ?? null,
+    parseError: outcome.parseError ?? null,
   };
 }
 
@@ -113,27 +121,28 @@ function splitTarget(target: string): { path: string; query: string | null } {
   return q >= 0 ? { path: target.slice(0, q), query: target.slice(q + 1) } : { path: target, query: null };
 }
 
-function forwardHeaders(headers: IncomingMessage['headers'], keepUpgrade = false): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+/** End-to-end headers only; a request's Host becomes the checked destination's own (`authority`). */
+function forwardHeaders(headers: IncomingMessage['headers'], authority?: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = authority === undefined ? {} : { host: authority };
   const connectionTokens = String(headers.connection ?? '').toLowerCase().split(',').map((t) => t.trim());
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const key = name.toLowerCase();
-    if (HOP_BY_HOP.has(key) && !(keepUpgrade && (key === 'upgrade' || key === 'connection'))) continue;
-    if (!keepUpgrade && connectionTokens.includes(key)) continue;
+    if (HOP_BY_HOP.has(key) || connectionTokens.includes(key)) continue;
     out[name] = value;
   }
   return out;
 }
 
-/** host and port of an authority ("example.com:443", "[::1]:8443"), or null when it is not one. */
-export function parseAuthority(authority: string, defaultPort: number): { host: string; port: number } | null {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(authority);
-  if (!m) return null;
-  const port = m[2] === undefined ? defaultPort : Number(m[2]);
-  if (port < 1 || port > 65535) return null;
-  return { host: m[1]!.replace(/^\[|\]$/g, '').toLowerCase(), port };
+/** An answer written straight onto a socket that Node's server has let go of (CONNECT, upgrades). */
+function rawAnswer(socket: Duplex, status: number, reason: string, body: string, headers: Record<string, string> = {}): void {
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
 }
+
+const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 421: 'Misdirected Request', 502: 'Bad Gateway' };
+const AUTH_CHALLENGE = { 'proxy-authenticate': 'Basic realm="capsem"' };
+const AUTH_REFUSAL = 'capsem: this proxy serves its session\'s own processes only (they get its address with credentials in HTTPS_PROXY)\n';
 
 /**
  * The tunnel's byte stream with the bytes already read put back in front. A TLSSocket built on a
@@ -167,29 +176,26 @@ function withPrefix(socket: Duplex, prefix: Buffer): Duplex {
   return stream;
 }
 
+/** Whether a request declares a body (RFC 9112 section 6.3): chunked, or a length above 0. */
+function declaresBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+}
+
 export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle> {
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const idleMs = options.upstreamIdleMs ?? 300_000;
+  const token = options.token ?? newProxyToken();
   const tunnels = new WeakMap<object, Tunnel>();
   const adopted = new WeakMap<object, { readonly origin: ConnectionOrigin; readonly cipherOrder: CipherOrder }>();
+  /** Connections that need no credentials: a VM's, the inside of an authorised tunnel, a socket that authenticated once. */
+  const trusted = new WeakSet<object>();
+  let unauthenticated = 0;
   // Extra upstream CAs go in one secure context built once: built per connection from the whole
   // root list, or passed as `ca` (folded into node:https's pool key per request), it cost most of
   // the proxy's CPU.
   const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
-  const tlsTrust = upstreamContext ? { secureContext: upstreamContext } : {};
-  const upstreamClient = startUpstreamClient({ resolve: options.resolve, secureContext: upstreamContext, idleMs, privateAddressesDenied: () => options.policy.policy.privateAddresses === 'deny' });
-
-  /** The upstream client's address choice and policy check, as a node:net `lookup` (WebSocket upgrades). */
-  function lookupFor(port: number, explicit: boolean) {
-    return (hostname: string, opts: unknown, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void => {
-      const all = typeof opts === 'object' && opts !== null && (opts as { all?: boolean }).all === true;
-      upstreamClient.addressFor(hostname.replace(/^\[|\]$/g, ''), port, explicit).then(({ address }) => {
-        const family = isIP(address);
-        if (all) callback(null, [{ address, family }]);
-        else callback(null, address, family);
-      }, (err: NodeJS.ErrnoException) => callback(err, ''));
-    };
-  }
+  const egress = createEgress({ policy: options.policy, resolve: options.resolve, secureContext: upstreamContext });
+  const upstreamClient = startUpstreamClient({ egress, idleMs });
 
   function originOf(socket: object): ConnectionOrigin {
     return tunnels.get(socket)?.origin ?? adopted.get(socket)?.origin ?? options.defaultOrigin ?? {};
@@ -204,85 +210,108 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
   }
 
-  function refuse(res: ServerResponse, status: number, body: string): void {
+  /** Whether a request on this connection may use the proxy; one that may not has been counted. */
+  function authorised(req: IncomingMessage): boolean {
+    if (trusted.has(req.socket)) return true;
+    if (!proxyAuthorized(req.headers['proxy-authorization'], token)) {
+      unauthenticated += 1;
+      return false;
+    }
+    trusted.add(req.socket);
+    return true;
+  }
+
+  function refuse(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
     if (res.headersSent) return void res.destroy();
-    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', ...headers });
     res.end(body);
   }
 
-  function target(req: IncomingMessage): { scheme: 'https' | 'http'; host: string; port: number; path: string } | { error: number; message: string } {
+  type Admission =
+    | { readonly admitted: true; readonly request: ExchangeRequest; readonly dest: Destination; readonly decision: Decision }
+    | { readonly admitted: false; readonly request: ExchangeRequest; readonly status: number; readonly body: string; readonly outcome: ExchangeOutcome };
+
+  /**
+   * Where a request goes and whether it may: its destination (the tunnel's, or its absolute URL's,
+   * which its Host must repeat), then the policy on that destination. A refusal is answered and
+   * recorded by the caller.
+   */
+  function admit(req: IncomingMessage, kind: ExchangeRequest['kind']): Admission {
+    const startedAt = new Date();
+    const method = req.method ?? 'GET';
     const tunnel = tunnels.get(req.socket);
-    if (tunnel) {
-      const named = parseAuthority(String(req.headers.host ?? ''), tunnel.tls ? 443 : 80);
-      if (named && named.host !== tunnel.host) return { error: 421, message: `Host ${named.host} is not this tunnel's destination ${tunnel.host}` };
-      return { scheme: tunnel.tls ? 'https' : 'http', host: tunnel.host, port: tunnel.port, path: req.url ?? '/' };
+    const target = tunnel ? tunnelledTarget(tunnel, req.url ?? '', req.headers.host) : absoluteTarget(req.url ?? '', req.headers.host);
+    if (isRefusal(target)) {
+      // The target as it came, for the record of what was refused.
+      const { path, query } = splitTarget(req.url ?? '');
+      const request: ExchangeRequest = { startedAt, host: target.host ?? '(unparsed)', port: target.port, scheme: tunnel?.tls === false ? 'http' : 'https', kind, method, path, query, requestHeaders: req.headers };
+      const error: ExchangeError = { kind: target.status === 421 ? 'misdirected_request' : 'bad_request', message: target.message };
+      return { admitted: false, request, status: target.status, body: `capsem: ${target.message}\n`, outcome: { decision: 'denied', status: target.status, matchedRule: 'proxy.bad-request', error } };
     }
-    const raw = req.url ?? '';
-    if (!/^https?:\/\//i.test(raw)) return { error: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT' };
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      return { error: 400, message: 'malformed request target' };
+    const { path, query } = splitTarget(target.path);
+    const request: ExchangeRequest = { startedAt, host: target.host, port: target.port, scheme: target.scheme, kind, method, path, query, requestHeaders: req.headers };
+    const decision = options.policy.decide(target.host, target.port, method);
+    if (decision.action === 'deny') {
+      const error = { kind: 'destination_denied', message: `blocked by ${decision.rule}` };
+      return { admitted: false, request, status: 403, body: `capsem: ${target.host}:${target.port} is blocked by policy rule ${decision.rule}\n`, outcome: { decision: 'denied', status: 403, matchedRule: decision.rule, error } };
     }
-    const scheme = url.protocol === 'https:' ? 'https' : 'http';
-    return { scheme, host: url.hostname.replace(/^\[|\]$/g, '').toLowerCase(), port: Number(url.port) || (scheme === 'https' ? 443 : 80), path: `${url.pathname}${url.search}` };
+    return { admitted: true, request, dest: target, decision };
+  }
+
+  /** The record of a destination the egress function refused: denied, under the rule that refused it. */
+  function refusedOutcome(err: EgressRefused): ExchangeOutcome {
+    return { decision: 'denied', status: 403, matchedRule: err.rule, error: { kind: err.kind, message: err.message } };
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    const startedAt = new Date();
+    if (!authorised(req)) {
+      req.resume();
+      return refuse(res, 407, AUTH_REFUSAL, AUTH_CHALLENGE);
+    }
     const t0 = performance.now();
-    const dest = target(req);
     const requestTap = new BodyTap(bodyCap);
-    const method = req.method ?? 'GET';
     const origin = originOf(req.socket);
-    const { path, query } = splitTarget('path' in dest ? dest.path : (req.url ?? ''));
-    const request: ExchangeRequest = {
-      startedAt,
-      host: 'host' in dest ? dest.host : String(req.headers.host ?? '(unknown)'),
-      port: 'port' in dest ? dest.port : 0,
-      scheme: 'scheme' in dest ? dest.scheme : ('https' as const),
-      kind: 'request' as const,
-      method,
-      path,
-      query,
-      requestHeaders: req.headers,
-    };
-    const finish = (outcome: ExchangeOutcome): void => emit(request, outcome, origin, Math.round(performance.now() - t0), requestTap.body());
-
-    if ('error' in dest) {
-      refuse(res, dest.error, `${dest.message}\n`);
+    const admission = admit(req, 'request');
+    const finish = (outcome: ExchangeOutcome): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestTap.body());
+    if (!admission.admitted) {
+      refuse(res, admission.status, admission.body);
       req.resume();
-      return finish({ decision: 'denied', status: dest.error, matchedRule: 'proxy.bad-request', error: { kind: dest.error === 421 ? 'misdirected_request' : 'bad_request', message: dest.message } });
+      return finish(admission.outcome);
     }
-    const decision = options.policy.decide(dest.host, dest.port, method);
-    if (decision.action === 'deny') {
-      refuse(res, 403, `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`);
-      req.resume();
-      return finish({ decision: 'denied', status: 403, matchedRule: decision.rule, error: { kind: 'destination_denied', message: `blocked by ${decision.rule}` } });
-    }
+    const { dest, decision } = admission;
 
-    let ttfb: number | null = null;
+    // The exchange is recorded once, when the upstream side has settled: a client that hangs up
+    // first only marks it, so a destination refused meanwhile is still recorded as refused.
     let settled = false;
+    let clientGone = false;
+    let ttfb: number | null = null;
     let responseTap: BodyTap | null = null;
     let responseHeaders: Record<string, string | string[]> | null = null;
     let abortUpstream: ((err?: Error) => void) | null = null;
-    const fail = (err: NodeJS.ErrnoException): void => {
+    const settle = (outcome: Omit<ExchangeOutcome, 'decision' | 'matchedRule'> & Partial<Pick<ExchangeOutcome, 'decision' | 'matchedRule'>>): void => {
       if (settled) return;
       settled = true;
-      if (err instanceof DestinationPrivate) {
-        refuse(res, 403, `capsem: ${dest.host} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}\n`);
-        return finish({ decision: 'denied', status: 403, matchedRule: PRIVATE_ADDRESS_RULE, error: { kind: 'destination_private', message: err.message } });
+      finish({ decision: 'allowed', matchedRule: decision.rule, ...outcome });
+    };
+    const received = (): Pick<ExchangeOutcome, 'status' | 'responseHeaders' | 'responseBody' | 'ttfbMs'> => ({
+      status: responseHeaders ? res.statusCode : null, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, ttfbMs: ttfb,
+    });
+    const fail = (err: NodeJS.ErrnoException): void => {
+      if (settled) return;
+      if (err instanceof EgressRefused) {
+        if (!clientGone) refuse(res, 403, `capsem: ${err.message}\n`);
+        return settle(refusedOutcome(err));
       }
+      if (clientGone) return settle({ ...received(), error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
       const error: ExchangeError = upstreamError(err, `${dest.host}:${dest.port}`);
       if (res.headersSent) {
         // The status is already on the wire: abort rather than end, so the client cannot take a
         // cut stream for a complete one.
         res.destroy();
-        return finish({ decision: 'allowed', status: res.statusCode, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, ttfbMs: ttfb, error });
+        return settle({ ...received(), error });
       }
       refuse(res, 502, `capsem: ${error.message}\n`);
-      finish({ decision: 'allowed', status: 502, matchedRule: decision.rule, error });
+      settle({ status: 502, error });
     };
     // Held (corked) until the end of this event-loop turn, so a turn's body pieces go out as one write.
     let corked = false;
@@ -294,6 +323,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const handler: Dispatcher.DispatchHandlers = {
       onConnect: (abort) => {
         abortUpstream = abort;
+        if (clientGone) abort(new Error('client closed'));
       },
       onError: fail,
       onHeaders: (status, raw, resume, statusText) => {
@@ -324,37 +354,36 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       },
       onComplete: () => {
         if (settled) return;
-        settled = true;
         // Ended while still corked, the end (an empty write, or the last chunk marker) joins the
         // body's write: released first, it cost a write system call of its own, one in three.
         res.end();
         release();
-        finish({ decision: 'allowed', status: res.statusCode, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, ttfbMs: ttfb });
+        settle(received());
       },
     };
-    res.on('close', () => {
-      if (settled || res.writableFinished) return;
-      settled = true;
+    const clientLeft = (): void => {
+      if (settled || res.writableFinished || clientGone) return;
+      clientGone = true;
       abortUpstream?.(new Error('client closed'));
-      const error = { kind: 'client_canceled', message: 'the client closed the connection before the response ended' };
-      finish({ decision: 'allowed', status: responseHeaders ? res.statusCode : null, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, matchedRule: decision.rule, ttfbMs: ttfb, error });
-    });
-    // No body (RFC 9112 section 6.3) when neither a length above 0 nor chunking is announced.
-    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+    };
+    res.on('close', clientLeft);
     // The upstream client reads (and at the end destroys) a stream of its own, never the request
     // itself; the tap reads beside it.
-    const body = hasBody ? new PassThrough({ highWaterMark: STREAM_BUFFER }) : null;
+    const body = declaresBody(req) ? new PassThrough({ highWaterMark: STREAM_BUFFER }) : null;
     if (body) {
       req.on('data', (chunk: Buffer) => requestTap.push(chunk));
-      req.on('aborted', () => body.destroy(new Error('the client aborted the request body')));
+      req.on('aborted', () => {
+        clientLeft();
+        body.destroy(new Error('the client aborted the request body'));
+      });
       req.pipe(body);
     } else req.resume();
     try {
       upstreamClient.dispatch(decision.explicit, {
         origin: originUrl(dest.scheme, dest.host, dest.port),
         path: dest.path,
-        method: method as Dispatcher.HttpMethod,
-        headers: forwardHeaders(req.headers),
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: forwardHeaders(req.headers, dest.authority),
         body,
       }, handler);
     } catch (err) {
@@ -362,72 +391,55 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
   }
 
-  function handleUpgrade(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
-    clientSocket.on('error', () => clientSocket.destroy());
-    const startedAt = new Date();
+  function handleUpgrade(req: IncomingMessage, client: Duplex, head: Buffer): void {
+    client.on('error', () => client.destroy());
+    if (!authorised(req)) return rawAnswer(client, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
     const t0 = performance.now();
-    const dest = target(req);
-    if ('error' in dest) {
-      clientSocket.end(`HTTP/1.1 ${dest.error} Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-      return;
-    }
     const origin = originOf(req.socket);
-    const { path, query } = splitTarget(dest.path);
-    const request: ExchangeRequest = { startedAt, host: dest.host, port: dest.port, scheme: dest.scheme, kind: 'websocket', method: req.method ?? 'GET', path, query, requestHeaders: req.headers };
-    const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(request, outcome, origin, Math.round(performance.now() - t0), requestBody);
-    const decision = options.policy.decide(dest.host, dest.port, req.method ?? 'GET');
-    if (decision.action === 'deny') {
-      const body = `capsem: ${dest.host}:${dest.port} is blocked by policy rule ${decision.rule}\n`;
-      clientSocket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-      return record({ decision: 'denied', status: 403, matchedRule: decision.rule });
+    const admission = admit(req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request');
+    const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestBody);
+    if (!admission.admitted) {
+      rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
+      return record(admission.outcome);
     }
-    const mapped = options.resolve?.get(`${dest.host}:${dest.port}`);
-    const upstream = (dest.scheme === 'https' ? httpsRequest : httpRequest)({
-      host: dest.host, port: mapped?.port ?? dest.port, method: req.method, path: dest.path, headers: forwardHeaders(req.headers, true),
-      servername: isIP(dest.host) ? undefined : dest.host, lookup: lookupFor(dest.port, decision.explicit),
-      ...tlsTrust,
-    });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      clientSocket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      record({ decision: err instanceof DestinationPrivate ? 'denied' : 'allowed', status: err instanceof DestinationPrivate ? 403 : 502, matchedRule: decision.rule, error: upstreamError(err, `${dest.host}:${dest.port}`) });
-    });
-    upstream.on('response', (res) => {
-      // Not switched: relay the refusal as an ordinary response.
-      const lines = [`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`, ...Object.entries(forwardHeaders(res.headers)).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`), 'connection: close', '', ''];
-      clientSocket.write(lines.join('\r\n'));
-      res.pipe(clientSocket);
-      record({ decision: 'allowed', status: res.statusCode ?? null, responseHeaders: res.headers, matchedRule: decision.rule });
-    });
-    upstream.on('upgrade', (res, upSocket, upHead) => {
-      const lines = [`HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}`, ...Object.entries(res.headers).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}`)), '', ''];
-      clientSocket.write(lines.join('\r\n'));
-      if (upHead.length) clientSocket.write(upHead);
-      if (head.length) upSocket.write(head);
-      let up = head.length;
-      let down = upHead.length;
-      clientSocket.on('data', (c: Buffer) => (up += c.length));
-      upSocket.on('data', (c: Buffer) => (down += c.length));
-      clientSocket.pipe(upSocket);
-      upSocket.pipe(clientSocket);
-      const ttfb = Math.round(performance.now() - t0);
-      let done = false;
-      const close = (err?: Error): void => {
-        if (done) return;
-        done = true;
-        clientSocket.destroy();
-        upSocket.destroy();
-        record({ decision: 'allowed', status: 101, responseHeaders: res.headers, matchedRule: decision.rule, ttfbMs: ttfb, responseBody: { bytes: Buffer.alloc(0), total: down, truncated: down > 0 }, error: err ? { kind: 'proxy_error', message: err.message } : null }, { bytes: Buffer.alloc(0), total: up, truncated: up > 0 });
-      };
-      clientSocket.on('close', () => close());
-      upSocket.on('close', () => close());
-      clientSocket.on('error', close);
-      upSocket.on('error', close);
-    });
-    upstream.end();
+    const { dest, decision } = admission;
+    if (declaresBody(req)) {
+      const message = 'an upgrade request with a body is not supported';
+      rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
+      return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
+    }
+    relayUpgrade(egress, { bodyCap, frames: options.frames }, { req, client, head, dest, explicit: decision.explicit, t0, idleMs }).then(
+      (outcome) => {
+        const request = outcome.websocket && outcome.status === 101 ? admission.request : { ...admission.request, kind: 'request' as const };
+        emit(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule }, origin, Math.round(performance.now() - t0), outcome.requestBody);
+      },
+      (err: NodeJS.ErrnoException) => {
+        if (err instanceof EgressRefused) {
+          rawAnswer(client, 403, STATUS_TEXT[403]!, `capsem: ${err.message}\n`);
+          return record(refusedOutcome(err));
+        }
+        const error = upstreamError(err, `${dest.host}:${dest.port}`);
+        rawAnswer(client, 502, STATUS_TEXT[502]!, `capsem: ${error.message}\n`);
+        record({ decision: 'allowed', status: 502, matchedRule: decision.rule, error });
+      },
+    );
   }
 
-  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, handle);
-  mitm.on('upgrade', handleUpgrade);
+  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => {
+    try {
+      handle(req, res);
+    } catch (err) {
+      // A bug of ours must cost one request, never the proxy.
+      refuse(res, 500, `capsem: the proxy failed on this request: ${(err as Error).message}\n`);
+    }
+  });
+  mitm.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    try {
+      handleUpgrade(req, client, head);
+    } catch {
+      client.destroy();
+    }
+  });
   mitm.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     socket.end('HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 30\r\n\r\ncapsem: malformed HTTP request');
@@ -446,14 +458,17 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
    */
   function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
+    if (!authorised(req)) return rawAnswer(clientSocket, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
     const authority = parseAuthority(req.url ?? '', 443);
     const origin = originOf(req.socket);
     const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';
-    if (!authority) {
-      clientSocket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
+    if (!authority) return rawAnswer(clientSocket, 400, STATUS_TEXT[400]!, 'capsem: CONNECT needs host:port\n');
     clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    const serve = (socket: Duplex, tls: boolean): void => {
+      tunnels.set(socket, { ...authority, tls, origin });
+      trusted.add(socket);
+      mitm.emit('connection', socket);
+    };
     const start = async (first: Buffer | null): Promise<void> => {
       if (first === null || first[0] === 0x16) {
         // The CONNECT target's leaf is the default: a client dialling an IP address sends no SNI.
@@ -471,14 +486,9 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
             options.ca.contextFor(servername || authority.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
           },
         });
-        tunnels.set(tls, { ...authority, tls: true, origin });
         tls.on('error', () => tls.destroy());
-        mitm.emit('connection', tls);
-      } else {
-        const plain = withPrefix(clientSocket, first);
-        tunnels.set(plain, { ...authority, tls: false, origin });
-        mitm.emit('connection', plain);
-      }
+        serve(tls, true);
+      } else serve(withPrefix(clientSocket, first), false);
     };
     const begin = (first: Buffer | null): void => {
       // Hold further bytes until the TLS layer is in place to read them.
@@ -492,7 +502,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     else clientSocket.once('data', begin);
   }
 
-  mitm.on('connect', handleConnect);
+  mitm.on('connect', (req: IncomingMessage, clientSocket: Duplex, head: Buffer) => {
+    try {
+      handleConnect(req, clientSocket, head);
+    } catch {
+      clientSocket.destroy();
+    }
+  });
   const sockets = new Set<Duplex>();
   mitm.on('connection', (socket: Duplex) => {
     sockets.add(socket);
@@ -505,9 +521,13 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   const { port } = mitm.address() as AddressInfo;
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: proxyUrl(port, token),
+    get unauthenticated() {
+      return unauthenticated;
+    },
     adopt(socket, origin, cipherOrder = 'aes-gcm-first') {
       adopted.set(socket, { origin, cipherOrder });
+      trusted.add(socket);
       mitm.emit('connection', socket);
     },
     close: async () => {

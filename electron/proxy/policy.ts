@@ -1,19 +1,33 @@
 import { existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
-import { BlockList, isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { CapsemHome } from '../store/paths.ts';
+import { canonicalHost } from './addresses.ts';
 
-// Ordered allow/deny rules on domain (exact, `*.suffix` or `*`), port and method; the first that
-// matches decides. Separately, a destination that resolves to loopback, private or link-local
-// space is refused unless a rule names its host (not the catch-all) or CAPSEM_RESOLVE sends it
-// there on purpose: that check runs on the address actually dialled (see the proxy's lookup).
+// Ordered allow/deny rules on domain (exact name, IP address, `*.suffix` or `*`), port and method;
+// the first that matches decides. Rule domains are kept in canonical form, so a rule on an address
+// matches every spelling of it. A rule naming an address also applies to the address a name
+// resolves to (decideAddress, on the address actually dialled). Separately, a destination in
+// loopback, private or link-local space is refused unless a rule names its host or address
+// exactly (not through `*` or `*.suffix`), or CAPSEM_RESOLVE sends it there on purpose.
+
+/** A rule's domain in the form hosts are compared in; anything else is refused when the policy loads. */
+const ruleDomain = z.string().min(1).transform((domain, ctx) => {
+  if (domain === '*') return domain;
+  const wildcard = domain.startsWith('*.');
+  const canonical = canonicalHost(wildcard ? domain.slice(2) : domain);
+  if (canonical === null || (wildcard && canonical.kind === 'address')) {
+    ctx.addIssue({ code: 'custom', message: `"${domain}" is not a host name, an IP address, *.suffix or *` });
+    return z.NEVER;
+  }
+  return wildcard ? `*.${canonical.host}` : canonical.host;
+});
 
 const ruleSchema = z.object({
   id: z.string().min(1),
   action: z.enum(['allow', 'deny']),
-  domains: z.array(z.string().min(1)).min(1),
+  domains: z.array(ruleDomain).min(1),
   ports: z.array(z.number().int().min(1).max(65535)).optional(),
   methods: z.array(z.string().min(1)).optional(),
 });
@@ -31,7 +45,7 @@ export interface Decision {
   readonly action: 'allow' | 'deny';
   /** The id of the rule that decided, or `default.no-rule` when none matched. */
   readonly rule: string;
-  /** True when the deciding rule names this host itself, not through `*`. */
+  /** True when the deciding rule names this host or address itself, not through `*` or `*.suffix`. */
   readonly explicit: boolean;
 }
 
@@ -51,39 +65,39 @@ export function parsePolicy(text: string, source: string): PolicyDocument {
 }
 
 function domainMatches(pattern: string, host: string): 'exact' | 'wildcard' | null {
-  const p = pattern.toLowerCase();
-  if (p === '*') return 'wildcard';
-  if (p.startsWith('*.')) return host.endsWith(p.slice(1)) ? 'exact' : null;
-  return p === host ? 'exact' : null;
+  if (pattern === '*') return 'wildcard';
+  // A suffix names no single host: it must not open private space to every name under it.
+  if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1)) ? 'wildcard' : null;
+  return pattern === host ? 'exact' : null;
 }
 
+/** Without a method (a connection shared by requests of any method), a rule that names methods does not apply. */
+function ruleApplies(rule: PolicyRule, port: number, method: string | undefined): boolean {
+  if (rule.ports && !rule.ports.includes(port)) return false;
+  if (!rule.methods) return true;
+  return method !== undefined && rule.methods.some((m) => m.toUpperCase() === method.toUpperCase());
+}
+
+/** The decision for a host, in whatever spelling it came (rules are compared in canonical form). */
 export function decide(policy: PolicyDocument, host: string, port: number, method: string): Decision {
-  const name = host.toLowerCase().replace(/\.$/, '');
+  const name = canonicalHost(host)?.host ?? host.toLowerCase();
   for (const rule of policy.rules) {
-    if (rule.ports && !rule.ports.includes(port)) continue;
-    if (rule.methods && !rule.methods.some((m) => m.toUpperCase() === method.toUpperCase())) continue;
-    const how = rule.domains.map((d) => domainMatches(d, name)).find((m) => m !== null);
-    if (how) return { action: rule.action, rule: rule.id, explicit: how === 'exact' };
+    if (!ruleApplies(rule, port, method)) continue;
+    const matches = rule.domains.map((d) => domainMatches(d, name));
+    if (matches.some((m) => m !== null)) return { action: rule.action, rule: rule.id, explicit: matches.includes('exact') };
   }
   return { action: 'deny', rule: 'default.no-rule', explicit: false };
 }
 
-const privateSpace = new BlockList();
-for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) {
-  privateSpace.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10]] as const) privateSpace.addSubnet(net, bits, 'ipv6');
-
-/** Loopback, private, link-local, CGNAT or unspecified: space a web page must not reach through the proxy. */
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return privateSpace.check(mapped[1]!, 'ipv4');
-    return privateSpace.check(address, 'ipv6');
+/**
+ * The first rule that names this address exactly, for the address a name resolved to: a deny
+ * there refuses the connection whatever name led to it. Null when no rule names the address.
+ */
+export function decideAddress(policy: PolicyDocument, address: string, port: number, method?: string): Decision | null {
+  for (const rule of policy.rules) {
+    if (ruleApplies(rule, port, method) && rule.domains.includes(address)) return { action: rule.action, rule: rule.id, explicit: true };
   }
-  return privateSpace.check(address, 'ipv4');
+  return null;
 }
 
 /** The active policy: CAPSEM_HOME/policy.json when present, else the shipped default; reloaded on change. */
@@ -104,6 +118,14 @@ export class PolicyStore {
 
   decide(host: string, port: number, method: string): Decision {
     return decide(this.current, host, port, method);
+  }
+
+  decideAddress(address: string, port: number, method?: string): Decision | null {
+    return decideAddress(this.current, address, port, method);
+  }
+
+  privateAddressesDenied(): boolean {
+    return this.current.privateAddresses === 'deny';
   }
 
   /** Re-reads the file; a broken edit keeps the previous policy and is reported in lastError. */

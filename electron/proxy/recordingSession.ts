@@ -69,7 +69,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' });
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const recorder = new ExchangeRecorder(writer, bodyCap);
-  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), defaultOrigin: options.origin });
+  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin });
   const caPath = caFiles(home).certPath;
   const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
   const childEnv: NodeJS.ProcessEnv = {
@@ -103,7 +103,12 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
         stopWatching();
         await proxy.close();
         await recorder.settled();
-        await writer.close({ ...end.meta, recorder_failed: String(recorder.failures), ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}) });
+        await writer.close({
+          ...end.meta,
+          recorder_failed: String(recorder.failures),
+          ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}),
+          proxy_unauthenticated: String(proxy.unauthenticated),
+        });
         const db = openMainDb(home);
         try {
           rollUpSession(home, db, session.id as SessionId, { status: end.status, reason: end.reason ?? null });

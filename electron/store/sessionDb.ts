@@ -18,6 +18,15 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('exec_events', SESSION_TABLES.exec_events)) db.exec(statement);
     },
   },
+  {
+    // Containment: frames of upgraded connections, and the parser failure kept on the exchange's row.
+    version: 3,
+    up: (db) => {
+      const columns = new Set((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).map((c) => c.name));
+      if (!columns.has('parse_error')) db.exec('ALTER TABLE net_events ADD COLUMN parse_error TEXT');
+      for (const statement of tableDdl('ws_frames', SESSION_TABLES.ws_frames)) db.exec(statement);
+    },
+  },
 ];
 
 /**

@@ -79,6 +79,9 @@ export const SESSION_TABLES = {
       conn_type: { type: 'TEXT', default: "'https'" },
       error_kind: oursText,
       error_message: oursText,
+      // A parser that failed on this exchange (model detection, a request view, frame decoding):
+      // its derived rows are missing, this row and its bodies are not.
+      parse_error: oursText,
     },
   },
   model_calls: {
@@ -258,6 +261,28 @@ export const SESSION_TABLES = {
       stderr_preview: text,
       error_message: text,
     },
+  },
+  ws_frames: {
+    // The frames of an upgraded connection, each an event of the exchange that opened it
+    // (net_event_id): WebSocket frames as parsed, or `raw` chunks of another upgraded protocol.
+    // Content is kept up to the session's body cap per connection; sizes always.
+    sequenced: false,
+    ours: true,
+    columns: {
+      id: pk,
+      event_id: eventId,
+      net_event_id: textNN,
+      timestamp: textNN,
+      direction: { type: 'TEXT', notNull: true, check: "direction IN ('sent','received')" },
+      opcode: { type: 'TEXT', notNull: true, check: "opcode IN ('continuation','text','binary','close','ping','pong','raw')" },
+      fin: { type: 'INTEGER', notNull: true, default: '1' },
+      size: intNN,
+      stored_bytes: { type: 'INTEGER', notNull: true, default: '0' },
+      truncated: { type: 'INTEGER', notNull: true, default: '0' },
+      content: text,
+      body: { type: 'BLOB' },
+    },
+    indexes: ['net_event_id'],
   },
   session_meta: {
     sequenced: false,

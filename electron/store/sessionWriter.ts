@@ -238,6 +238,11 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     return { id, seq, eventId };
   }
 
+  /** An event id for a row appended later (under `event_id`), so rows written before it can name it. */
+  reserveEventId(): string {
+    return this.eventIds.mint();
+  }
+
   /** Resolves once every row appended so far is committed. */
   flush(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);

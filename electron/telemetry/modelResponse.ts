@@ -14,6 +14,15 @@ export interface ModelApi {
   readonly pathModel?: string;
 }
 
+/** A path segment percent-decoded, or as it came when its escapes are broken (%E0%A4%A). */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** Which model API a request path is; null for health checks, auth and everything else. */
 export function detectModelApi(path: string): ModelApi | null {
   const bare = path.split('?')[0]!;
@@ -21,7 +30,7 @@ export function detectModelApi(path: string): ModelApi | null {
   if (/^(\/v1)?\/chat\/completions$/.test(bare)) return { provider: 'openai', flavor: 'chat' };
   if (/^(\/v1)?\/responses$/.test(bare)) return { provider: 'openai', flavor: 'responses' };
   const gemini = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(bare);
-  if (gemini) return { provider: 'google', flavor: 'generate', pathModel: decodeURIComponent(gemini[1]!) };
+  if (gemini) return { provider: 'google', flavor: 'generate', pathModel: decodedSegment(gemini[1]!) };
   if (bare === '/api/chat') return { provider: 'ollama', flavor: 'ollama-chat' };
   if (bare === '/api/generate') return { provider: 'ollama', flavor: 'ollama-generate' };
   return null;

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { connect, TLSSocket } from 'node:tls';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { parseAuthority } from '../../electron/proxy/mitmProxy.ts';
+import { parseAuthority } from '../../electron/proxy/requestTarget.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
 

@@ -5,6 +5,7 @@ import { connect as tlsConnect } from 'node:tls';
 import fc from 'fast-check';
 import { ProxyAgent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket, { WebSocketServer } from 'ws';
 import { CertificateAuthority, type CipherOrder } from '../../electron/proxy/certificateAuthority.ts';
 import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
@@ -46,10 +47,8 @@ beforeAll(async () => {
     json(res, 200, { ok: true, path });
   });
   wsServer = createHttpServer();
-  wsServer.on('upgrade', (_req, socket) => {
-    socket.on('end', () => socket.end());
-    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
-    socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+  new WebSocketServer({ server: wsServer }).on('connection', (ws) => {
+    ws.on('message', (data, isBinary) => ws.send(isBinary ? Buffer.concat([Buffer.from('echo:'), data as Buffer]) : `echo:${data.toString()}`, { binary: isBinary }));
   });
   await new Promise<void>((r) => wsServer.listen(0, '127.0.0.1', r));
   live = await liveSession(home, null);
@@ -61,6 +60,7 @@ beforeAll(async () => {
     upstreamCa: [upstream.caPem],
     bodyCap: 1 << 20,
     onExchange: (ex) => void recorder.record(ex),
+    frames: recorder,
     defaultOrigin: { processName: 'tester', pid: 4242 },
   });
   const caPem = (await CertificateAuthority.load(home)).certPem;
@@ -75,6 +75,21 @@ afterAll(async () => {
   home.remove();
   upstreamHome.remove();
 });
+
+/** The Proxy-Authorization line this proxy asks of connections on its loopback port. */
+function proxyAuthLine(): string {
+  const url = new URL(proxy.url);
+  return `Proxy-Authorization: Basic ${Buffer.from(`${url.username}:${url.password}`).toString('base64')}\r\n`;
+}
+
+/** A CONNECT tunnel through the proxy's loopback port, as a client with the session's credentials opens it. */
+function openTunnel(authority: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT ${authority} HTTP/1.1\r\n${proxyAuthLine()}Host: ${authority}\r\n\r\n`));
+    socket.once('data', (d: Buffer) => (d.toString().startsWith('HTTP/1.1 200') ? resolve(socket) : reject(new Error(d.toString()))));
+    socket.once('error', reject);
+  });
+}
 
 async function rows(sql: string, ...params: unknown[]): Promise<Record<string, unknown>[]> {
   await new Promise((r) => setTimeout(r, 20));
@@ -190,21 +205,32 @@ describe('proxy edges', () => {
     expect(call!.stop_reason).toBeNull();
   });
 
-  it('relays a WebSocket upgrade both ways and records it with its bytes', async () => {
-    const echoed = await new Promise<string>((resolve) => {
-      const socket = connect(proxy.port, '127.0.0.1', () => socket.write('GET http://ws.test/chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
-      let text = '';
-      socket.on('data', (d) => {
-        text += d.toString();
-        if (text.includes('\r\n\r\n') && !text.includes('echo:')) socket.write('hello');
-        if (text.includes('echo:hello')) socket.end();
+  it('relays a real WebSocket both ways and records each frame under its exchange, sizes and content', async () => {
+    // A real client (ws) inside a CONNECT tunnel to a real server (ws), as a guest's program would.
+    const tunnel = await openTunnel('ws.test:80');
+    const client = new WebSocket('ws://ws.test/chat', { createConnection: () => tunnel });
+    const echoes: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      client.on('open', () => {
+        client.send('hello');
+        client.send(Buffer.from([1, 2, 3]));
       });
-      socket.on('close', () => resolve(text));
+      client.on('message', (data, isBinary) => {
+        echoes.push(isBinary ? `binary:${(data as Buffer).toString('hex')}` : data.toString());
+        if (echoes.length === 2) client.close(1000, 'done');
+      });
+      client.on('close', () => resolve());
+      client.on('error', reject);
     });
-    expect(echoed).toMatch(/^HTTP\/1\.1 101/);
-    expect(echoed).toContain('echo:hello');
-    const [row] = await rows("SELECT status_code, conn_type, bytes_sent, bytes_received FROM net_events WHERE domain = 'ws.test'");
-    expect(row).toEqual({ status_code: 101, conn_type: 'websocket', bytes_sent: 5, bytes_received: 10 });
+    expect(echoes).toEqual(['echo:hello', `binary:${Buffer.from('echo:').toString('hex')}010203`]);
+    const [row] = await rows("SELECT event_id, status_code, conn_type, decision, parse_error FROM net_events WHERE domain = 'ws.test'");
+    expect(row).toMatchObject({ status_code: 101, conn_type: 'websocket', decision: 'allowed', parse_error: null });
+    const frames = await rows('SELECT direction, opcode, size, content, body, truncated FROM ws_frames WHERE net_event_id = ? ORDER BY id', row!.event_id);
+    // Each direction in its own order: the two directions interleave as the network pleases.
+    const shown = (direction: string): unknown[] => frames.filter((f) => f.direction === direction).map((f) => [f.opcode, f.size, f.content ?? (f.body as Buffer | null)?.toString('hex') ?? null]);
+    expect(shown('sent')).toEqual([['text', 5, 'hello'], ['binary', 3, '010203'], ['close', 6, '1000 done']]);
+    expect(shown('received')).toEqual([['text', 10, 'echo:hello'], ['binary', 8, `${Buffer.from('echo:').toString('hex')}010203`], ['close', 6, '1000 done']]);
+    expect(frames.every((f) => f.truncated === 0)).toBe(true);
   });
 
   it('survives arbitrary bytes on its port and inside a TLS tunnel (property)', async () => {
@@ -262,7 +288,7 @@ describe('connections handed over by a VM', () => {
   it('offers the cipher order it was handed with the connection: ChaCha20 first for a guest on an emulated CPU, AES-GCM otherwise', async () => {
     const caPem = (await CertificateAuthority.load(home)).certPem;
     const cipherThrough = async (client: Socket): Promise<string | undefined> => {
-      client.write('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n');
+      client.write(`CONNECT api.anthropic.com:443 HTTP/1.1\r\n${proxyAuthLine()}Host: api.anthropic.com:443\r\n\r\n`);
       await new Promise<void>((resolve) => client.once('data', () => resolve()));
       const tls = tlsConnect({ socket: client, servername: 'api.anthropic.com', ca: caPem });
       await new Promise<void>((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));

@@ -60,7 +60,7 @@ const db = (): Database.Database => {
 
 describe('capsem record with the official Anthropic SDK', () => {
   it('runs the program to its end through the proxy and exits with its code', () => {
-    expect(result.stderr).toMatch(/capsem record: session [0-9a-f-]+ \(sdk-run\); proxy http:\/\/127\.0\.0\.1:\d+\. No sandbox/);
+    expect(result.stderr).toMatch(/capsem record: session [0-9a-f-]+ \(sdk-run\); proxy 127\.0\.0\.1:\d+ \(its credentials are in the command's HTTPS_PROXY\)\. No sandbox/);
     expect(result.stdout).toContain('FINAL Done: two files.');
     expect(result.code).toBe(0);
     expect(upstream.requests).toHaveLength(2);

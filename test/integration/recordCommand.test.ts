@@ -25,7 +25,8 @@ it('hands the program the proxy and the CA through its environment', async () =>
   const script = 'const e = process.env; console.log([e.HTTPS_PROXY, e.NODE_EXTRA_CA_CERTS, e.SSL_CERT_FILE, e.REQUESTS_CA_BUNDLE, e.CURL_CA_BUNDLE, e.GIT_SSL_CAINFO, e.CAPSEM_SESSION_ID].join("|"))';
   const result = await runCapsemAsync(home.root, ['record', '--', process.execPath, '-e', script]);
   const [proxy, ...rest] = result.stdout.trim().split('|');
-  expect(proxy).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  // The session's credentials ride in the URL: the port serves nobody else.
+  expect(proxy).toMatch(/^http:\/\/capsem:[\w-]{32}@127\.0\.0\.1:\d+$/);
   const ca = `${home.root}/ca/capsem-ca.crt`;
   expect(rest.slice(0, 5)).toEqual([ca, ca, ca, ca, ca]);
   expect(rest[5]).toMatch(/^[0-9a-f-]{36}$/);

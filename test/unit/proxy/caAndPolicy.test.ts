@@ -7,8 +7,9 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { caFiles, CertificateAuthority, serialFrom } from '../../../electron/proxy/certificateAuthority.ts';
 import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
-import { parseAuthority } from '../../../electron/proxy/mitmProxy.ts';
-import { decide, isPrivateAddress, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
+import { parseAuthority } from '../../../electron/proxy/requestTarget.ts';
+import { isPrivateAddress } from '../../../electron/proxy/addresses.ts';
+import { decide, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -93,7 +94,8 @@ describe('policy', () => {
   it('takes the first rule that matches domain, port and method', () => {
     expect(decide(policy, 'uploads.example.com', 443, 'POST')).toEqual({ action: 'deny', rule: 'deny-post-to-uploads', explicit: true });
     expect(decide(policy, 'uploads.example.com', 443, 'GET')).toEqual({ action: 'allow', rule: 'allow-all', explicit: false });
-    expect(decide(policy, 'git.corp.internal', 443, 'GET')).toEqual({ action: 'allow', rule: 'allow-internal', explicit: true });
+    // A suffix names no one host: it allows, but does not open private space to every name under it.
+    expect(decide(policy, 'git.corp.internal', 443, 'GET')).toEqual({ action: 'allow', rule: 'allow-internal', explicit: false });
     expect(decide(policy, 'git.corp.internal', 8443, 'GET').rule).toBe('allow-all');
     expect(decide(policy, 'a.b.evil.example', 443, 'GET').action).toBe('deny');
     expect(decide(policy, 'EVIL.example.', 443, 'GET').action).toBe('deny');

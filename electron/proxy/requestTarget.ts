@@ -1,0 +1,108 @@
+import { authorityOf, canonicalHost } from './addresses.ts';
+
+// Where a request goes, decided once from what the client sent, before policy: the CONNECT
+// tunnel's destination or the absolute-form URL, in canonical spelling. The Host header may only
+// repeat that destination: a Host naming another host (or one that does not parse) would let a
+// request checked against one destination be routed to another by a virtual-hosting upstream, so
+// it is refused with 421, and the Host sent upstream is always the destination's own.
+
+export interface Destination {
+  readonly scheme: 'https' | 'http';
+  /** Canonical (see canonicalHost): what policy checked, what is dialled, what the ledger's domain shows. */
+  readonly host: string;
+  readonly port: number;
+  /** Origin-form: path and query. */
+  readonly path: string;
+  /** The Host header to send upstream. */
+  readonly authority: string;
+}
+
+export interface Refusal {
+  readonly status: 400 | 421;
+  readonly message: string;
+  /** The destination as far as it was understood, for the ledger's domain; null when nothing parsed. */
+  readonly host: string | null;
+  readonly port: number;
+}
+
+export interface TunnelEnd {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+}
+
+const defaultPort = (scheme: 'https' | 'http'): number => (scheme === 'https' ? 443 : 80);
+
+const AUTHORITY = /^(\[[0-9A-Fa-f:.]+\]|[^\s[\]:/\\?#@]+)(?::(\d{1,5}))?$/;
+
+/** host and port of an authority ("example.com:443", "[::1]:8443"), host canonical; null when it is not one. */
+export function parseAuthority(authority: string, fallbackPort: number): { host: string; port: number } | null {
+  const m = AUTHORITY.exec(authority);
+  if (!m) return null;
+  const port = m[2] === undefined ? fallbackPort : Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  const host = canonicalHost(m[1]!);
+  return host ? { host: host.host, port } : null;
+}
+
+/**
+ * A Host header that names the destination itself, or the reason it does not. Its port is
+ * compared when it carries one: clients leave the scheme's default port out.
+ */
+function hostHeaderProblem(hostHeader: string | undefined, dest: { host: string; port: number }, scheme: 'https' | 'http'): string | null {
+  if (hostHeader === undefined) return null;
+  const text = hostHeader.trim();
+  const named = parseAuthority(text, dest.port);
+  if (!named) return `Host "${hostHeader.slice(0, 100)}" does not parse`;
+  if (named.host !== dest.host || named.port !== dest.port) return `Host ${authorityOf(named.host, named.port, defaultPort(scheme))} is not this request's destination ${authorityOf(dest.host, dest.port, defaultPort(scheme))}`;
+  return null;
+}
+
+function parseAbsolute(target: string): { scheme: 'https' | 'http'; host: string; port: number; path: string } | null {
+  if (!/^https?:\/\//i.test(target)) return null;
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return null;
+  }
+  const scheme = url.protocol === 'https:' ? 'https' : 'http';
+  const host = canonicalHost(url.hostname);
+  if (!host || url.username !== '' || url.password !== '') return null;
+  return { scheme, host: host.host, port: url.port === '' ? defaultPort(scheme) : Number(url.port), path: `${url.pathname}${url.search}` };
+}
+
+function destination(scheme: 'https' | 'http', host: string, port: number, path: string): Destination {
+  return { scheme, host, port, path, authority: authorityOf(host, port, defaultPort(scheme)) };
+}
+
+/** A request inside a CONNECT tunnel: it may only go where the tunnel goes. */
+export function tunnelledTarget(tunnel: TunnelEnd, requestTarget: string, hostHeader: string | undefined): Destination | Refusal {
+  const scheme = tunnel.tls ? 'https' : 'http';
+  const refuse = (status: 400 | 421, message: string): Refusal => ({ status, message, host: tunnel.host, port: tunnel.port });
+  let path = requestTarget;
+  if (!requestTarget.startsWith('/')) {
+    const absolute = parseAbsolute(requestTarget);
+    if (!absolute) return refuse(400, 'malformed request target');
+    if (absolute.host !== tunnel.host || absolute.port !== tunnel.port) return refuse(421, `${absolute.host}:${absolute.port} is not this tunnel's destination ${tunnel.host}:${tunnel.port}`);
+    path = absolute.path;
+  }
+  if (hostHeader === undefined) return refuse(400, 'a request needs a Host header');
+  const problem = hostHeaderProblem(hostHeader, tunnel, scheme);
+  if (problem) return refuse(421, problem);
+  return destination(scheme, tunnel.host, tunnel.port, path);
+}
+
+/** An absolute-form request to the proxy itself (http://host/path). */
+export function absoluteTarget(requestTarget: string, hostHeader: string | undefined): Destination | Refusal {
+  if (!/^https?:\/\//i.test(requestTarget)) return { status: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT', host: null, port: 0 };
+  const absolute = parseAbsolute(requestTarget);
+  if (!absolute) return { status: 400, message: 'malformed request target', host: null, port: 0 };
+  const problem = hostHeaderProblem(hostHeader, absolute, absolute.scheme);
+  if (problem) return { status: 421, message: problem, host: absolute.host, port: absolute.port };
+  return destination(absolute.scheme, absolute.host, absolute.port, absolute.path);
+}
+
+export function isRefusal(target: Destination | Refusal): target is Refusal {
+  return 'status' in target;
+}

@@ -1,0 +1,159 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { UpgradedStreamLedger, type FrameRow } from '../telemetry/upgradedStream.ts';
+import type { Egress } from './egress.ts';
+import { BodyTap, EMPTY_BODY, type CapturedBody, type ExchangeError } from './exchange.ts';
+import type { Destination } from './requestTarget.ts';
+
+// A request that asks to switch protocols (a WebSocket, h2c, anything with Connection: Upgrade),
+// dialled through the same egress function as every other request. The upstream's answer decides
+// what is relayed and recorded: a 101 becomes a relayed connection whose frames are recorded as
+// they pass, any other status an ordinary response whose body is recorded like any other.
+
+/** Extensions are not offered upstream: a compressed frame (permessage-deflate) could not be recorded as what it says. */
+const NOT_FORWARDED = new Set(['proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'expect', 'sec-websocket-extensions', 'host']);
+
+export interface UpgradeOutcome {
+  readonly status: number | null;
+  readonly responseHeaders: IncomingMessage['headers'] | null;
+  readonly requestBody: CapturedBody;
+  readonly responseBody: CapturedBody;
+  readonly ttfbMs: number | null;
+  readonly error: ExchangeError | null;
+  readonly parseError: string | null;
+  /** Set when frames were recorded under this id: the exchange's row must carry it. */
+  readonly eventId: string | null;
+  readonly websocket: boolean;
+}
+
+/** Where the frames of upgraded connections go: written as they pass, under an id taken for their exchange. */
+export interface FrameSink {
+  reserveEventId(): string;
+  frame(netEventId: string, row: FrameRow): void;
+}
+
+export interface UpgradeSinks {
+  readonly bodyCap: number;
+  readonly frames?: FrameSink;
+}
+
+export interface UpgradeRequest {
+  readonly req: IncomingMessage;
+  readonly client: Duplex;
+  /** Bytes the client sent past its request head. */
+  readonly head: Buffer;
+  readonly dest: Destination;
+  readonly explicit: boolean;
+  readonly t0: number;
+  /** Silence from the upstream, before its answer, after which the exchange is given up. */
+  readonly idleMs: number;
+}
+
+function headLines(statusLine: string, headers: IncomingMessage['headers'], drop: ReadonlySet<string> = new Set()): string {
+  const lines = [statusLine];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || drop.has(name)) continue;
+    for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
+  }
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+const unanswered = (error: ExchangeError): UpgradeOutcome => ({ status: null, responseHeaders: null, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY, ttfbMs: null, error, parseError: null, eventId: null, websocket: false });
+const CLIENT_GONE: ExchangeError = { kind: 'client_canceled', message: 'the client closed the connection before the upstream answered' };
+
+/**
+ * Relays one upgrade request and resolves with what to record once the exchange is over. An
+ * egress refusal (EgressRefused) or a failed dial rejects before anything reached the client, so
+ * the caller can still answer it.
+ */
+export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request: UpgradeRequest): Promise<UpgradeOutcome> {
+  const { req, client, dest } = request;
+  let clientGone = false;
+  client.once('close', () => (clientGone = true));
+  const dialled = await egress.dial({ host: dest.host, port: dest.port, tls: dest.scheme === 'https', method: req.method ?? 'GET', explicit: request.explicit });
+  if (clientGone) {
+    dialled.socket.destroy();
+    return unanswered(CLIENT_GONE);
+  }
+  const headers: Record<string, string | string[]> = { host: dest.authority };
+  for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
+  return new Promise<UpgradeOutcome>((resolve) => {
+    // No agent: given one (even `agent: false`), node:http dials on its own and ignores createConnection.
+    const upstream = httpRequest({ method: req.method, path: dest.path, headers, createConnection: () => dialled.socket, timeout: request.idleMs });
+    let settled = false;
+    const settle = (outcome: UpgradeOutcome): void => {
+      if (settled) return;
+      settled = true;
+      resolve(outcome);
+    };
+    const ttfb = (): number => Math.round(performance.now() - request.t0);
+    const beforeAnswer = (): void => {
+      if (!settled && clientGone) upstream.destroy();
+    };
+    client.once('close', beforeAnswer);
+    upstream.on('timeout', () => upstream.destroy(Object.assign(new Error(`${dest.host}:${dest.port} did not answer in time`), { code: 'ETIMEDOUT' })));
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      client.destroy();
+      settle(unanswered(clientGone ? CLIENT_GONE : { kind: err.code === 'ETIMEDOUT' ? 'upstream_timeout' : 'upstream_error', message: `exchange with ${dest.host}:${dest.port} failed: ${err.code ?? err.message}` }));
+    });
+    upstream.on('response', (res) => {
+      // Not switched: an ordinary response, relayed and recorded with its body.
+      client.off('close', beforeAnswer);
+      const first = ttfb();
+      const tap = new BodyTap(sinks.bodyCap);
+      client.write(headLines(`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`, { ...res.headers, connection: 'close' }, new Set(['transfer-encoding', 'keep-alive'])));
+      res.on('data', (chunk: Buffer) => tap.push(chunk));
+      res.pipe(client);
+      const done = (error: ExchangeError | null): void => settle({ status: res.statusCode ?? null, responseHeaders: res.headers, requestBody: EMPTY_BODY, responseBody: tap.body(), ttfbMs: first, error, parseError: null, eventId: null, websocket: false });
+      res.on('end', () => done(null));
+      res.on('aborted', () => done({ kind: 'upstream_error', message: 'the upstream ended its response early' }));
+      client.on('close', () => done(res.complete ? null : { kind: 'client_canceled', message: 'the client closed the connection before the response ended' }));
+    });
+    upstream.on('upgrade', (res, upSocket: Duplex, upHead: Buffer) => {
+      client.off('close', beforeAnswer);
+      // The idle limit was for the answer; a WebSocket may rightly stay quiet for long.
+      (upSocket as Socket).setTimeout(0);
+      const first = ttfb();
+      const websocket = String(res.headers.upgrade ?? '').toLowerCase() === 'websocket';
+      const frames = sinks.frames;
+      const eventId = frames?.reserveEventId() ?? null;
+      const ledger = new UpgradedStreamLedger(websocket, sinks.bodyCap, (row) => {
+        if (eventId !== null) frames?.frame(eventId, row);
+      });
+      let failure: Error | null = null;
+      const close = (err?: Error): void => {
+        failure ??= err ?? null;
+        client.destroy();
+        upSocket.destroy();
+        if (settled) return;
+        ledger.end();
+        settle({
+          status: 101, responseHeaders: res.headers, ttfbMs: first, eventId, websocket, parseError: ledger.parseError,
+          requestBody: { bytes: Buffer.alloc(0), total: ledger.bytesSent, truncated: ledger.bytesSent > 0 },
+          responseBody: { bytes: Buffer.alloc(0), total: ledger.bytesReceived, truncated: ledger.bytesReceived > 0 },
+          error: failure ? { kind: 'proxy_error', message: failure.message } : null,
+        });
+      };
+      client.on('close', () => close());
+      upSocket.on('close', () => close());
+      client.on('error', close);
+      upSocket.on('error', close);
+      if (clientGone) return close();
+      client.write(headLines(`HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}`, res.headers));
+      if (upHead.length > 0) {
+        ledger.received(upHead);
+        client.write(upHead);
+      }
+      if (request.head.length > 0) {
+        ledger.sent(request.head);
+        upSocket.write(request.head);
+      }
+      client.on('data', (chunk: Buffer) => ledger.sent(chunk));
+      upSocket.on('data', (chunk: Buffer) => ledger.received(chunk));
+      client.pipe(upSocket);
+      upSocket.pipe(client);
+    });
+    upstream.end();
+  });
+}
