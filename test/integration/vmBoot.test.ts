@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { copyPackageClosure } from '../helpers/guestPackages.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
@@ -27,7 +28,6 @@ import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmT
 const noVm = vmUnavailable();
 const noAgentImage = agentImageUnavailable();
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 function vmProcesses(home: string): number[] {
   const out = spawnSync('pgrep', ['-f', home], { encoding: 'utf8' }).stdout.trim();
@@ -208,15 +208,6 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
 });
 
 /** A package and everything it depends on, copied into `dest/node_modules`, for Node in the guest. */
-function copyPackageClosure(name: string, dest: string, seen = new Set<string>()): void {
-  if (seen.has(name)) return;
-  seen.add(name);
-  const from = join(REPO, 'node_modules', name);
-  cpSync(from, join(dest, 'node_modules', name), { recursive: true, dereference: true });
-  const pkg = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  for (const dep of Object.keys(pkg.dependencies ?? {})) copyPackageClosure(dep, dest, seen);
-}
-
 describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
   const home = vmTestHome();
   const API = 'api.anthropic.com';
