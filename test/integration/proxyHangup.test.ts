@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import type * as Dns from 'node:dns';
 import { connect } from 'node:net';
 import { afterAll, expect, it, vi } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
@@ -18,7 +19,7 @@ let released: () => void = () => undefined;
 const answered = new Promise<void>((resolve) => (released = resolve));
 
 vi.mock('node:dns', async (original) => {
-  const dns = await original<typeof import('node:dns')>();
+  const dns = await original<typeof Dns>();
   const lookup = (name: string, options: unknown, callback: (err: Error | null, address: string, family: number) => void): void => {
     if (name === SLOW_NAME) void answered.then(() => callback(null, '127.0.0.1', 4));
     else (dns.lookup as unknown as (n: string, o: unknown, c: typeof callback) => void)(name, options, callback);
