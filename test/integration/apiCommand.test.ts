@@ -1,18 +1,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, afterEach, expect, it } from 'vitest';
 import { call } from '../helpers/apiClient.ts';
 import { runCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
-afterAll(() => home.remove());
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
+const started = new Set<ChildProcess>();
+// A test that fails part way must not leave its server running.
+afterEach(() => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  started.clear();
+});
+afterAll(() => home.remove());
 
 /** `capsem api --port 0` as a user runs it, once it says where it listens. */
 async function startApi(): Promise<{ child: ChildProcess; url: string; port: number }> {
   const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.add(child);
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -40,10 +47,11 @@ it('capsem api prints its address once it listens, serves the store, and stops o
   expect(await stop(child)).toBe(0);
 });
 
-/** Sends raw bytes and returns the status and JSON body the server answered before it closed. */
+/** Sends raw bytes and returns the status and JSON body the server answered before it closed (or went quiet for 5 s). */
 function exchange(port: number, raw: string): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => socket.end(raw));
+    socket.setTimeout(5000, () => socket.destroy());
     let answer = '';
     socket.on('data', (c: Buffer) => (answer += c.toString()));
     socket.on('error', reject);
