@@ -42,10 +42,11 @@ afterAll(async () => {
   home.remove();
 });
 
-/** Sends raw bytes and returns everything the server answered before it closed the connection. */
+/** Sends raw bytes and returns everything the server answered before it closed the connection (or went quiet for 5 s). */
 function exchange(raw: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => socket.end(raw));
+    socket.setTimeout(5000, () => socket.destroy());
     let answer = '';
     socket.on('data', (c: Buffer) => (answer += c.toString()));
     socket.on('close', () => resolve(answer));
