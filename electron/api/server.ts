@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
@@ -77,8 +78,25 @@ export function hostName(host: string | undefined): string {
 
 /** Guards every route against a web page reaching it through DNS rebinding or a cross-site request. */
 function guardBrowserReach(req: IncomingMessage): void {
+  if (req.headers.host === undefined) throw new HttpError(400, 'a Host header is required: localhost, 127.0.0.1 or ::1');
   if (!LOOPBACK_HOSTS.has(hostName(req.headers.host).toLowerCase())) throw new HttpError(403, 'forbidden: the Host header must be localhost, 127.0.0.1 or ::1');
   if (req.headers.origin !== undefined) throw new HttpError(403, 'forbidden: requests carrying an Origin header are refused');
+}
+
+/**
+ * An error answered on the raw socket, for what never becomes a request: a request Node's parser
+ * refuses, an upgrade, a CONNECT. The connection closes after it.
+ */
+function refuseOnSocket(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ error: message });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`, () => socket.destroy());
+}
+
+/** What a request the parser refused gets: its status, and a reason a person can act on. */
+function parseFailure(err: NodeJS.ErrnoException): [number, string] {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'the request line and headers are too large (16 KiB at most); shorten the query string'];
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'the request did not arrive in time'];
+  return [400, `malformed HTTP request (${err.code ?? 'unreadable'})`];
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -370,7 +388,13 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     throw new HttpError(404, 'no such route; GET / lists them');
   }
 
-  const server: Server = createServer((req, res) => {
+  /** Connections with an answer under way: a parse error there cannot be answered without corrupting it. */
+  const answering = new WeakMap<Duplex, number>();
+  // Without it, Node answers a request with no Host by itself, with a 400 and no reason.
+  const server: Server = createServer({ requireHostHeader: false }, (req, res) => {
+    const socket = req.socket;
+    answering.set(socket, (answering.get(socket) ?? 0) + 1);
+    res.on('close', () => answering.set(socket, (answering.get(socket) ?? 1) - 1));
     route(req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.destroy();
@@ -383,6 +407,20 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
         sendJson(res, 500, { error: `internal error: ${(err as Error).message}` });
       }
     });
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable || (answering.get(socket) ?? 0) > 0) return void socket.destroy();
+    const [status, message] = parseFailure(err);
+    refuseOnSocket(socket, status, message);
+  });
+  // Every route is plain HTTP; /v1/events is Server-Sent Events, which needs no upgrade.
+  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    refuseOnSocket(socket, 400, 'this API does not upgrade connections: every route is plain HTTP, and GET /v1/events is a Server-Sent Events stream');
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    refuseOnSocket(socket, 405, 'this API is not a proxy: CONNECT is not served');
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {

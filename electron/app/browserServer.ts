@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -16,7 +16,8 @@ import { allowedPeers, checkHost, checkSocket, newToken } from './wsGuards.ts';
 // contract carried over a WebSocket at /ws as JSON text frames (WireRequest in, WireMessage out).
 // Guards: Host (against DNS rebinding), Origin, a per-run token; a message size cap; every
 // request checked against the wire schema, then against the call's own params by the core.
-// POST /import (importUpload.ts) takes a dropped file under the same guards.
+// POST /import (importUpload.ts) takes a dropped file under the same guards. A request target
+// that is not a path is refused with 400, and a handler that throws costs only its own request.
 
 export interface BrowserServerOptions {
   readonly core: HostCore;
@@ -60,6 +61,27 @@ function securityHeaders(port: number, devPort?: number): Record<string, string>
   };
 }
 
+/** Only a path (origin-form) names something here; anything else, or a target URL cannot parse, is refused. */
+function targetUrl(target: string | undefined): URL | null {
+  if (target === undefined || !target.startsWith('/')) return null;
+  try {
+    // Prefixed, not resolved against a base: "//host:port/" is a path here, not a second authority.
+    return new URL(`http://127.0.0.1${target}`);
+  } catch {
+    return null;
+  }
+}
+
+const BAD_TARGET = 'refused: the request target must be a path such as /index.html';
+
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\n`);
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 function send(ws: WebSocket, message: WireMessage): void {
   if (ws.readyState !== ws.OPEN) return;
   if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
@@ -74,25 +96,36 @@ function serveConnection(ws: WebSocket, core: HostCore): void {
   ws.on('close', unsubscribe);
   ws.on('error', () => ws.terminate());
   ws.on('message', (data: RawData, isBinary: boolean) => {
-    if (isBinary) return ws.close(1003, 'send JSON text frames');
-    let raw: unknown;
     try {
-      raw = JSON.parse(data.toString());
+      answerMessage(ws, core, data, isBinary);
     } catch {
-      return ws.close(1007, 'a message was not JSON');
+      ws.close(1011, 'the app failed on a message; reload the page');
     }
-    const request = WireRequestSchema.safeParse(raw);
-    if (!request.success) {
-      const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
-      if (id === null) return ws.close(1008, 'a message was not a request { id, call, params }');
-      return send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
-    }
-    const { id, call, params } = request.data;
-    core.handle(call, params).then(
+  });
+}
+
+function answerMessage(ws: WebSocket, core: HostCore, data: RawData, isBinary: boolean): void {
+  if (isBinary) return ws.close(1003, 'send JSON text frames');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(data.toString());
+  } catch {
+    return ws.close(1007, 'a message was not JSON');
+  }
+  const request = WireRequestSchema.safeParse(raw);
+  if (!request.success) {
+    const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
+    if (id === null) return ws.close(1008, 'a message was not a request { id, call, params }');
+    return send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
+  }
+  const { id, call, params } = request.data;
+  core.handle(call, params)
+    .then(
       (result) => send(ws, { id, result }),
       (err: unknown) => send(ws, { id, error: asCallError(err) }),
-    );
-  });
+    )
+    // An answer that cannot be sent (say, one JSON cannot carry) fails its call, not the app.
+    .catch((err: unknown) => send(ws, { id, error: { code: 'failed', message: `${call} answered something that could not be sent: ${messageOf(err)}` } }));
 }
 
 export async function startBrowserServer(options: BrowserServerOptions): Promise<BrowserServer> {
@@ -111,13 +144,17 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
   const wss = new WebSocketServer({ noServer: true, maxPayload: BROWSER_MAX_MESSAGE_BYTES, perMessageDeflate: false });
   const mode = JSON.stringify({ kind: 'browser', reason: options.modeReason ?? 'started in browser mode' });
 
-  server.on('request', (req: IncomingMessage, res) => {
+  const answerRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const host = checkHost(req.headers, hosts);
     if (!host.ok) {
       res.writeHead(host.status, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end(`${host.reason}\n`);
       return;
     }
-    const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    const url = targetUrl(req.url);
+    if (!url) {
+      res.writeHead(400, { ...headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end(`${BAD_TARGET}\n`);
+      return;
+    }
     if (url.pathname === BROWSER_IMPORT_PATH) {
       handleImportUpload(req, res, url, { core: options.core, home: options.home, origins, token, maxBytes: BROWSER_IMPORT_MAX_BYTES, headers }).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500, { ...headers, 'content-type': 'application/json; charset=utf-8', connection: 'close' });
@@ -130,24 +167,40 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
       return;
     }
     serveRenderer(options.rendererDir, req, res, url.pathname, headers);
-  });
+  };
 
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', () => socket.destroy());
+  const answerUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const host = checkHost(req.headers, hosts);
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (!host.ok || url.pathname !== BROWSER_WS_PATH) {
-      // A foreign Host gets no handshake at all: the page that sent it is not ours to talk to.
-      const status = host.ok ? 404 : host.status;
-      socket.end(`HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Forbidden'}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${host.ok ? 'the socket is at /ws' : host.reason}\n`);
-      return;
-    }
+    // A foreign Host gets no handshake at all: the page that sent it is not ours to talk to.
+    if (!host.ok) return refuseUpgrade(socket, host.status, host.reason);
+    const url = targetUrl(req.url);
+    if (!url) return refuseUpgrade(socket, 400, BAD_TARGET);
+    if (url.pathname !== BROWSER_WS_PATH) return refuseUpgrade(socket, 404, 'the socket is at /ws');
     const verdict = checkSocket(req.headers, url, origins, token);
     wss.handleUpgrade(req, socket, head, (ws) => {
       // A page cannot read an HTTP refusal of an upgrade, only a close: the reason says what to do.
       if (!verdict.ok) return ws.close(1008, verdict.reason);
       serveConnection(ws, options.core);
     });
+  };
+
+  // One request's failure is that request's answer: nothing a peer sends may stop the app.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      answerRequest(req, res);
+    } catch (err) {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(500, { ...headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end(`internal error: ${messageOf(err)}\n`);
+    }
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    try {
+      answerUpgrade(req, socket, head);
+    } catch {
+      socket.destroy();
+    }
   });
 
   return {

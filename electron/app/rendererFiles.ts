@@ -1,6 +1,7 @@
-import { createReadStream, existsSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, resolve, sep } from 'node:path';
+import { pipeline } from 'node:stream';
 
 // The built renderer (dist/renderer, from `vite build`) served read-only: GET and HEAD, files
 // inside the folder only (no `..`, no symlink out), with types the browser will not second-guess.
@@ -68,14 +69,33 @@ export function serveRenderer(dir: string, req: IncomingMessage, res: ServerResp
     return;
   }
   const file = rendererFile(dir, pathname);
-  if (!file) {
+  const fd = file === null ? null : openForReading(file);
+  if (file === null || fd === null) {
     res.writeHead(404, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
     return;
   }
   const type = TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
   // index.html names hashed assets: it must be fetched fresh, the assets may be cached.
   const cache = extname(file) === '.html' ? 'no-store' : 'private, max-age=3600';
-  res.writeHead(200, { ...headers, 'content-type': type, 'cache-control': cache, 'content-length': String(statSync(file).size) });
-  if (req.method === 'HEAD') res.end();
-  else createReadStream(file).pipe(res);
+  res.writeHead(200, { ...headers, 'content-type': type, 'cache-control': cache, 'content-length': String(fstatSync(fd).size) });
+  if (req.method === 'HEAD') {
+    closeSync(fd);
+    res.end();
+    return;
+  }
+  // pipeline, not pipe: a read that fails, or a client that leaves, ends this answer and closes the
+  // file, where an unheard stream error would stop the server.
+  pipeline(createReadStream('', { fd }), res, () => undefined);
+}
+
+/**
+ * The file opened before the answer starts, so one this process cannot read is a 404 like a
+ * missing one, and the length sent is that of the very file that is sent.
+ */
+function openForReading(file: string): number | null {
+  try {
+    return openSync(file, 'r');
+  } catch {
+    return null;
+  }
 }

@@ -1,6 +1,6 @@
 import { mkdtempSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 
 // Scratch space for export snapshots and import staging. It lives under CAPSEM_HOME/run so an
 // imported session moves into run/sessions/ with one rename on the same filesystem, and it is
@@ -19,7 +19,7 @@ export function stagingRoot(home: CapsemHome): string {
 
 export function makeStagingDir(home: CapsemHome, purpose: string): StagingDir {
   const root = stagingRoot(home);
-  ensurePrivateDir(home.root);
+  ensureHomeRoot(home);
   ensurePrivateDir(home.runDir);
   ensurePrivateDir(root);
   const path = mkdtempSync(join(root, `${purpose}-`));

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { z } from 'zod';
 import { jsonLines, type JsonLines } from './jsonLines.ts';
-import { dataMessages, MAX_LINE_BYTES, ServerMessageSchema, type ErrorBody, type JsonValue, type ServerMessage } from './wire.ts';
+import { dataMessages, MAX_DEPTH, MAX_LINE_BYTES, ServerMessageSchema, type ErrorBody, type JsonValue, type ServerMessage } from './wire.ts';
 
 // A CLI's side of the control socket: calls that answer once, and streams for long-running
 // methods (`capsem run` output, `capsem shell` terminal bytes) with input going the other way.
@@ -57,10 +57,10 @@ export class ControlClient {
 
   private constructor(socket: Socket) {
     this.#socket = socket;
-    this.#wire = jsonLines(socket, MAX_LINE_BYTES, {
+    this.#wire = jsonLines(socket, { maxLine: MAX_LINE_BYTES, maxDepth: MAX_DEPTH }, {
       onMessage: (value) => this.#receive(value),
       // The owner is our own code; garbage from it means the connection is not worth keeping.
-      onBadLine: () => socket.destroy(new Error('the owner sent a line that is not JSON')),
+      onBadLine: (reason) => socket.destroy(new Error(`the owner sent a line that is ${reason}`)),
       onOverflow: () => socket.destroy(new Error('the owner sent an overlong line')),
     });
     socket.on('error', () => undefined);

@@ -6,6 +6,7 @@ import {
   ClientMessageSchema,
   dataMessages,
   ErrorCode,
+  MAX_DEPTH,
   MAX_LINE_BYTES,
   type ErrorBody,
   type JsonValue,
@@ -141,35 +142,44 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
   const ended = new Set<string>();
   let nextStream = 1;
   const fail = (id: string | number | null, error: ErrorBody): void => wire.send({ id, error });
-  const wire: JsonLines = jsonLines(socket, maxLine, {
-    onBadLine: (reason) => fail(null, { code: ErrorCode.badMessage, message: `not JSON: ${reason}` }),
+  const wire: JsonLines = jsonLines(socket, { maxLine, maxDepth: MAX_DEPTH }, {
+    onBadLine: (reason) => fail(null, { code: ErrorCode.badMessage, message: reason }),
     onOverflow: () => {
       fail(null, { code: ErrorCode.lineTooLong, message: `line longer than ${maxLine} bytes; closing the connection` });
       socket.end();
       socket.destroySoon();
     },
     onMessage: (value) => {
-      const parsed = ClientMessageSchema.safeParse(value);
-      if (!parsed.success) {
-        const id = (value as { id?: unknown } | null)?.id;
-        fail(typeof id === 'string' || typeof id === 'number' ? id : null, { code: ErrorCode.badMessage, message: z.prettifyError(parsed.error).replace(/\n/g, '; ') });
-        return;
+      // A throw here would leave the socket's 'data' handler and stop the owner: it fails this message only.
+      try {
+        receive(value);
+      } catch (err) {
+        fail(null, { code: ErrorCode.failed, message: messageOf(err) });
       }
-      const message = parsed.data;
-      if ('method' in message) {
-        void call(message.id, message.method, message.params);
-        return;
-      }
-      const live = streams.get(message.stream);
-      if (!live) {
-        if (!ended.has(message.stream)) fail(null, { code: ErrorCode.unknownStream, message: `no open stream ${message.stream}` });
-        return;
-      }
-      if ('data' in message) live.handlers.onData?.(Buffer.from(message.data, 'base64'));
-      else if ('event' in message) live.handlers.onEvent?.(message.event);
-      else live.handlers.onEnd?.();
     },
   });
+
+  const receive = (value: unknown): void => {
+    const parsed = ClientMessageSchema.safeParse(value);
+    if (!parsed.success) {
+      const id = (value as { id?: unknown } | null)?.id;
+      fail(typeof id === 'string' || typeof id === 'number' ? id : null, { code: ErrorCode.badMessage, message: z.prettifyError(parsed.error).replace(/\n/g, '; ') });
+      return;
+    }
+    const message = parsed.data;
+    if ('method' in message) {
+      void call(message.id, message.method, message.params);
+      return;
+    }
+    const live = streams.get(message.stream);
+    if (!live) {
+      if (!ended.has(message.stream)) fail(null, { code: ErrorCode.unknownStream, message: `no open stream ${message.stream}` });
+      return;
+    }
+    if ('data' in message) live.handlers.onData?.(Buffer.from(message.data, 'base64'));
+    else if ('event' in message) live.handlers.onEvent?.(message.event);
+    else live.handlers.onEnd?.();
+  };
 
   const call = async (id: string | number, method: string, params: JsonValue | undefined): Promise<void> => {
     const handler = methods.get(method);
@@ -183,15 +193,14 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
         return live.stream;
       },
     };
-    let result: unknown;
     try {
-      result = await handler(params, context);
+      const result = await handler(params, context);
+      wire.send({ id, result: result ?? null });
     } catch (err) {
+      // A handler that throws, or an answer JSON cannot carry, fails this call; the owner goes on.
       for (const live of opened) live.stream.end();
-      const error = err instanceof MethodError ? { code: err.code, message: err.message } : { code: ErrorCode.failed, message: (err as Error).message };
-      return fail(id, error);
+      return fail(id, err instanceof MethodError ? { code: err.code, message: err.message } : { code: ErrorCode.failed, message: messageOf(err) });
     }
-    wire.send({ id, result: result ?? null });
     for (const live of opened) live.stream.finish();
   };
 
@@ -233,7 +242,15 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
   socket.on('close', () => {
     for (const live of [...streams.values()]) {
       live.stream.end();
-      live.handlers.onClose?.();
+      try {
+        live.handlers.onClose?.();
+      } catch {
+        // The client is gone, so there is no one to tell; the other streams still get their onClose.
+      }
     }
   });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 import { isSameProcessAlive, processStartTicks } from './processIdentity.ts';
 import { ownerPaths } from './ownerPaths.ts';
 
@@ -50,7 +50,7 @@ export function readOwnerLock(home: CapsemHome): LockOnDisk | null {
 
 /** Tries to become the owner of `home`. Never waits for a live owner: it reports the holder instead. */
 export async function acquireOwnerLock(home: CapsemHome, who: OwnerIdentity): Promise<AcquireResult> {
-  ensurePrivateDir(home.root);
+  ensureHomeRoot(home);
   ensurePrivateDir(home.runDir);
   const paths = ownerPaths(home);
   const record: OwnerRecord = {

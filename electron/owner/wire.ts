@@ -7,6 +7,8 @@ export type JsonValue = z.infer<ReturnType<typeof z.json>>;
 
 /** Longest line either side accepts; a peer that sends more is dropped. Stream data is chunked below it. */
 export const MAX_LINE_BYTES = 1024 * 1024;
+/** Deepest nesting of arrays and objects either side accepts in a line (messages nest a few levels); deeper is refused unparsed. */
+export const MAX_DEPTH = 64;
 /** Raw bytes per data message: base64 grows them by a third, well under MAX_LINE_BYTES. */
 export const MAX_DATA_CHUNK = 256 * 1024;
 

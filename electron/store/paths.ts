@@ -44,14 +44,24 @@ export function sessionPaths(home: CapsemHome, id: SessionId): SessionPaths {
   };
 }
 
-/** Folders that hold session data are private to the user: 0700, whatever the umask says. */
+/** Folders Capsem makes inside CAPSEM_HOME hold session data: private to the user, 0700, whatever the umask says. */
 export function ensurePrivateDir(path: string): void {
   mkdirSync(path, { recursive: true, mode: 0o700 });
   chmodSync(path, 0o700);
 }
 
+/**
+ * CAPSEM_HOME itself is made 0700 only when Capsem creates it. A folder the user already had
+ * (CAPSEM_HOME=$HOME/work, a shared folder) is theirs: its mode is left as they set it, and the
+ * private folders inside it keep the sessions private.
+ */
+export function ensureHomeRoot(home: CapsemHome): void {
+  if (mkdirSync(home.root, { recursive: true, mode: 0o700 }) !== undefined) chmodSync(home.root, 0o700);
+}
+
 export function ensureHome(home: CapsemHome): void {
-  for (const dir of [home.root, home.runDir, home.sessionsRunDir, join(home.root, 'sessions')]) ensurePrivateDir(dir);
+  ensureHomeRoot(home);
+  for (const dir of [home.runDir, home.sessionsRunDir, join(home.root, 'sessions')]) ensurePrivateDir(dir);
 }
 
 /** SQLite creates a database and its -wal/-shm with the umask's mode; tighten them to 0600. */

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
 import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
 import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
@@ -257,7 +257,7 @@ const buildsInFlight = new Map<string, Promise<GuestImage>>();
  */
 export async function ensureImage(home: CapsemHome, kind: ImageKind, options: EnsureImageOptions): Promise<GuestImage> {
   const report = (stage: ImageStage, fraction: number, message: string): void => options.onProgress?.({ stage, message, fraction });
-  ensurePrivateDir(home.root);
+  ensureHomeRoot(home);
   const root = imagesDir(home);
   ensurePrivateDir(root);
   const print = inputsFingerprint(kind, options);

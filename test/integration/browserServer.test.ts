@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +87,17 @@ describe('the page', () => {
     const page = await get(unbuilt.port, '/');
     expect(page.status).toBe(503);
     expect(page.body).toContain('the renderer is not built: run <code>npm run build:renderer</code>');
+  });
+});
+
+const asRoot = process.getuid?.() === 0;
+describe.skipIf(asRoot)(`a renderer file this process cannot read${asRoot ? ' (skipped: running as root, which reads a mode-000 file)' : ''}`, () => {
+  it('is a 404 like a missing file, and the server goes on serving', async () => {
+    const locked = join(rendererDir, 'locked.js');
+    writeFileSync(locked, 'console.log("locked")');
+    chmodSync(locked, 0);
+    expect((await get(server.port, '/locked.js')).status).toBe(404);
+    expect((await get(server.port, '/app.js')).status).toBe(200);
   });
 });
 

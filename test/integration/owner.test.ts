@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { ControlClient } from '../../electron/owner/controlClient.ts';
 import { readOwnerLock } from '../../electron/owner/ownerLock.ts';
 import { becomeOwner } from '../../electron/owner/ownership.ts';
-import { runCapsem, runCapsemAsync } from '../helpers/runCapsem.ts';
+import { runCapsem, runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { spawnOwnerChild } from '../helpers/spawnOwnerChild.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -60,6 +63,50 @@ describe('capsem owner', () => {
     const recorded = await runCapsemAsync(home.root, ['record', '--', process.execPath, '-e', '0']);
     expect(recorded.code).toBe(0);
     expect(recorded.stderr).toMatch(new RegExp(`^capsem: took over ${home.root} from pid ${dead.process.pid} \\(ownerChild lock\\), which is no longer running$`, 'm'));
+  });
+
+  it('refuses a line nested 100,000 deep without recursing, and the owner and the connection survive it', async () => {
+    // A recorded program that says it runs (so the owner's socket is up) and ends when its stdin does.
+    const owner = spawn(process.execPath, [BIN, 'record', '--', process.execPath, '-e', 'console.log("ready"); process.stdin.resume().on("end", () => process.exit(0))'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    owner.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => owner.on('exit', resolve));
+    // Ending its stdin ends the recorded program, and with it the owner, however this test ends.
+    onTestFinished(() => void owner.stdin!.end());
+    await new Promise<void>((resolve, reject) => {
+      owner.stdout!.on('data', (c: Buffer) => c.toString().includes('ready') && resolve());
+      void exited.then((code) => reject(new Error(`capsem record exited ${code}: ${stderr}`)));
+    });
+
+    const deep = 100_000;
+    const conn = connect(`${home.root}/run/control.sock`);
+    const lines: unknown[] = [];
+    let buffer = '';
+    conn.on('data', (c: Buffer) => {
+      buffer += c.toString();
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        lines.push(JSON.parse(buffer.slice(0, nl)));
+        buffer = buffer.slice(nl + 1);
+      }
+    });
+    conn.on('error', (err) => lines.push({ connection: err.message }));
+    conn.write(`{"id":1,"method":"owner.info","params":${'['.repeat(deep)}${']'.repeat(deep)}}\n`);
+    conn.write(`${'{"a":'.repeat(deep)}1${'}'.repeat(deep)}\n`);
+    conn.write('{"id":2,"method":"owner.info"}\n');
+    const refusal = { id: null, error: { code: 'bad_message', message: 'nested deeper than 64 levels' } };
+    const answered = { id: 2, result: expect.objectContaining({ pid: owner.pid, kind: 'cli' }) };
+    await expect.poll(() => lines, { timeout: 10_000 }).toEqual([refusal, refusal, answered]);
+    conn.destroy();
+
+    const fresh = await ControlClient.connect(`${home.root}/run/control.sock`);
+    expect(await fresh.call('owner.info')).toMatchObject({ pid: owner.pid, kind: 'cli' });
+    fresh.close();
+    owner.stdin!.end();
+    expect(await exited, stderr).toBe(0);
   });
 
   it('reports a live lock holder that does not answer as an error', async () => {

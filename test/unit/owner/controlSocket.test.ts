@@ -23,6 +23,15 @@ const methods: MethodRegistry = {
   'test.crash': () => {
     throw new Error('boom');
   },
+  'test.unsendable': () => ({ size: 10n }),
+  'test.brittle': (_params, call) => {
+    const stream = call.openStream({
+      onData: () => {
+        throw new Error('this stream takes no input');
+      },
+    });
+    return { stream: stream.id };
+  },
   'test.run': defineMethod(z.object({ exitCode: z.number().int() }), ({ exitCode }, call) => {
     const script = `process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase())); process.stdin.on('end', () => (process.exitCode = ${exitCode}))`;
     const stream = call.openStream({
@@ -158,6 +167,32 @@ describe('control socket', () => {
       { id: null, error: { code: 'bad_message', message: expect.any(String) } },
     ]);
     expect(lines[6]).toEqual({ id: 9, result: { sum: 2 } });
+    conn.socket.destroy();
+  });
+
+  it('fails only the call whose answer JSON cannot carry, and only the message whose input handler throws', async () => {
+    const c = await client();
+    await expect(c.call('test.unsendable')).rejects.toMatchObject({ code: 'failed', message: expect.stringMatching(/BigInt/) });
+    const conn = await raw();
+    conn.socket.write('{"id":1,"method":"test.brittle"}\n');
+    const [opened] = (await conn.next(1)) as { result: { stream: string } }[];
+    conn.socket.write(`{"stream":"${opened!.result.stream}","data":"aGk="}\n{"id":2,"method":"test.add","params":{"a":1,"b":2}}\n`);
+    expect((await conn.next(3)).slice(1)).toEqual([
+      { id: null, error: { code: 'failed', message: 'this stream takes no input' } },
+      { id: 2, result: { sum: 3 } },
+    ]);
+    conn.socket.destroy();
+    expect(await c.call('owner.info')).toEqual(info);
+  });
+
+  it('refuses a line nested deeper than 64 levels before parsing it, and keeps the connection', async () => {
+    const conn = await raw();
+    conn.socket.write(`{"id":1,"method":"test.add","params":{"a":${'['.repeat(63)}${']'.repeat(63)}}}\n`);
+    conn.socket.write(`{"id":2,"method":"test.add","params":{"a":1,"b":2,"c":${'['.repeat(62)}${']'.repeat(62)}}}\n`);
+    expect(await conn.next(2)).toEqual([
+      { id: null, error: { code: 'bad_message', message: 'nested deeper than 64 levels' } },
+      { id: 2, result: { sum: 3 } },
+    ]);
     conn.socket.destroy();
   });
 
