@@ -55,6 +55,7 @@ const CAUSES = {
   nullField: 'A required field was not filled by the recorder: the event was cut off (the VM shut down before the proxy flushed) or written by a broken producer.',
   mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
   zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
+  parseError: 'A parser failed on these exchanges (a body, path or frame it could not read): their network rows and bodies are recorded, the model, tool or frame rows derived from them are not. parse_error names the failure; the bytes are in event_body_blobs.',
   writerLoss: 'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected), or the recorder failed on an exchange: the producer outran the disk or sent malformed rows.',
 } as const;
 
@@ -192,6 +193,10 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     add('zero cost', count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`), 'model_calls with tokens but no cost', CAUSES.zeroCost,
       `SELECT DISTINCT provider || '/' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} LIMIT 5`);
   });
+
+  when('parse errors', { net_events: ['parse_error'] }, () =>
+    add('parse errors', count('SELECT count(*) AS n FROM net_events WHERE parse_error IS NOT NULL'), 'exchanges recorded without what a parser should have derived from them', CAUSES.parseError,
+      "SELECT domain || path || ': ' || parse_error AS s FROM net_events WHERE parse_error IS NOT NULL LIMIT 5"));
 
   when('writer losses', { session_meta: ['key', 'value'] }, () => {
     const lost = count("SELECT coalesce(sum(CAST(value AS INTEGER)), 0) AS n FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected', 'recorder_failed')");

@@ -101,5 +101,9 @@ describe('containment through capsem record', () => {
       { domain: 'generativelanguage.googleapis.com', path: '/v1beta/models/%E0%A4%A:generateContent', status_code: 200, parse_error: null, sent: 15 },
     ]);
     expect(rows('SELECT provider, model FROM model_calls')).toEqual([{ provider: 'google', model: '%E0%A4%A' }]);
+    const check = runCapsem(home.root, ['check', 'hostile']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('FINDING [parse errors] exchanges recorded without what a parser should have derived from them (1)');
+    expect(check.stdout).toContain('api.anthropic.com/v1/messages: recording this exchange');
   });
 });
