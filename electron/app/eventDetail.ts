@@ -1,4 +1,4 @@
-import type { Body, EventDetail, TableKind } from '../contract/appContract.ts';
+import type { Body, EventDetail, Frame, TableKind } from '../contract/appContract.ts';
 import { CallFailure } from './callFailure.ts';
 import { bodyText, BodyTextCache } from './bodyText.ts';
 import { TABLE_SPECS } from './eventTable.ts';
@@ -9,6 +9,9 @@ import type { OpenSession } from './sessionStores.ts';
 
 /** The part of a body a detail pane gets at once; the rest comes through events.body. */
 export const PREVIEW_CHARS = 256 * 1024;
+/** Frames a detail pane lists at once, and the bytes of each shown as hex. */
+export const FRAMES_SHOWN = 500;
+const FRAME_HEX_BYTES = 256;
 
 type Cell = string | number | null;
 type Row = Record<string, unknown>;
@@ -75,6 +78,20 @@ export class EventDetails {
       .all(eventId) as BlobRow[];
   }
 
+  private frames(session: OpenSession, eventId: string): { frames: Frame[]; frameCount: number } {
+    if (!session.tables().has('ws_frames')) return { frames: [], frameCount: 0 };
+    const db = session.store.db;
+    const { n } = db.prepare('SELECT count(*) AS n FROM ws_frames WHERE net_event_id = ?').get(eventId) as { n: number };
+    const rows = db
+      .prepare('SELECT timestamp, direction, opcode, size, content, substr(body, 1, ?) AS head, truncated, stored_bytes FROM ws_frames WHERE net_event_id = ? ORDER BY id LIMIT ?')
+      .all(FRAME_HEX_BYTES, eventId, FRAMES_SHOWN) as { timestamp: string; direction: 'sent' | 'received'; opcode: string; size: number; content: string | null; head: Uint8Array | null; truncated: number; stored_bytes: number }[];
+    const frames = rows.map((r) => ({
+      at: r.timestamp, direction: r.direction, opcode: r.opcode, size: r.size, text: r.content,
+      hex: r.head ? Buffer.from(r.head).toString('hex') : null, truncated: r.truncated === 1 || r.stored_bytes > FRAME_HEX_BYTES,
+    }));
+    return { frames, frameCount: n };
+  }
+
   private text(session: OpenSession, blob: BlobRow) {
     return this.texts.get(`${session.store.sessionId}\u0000${blob.event_id}\u0000${blob.direction}`, () => bodyText(blob.body, blob.content_encoding));
   }
@@ -118,7 +135,7 @@ export class EventDetails {
     return {
       kind, seq: rowSeq, eventId, fields: shown,
       requestHeaders: headers(row.request_headers), responseHeaders: headers(row.response_headers),
-      bodies, items, modelCallSeq, netSeq,
+      bodies, items, modelCallSeq, netSeq, ...(kind === 'net' ? this.frames(session, eventId) : { frames: [], frameCount: 0 }),
     };
   }
 

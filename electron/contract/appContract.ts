@@ -75,6 +75,19 @@ export const BodySchema = z.object({
 });
 export type Body = z.infer<typeof BodySchema>;
 
+/** One frame of an upgraded connection (a WebSocket message, or a raw chunk of another protocol), as the detail pane lists it. */
+export const FrameSchema = z.object({
+  at: z.string(),
+  direction: z.enum(['sent', 'received']),
+  opcode: z.string(),
+  size: z.number(),
+  /** Text frames and close reasons as text; other kept bytes as hex; null when none were kept. */
+  text: z.string().nullable(),
+  hex: z.string().nullable(),
+  truncated: z.boolean(),
+});
+export type Frame = z.infer<typeof FrameSchema>;
+
 /** Everything a detail pane shows for one row: its fields, headers, bodies, and for a model call its items. */
 export const EventDetailSchema = z.object({
   kind: TableKindSchema,
@@ -90,6 +103,9 @@ export const EventDetailSchema = z.object({
   modelCallSeq: z.number().nullable(),
   /** Model calls: the net_events row that carried them. */
   netSeq: z.number().nullable(),
+  /** Upgraded exchanges (WebSocket): their first frames in the order they passed, and how many there were. */
+  frames: z.array(FrameSchema),
+  frameCount: z.number(),
 });
 export type EventDetail = z.infer<typeof EventDetailSchema>;
 

@@ -4,6 +4,7 @@ import { useApi } from '../api/ApiContext.tsx';
 import { errorText } from '../api/callError.ts';
 import { cellText } from '../app/format.ts';
 import { BodyBlock } from './BodyBlock.tsx';
+import { FrameList } from './FrameList.tsx';
 import { ModelItems } from './ModelItems.tsx';
 
 interface Props {
@@ -91,6 +92,7 @@ export function DetailPane({ sessionId, kind, seq, onJump, onClose }: Props) {
             {detail.bodies.map((body) => (
               <BodyBlock key={body.direction} sessionId={sessionId} eventId={detail.eventId} body={body} />
             ))}
+            {detail.frameCount > 0 && <FrameList frames={detail.frames} total={detail.frameCount} />}
           </>
         )}
       </div>

@@ -138,6 +138,13 @@ beforeAll(async () => {
       original_bytes: encoded.length, stored_bytes: stored.length, body: stored, created_at: now(),
     });
   }
+  // A WebSocket exchange in the same session, with its frames as the proxy records them.
+  const ws = gzSession.writer.append('net_events', {
+    timestamp: now(), domain: 'chat.example', decision: 'allowed', method: 'GET', path: '/socket', status_code: 101, conn_type: 'websocket', bytes_sent: 11, bytes_received: 16,
+  })!;
+  for (const [direction, opcode, size, content, body] of [['sent', 'text', 11, 'hello there', null], ['received', 'binary', 2, null, Buffer.from([0xca, 0xfe])], ['received', 'close', 5, '1000 bye', null]] as const) {
+    gzSession.writer.append('ws_frames', { net_event_id: ws.eventId!, timestamp: now(), direction, opcode, size, stored_bytes: size, content, body });
+  }
   await gzSession.end();
 
   if (agentMissing === null) {
@@ -185,7 +192,7 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
         expect(cells[7]).toMatch(/^100k \(1031 denied\)$/);
         expect(cells[5]).toBe('$0');
       } else if (s.name === 'gz-body') {
-        expect(cells[7]).toBe('2');
+        expect(cells[7]).toBe('3');
       } else {
         // The agent sessions: dollars and cents, requests as a plain count.
         expect(s.costUsd).toBeGreaterThan(0.01);
@@ -332,7 +339,7 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
   it('shows a gzip response body decoded and pretty-printed, and says it was gzip', async () => {
     await fresh();
     await row(gz).click();
-    const rows = pane(gz).locator('[data-testid=net-row]');
+    const rows = pane(gz).locator('[data-testid=net-row]', { hasText: 'api.example' });
     await expect.poll(() => rows.count()).toBe(2);
     for (let i = 0; i < 2; i++) {
       await rows.nth(i).click();
@@ -345,6 +352,21 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
       await body.scrollIntoViewIfNeeded();
     }
     await shot('network-gzip-body');
+  });
+
+  it("lists a WebSocket exchange's frames in its detail, each way, text as text and bytes as hex", async () => {
+    await fresh();
+    await row(gz).click();
+    await pane(gz).locator('[data-testid=net-row]', { hasText: 'chat.example' }).click();
+    const frames = pane(gz).locator('[data-testid=detail-pane] [data-testid=frame]');
+    await expect.poll(() => frames.count()).toBe(3);
+    expect(await frames.evaluateAll((list) => list.map((f) => [f.getAttribute('data-direction'), f.getAttribute('data-opcode'), f.querySelector('pre')?.textContent ?? '']))).toEqual([
+      ['sent', 'text', 'hello there'],
+      ['received', 'binary', 'cafe'],
+      ['received', 'close', '1000 bye'],
+    ]);
+    await frames.first().scrollIntoViewIfNeeded();
+    await shot('network-websocket-frames');
   });
 
   it.skipIf(agentMissing !== null)(`echoes typed input in a live terminal on a real pty${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
@@ -465,7 +487,7 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     const info = await call('sessions.info', { id });
     expect(info).toMatchObject({ name: 'gz-body-2', status: 'stopped', mode: 'imported', live: false, resumable: false });
     await expect.poll(() => pane(id).locator('.session-name').innerText()).toBe('gz-body-2');
-    await expect.poll(() => pane(id).locator('[data-testid=net-row]').count()).toBe(2);
+    await expect.poll(() => pane(id).locator('[data-testid=net-row]').count()).toBe(3);
     expect(await pane(id).locator('[data-testid=resume]').count()).toBe(0);
     await page.click('[data-testid=tab-list]');
     expect(await row(id).locator('td.name').innerText()).toBe('gz-body-2');
