@@ -166,6 +166,22 @@ describe('proxy edges', () => {
     expect((await fetch('https://api.anthropic.com/ping', { dispatcher })).status).toBe(200);
   });
 
+  it('relays an upgrade the upstream declines as an ordinary response, and records its body', async () => {
+    const tunnel = await openTunnel('api.anthropic.com:443');
+    const tls = tlsConnect({ socket: tunnel, servername: 'api.anthropic.com', ca: (await CertificateAuthority.load(home)).certPem });
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      tls.on('data', (d: Buffer) => (text += d.toString()));
+      tls.on('close', () => resolve(text));
+      tls.write('GET /declined-upgrade HTTP/1.1\r\nHost: api.anthropic.com\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(answer).toContain('{"ok":true,"path":"/declined-upgrade"}');
+    const [row] = await rows("SELECT n.status_code, n.conn_type, n.response_body_preview, b.body FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' WHERE n.path = '/declined-upgrade'");
+    expect(row).toMatchObject({ status_code: 200, conn_type: 'https', response_body_preview: '{"ok":true,"path":"/declined-upgrade"}' });
+    expect(String(row!.body)).toBe('{"ok":true,"path":"/declined-upgrade"}');
+  });
+
   it('streams an SSE response to the client as it arrives, not at its end', async () => {
     const res = await fetch('https://api.anthropic.com/slow-sse', { dispatcher });
     const reader = res.body!.getReader();
