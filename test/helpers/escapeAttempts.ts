@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
 // The ways a program tried to leave through the proxy in the containment review, as requests for
 // test/fixtures/egressProbe.mjs, each with the status the proxy must answer. `port` is a server on
 // the host's loopback that nothing may reach; `fronted` is a public name the proxy may dial, used
@@ -53,4 +56,34 @@ export function parserBreakingAttempts(): EscapeAttempt[] {
     { label: 'a request body nested past what any parser recurses through', tunnel: 'api.anthropic.com:443', tls: true, request: tunnelled('api.anthropic.com', '/v1/messages', DEEP_BODY), expect: 200 },
     { label: 'a model path with a broken escape', tunnel: 'generativelanguage.googleapis.com:443', tls: true, request: tunnelled('generativelanguage.googleapis.com', '/v1beta/models/%E0%A4%A:generateContent', '{"contents":[]}'), expect: 200 },
   ];
+}
+
+/** What the loopback server holds, standing for `capsem api` and other sessions' data. */
+export const LOOPBACK_SECRET = 'capsem-api-session-data-of-another-session';
+
+/** The hosts the parser-breaking attempts go to: a test maps them to its upstream. */
+export const PARSER_HOSTS = ['api.anthropic.com', 'generativelanguage.googleapis.com'] as const;
+
+export interface LoopbackSecret {
+  readonly port: number;
+  /** Requests that reached it: any at all is an escape. */
+  readonly hits: number;
+  close(): void;
+}
+
+/** A server on the host's loopback that nothing in a session may reach; it counts whoever does. */
+export async function startLoopbackSecret(): Promise<LoopbackSecret> {
+  let hits = 0;
+  const server = createServer((_req, res) => {
+    hits += 1;
+    res.end(LOOPBACK_SECRET);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get hits() {
+      return hits;
+    },
+    close: () => server.close(),
+  };
 }

@@ -1,8 +1,11 @@
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findHostKernel } from '../../electron/vm/guestImage.ts';
-import { findQemu } from '../../electron/vm/qemuBackend.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
+import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
+import { VmHost } from '../../electron/vm/vmHost.ts';
+import type { ExecOptions, VmSession } from '../../electron/vm/vmSession.ts';
 import { tempHome } from './tempHome.ts';
 
 // A throwaway CAPSEM_HOME whose guest images are shared across runs: images are cached by recipe
@@ -33,4 +36,28 @@ export function vmUnavailable(): string | null {
 export function agentImageUnavailable(): string | null {
   if (process.getuid?.() !== 0) return 'building the agent image needs root (mmdebstrap)';
   return vmUnavailable();
+}
+
+/**
+ * Boots an agent-image VM whose proxy sends `hosts` (port 443) to a local TLS upstream it trusts
+ * by `upstreamCaPem`, plus any `extraResolve` entries (host:port=ip:port), as CAPSEM_RESOLVE does.
+ */
+export async function startAgentVm(home: CapsemHome, upstream: { readonly port: number; readonly caPem: string }, hosts: readonly string[], extraResolve: readonly string[] = []): Promise<{ host: VmHost; session: VmSession }> {
+  const caFile = join(home.root, 'upstream-ca.pem');
+  writeFileSync(caFile, upstream.caPem);
+  const resolve = [...hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`), ...extraResolve].join(',');
+  const host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile } });
+  const session = await host.start({ name: null, image: 'agent', command: ['test'] }, { status: () => {}, progress: () => {} });
+  return { host, session };
+}
+
+/** Runs one command in a session's guest and collects what it printed and its exit code. */
+export async function guestRun(session: VmSession, argv: string[], options: ExecOptions = {}): Promise<{ out: string; err: string; code: number | null }> {
+  const { stream, result } = session.exec(argv, options);
+  let out = '';
+  let err = '';
+  stream.on('data', (c: Buffer) => (out += c.toString()));
+  stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const { code } = await result;
+  return { out, err, code };
 }

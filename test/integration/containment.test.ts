@@ -1,12 +1,10 @@
-import Database from 'better-sqlite3';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEEP_BODY, escapeAttempts, LOOPBACK_DOMAINS, parserBreakingAttempts, type EscapeAttempt } from '../helpers/escapeAttempts.ts';
+import { DEEP_BODY, escapeAttempts, LOOPBACK_DOMAINS, LOOPBACK_SECRET, PARSER_HOSTS, parserBreakingAttempts, startLoopbackSecret, type EscapeAttempt, type LoopbackSecret } from '../helpers/escapeAttempts.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
+import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The containment review's repros for the proxy, through the real `capsem record` run from a
@@ -16,45 +14,33 @@ import { tempHome } from '../helpers/tempHome.ts';
 // inside a real VM are in vmBoot.test.ts.)
 
 const PROBE = fileURLToPath(new URL('../fixtures/egressProbe.mjs', import.meta.url));
-const SECRET = 'capsem-api-session-data-of-another-session';
 const FRONTED = 'files.guest-test.example';
 const home = tempHome();
 const upstreamHome = tempHome();
-let secretServer: Server;
-let secretHits = 0;
+let secret: LoopbackSecret;
 let upstream: Upstream;
 let result: CliResult;
 let attempts: EscapeAttempt[];
 let answers: { label: string; status: string; leaked: boolean }[];
 function rows<T>(sql: string, ...params: unknown[]): T[] {
   const id = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string }[])[0]!.id;
-  const db = new Database(`${home.root}/run/sessions/${id}/session.db`, { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
+  return sessionRows<T>(`${home.root}/run/sessions/${id}/session.db`, sql, ...params);
 }
 
 beforeAll(async () => {
-  secretServer = createServer((_req, res) => {
-    secretHits += 1;
-    res.end(SECRET);
-  });
-  await new Promise<void>((r) => secretServer.listen(0, '127.0.0.1', r));
-  const secretPort = (secretServer.address() as AddressInfo).port;
-  const hosts = [FRONTED, 'api.anthropic.com', 'generativelanguage.googleapis.com'];
+  secret = await startLoopbackSecret();
+  const hosts = [FRONTED, ...PARSER_HOSTS];
   upstream = await startUpstream(upstreamHome, hosts, (req, _body, res) => json(res, 200, { path: req.url }));
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
   attempts = [
-    ...escapeAttempts(secretPort, FRONTED),
+    ...escapeAttempts(secret.port, FRONTED),
     { label: 'a request without the session credentials', request: `GET http://${FRONTED}/ HTTP/1.1\r\nHost: ${FRONTED}\r\nConnection: close\r\n\r\n`, expect: 407 },
     ...parserBreakingAttempts(),
   ];
   result = await runCapsemAsync(home.root, ['record', '--name', 'hostile', '--', process.execPath, PROBE], {
     PROBE: JSON.stringify(attempts),
-    SECRET,
+    SECRET: LOOPBACK_SECRET,
     CAPSEM_RESOLVE: hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(','),
     CAPSEM_UPSTREAM_CA_FILE: caFile,
   });
@@ -62,7 +48,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  secretServer.close();
+  secret.close();
   await upstream.close();
   home.remove();
   upstreamHome.remove();
@@ -73,7 +59,7 @@ describe('containment through capsem record', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(answers.map((a) => [a.label, a.status.slice(0, 12)])).toEqual(attempts.map((a) => [a.label, `HTTP/1.1 ${a.expect}`]));
     expect(answers.filter((a) => a.leaked)).toEqual([]);
-    expect(secretHits).toBe(0);
+    expect(secret.hits).toBe(0);
     // Only the two allowed model calls reached the upstream: the fronted name was never dialled.
     expect(upstream.requests.map((r) => r.path)).toEqual(['/v1/messages', '/v1beta/models/%E0%A4%A:generateContent']);
   });

@@ -19,7 +19,7 @@ import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts'
 import { copyPackageClosure } from '../helpers/guestPackages.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
+import { agentImageUnavailable, guestRun, startAgentVm, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 
 // Real VMs (TCG on machines without usable KVM), one at a time, few and purposeful: what a user
 // sees from `capsem run`, the terminal, the workspace, a crash, an owner going away, and a second
@@ -216,15 +216,7 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
   let host: VmHost;
   let session: VmSession;
 
-  const run = async (argv: string[]): Promise<{ out: string; err: string; code: number | null }> => {
-    const { stream, result } = session.exec(argv);
-    let out = '';
-    let err = '';
-    stream.on('data', (c: Buffer) => (out += c.toString()));
-    stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const { code } = await result;
-    return { out, err, code };
-  };
+  const run = (argv: string[]) => guestRun(session, argv);
 
   beforeAll(async () => {
     const upHome = tempHome();
@@ -237,13 +229,9 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
       }
       json(res, 200, { path: req.url });
     });
-    const caFile = join(home.root, 'upstream-ca.pem');
-    writeFileSync(caFile, upstream.caPem);
     upHome.remove();
     writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.example'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
-    const resolve = [API, OTHER].map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(',');
-    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile } });
-    session = await host.start({ name: null, image: 'agent', command: ['test'] }, { status: () => {}, progress: () => {} });
+    ({ host, session } = await startAgentVm(home, upstream, [API, OTHER]));
   }, 900_000);
   afterAll(async () => {
     await host?.stopAll();

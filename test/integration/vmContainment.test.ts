@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,14 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
-import { VmHost } from '../../electron/vm/vmHost.ts';
+import type { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
-import { DEEP_BODY, escapeAttempts, LOOPBACK_DOMAINS, parserBreakingAttempts } from '../helpers/escapeAttempts.ts';
+import { DEEP_BODY, escapeAttempts, LOOPBACK_DOMAINS, LOOPBACK_SECRET, PARSER_HOSTS, parserBreakingAttempts, startLoopbackSecret, type LoopbackSecret } from '../helpers/escapeAttempts.ts';
 import { copyPackageClosure } from '../helpers/guestPackages.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
+import { agentImageUnavailable, guestRun, startAgentVm, vmTestHome } from '../helpers/vmTestHome.ts';
 
 // The containment review's repros from where they were found: inside a real VM, a program with
 // raw sockets to the agent's proxy listener tries to reach the host's loopback (where `capsem
@@ -22,78 +21,51 @@ import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
 const noAgentImage = agentImageUnavailable();
 const PROBE = fileURLToPath(new URL('../fixtures/egressProbe.mjs', import.meta.url));
-const SECRET = 'capsem-api-session-data-of-another-session';
 const FRONTED = 'files.guest-test.example';
 const WS_HOST = 'ws.guest-test.example';
 
 describe.skipIf(noAgentImage !== null)(`real VM, agent image: containment${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
   const home = vmTestHome();
   let upstream: Upstream;
-  let secretServer: Server;
+  let secret: LoopbackSecret;
   let wsServer: Server;
-  let secretPort = 0;
-  let secretHits = 0;
   let host: VmHost;
   let session: VmSession;
 
-  const run = async (argv: string[], env: Record<string, string> = {}): Promise<{ out: string; err: string; code: number | null }> => {
-    const { stream, result } = session.exec(argv, { env, cwd: '/workspace' });
-    let out = '';
-    let err = '';
-    stream.on('data', (c: Buffer) => (out += c.toString()));
-    stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const { code } = await result;
-    return { out, err, code };
-  };
+  const run = (argv: string[], env: Record<string, string> = {}) => guestRun(session, argv, { env, cwd: '/workspace' });
 
-  const rows = <T>(sql: string, ...params: unknown[]): T[] => {
-    const db = new Database(session.paths.dbPath, { readonly: true });
-    try {
-      return db.prepare(sql).all(...params) as T[];
-    } finally {
-      db.close();
-    }
-  };
+  const rows = <T>(sql: string, ...params: unknown[]): T[] => sessionRows<T>(session.paths.dbPath, sql, ...params);
 
   beforeAll(async () => {
-    secretServer = createServer((_req, res) => {
-      secretHits += 1;
-      res.end(SECRET);
-    });
-    await new Promise<void>((r) => secretServer.listen(0, '127.0.0.1', r));
-    secretPort = (secretServer.address() as AddressInfo).port;
+    secret = await startLoopbackSecret();
     wsServer = createServer();
     new WebSocketServer({ server: wsServer }).on('connection', (ws) => ws.on('message', (data) => ws.send(`echo:${data.toString()}`)));
     await new Promise<void>((r) => wsServer.listen(0, '127.0.0.1', r));
     const upHome = tempHome();
-    const hosts = [FRONTED, 'api.anthropic.com', 'generativelanguage.googleapis.com'];
+    const hosts = [FRONTED, ...PARSER_HOSTS];
     upstream = await startUpstream(upHome, hosts, (req, _body, res) => json(res, 200, { path: req.url }));
     upHome.remove();
-    const caFile = join(home.root, 'upstream-ca.pem');
-    writeFileSync(caFile, upstream.caPem);
-    const resolve = [...hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`), `${WS_HOST}:80=127.0.0.1:${(wsServer.address() as AddressInfo).port}`].join(',');
-    host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile } });
-    session = await host.start({ name: null, image: 'agent', command: ['containment'] }, { status: () => {}, progress: () => {} });
+    ({ host, session } = await startAgentVm(home, upstream, hosts, [`${WS_HOST}:80=127.0.0.1:${(wsServer.address() as AddressInfo).port}`]));
   }, 900_000);
 
   afterAll(async () => {
     await host?.stopAll();
     await upstream?.close();
-    secretServer?.close();
+    secret?.close();
     wsServer?.close();
     home.remove();
   });
 
   it('refuses every way from the guest to the host loopback, and every Host that fronts another destination', async () => {
-    const attempts = [...escapeAttempts(secretPort, FRONTED), ...parserBreakingAttempts()];
+    const attempts = [...escapeAttempts(secret.port, FRONTED), ...parserBreakingAttempts()];
     copyFileSync(PROBE, join(session.paths.workspaceDir, 'probe.mjs'));
     writeFileSync(join(session.paths.workspaceDir, 'attempts.json'), JSON.stringify(attempts));
-    const r = await run(['node', 'probe.mjs'], { PROBE_FILE: 'attempts.json', SECRET });
+    const r = await run(['node', 'probe.mjs'], { PROBE_FILE: 'attempts.json', SECRET: LOOPBACK_SECRET });
     expect(r.code, r.err).toBe(0);
     const answers = JSON.parse(r.out.trim()) as { label: string; status: string; leaked: boolean }[];
     expect(answers.map((a) => [a.label, a.status.slice(0, 12)])).toEqual(attempts.map((a) => [a.label, `HTTP/1.1 ${a.expect}`]));
     expect(answers.filter((a) => a.leaked)).toEqual([]);
-    expect(secretHits).toBe(0);
+    expect(secret.hits).toBe(0);
     expect(upstream.requests.map((q) => q.path)).toEqual(['/v1/messages', '/v1beta/models/%E0%A4%A:generateContent']);
     await session.recording.flush();
     const denied = rows<{ domain: string; process_name: string; error_kind: string }>("SELECT domain, process_name, error_kind FROM net_events WHERE decision = 'denied' AND status_code = 403");
