@@ -1,8 +1,10 @@
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { existsSync, statSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, SchemaVersionError } from '../../../electron/store/migrate.ts';
 import { openSessionDbForWriting, openSessionDbReadOnly, SESSION_DB_MIGRATIONS } from '../../../electron/store/sessionDb.ts';
 import { SessionWriter, WriterClosedError } from '../../../electron/store/sessionWriter.ts';
+import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../../helpers/smallDisk.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -112,6 +114,55 @@ describe('SessionWriter', () => {
     const { statSync, existsSync } = await import('node:fs');
     expect(!existsSync(`${path}-wal`) || statSync(`${path}-wal`).size === 0).toBe(true);
     expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+});
+
+const noSmallDisk = smallDiskUnavailable();
+
+describe.skipIf(noSmallDisk !== null)(`SessionWriter on a disk that fills up${noSmallDisk ? ` (skipped: ${noSmallDisk})` : ''}`, () => {
+  let disk: SmallDisk;
+  beforeAll(() => {
+    disk = mountSmallDisk(4);
+  });
+  afterAll(() => disk?.unmount());
+
+  it('stops at the first commit the disk refuses, without a row-by-row retry, and accounts for every row', async () => {
+    const path = `${disk.dir}/full.db`;
+    const reserve = `${path}-reserve`;
+    const writer = await SessionWriter.open(path);
+    expect(statSync(reserve).size).toBe(512 << 10);
+    const announced: string[] = [];
+    writer.on('unwritable', (reason) => announced.push(reason));
+    const body = Buffer.alloc(64 << 10, 0x62);
+    let appends = 0;
+    let netAppends = 0;
+    for (let round = 0; writer.unwritable === null && round < 100; round++) {
+      for (let i = 0; i < 4; i++) {
+        appends += 2;
+        netAppends += 1;
+        const row = writer.append('net_events', net(netAppends));
+        writer.append('event_body_blobs', { event_id: row?.eventId ?? 'aaaaaaaaaaaa', source_table: 'net_events', direction: 'request', original_bytes: body.length, stored_bytes: body.length, body, created_at: 't' });
+      }
+      await writer.flush();
+    }
+    expect(announced).toEqual(['cannot write session.db: database or disk is full']);
+    expect(writer.unwritable).toBe(announced[0]);
+    expect(writer.append('net_events', net(0))).toBeNull();
+    appends += 1;
+    netAppends += 1;
+    expect(writer.stats.rejected).toBe(0);
+    expect(writer.stats.committed + writer.stats.lost).toBe(appends);
+    // Half the reserve is given back at once (for the marker), the rest once session.db is closed (for main.db).
+    expect(statSync(reserve).size).toBe(256 << 10);
+    await writer.close();
+    expect(existsSync(reserve)).toBe(false);
+    const db = openSessionDbReadOnly(path);
+    const meta = Object.fromEntries((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    const recorded = (db.prepare('SELECT count(*) AS n FROM net_events').get() as { n: number }).n;
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+    expect(meta).toMatchObject({ writer_unwritable: announced[0], writer_lost: String(writer.stats.lost), writer_lost_net_events: String(writer.stats.lostByTable.net_events) });
+    expect(recorded + writer.stats.lostByTable.net_events!).toBe(netAppends);
   });
 });
 
