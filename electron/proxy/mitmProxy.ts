@@ -36,6 +36,8 @@ export interface ProxyOptions {
   readonly upstreamIdleMs?: number;
   /** Who a plain local connection belongs to (capsem record: the command it runs). */
   readonly defaultOrigin?: ConnectionOrigin;
+  /** Why the session cannot be recorded any more, or null: while it says why, every new request is refused (507), never forwarded unrecorded. */
+  readonly refusal?: () => string | null;
 }
 
 interface Tunnel {
@@ -105,6 +107,17 @@ function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: 
     pid: origin.pid ?? null,
     error: outcome.error ?? null,
   };
+}
+
+/** What a request is refused with while the session cannot be recorded. */
+function unrecordableBody(reason: string): string {
+  return `capsem: this session cannot be recorded: ${reason}; request refused\n`;
+}
+
+/** The same as a raw 507, for a tunnel or an upgrade. */
+function insufficientStorage(reason: string): string {
+  const body = unrecordableBody(reason);
+  return `HTTP/1.1 507 Insufficient Storage\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
 /** A request target's path and query, apart. */
@@ -230,6 +243,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    const unrecordable = options.refusal?.();
+    if (unrecordable) {
+      req.resume();
+      return refuse(res, 507, unrecordableBody(unrecordable));
+    }
     const startedAt = new Date();
     const t0 = performance.now();
     const dest = target(req);
@@ -364,6 +382,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
 
   function handleUpgrade(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
+    const unrecordable = options.refusal?.();
+    if (unrecordable) return void clientSocket.end(insufficientStorage(unrecordable));
     const startedAt = new Date();
     const t0 = performance.now();
     const dest = target(req);
@@ -446,6 +466,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
    */
   function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
+    const unrecordable = options.refusal?.();
+    if (unrecordable) return void clientSocket.end(insufficientStorage(unrecordable));
     const authority = parseAuthority(req.url ?? '', 443);
     const origin = originOf(req.socket);
     const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';
