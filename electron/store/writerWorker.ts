@@ -111,7 +111,11 @@ class Reserve {
   halve(): void {
     if (this.halved) return;
     this.halved = true;
-    truncateSync(this.path, RESERVE_BYTES / 2);
+    try {
+      truncateSync(this.path, RESERVE_BYTES / 2);
+    } catch {
+      // Removed by hand: there is nothing left to give back, and the writer must go on regardless.
+    }
   }
 
   /** Gives back the rest, once session.db is closed. */
