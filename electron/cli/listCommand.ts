@@ -10,6 +10,8 @@ export interface ListedSession {
   readonly id: string;
   readonly name: string | null;
   readonly status: string;
+  /** Why it ended as it did (a crash's cause), when main.db says. */
+  readonly statusReason: string | null;
   readonly createdAt: string;
   readonly stoppedAt: string | null;
   readonly durationMs: number;
@@ -26,6 +28,7 @@ function toListed(home: Parameters<typeof sessionPaths>[0], record: SessionRecor
     id: record.id,
     name: record.name,
     status: record.status,
+    statusReason: record.statusReason,
     createdAt: record.createdAt,
     stoppedAt: record.stoppedAt,
     durationMs: Math.max(0, end - Date.parse(record.createdAt)),

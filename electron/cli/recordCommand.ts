@@ -1,9 +1,12 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { basename } from 'node:path';
 import { constants } from 'node:os';
 import { withOwnership } from '../owner/ownership.ts';
-import { startRecording } from '../proxy/recordingSession.ts';
+import { CANNOT_RECORD_EXIT, startRecording } from '../proxy/recordingSession.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
+
+/** How long a command told to stop (SIGTERM) has before it is killed. */
+const STOP_GRACE_MS = 5_000;
 
 export const recordCommand: Command = {
   name: 'record',
@@ -13,6 +16,10 @@ export const recordCommand: Command = {
 Runs CMD on this machine (no VM, no sandbox: it can touch everything you can) with its HTTP(S)
 traffic sent through the recording proxy and the local CA trusted, records everything into a new
 session, ends the session when CMD exits and exits with CMD's exit code.
+
+If the session cannot be recorded any more (its disk is full or failing), the proxy refuses every
+new request (507), CMD is stopped (SIGTERM, SIGKILL ${STOP_GRACE_MS / 1000} s later), the session ends crashed with
+what was lost, and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 
   --name N   give the session a display name (resume and list by it)
 
@@ -32,24 +39,47 @@ Settings for tests and corporate setups:
   },
 };
 
+/** Asks the program to stop, and kills it if it has not within the grace period. */
+async function stopChild(ctx: CliContext, child: ChildProcess, program: string, exited: Promise<number>): Promise<void> {
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const graceOver = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), STOP_GRACE_MS)));
+  const late = await Promise.race([exited.then(() => false), graceOver]);
+  clearTimeout(timer);
+  if (!late) return;
+  ctx.err(`capsem record: ${program} did not stop within ${STOP_GRACE_MS / 1000} s of SIGTERM; killed it`);
+  child.kill('SIGKILL');
+}
+
 async function recordLocally(ctx: CliContext, name: string | null, command: readonly string[]): Promise<number> {
   const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) } });
   const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
+  const program = basename(command[0]!);
   ctx.err(`capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`);
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
-  const code = await new Promise<number>((resolve) => {
+  const exited = new Promise<number>((resolve) => {
     child.on('error', (err) => {
       ctx.err(`capsem: cannot run ${command[0]}: ${err.message}`);
       resolve(127);
     });
     child.on('exit', (exitCode, signal) => resolve(exitCode ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
   });
+  const failure = await Promise.race([exited.then(() => null), recording.failed]);
+  if (failure !== null) {
+    ctx.err(`capsem record: stopping ${program}: ${failure}`);
+    await stopChild(ctx, child, program, exited);
+  }
+  const code = await exited;
   process.off('SIGINT', forward);
   process.off('SIGTERM', forward);
-  await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
+  const end = await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
+  if (recording.failure()) {
+    ctx.err(`capsem record: session ${label} crashed: ${end.reason}`);
+    return CANNOT_RECORD_EXIT;
+  }
   ctx.err(`capsem record: ${recording.writer.stats.committed} rows recorded in session ${label}`);
   return code;
 }

@@ -1,3 +1,4 @@
+import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
@@ -9,6 +10,10 @@ export const runCommand: Command = {
 Boots a new session's VM, runs CMD in it (in /workspace, the session's shared folder), streams its
 output here and exits with CMD's exit code. The VM's only way out is the recording proxy: every
 connection, model call, tool call, file change and command is recorded in the session.
+
+If the session cannot be recorded any more (its disk is full or failing), the proxy refuses the
+guest's new requests, the VM is stopped in order, the session ends crashed with what was lost,
+and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 
   --name N         give the session a display name (resume and list by it)
   --image KIND     agent (default): Debian with bash, git, curl, python3, node

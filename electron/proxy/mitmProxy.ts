@@ -41,6 +41,8 @@ export interface ProxyOptions {
   readonly defaultOrigin?: ConnectionOrigin;
   /** The credentials the loopback port asks for; a fresh one per proxy when not given. */
   readonly token?: string;
+  /** Why the session cannot be recorded any more, or null: while it says why, every new request is refused (507), never forwarded unrecorded. */
+  readonly refusal?: () => string | null;
 }
 
 interface Tunnel extends TunnelEnd {
@@ -115,6 +117,11 @@ function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: 
   };
 }
 
+/** What a request is refused with while the session cannot be recorded. */
+function unrecordableBody(reason: string): string {
+  return `capsem: this session cannot be recorded: ${reason}; request refused\n`;
+}
+
 /** A request target's path and query, apart. */
 function splitTarget(target: string): { path: string; query: string | null } {
   const q = target.indexOf('?');
@@ -140,7 +147,7 @@ function rawAnswer(socket: Duplex, status: number, reason: string, body: string,
   socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
 }
 
-const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 421: 'Misdirected Request', 502: 'Bad Gateway' };
+const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 421: 'Misdirected Request', 502: 'Bad Gateway', 507: 'Insufficient Storage' };
 const AUTH_CHALLENGE = { 'proxy-authenticate': 'Basic realm="capsem"' };
 const AUTH_REFUSAL = 'capsem: this proxy serves its session\'s own processes only (they get its address with credentials in HTTPS_PROXY)\n';
 
@@ -268,6 +275,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       req.resume();
       return refuse(res, 407, AUTH_REFUSAL, AUTH_CHALLENGE);
     }
+    const unrecordable = options.refusal?.();
+    if (unrecordable) {
+      req.resume();
+      return refuse(res, 507, unrecordableBody(unrecordable));
+    }
     const t0 = performance.now();
     const requestTap = new BodyTap(bodyCap);
     const origin = originOf(req.socket);
@@ -394,6 +406,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   function handleUpgrade(req: IncomingMessage, client: Duplex, head: Buffer): void {
     client.on('error', () => client.destroy());
     if (!authorised(req)) return rawAnswer(client, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
+    const unrecordable = options.refusal?.();
+    if (unrecordable) return rawAnswer(client, 507, STATUS_TEXT[507]!, unrecordableBody(unrecordable));
     const t0 = performance.now();
     const origin = originOf(req.socket);
     const admission = admit(req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request');
@@ -459,6 +473,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
     if (!authorised(req)) return rawAnswer(clientSocket, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
+    const unrecordable = options.refusal?.();
+    if (unrecordable) return rawAnswer(clientSocket, 507, STATUS_TEXT[507]!, unrecordableBody(unrecordable));
     const authority = parseAuthority(req.url ?? '', 443);
     const origin = originOf(req.socket);
     const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';

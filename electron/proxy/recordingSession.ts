@@ -3,6 +3,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { lossReport } from '../store/diskFailure.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
@@ -18,6 +19,9 @@ import { parseResolveMap } from './resolveMap.ts';
 
 const NODE_PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
 
+/** The exit code of a command whose session could not be recorded any more: sysexits' EX_IOERR. */
+export const CANNOT_RECORD_EXIT = 74;
+
 export interface RecordingOptions {
   readonly name?: string | null;
   readonly command: readonly string[];
@@ -32,6 +36,12 @@ export interface RecordingOptions {
   readonly ca?: CertificateAuthority;
 }
 
+/** How a recorded session ended, as main.db now says. */
+export interface RecordingEnd {
+  readonly status: 'stopped' | 'crashed';
+  readonly reason: string | null;
+}
+
 export interface Recording {
   readonly session: SessionRecord;
   readonly proxy: ProxyHandle;
@@ -40,8 +50,18 @@ export interface Recording {
   flush(): Promise<void>;
   /** The environment for the recorded program: proxy, CA trust and the session id. */
   readonly childEnv: NodeJS.ProcessEnv;
-  /** Stops the proxy, commits every row (and `meta` into session_meta), and rolls the session up into main.db. */
-  stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<void>;
+  /**
+   * Why the session cannot be recorded any more (its session.db cannot be written), or null while
+   * it can. From then on the proxy refuses every new request; whoever runs the session should stop it.
+   */
+  failure(): string | null;
+  /** Resolves with that reason the moment recording fails; stays pending while it records. */
+  readonly failed: Promise<string>;
+  /**
+   * Stops the proxy, commits every row (and `meta` into session_meta), and rolls the session up into
+   * main.db. A session that lost rows to its disk ends crashed, whatever `end` says, with the loss as reason.
+   */
+  stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<RecordingEnd>;
 }
 
 /** Enters the session in main.db; done apart when the caller needs its id before the recording starts. */
@@ -69,7 +89,8 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' });
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   const recorder = new ExchangeRecorder(writer, bodyCap);
-  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin });
+  const failed = new Promise<string>((resolve) => writer.once('unwritable', resolve));
+  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable });
   const caPath = caFiles(home).certPath;
   const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
   const childEnv: NodeJS.ProcessEnv = {
@@ -88,7 +109,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     NODE_OPTIONS: nodeOptions,
     CAPSEM_SESSION_ID: session.id,
   };
-  let stopped: Promise<void> | null = null;
+  let stopped: Promise<RecordingEnd> | null = null;
   return {
     session,
     proxy,
@@ -98,6 +119,8 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       await recorder.settled();
       await writer.flush();
     },
+    failure: () => writer.unwritable,
+    failed,
     stop: (end) =>
       (stopped ??= (async () => {
         stopWatching();
@@ -109,12 +132,18 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
           ...(recorder.lastFailure ? { recorder_last_failure: recorder.lastFailure } : {}),
           proxy_unauthenticated: String(proxy.unauthenticated),
         });
+        // Known only now: the last rows may have been lost by the close itself.
+        const lost = writer.unwritable;
+        const ended: RecordingEnd = lost
+          ? { status: 'crashed', reason: lossReport(lost, writer.stats.lost, writer.stats.lostByTable.net_events ?? 0) }
+          : { status: end.status, reason: end.reason ?? null };
         const db = openMainDb(home);
         try {
-          rollUpSession(home, db, session.id as SessionId, { status: end.status, reason: end.reason ?? null });
+          rollUpSession(home, db, session.id as SessionId, ended);
         } finally {
           db.close();
         }
+        return ended;
       })()),
   };
 }

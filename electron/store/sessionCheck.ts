@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { lossReport } from './diskFailure.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
 
@@ -56,6 +57,7 @@ const CAUSES = {
   mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
   zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
   parseError: 'A parser failed on these exchanges (a body, path or frame it could not read): their network rows and bodies are recorded, the model, tool or frame rows derived from them are not. parse_error names the failure; the bytes are in event_body_blobs.',
+  diskFailure: 'The disk holding session.db filled up or failed while the session ran: from then on Capsem refused new requests and ended the session; the exchanges answered before it noticed could not be written. Free space on that disk (or replace it) before the next session.',
   writerLoss: 'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected), or the recorder failed on an exchange: the producer outran the disk or sent malformed rows.',
 } as const;
 
@@ -202,6 +204,14 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     const lost = count("SELECT coalesce(sum(CAST(value AS INTEGER)), 0) AS n FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected', 'recorder_failed')");
     add('writer losses', lost, `${lost} rows or exchanges were dropped, rejected or failed to record`, CAUSES.writerLoss,
       "SELECT key || ': ' || value AS s FROM session_meta WHERE key IN ('writer_dropped', 'writer_rejected', 'recorder_failed', 'recorder_last_failure') AND value NOT IN ('0', '')");
+  });
+
+  when('disk failure', { session_meta: ['key', 'value'] }, () => {
+    const meta = (key: string): string | undefined => (db.prepare('SELECT value FROM session_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
+    const reason = meta('writer_unwritable');
+    if (reason === undefined) return;
+    const rows = Number(meta('writer_lost') ?? 0);
+    add('disk failure', rows, lossReport(reason, rows, Number(meta('writer_lost_net_events') ?? 0)), CAUSES.diskFailure);
   });
 
   return { dbPath, tables, findings, notes };

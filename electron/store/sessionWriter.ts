@@ -3,7 +3,7 @@ import type { Worker } from 'node:worker_threads';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
 import { insertColumns, SESSION_TABLES, type ColumnDef, type RowOf, type SessionTable } from './sessionSchema.ts';
-import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
+import type { BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
 export interface WriterLimits {
   /** A batch is sent to the writer thread once it holds this many rows... */
@@ -42,6 +42,9 @@ export interface WriterStats {
   committed: number;
   dropped: number;
   rejected: number;
+  /** Rows not written because session.db cannot be written (see `unwritable`), in all and by table. */
+  lost: number;
+  lostByTable: RowCounts;
   queuedBytes: number;
   /** The highest seq whose row, and every row before it, is on disk. */
   committedSeq: number;
@@ -122,8 +125,8 @@ function cellBytes(value: CellValue): number {
  * The one writer of a live session.db. `append` is synchronous and never touches disk: rows are
  * batched here and committed by a worker thread, one transaction per batch.
  */
-export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [Error] }> {
-  readonly stats: WriterStats = { appended: 0, committed: 0, dropped: 0, rejected: 0, queuedBytes: 0, committedSeq: 0 };
+export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [Error]; unwritable: [reason: string] }> {
+  readonly stats: WriterStats = { appended: 0, committed: 0, dropped: 0, rejected: 0, lost: 0, lostByTable: {}, queuedBytes: 0, committedSeq: 0 };
   private seq: number;
   private readonly ids: Partial<Record<SessionTable, number>>;
   private readonly eventIds: EventIdMinter;
@@ -136,6 +139,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   private drainWaiters: (() => void)[] = [];
   private closing: Promise<void> | null = null;
   private failure: Error | null = null;
+  private unwritableReason: string | null = null;
 
   private constructor(
     private readonly worker: Worker,
@@ -174,6 +178,15 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     });
   }
 
+  /**
+   * Why session.db cannot be written ("cannot write session.db: database or disk is full"), or
+   * null. Set when a commit fails for the disk, announced once by the `unwritable` event; from then
+   * on no row is written and every row appended is counted in `stats.lost`.
+   */
+  get unwritable(): string | null {
+    return this.unwritableReason;
+  }
+
   /** True while the queue is above its high-water mark; wait on `drained()` before producing more. */
   get needsDrain(): boolean {
     return this.stats.queuedBytes >= this.limits.highWaterBytes;
@@ -186,7 +199,8 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
 
   /**
    * Queues one row. Returns its id, seq and event_id, or null when the queue is past its hard
-   * limit and the row was dropped (counted in `stats.dropped` and recorded in session_meta).
+   * limit and the row was dropped (counted in `stats.dropped` and recorded in session_meta), or
+   * when session.db cannot be written (counted in `stats.lost`).
    * With `handOver`, the caller gives up the row's byte cells: their memory moves to the writer
    * thread without a copy (a large body would otherwise be copied once more) and reads as empty
    * here afterwards.
@@ -194,6 +208,10 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   append<T extends SessionTable>(table: T, row: RowOf<T>, options?: { readonly handOver?: boolean }): Appended | null {
     if (this.failure) throw this.failure;
     if (this.closing) throw new WriterClosedError('session writer is closed');
+    if (this.unwritableReason) {
+      this.countLost({ [table]: 1 });
+      return null;
+    }
     const layout = layoutOf(table);
     const values = row as Record<string, CellValue | undefined>;
     const cells: CellValue[] = new Array<CellValue>(layout.columns.length);
@@ -243,7 +261,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     return this.eventIds.mint();
   }
 
-  /** Resolves once every row appended so far is committed. */
+  /** Resolves once every row appended so far is committed, or counted lost when session.db cannot be written. */
   flush(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.batch.count > 0) this.dispatch();
@@ -262,6 +280,8 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
             ...meta,
             writer_dropped: String(this.stats.dropped),
             writer_rejected: String(this.stats.rejected),
+            writer_lost: String(this.stats.lost),
+            ...(this.unwritableReason ? { writer_unwritable: this.unwritableReason, writer_lost_net_events: String(this.stats.lostByTable.net_events ?? 0) } : {}),
             closed_at: new Date().toISOString(),
           };
           this.worker.once('message', (m: FromWorker) => (m.kind === 'closed' ? resolve() : reject(new Error(`writer close failed: ${m.kind === 'failed' ? m.error : m.kind}`))));
@@ -294,15 +314,23 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
 
   private onMessage(m: FromWorker): void {
     if (m.kind === 'failed') return this.fail(new Error(m.error));
-    if (m.kind !== 'committed') return;
+    if (m.kind !== 'committed' && m.kind !== 'lost') return;
     const batch = this.inFlight.get(m.batchNo);
     if (!batch) return;
     this.inFlight.delete(m.batchNo);
-    this.stats.committed += m.rows;
-    this.stats.rejected += m.rejected.length;
     this.stats.queuedBytes -= batch.bytes;
-    if (batch.lastSeq) this.stats.committedSeq = batch.lastSeq;
-    this.emit('commit', { rows: m.rows, committedSeq: this.stats.committedSeq, rejected: m.rejected });
+    if (m.kind === 'lost') {
+      this.countLost(m.rows);
+      if (this.unwritableReason === null) {
+        this.unwritableReason = m.reason;
+        this.emit('unwritable', m.reason);
+      }
+    } else {
+      this.stats.committed += m.rows;
+      this.stats.rejected += m.rejected.length;
+      if (batch.lastSeq) this.stats.committedSeq = batch.lastSeq;
+      this.emit('commit', { rows: m.rows, committedSeq: this.stats.committedSeq, rejected: m.rejected });
+    }
     const oldest = this.inFlight.size > 0 ? Math.min(...this.inFlight.keys()) : Infinity;
     for (let i = this.flushWaiters.length - 1; i >= 0; i--) {
       const waiter = this.flushWaiters[i]!;
@@ -315,6 +343,13 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       for (const resolve of waiters) resolve();
+    }
+  }
+
+  private countLost(rows: RowCounts): void {
+    for (const [table, n] of Object.entries(rows) as [SessionTable, number][]) {
+      this.stats.lostByTable[table] = (this.stats.lostByTable[table] ?? 0) + n;
+      this.stats.lost += n;
     }
   }
 

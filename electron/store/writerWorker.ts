@@ -1,12 +1,14 @@
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
+import { diskFailure } from './diskFailure.ts';
 import { firstEventId } from './eventIds.ts';
 import { openSessionDbForWriting } from './sessionDb.ts';
 import { insertColumns, SEQUENCED_TABLES, SESSION_TABLE_NAMES, type SessionTable } from './sessionSchema.ts';
-import type { BatchRows, CellValue, FromWorker, RejectedRow, ToWorker, WriterInit } from './writerProtocol.ts';
+import type { BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
 // The writer thread: the only code that writes a live session.db. Batches arrive already shaped as
 // positional rows; each becomes one transaction, so the producer's thread never waits on disk.
@@ -15,9 +17,12 @@ const port = parentPort;
 if (!port) throw new Error('writerWorker must run in a worker thread');
 const send = (message: FromWorker): void => port.postMessage(message);
 
+/** One transaction: a loss marker is all there or not at all, and takes one commit's room on a full disk. */
 function upsertMeta(db: Database.Database, meta: Readonly<Record<string, string>>): void {
   const stmt = db.prepare('INSERT INTO session_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value');
-  for (const [key, value] of Object.entries(meta)) stmt.run(key, value);
+  db.transaction(() => {
+    for (const [key, value] of Object.entries(meta)) stmt.run(key, value);
+  })();
 }
 
 function highWaterMarks(db: Database.Database): { maxSeq: number; maxIds: Partial<Record<SessionTable, number>>; nextEventId: number } {
@@ -79,10 +84,69 @@ function hashBodies(rows: BatchRows): number {
   return bytes;
 }
 
+/**
+ * Room kept on the disk for the moment it fills, so that the loss marker in session_meta and the
+ * rollup into main.db, which usually share that disk, can still be written. Written at open (with
+ * zeros: a sparse file reserves nothing) and given back in two halves: the first when a commit
+ * fails for the disk, or at close, for the marker and the closing meta (a few 16 KiB WAL frames);
+ * the second once session.db is closed, for main.db (about ten 4 KiB WAL frames and a 32 KiB
+ * -shm). Not before: closing session.db folds its WAL into the file, which grows by whatever
+ * room there is, and would take it all.
+ */
+const RESERVE_BYTES = 512 << 10;
+
+class Reserve {
+  private halved = false;
+
+  constructor(private readonly path: string) {
+    try {
+      writeFileSync(path, Buffer.alloc(RESERVE_BYTES), { mode: 0o600 });
+    } catch (err) {
+      rmSync(path, { force: true });
+      throw new Error(`cannot write session.db: no room for its ${RESERVE_BYTES >> 10} KiB reserve beside it (${(err as Error).message})`);
+    }
+  }
+
+  /** Gives back the first half, for what is still written to session.db. */
+  halve(): void {
+    if (this.halved) return;
+    this.halved = true;
+    try {
+      truncateSync(this.path, RESERVE_BYTES / 2);
+    } catch {
+      // Removed by hand: there is nothing left to give back, and the writer must go on regardless.
+    }
+  }
+
+  /** Gives back the rest, once session.db is closed. */
+  release(): void {
+    rmSync(this.path, { force: true });
+  }
+}
+
+function rowCounts(rows: BatchRows): RowCounts {
+  const counts: RowCounts = {};
+  for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) counts[table] = list.length;
+  return counts;
+}
+
+/** session_meta's record of a disk failure; the writer's close writes the same keys with the final counts. */
+function lossMarker(reason: string, lost: RowCounts): Record<string, string> {
+  const rows = Object.values(lost).reduce((sum, n) => sum + n, 0);
+  return { writer_unwritable: reason, writer_lost: String(rows), writer_lost_net_events: String(lost.net_events ?? 0) };
+}
+
 function main(init: WriterInit): void {
   const collect = garbageCollector();
   let bodyBytesSinceCollect = 0;
   const db = openSessionDbForWriting(init.dbPath);
+  let reserve: Reserve;
+  try {
+    reserve = new Reserve(`${init.dbPath}-reserve`);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   upsertMeta(db, init.meta);
   const inserts = new Map<SessionTable, Database.Statement<CellValue[]>>();
   for (const table of SESSION_TABLE_NAMES) {
@@ -116,6 +180,8 @@ function main(init: WriterInit): void {
           db.prepare('RELEASE one_row').run();
           count += 1;
         } catch (err) {
+          // The disk, not this row: no later row would fare better.
+          if (diskFailure(err)) throw err;
           db.prepare('ROLLBACK TO one_row').run();
           db.prepare('RELEASE one_row').run();
           rejected.push({ table, id: Number(row[idIndex] ?? 0), error: (err as Error).message });
@@ -125,33 +191,80 @@ function main(init: WriterInit): void {
     return { count, rejected };
   });
 
+  /** Why session.db cannot be written, once a commit has failed for the disk; rows lost since, by table. */
+  let unwritable: string | null = null;
+  const lost: RowCounts = {};
+
+  // Past a disk failure no batch is tried again, neither the one that failed nor a later one: the
+  // session is being ended (its recording refuses new requests and whoever runs it stops it), a
+  // retry would take the room just freed for the marker and the rollup, and batches held for later
+  // would pin up to the writer's hard limit of memory for a session that has no later.
+  function lose(batchNo: number, rows: BatchRows, reason: string): void {
+    const counts = rowCounts(rows);
+    for (const [table, n] of Object.entries(counts) as [SessionTable, number][]) lost[table] = (lost[table] ?? 0) + n;
+    if (unwritable === null) {
+      unwritable = reason;
+      reserve.halve();
+      try {
+        upsertMeta(db, lossMarker(reason, lost));
+      } catch {
+        // Close tries again, with the final counts.
+      }
+    }
+    send({ kind: 'lost', batchNo, rows: counts, reason });
+  }
+
+  function commit(batchNo: number, rows: BatchRows): void {
+    if (unwritable !== null) return lose(batchNo, rows, unwritable);
+    try {
+      return send({ kind: 'committed', batchNo, rows: writeAll(rows), rejected: [] });
+    } catch (err) {
+      const reason = diskFailure(err);
+      if (reason) return lose(batchNo, rows, reason);
+    }
+    try {
+      const { count, rejected } = writeEach(rows);
+      send({ kind: 'committed', batchNo, rows: count, rejected });
+    } catch (err) {
+      const reason = diskFailure(err);
+      if (!reason) throw err;
+      lose(batchNo, rows, reason);
+    }
+  }
+
+  function close(meta: Readonly<Record<string, string>>): void {
+    reserve.halve();
+    try {
+      upsertMeta(db, meta);
+    } catch (err) {
+      // After a disk failure the marker written at the time stands in for this one.
+      if (unwritable === null || !diskFailure(err)) throw err;
+    }
+    // At close the file must be whole on its own: fold the WAL back in and sync it fully. Not
+    // after a disk failure: the file would grow by what the WAL holds, which the disk refuses, and
+    // the WAL keeps every committed row for readers to find.
+    if (unwritable === null) {
+      db.pragma('synchronous = FULL');
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    }
+    db.close();
+    reserve.release();
+    send({ kind: 'closed' });
+    port!.close();
+  }
+
   send({ kind: 'ready', ...highWaterMarks(db) });
 
   port!.on('message', (message: ToWorker) => {
     try {
-      if (message.kind === 'batch') {
-        bodyBytesSinceCollect += hashBodies(message.rows);
-        if (collect && bodyBytesSinceCollect >= COLLECT_AFTER_BYTES) {
-          bodyBytesSinceCollect = 0;
-          // After this handler returns: the message being handled still holds its bodies.
-          setImmediate(collect);
-        }
-        try {
-          const rows = writeAll(message.rows);
-          send({ kind: 'committed', batchNo: message.batchNo, rows, rejected: [] });
-        } catch {
-          const { count, rejected } = writeEach(message.rows);
-          send({ kind: 'committed', batchNo: message.batchNo, rows: count, rejected });
-        }
-        return;
+      if (message.kind === 'close') return close(message.meta);
+      bodyBytesSinceCollect += hashBodies(message.rows);
+      if (collect && bodyBytesSinceCollect >= COLLECT_AFTER_BYTES) {
+        bodyBytesSinceCollect = 0;
+        // After this handler returns: the message being handled still holds its bodies.
+        setImmediate(collect);
       }
-      upsertMeta(db, message.meta);
-      // At close the file must be whole on its own: fold the WAL back in and sync it fully.
-      db.pragma('synchronous = FULL');
-      db.pragma('wal_checkpoint(TRUNCATE)');
-      db.close();
-      send({ kind: 'closed' });
-      port!.close();
+      commit(message.batchNo, message.rows);
     } catch (err) {
       send({ kind: 'failed', error: (err as Error).message });
     }

@@ -5,6 +5,7 @@ import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from
 import type { JsonValue } from '../owner/wire.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
@@ -166,18 +167,24 @@ export class VmHost {
     }
     started(session);
     event({ type: 'session', id: session.id, name: session.name });
+    let ran: { readonly status: ExitStatus } | { readonly error: Error };
     try {
       const { stream: exec, result } = session.exec(params.argv);
       exec.on('data', (c: Buffer) => stream.write(c));
       exec.stderr.on('data', (c: Buffer) => event(stderrEvent(c)));
-      const outcome = await result;
-      await session.stop();
-      stream.end(exitCodeOf(outcome));
+      ran = { status: await result };
     } catch (err) {
-      const end = await session.stop();
-      event(stderrEvent(`capsem: ${(err as Error).message}${end.reason ? ` (${end.reason})` : ''}\n`));
-      stream.end(125);
+      ran = { error: err as Error };
     }
+    const end = await session.stop();
+    // Whatever the command did, a session that could not be recorded is what the user must hear of.
+    if (session.recording.failure()) {
+      event(stderrEvent(`capsem: session ${session.id} crashed: ${end.reason}\n`));
+      return stream.end(CANNOT_RECORD_EXIT);
+    }
+    if ('status' in ran) return stream.end(exitCodeOf(ran.status));
+    event(stderrEvent(`capsem: ${ran.error.message}${end.reason ? ` (${end.reason})` : ''}\n`));
+    stream.end(125);
   }
 
   private async shell(stream: OwnerStream, params: z.output<typeof ShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {

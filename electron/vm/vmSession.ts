@@ -258,6 +258,13 @@ export class VmSession {
       this.recording.proxy.adopt(stream, { processName: meta?.process ?? undefined, pid: meta?.pid ?? undefined }, guestCipherOrder(this.vm.accelerator.accel));
     });
     this.mux.on('fs', (changes) => this.recordFs(changes));
+    // A session that cannot be recorded must not run on unrecorded: the proxy already refuses the
+    // guest's new connections; the VM is stopped in order and the session ends crashed with the loss.
+    void this.recording.failed.then((reason) => {
+      if (this.state !== 'running') return;
+      this.options.onStatus?.(`stopping the VM: ${reason}`);
+      void this.stop();
+    });
     void this.vm.exited.then((exit) => {
       if (this.state === 'running') void this.crash(describeExit('QEMU exited', exit));
     });
@@ -295,10 +302,10 @@ export class VmSession {
     this.pty = null;
     rmSync(this.runDir, { recursive: true, force: true });
     if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
-    await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
+    const recorded = await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
     this.state = 'ended';
-    this.endResolve(end);
-    return end;
+    this.endResolve(recorded);
+    return recorded;
   }
 
   private recordFs(changes: readonly FsChange[]): void {

@@ -61,6 +61,13 @@ describe('capsem check', () => {
     });
   }
 
+  it('names what a disk failure cost and why, from the marker the writer left', () => {
+    const report = checkSessionDb(withDefect("INSERT INTO session_meta (key, value) VALUES ('writer_unwritable', 'cannot write session.db: disk I/O error'), ('writer_lost', '7'), ('writer_lost_net_events', '2') ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+    const finding = report.findings.find((f) => f.check === 'disk failure');
+    expect(finding).toMatchObject({ count: 7, message: 'cannot write session.db: disk I/O error; 2 exchanges (7 rows) not recorded' });
+    expect(finding!.cause).toMatch(/disk holding session.db filled up or failed/);
+  });
+
   it('reports a damaged database through integrity_check', () => {
     const path = withDefect('CREATE INDEX fs_events_path_probe ON fs_events(path)');
     const db = new Database(path, { readonly: true });

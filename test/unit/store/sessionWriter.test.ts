@@ -1,8 +1,10 @@
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
-import { migrate, SchemaVersionError } from '../../../electron/store/migrate.ts';
+import { existsSync, statSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { latestVersion, migrate, SchemaVersionError } from '../../../electron/store/migrate.ts';
 import { openSessionDbForWriting, openSessionDbReadOnly, SESSION_DB_MIGRATIONS } from '../../../electron/store/sessionDb.ts';
 import { SessionWriter, WriterClosedError } from '../../../electron/store/sessionWriter.ts';
+import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../../helpers/smallDisk.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -115,7 +117,58 @@ describe('SessionWriter', () => {
   });
 });
 
+const noSmallDisk = smallDiskUnavailable();
+
+describe.skipIf(noSmallDisk !== null)(`SessionWriter on a disk that fills up${noSmallDisk ? ` (skipped: ${noSmallDisk})` : ''}`, () => {
+  let disk: SmallDisk;
+  beforeAll(() => {
+    disk = mountSmallDisk(4);
+  });
+  afterAll(() => disk?.unmount());
+
+  it('stops at the first commit the disk refuses, without a row-by-row retry, and accounts for every row', async () => {
+    const path = `${disk.dir}/full.db`;
+    const reserve = `${path}-reserve`;
+    const writer = await SessionWriter.open(path);
+    expect(statSync(reserve).size).toBe(512 << 10);
+    const announced: string[] = [];
+    writer.on('unwritable', (reason) => announced.push(reason));
+    const body = Buffer.alloc(64 << 10, 0x62);
+    let appends = 0;
+    let netAppends = 0;
+    for (let round = 0; writer.unwritable === null && round < 100; round++) {
+      for (let i = 0; i < 4; i++) {
+        appends += 2;
+        netAppends += 1;
+        const row = writer.append('net_events', net(netAppends));
+        writer.append('event_body_blobs', { event_id: row?.eventId ?? 'aaaaaaaaaaaa', source_table: 'net_events', direction: 'request', original_bytes: body.length, stored_bytes: body.length, body, created_at: 't' });
+      }
+      await writer.flush();
+    }
+    expect(announced).toEqual(['cannot write session.db: database or disk is full']);
+    expect(writer.unwritable).toBe(announced[0]);
+    expect(writer.append('net_events', net(0))).toBeNull();
+    appends += 1;
+    netAppends += 1;
+    expect(writer.stats.rejected).toBe(0);
+    expect(writer.stats.committed + writer.stats.lost).toBe(appends);
+    // Half the reserve is given back at once (for the marker), the rest once session.db is closed (for main.db).
+    expect(statSync(reserve).size).toBe(256 << 10);
+    await writer.close();
+    expect(existsSync(reserve)).toBe(false);
+    const db = openSessionDbReadOnly(path);
+    const meta = Object.fromEntries((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    const recorded = (db.prepare('SELECT count(*) AS n FROM net_events').get() as { n: number }).n;
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+    expect(meta).toMatchObject({ writer_unwritable: announced[0], writer_lost: String(writer.stats.lost), writer_lost_net_events: String(writer.stats.lostByTable.net_events) });
+    expect(recorded + writer.stats.lostByTable.net_events!).toBe(netAppends);
+  });
+});
+
 describe('schema versions', () => {
+  const LATEST = latestVersion(SESSION_DB_MIGRATIONS);
+
   it('refuses a session.db written by a newer version with a clear error', () => {
     const path = dbPath();
     openSessionDbForWriting(path).close();
@@ -123,18 +176,23 @@ describe('schema versions', () => {
     raw.pragma('user_version = 99');
     raw.close();
     expect(() => openSessionDbForWriting(path)).toThrow(SchemaVersionError);
-    expect(() => openSessionDbReadOnly(path)).toThrow(/schema version 99, newer than this Capsem supports \(2\)/);
+    expect(() => openSessionDbReadOnly(path)).toThrow(`schema version 99, newer than this Capsem supports (${LATEST})`);
   });
 
-  it('brings a version 1 database (made before VM sessions) up to date with exec_events', () => {
+  it('brings a version 1 database (made before VM sessions and WebSocket frames) up to date', () => {
     const path = dbPath();
     const v1 = new Database(path);
     migrate(v1, 'test', SESSION_DB_MIGRATIONS.slice(0, 1));
     v1.exec('DROP TABLE exec_events');
+    v1.exec('DROP TABLE ws_frames');
+    v1.exec('ALTER TABLE net_events DROP COLUMN parse_error');
     v1.close();
     const db = openSessionDbForWriting(path);
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
-    expect((db.prepare('PRAGMA table_info(exec_events)').all() as { name: string }[]).map((c) => c.name)).toContain('exit_code');
+    const columns = (table: string): string[] => (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
+    expect(db.pragma('user_version', { simple: true })).toBe(LATEST);
+    expect(columns('exec_events')).toContain('exit_code');
+    expect(columns('ws_frames')).toContain('net_event_id');
+    expect(columns('net_events')).toContain('parse_error');
     db.close();
   });
 
@@ -142,10 +200,10 @@ describe('schema versions', () => {
     const path = dbPath();
     openSessionDbForWriting(path).close();
     const db = new Database(path);
-    const extra = [...SESSION_DB_MIGRATIONS, { version: 3, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') }];
+    const extra = [...SESSION_DB_MIGRATIONS, { version: LATEST + 1, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') }];
     migrate(db, 'test', extra);
     migrate(db, 'test', extra);
-    expect(db.pragma('user_version', { simple: true })).toBe(3);
+    expect(db.pragma('user_version', { simple: true })).toBe(LATEST + 1);
     expect((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).some((c) => c.name === 'dial_addr')).toBe(true);
     db.close();
   });
