@@ -21,7 +21,7 @@ import { sessionCost } from './sessionCost.ts';
 import { searchSession } from './sessionSearch.ts';
 import { SessionStores } from './sessionStores.ts';
 import { sessionTimeline } from './sessionTimeline.ts';
-import { recordedTranscript, Terminals } from './terminals.ts';
+import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
 
 // The host core behind the window, whichever door it comes through (Electron IPC or the
 // browser-mode WebSocket). Every call's params are checked against the contract before anything
@@ -196,14 +196,18 @@ export class AppCore implements HostCore {
     'sessions.timeline': ({ id }) => sessionTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchSession(this.session(id), query),
-    'terminal.attach': ({ id, size }) => {
+    'terminal.attach': async ({ id, size }) => {
       sessionRecord(this.mainDb, id as SessionId);
       const live = this.liveSession(id);
       if (live) {
         this.terminals.attachLive(live, size);
         return { live: true, transcript: null };
       }
-      return { live: false, transcript: recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };
+      return { live: false, transcript: await recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };
+    },
+    'terminal.replay': ({ id, from }) => {
+      sessionRecord(this.mainDb, id as SessionId);
+      return recordedTranscriptPart(sessionPaths(this.options.home, id as SessionId).ptyLogPath, from);
     },
     'terminal.input': ({ id, data }) => {
       this.terminals.input(id as SessionId, data);

@@ -1,13 +1,13 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { Transcript } from '../contract/appContract.ts';
+import type { Transcript, TranscriptPart } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
-import { readTranscript } from '../vm/ptyTranscript.ts';
+import { readTranscriptChunk } from '../vm/ptyTranscript.ts';
 import type { PtyAttachment, VmSession } from '../vm/vmSession.ts';
 import { CallFailure } from './callFailure.ts';
 
 // The window's terminals: a live session's pty as `terminal.output` events (UTF-8 text, decoded
 // across chunk boundaries) and `terminal.exit`, keystrokes and resizes back; an ended session's
-// transcript for replay. One attachment per session: a second attach replaces the first.
+// transcript for replay, in chunks the window asks for one after the other. One attachment per session: a second attach replaces the first.
 
 export interface TerminalSink {
   output(id: SessionId, data: string): void;
@@ -82,8 +82,17 @@ export class Terminals {
   }
 }
 
-/** An ended session's terminal as recorded; an empty transcript when it never had one. */
-export function recordedTranscript(ptyLogPath: string): Transcript {
-  const { header, events } = readTranscript(ptyLogPath);
-  return { width: header?.width ?? 80, height: header?.height ?? 24, events: events.map(([t, code, data]) => [t, code, data]) };
+/**
+ * An ended session's terminal as recorded, its first chunk: the rest comes a chunk at a time from
+ * `recordedTranscriptPart`, as fast as the window takes it in. Empty when it never had one.
+ */
+export async function recordedTranscript(ptyLogPath: string): Promise<Transcript> {
+  const { header, events, next } = await readTranscriptChunk(ptyLogPath, 0);
+  return { width: header?.width ?? 80, height: header?.height ?? 24, events: events.map(([t, code, data]) => [t, code, data]), next };
+}
+
+/** The chunk of a recorded terminal that starts at byte `from` (a previous chunk's `next`). */
+export async function recordedTranscriptPart(ptyLogPath: string, from: number): Promise<TranscriptPart> {
+  const { events, next } = await readTranscriptChunk(ptyLogPath, from);
+  return { events: events.map(([t, code, data]) => [t, code, data]), next };
 }

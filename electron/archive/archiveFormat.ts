@@ -48,6 +48,8 @@ export interface ImportLimits {
   readonly maxRatio: number;
   /** ...once it has inflated this much: small streams of zeros are legitimately very compressible. */
   readonly ratioAfterBytes: number;
+  /** How long checking the staged session.db may take before the import is refused. */
+  readonly maxValidationSeconds: number;
 }
 
 export const DEFAULT_IMPORT_LIMITS: ImportLimits = {
@@ -57,6 +59,8 @@ export const DEFAULT_IMPORT_LIMITS: ImportLimits = {
   // Deflate tops out near 1032:1 (all zeros); text and SQLite pages come in under 20:1.
   maxRatio: 200,
   ratioAfterBytes: 64 << 20,
+  // A 16 GiB member read at 100 MB/s is checked in under three minutes; ten leave room for a slow disk.
+  maxValidationSeconds: 600,
 };
 
 /** Every refusal of an import is one of these, with a message that says what was wrong. */

@@ -1,15 +1,15 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { asDisplayName, isSessionId, newSessionId, type DisplayName, type SessionId } from '../contract/ids.ts';
-import { assertNotNewer } from '../store/migrate.ts';
+import { siblingModule, startModuleWorker } from '../store/moduleWorker.ts';
 import { makePrivateFiles, sessionPaths, type CapsemHome } from '../store/paths.ts';
-import { computeRollup, existingTables, writeRollup } from '../store/rollup.ts';
-import { SESSION_DB_MIGRATIONS } from '../store/sessionDb.ts';
-import { adoptSessionDb, needsAdoption, SPEC_REQUIRED_TABLES } from './adoptSessionDb.ts';
+import { writeRollup } from '../store/rollup.ts';
 import { ArchiveRejectedError, DEFAULT_IMPORT_LIMITS, type ImportLimits, type Manifest } from './archiveFormat.ts';
 import { extractArchive, sniffFile } from './archiveReader.ts';
+import { openImportedDb } from './importedSchema.ts';
 import { backupDb } from './sessionSnapshot.ts';
+import { asImportError, type StagedDbFacts, type StagedDbJob, type StagedDbMessage } from './stagedDbCheck.ts';
 import { makeStagingDir } from './stagingDir.ts';
 
 // `capsem import`: an archive or a bare session.db becomes a new, read-only session. Everything is
@@ -33,40 +33,52 @@ export interface ImportResult {
   readonly originalName: string | null;
   /** The file came from another tool and was given this app's columns. */
   readonly adopted: boolean;
+  /** Triggers, views and foreign indexes removed from the imported copy, as `trigger "name"`. */
+  readonly dropped: readonly string[];
 }
 
-/** Opens a staged database and refuses one that is damaged, newer than us, or not a session.db. */
-function validateStagedDb(path: string, ours: boolean): void {
-  let db: Database.Database;
+/**
+ * Runs the staged database's check on a thread of its own, so a large file never stalls the thread
+ * that serves the window and the live sessions. Past the time limit the thread is terminated: that
+ * takes effect once the SQLite statement it is in returns, and the refusal waits for it, so the
+ * staging folder is removed after the thread's last write, not before.
+ */
+function checkOffThread(job: StagedDbJob, limitSeconds: number, onStep: (done: number, total: number) => void): Promise<StagedDbFacts> {
+  const worker = startModuleWorker(siblingModule(import.meta.url, 'stagedDbWorker'), { workerData: job });
+  return new Promise((resolve, reject) => {
+    let settle: (() => void) | null = null;
+    const timer = setTimeout(() => {
+      settle ??= () => reject(new ArchiveRejectedError(`session.db validation took longer than ${limitSeconds} s, the import's time limit; refusing it`));
+      void worker.terminate();
+    }, limitSeconds * 1000);
+    worker.on('message', (message: StagedDbMessage) => {
+      if (settle) return;
+      if (message.kind === 'step') onStep(message.done, message.total);
+      else if (message.kind === 'checked') settle = () => resolve(message.facts);
+      else if (message.kind === 'refused') settle = () => reject(new ArchiveRejectedError(message.message));
+      else settle = () => reject(new Error(message.message));
+    });
+    worker.on('error', (err) => (settle ??= () => reject(err)));
+    worker.on('exit', (code) => {
+      clearTimeout(timer);
+      (settle ?? (() => reject(new Error(`the import's check thread stopped (code ${code}) without an answer`))))();
+    });
+  });
+}
+
+/** Records the session's new identity in the staged copy, whose schema code is gone by now. */
+function writeImportMeta(dbPath: string, meta: Record<string, string>): void {
+  const db = openImportedDb(dbPath);
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
-    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    const upsert = db.prepare('INSERT INTO session_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value');
+    db.transaction(() => {
+      for (const [key, value] of Object.entries(meta)) upsert.run(key, value);
+    })();
   } catch (err) {
-    throw new ArchiveRejectedError(`session.db is not a readable SQLite database: ${(err as Error).message}`);
-  }
-  try {
-    // quick_check reads every page (O(N)) without cross-checking indexes: integrity_check's extra
-    // cost buys nothing here, since the members' checksums already pin the bytes the exporter wrote.
-    const problems = (db.prepare('SELECT quick_check AS s FROM pragma_quick_check LIMIT 3').all() as { s: string }[]).map((r) => r.s);
-    if (problems.length !== 1 || problems[0] !== 'ok') throw new ArchiveRejectedError(`session.db is damaged: ${problems.join('; ')}`);
-    if (ours) {
-      try {
-        assertNotNewer(db, 'the imported session.db', SESSION_DB_MIGRATIONS);
-      } catch (err) {
-        throw new ArchiveRejectedError((err as Error).message);
-      }
-    }
-    const tables = existingTables(db);
-    const missing = SPEC_REQUIRED_TABLES.filter((t) => !tables.has(t));
-    if (missing.length > 0) throw new ArchiveRejectedError(`not a session database: it lacks the table${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+    throw asImportError(err);
   } finally {
     db.close();
   }
-}
-
-function metaOf(db: Database.Database): Map<string, string> {
-  if (!existingTables(db).has('session_meta')) return new Map();
-  return new Map((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string | null }[]).map((r) => [r.key, r.value ?? '']));
 }
 
 function freeName(mainDb: Database.Database, wanted: string | null): DisplayName | null {
@@ -120,43 +132,21 @@ export async function importSession(home: CapsemHome, mainDb: Database.Database,
       manifest = await extractArchive(file, folder, limits, (done, total) => options.onProgress?.('verify', done, total));
     }
 
-    const probe = new Database(dbPath, { readonly: true, fileMustExist: true });
-    const ours = manifest !== null || existingTables(probe).has('session_meta');
-    probe.close();
-    validateStagedDb(dbPath, ours);
-
-    const db = new Database(dbPath);
-    let result: ImportResult;
-    let rollup: ReturnType<typeof computeRollup>;
-    let createdAt: string;
-    let stoppedAt: string | null;
-    try {
-      const adopted = needsAdoption(db);
-      if (adopted) adoptSessionDb(db);
-      const meta = metaOf(db);
-      const carriedId = manifest?.sessionId ?? meta.get('session_id') ?? null;
-      const carriedName = manifest ? manifest.name : (meta.get('name') || null);
-      const id = freeId(home, mainDb, carriedId);
-      const name = freeName(mainDb, carriedName);
-      rollup = computeRollup(db);
-      const now = (options.now ?? new Date()).toISOString();
-      createdAt = manifest?.createdAt ?? meta.get('created_at') ?? rollup.activity.lastEventAt ?? now;
-      stoppedAt = manifest?.stoppedAt ?? rollup.activity.lastEventAt;
-      const upsert = db.prepare('INSERT INTO session_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value');
-      db.transaction(() => {
-        upsert.run('session_id', id);
-        upsert.run('name', name ?? '');
-        upsert.run('imported_at', now);
-        upsert.run('imported_from', carriedId ?? basename(file));
-      })();
-      result = {
-        id, name, source: manifest ? 'archive' : 'session.db', adopted,
-        originalId: carriedId !== null && carriedId !== id ? carriedId : null,
-        originalName: carriedName !== null && carriedName !== name ? carriedName : null,
-      };
-    } finally {
-      db.close();
-    }
+    const facts = await checkOffThread({ dbPath, fromArchive: manifest !== null }, limits.maxValidationSeconds, (done, total) => options.onProgress?.('check', done, total));
+    const carriedId = manifest?.sessionId ?? facts.meta.sessionId;
+    const carriedName = manifest ? manifest.name : facts.meta.name;
+    const id = freeId(home, mainDb, carriedId);
+    const name = freeName(mainDb, carriedName);
+    const { rollup } = facts;
+    const now = (options.now ?? new Date()).toISOString();
+    const createdAt = manifest?.createdAt ?? facts.meta.createdAt ?? rollup.activity.lastEventAt ?? now;
+    const stoppedAt = manifest?.stoppedAt ?? rollup.activity.lastEventAt;
+    writeImportMeta(dbPath, { session_id: id, name: name ?? '', imported_at: now, imported_from: carriedId ?? basename(file) });
+    const result: ImportResult = {
+      id, name, source: manifest ? 'archive' : 'session.db', adopted: facts.adopted, dropped: facts.dropped,
+      originalId: carriedId !== null && carriedId !== id ? carriedId : null,
+      originalName: carriedName !== null && carriedName !== name ? carriedName : null,
+    };
     makePrivateFiles(dbPath);
 
     const target = sessionPaths(home, result.id).dir;

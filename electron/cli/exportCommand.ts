@@ -8,7 +8,7 @@ import { parseCommandArgs, UsageError, type Command } from './context.ts';
 
 /** Stages of a long archive job and the share of the bar each takes. */
 const STAGE_SHARE: Record<string, readonly [number, number]> = {
-  snapshot: [0, 0.35], checksums: [0.35, 0.55], archive: [0.55, 1], har: [0.35, 1], jsonl: [0.35, 1], verify: [0, 0.85], copy: [0, 0.85],
+  snapshot: [0, 0.35], checksums: [0.35, 0.55], archive: [0.55, 1], har: [0.35, 1], jsonl: [0.35, 1], verify: [0, 0.85], copy: [0, 0.85], check: [0.85, 1],
 };
 
 /** Below this a job is over before a bar would help; above it, one line on stderr shows progress. */
@@ -19,12 +19,14 @@ export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): { 
   let shown = false;
   return {
     onProgress(stage, done, total) {
+      // An import's check comes after its copy, in steps: shown once the copy was large enough to show.
+      if (stage === 'check' && !shown) return;
       const bytes = stage !== 'har' && stage !== 'jsonl';
       if (!shown && (bytes ? total < LARGE : total < 20_000)) return;
       shown = true;
       const [from, to] = STAGE_SHARE[stage] ?? [0, 1];
       const part = total > 0 ? done / total : 1;
-      const message = bytes ? `${(done / 2 ** 20).toFixed(0)} of ${(total / 2 ** 20).toFixed(0)} MiB` : `${done} of ${total} events`;
+      const message = stage === 'check' ? `step ${done} of ${total}` : bytes ? `${(done / 2 ** 20).toFixed(0)} of ${(total / 2 ** 20).toFixed(0)} MiB` : `${done} of ${total} events`;
       line.update({ stage, message, fraction: from + (to - from) * part });
     },
     finish: () => line.finish(),

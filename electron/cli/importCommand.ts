@@ -14,8 +14,10 @@ session database spec, and adds it as a new read-only session (status stopped, m
 it cannot be resumed). An archive is verified before anything is kept: its manifest, the
 SHA-256 and size of every member, and its format version; members that are links, absolute
 paths, paths that climb out, unlisted, oversized or that inflate like a compression bomb are
-refused with the reason. Nothing is overwritten: a session id already here gets a new id, and a
-name already used gets a suffix (co-work1-2).
+refused with the reason. The session.db is checked page by page; a virtual table refuses it,
+and triggers, views and indexes that are not this app's are dropped from the imported copy
+before anything writes to it, so nothing in the file runs. Nothing is overwritten: a session
+id already here gets a new id, and a name already used gets a suffix (co-work1-2).
 
 Prints the new session's id and name.`,
   async run(ctx, argv) {
@@ -34,6 +36,7 @@ Prints the new session's id and name.`,
       ctx.out(`Imported session ${result.id} (${result.name ?? 'no name'}) from ${result.source === 'archive' ? 'archive' : 'session.db'} ${file}`);
       if (result.originalId) ctx.out(`  id ${result.originalId} is already here; the import got a new id`);
       if (result.originalName) ctx.out(`  name "${result.originalName}" is already used; the import is named ${result.name ?? '(none)'}`);
+      if (result.dropped.length > 0) ctx.out(`  dropped from the imported copy, so none of it runs: ${result.dropped.join(', ')}`);
       if (result.adopted) ctx.out("  the file came from another tool: this app's columns (seq, event ids) were added to the imported copy");
       return 0;
     } finally {

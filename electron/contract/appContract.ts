@@ -129,12 +129,17 @@ export type Timeline = z.infer<typeof TimelineSchema>;
 export const SearchHitSchema = z.object({ kind: TableKindSchema, seq: z.number(), at: z.string(), snippet: z.string() });
 export type SearchHit = z.infer<typeof SearchHitSchema>;
 
-export const TranscriptSchema = z.object({
-  width: z.number(),
-  height: z.number(),
+/** A chunk of a recorded terminal; the rest is fetched with `terminal.replay` from `next`. */
+export const TranscriptPartSchema = z.object({
   /** [seconds, 'o' | 'r', data] as recorded (asciicast v2). */
   events: z.array(z.tuple([z.number(), z.enum(['o', 'r']), z.string()])),
+  /** Where the next chunk starts (pass it as `from`), or null when this chunk is the last. */
+  next: z.number().int().min(0).nullable(),
 });
+export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
+
+/** An ended session's recorded terminal: its size and first chunk. */
+export const TranscriptSchema = TranscriptPartSchema.extend({ width: z.number(), height: z.number() });
 export type Transcript = z.infer<typeof TranscriptSchema>;
 
 /** Every call: its params schema and its result schema. */
@@ -170,8 +175,13 @@ export const CALLS = {
   'sessions.timeline': { params: z.strictObject({ id: SessionIdParam }), result: TimelineSchema },
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
   'sessions.search': { params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }), result: z.array(SearchHitSchema) },
-  /** Opens the session's terminal: live (its output arrives as terminal.output events) or, for an ended session, its transcript. */
+  /**
+   * Opens the session's terminal: live (its output arrives as terminal.output events) or, for an
+   * ended session, the first chunk of its transcript.
+   */
   'terminal.attach': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }) },
+  /** The next chunk of an ended session's transcript, from a previous chunk's `next`; asked for at the window's pace. */
+  'terminal.replay': { params: z.strictObject({ id: SessionIdParam, from: z.number().int().min(0) }), result: TranscriptPartSchema },
   'terminal.input': { params: z.strictObject({ id: SessionIdParam, data: z.string().max(1 << 16) }), result: z.strictObject({}) },
   'terminal.resize': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({}) },
   'terminal.detach': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({}) },

@@ -2,7 +2,7 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { useEffect, useRef, useState } from 'react';
-import type { Transcript } from '../../electron/contract/appContract.ts';
+import type { Transcript, TranscriptPart } from '../../electron/contract/appContract.ts';
 import { useApi } from '../api/ApiContext.tsx';
 import { errorText } from '../api/callError.ts';
 
@@ -11,15 +11,34 @@ type Mode = { kind: 'attaching' } | { kind: 'live'; exitCode?: number | null } |
 /** The contract bounds a terminal size to 2..1000 in both directions. */
 const clamp = (n: number) => Math.max(2, Math.min(1000, Math.floor(n)));
 
-/** An ended session's asciicast: output written in order, recorded resizes applied as they came. */
-function replay(term: Terminal, transcript: Transcript): void {
-  term.resize(clamp(transcript.width), clamp(transcript.height));
-  for (const [, type, data] of transcript.events) {
+/** One chunk of an asciicast: output written in order, recorded resizes applied as they came; resolves once the terminal has taken it in. */
+function play(term: Terminal, part: TranscriptPart): Promise<void> {
+  for (const [, type, data] of part.events) {
     if (type === 'o') term.write(data);
     else {
       const match = /^(\d+)x(\d+)$/.exec(data);
       if (match) term.resize(clamp(Number(match[1])), clamp(Number(match[2])));
     }
+  }
+  return new Promise((resolve) => term.write('', resolve));
+}
+
+/**
+ * An ended session's transcript, a chunk at a time: the next is asked for once the terminal has
+ * taken in the last, so a long recording neither arrives in one message nor piles up in the page.
+ */
+async function replay(term: Terminal, transcript: Transcript, more: (from: number) => Promise<TranscriptPart>, gone: () => boolean, played: (events: number) => void): Promise<void> {
+  term.resize(clamp(transcript.width), clamp(transcript.height));
+  let part: TranscriptPart = transcript;
+  let events = 0;
+  for (;;) {
+    await play(term, part);
+    if (gone()) return;
+    events += part.events.length;
+    played(events);
+    if (part.next === null) return;
+    part = await more(part.next);
+    if (gone()) return;
   }
 }
 
@@ -62,8 +81,10 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
           setMode({ kind: 'live' });
           term.focus();
         } else if (result.transcript) {
-          replay(term, result.transcript);
-          setMode({ kind: 'replay', events: result.transcript.events.length });
+          const more = (from: number) => api.call('terminal.replay', { id: sessionId, from });
+          replay(term, result.transcript, more, () => disposed, (events) => setMode({ kind: 'replay', events })).catch(
+            (e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }),
+          );
         } else setMode({ kind: 'none' });
       },
       (e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }),

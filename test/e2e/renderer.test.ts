@@ -34,6 +34,8 @@ const agentMissing = missing ? null : buildAgent();
 const SHOTS = fileURLToPath(new URL('../../test-output/e2e/', import.meta.url));
 const GZ_JSON = { hello: 'world', nested: { list: [1, 2, 3] }, note: 'sent gzip on the wire' };
 const BIG_ROWS = 100_000;
+/** Lines of a recorded terminal long enough to take several replay chunks. */
+const LONG_REPLAY_LINES = 12_000;
 
 const home = tempHome();
 let core: AppCore;
@@ -108,6 +110,10 @@ beforeAll(async () => {
   const transcript = new PtyTranscript(sessionPaths(home, cowork).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
   transcript.output(Buffer.from('root@capsem:~# npm test\r\n\x1b[32m  ✓ retries three times then gives up\x1b[0m\r\n\x1b[32m  ✓ logs why it stopped\x1b[0m\r\n\r\n  2 passing (41ms)\r\n\r\nroot@capsem:~# git status --short\r\n M src/main.ts\r\n?? notes.md\r\nroot@capsem:~# '));
   transcript.close();
+  const long = new PtyTranscript(sessionPaths(home, idOfName('code-vm1') as SessionId).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
+  for (let i = 0; i < LONG_REPLAY_LINES; i++) long.output(Buffer.from(`replayed line ${i} ${'.'.repeat(200)}\r\n`));
+  long.output(Buffer.from('end of the long recording\r\n'));
+  long.close();
   // 100,000 HTTP exchanges, appended as the proxy would (one writer, batched).
   const t1 = performance.now();
   const bigSession = await liveSession(home, 'big');
@@ -471,6 +477,14 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     files.push(await shot('terminal'));
     for (const file of files) expect(statSync(file).size, file).toBeGreaterThan(5 * 1024);
     console.log(`screenshots: ${files.map((f) => `${f.slice(SHOTS.length)} ${(statSync(f).size / 1024).toFixed(0)} KB`).join(', ')}`);
+  });
+
+  it('replays a recorded terminal several chunks long through to its last line', async () => {
+    await fresh();
+    const id = await openByName('code-vm1');
+    await pane(id).locator('[data-testid=view-terminal]').click();
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText(), { timeout: 20_000 }).toBe(`replay of an ended session (${LONG_REPLAY_LINES + 1} recorded events)`);
+    await expect.poll(() => pane(id).locator('.xterm-rows').innerText()).toContain('end of the long recording');
   });
 
   it('imports an archive picked with Import… and opens the new session in its tab', async () => {

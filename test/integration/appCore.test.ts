@@ -357,7 +357,7 @@ describe('terminal and live updates without VMs', () => {
     expect(attached.transcript).toMatchObject({ width: 100, height: 30 });
     expect(attached.transcript!.events.map((e) => e[2]).join('')).toContain('recorded');
     const none = await call('terminal.attach', { id: seeded[1]!.id, size: { cols: 80, rows: 24 } });
-    expect(none.transcript).toEqual({ width: 80, height: 24, events: [] });
+    expect(none.transcript).toEqual({ width: 80, height: 24, events: [], next: null });
     expect((await failure('terminal.input', { id: seeded[0]!.id, data: 'x' })).code).toBe('not_attached');
     expect(await call('terminal.detach', { id: seeded[0]!.id })).toEqual({});
   });

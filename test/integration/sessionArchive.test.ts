@@ -1,12 +1,10 @@
 import type Database from 'better-sqlite3';
 import BetterSqlite from 'better-sqlite3';
-import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARCHIVE_FORMAT, DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../../electron/archive/archiveFormat.ts';
+import { DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../../electron/archive/archiveFormat.ts';
 import { exportSession } from '../../electron/archive/exportSession.ts';
 import { importSession } from '../../electron/archive/importSession.ts';
 import { tableDigests } from '../../electron/archive/tableDigest.ts';
@@ -16,6 +14,7 @@ import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession, type SessionRecord } from '../../electron/store/registry.ts';
+import { craftTar, manifestFor } from '../helpers/craftArchive.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -74,47 +73,13 @@ function listing(): string[] {
 
 const sessionRows = (): unknown[] => mainDb.prepare('SELECT * FROM sessions ORDER BY id').all();
 
-interface Member {
-  name: string;
-  body?: Buffer;
-  type?: 'file' | 'symlink' | 'link' | 'directory';
-  linkname?: string;
-  /** Size to declare in the header, when it should differ from the body. */
-  size?: number;
-}
-
-async function craft(members: readonly Member[]): Promise<Buffer> {
-  const pack = tar.pack();
-  const chunks: Buffer[] = [];
-  pack.on('data', (c: unknown) => chunks.push(c as Buffer));
-  const ended = new Promise<void>((resolve) => pack.on('end', () => resolve()));
-  for (const m of members) {
-    await new Promise<void>((resolve, reject) => {
-      if (m.type === 'symlink' || m.type === 'link' || m.type === 'directory') pack.entry({ name: m.name, type: m.type, linkname: m.linkname }, (err) => (err ? reject(err) : resolve()));
-      else pack.entry({ name: m.name, size: m.body!.length }, m.body!, (err) => (err ? reject(err) : resolve()));
-    });
-  }
-  pack.finalize();
-  await ended;
-  return Buffer.concat(chunks);
-}
-
-const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const dbBytes = (): Buffer => readFileSync(sessionPaths(home, seeded[1]!.id as SessionId).dbPath);
-
-function manifestFor(members: Record<string, Buffer>, extra: Record<string, unknown> = {}): Buffer {
-  return Buffer.from(JSON.stringify({
-    format: ARCHIVE_FORMAT, formatVersion: 1, sessionId: '0c9a7d3e-1111-4222-8333-944455556666', name: 'crafted', status: 'stopped',
-    createdAt: '2026-01-01T00:00:00.000Z', stoppedAt: '2026-01-01T01:00:00.000Z', exportedAt: '2026-01-02T00:00:00.000Z', appVersion: 'test', counts: {},
-    members: Object.entries(members).map(([path, body]) => ({ path, bytes: body.length, sha256: sha(body) })),
-    ...extra,
-  }));
-}
 
 describe('export then import', () => {
   it('yields identical rows in every table, under a new id and a suffixed name', async () => {
     const result = await importSession(home, mainDb, archive);
     expect(result.source).toBe('archive');
+    expect(result.dropped).toEqual([]);
     expect(result.id).not.toBe(seeded[0]!.id);
     expect(result.originalId).toBe(seeded[0]!.id);
     expect(result.name).toBe('co-work1-2');
@@ -172,7 +137,7 @@ describe('export then import', () => {
     `);
     db.close();
     const result = await importSession(home, mainDb, foreign);
-    expect(result).toMatchObject({ source: 'session.db', adopted: true, name: null });
+    expect(result).toMatchObject({ source: 'session.db', adopted: true, name: null, dropped: [] });
     const imported = new BetterSqlite(sessionPaths(home, result.id).dbPath, { readonly: true });
     const seqs = imported.prepare("SELECT seq, event_id FROM net_events UNION ALL SELECT seq, event_id FROM model_calls UNION ALL SELECT seq, event_id FROM fs_events ORDER BY seq").all() as { seq: number; event_id: string }[];
     imported.close();
@@ -182,26 +147,60 @@ describe('export then import', () => {
   });
 });
 
+describe('a large session.db', () => {
+  let large: string;
+  beforeAll(() => {
+    // 256 MiB: a Capsem session.db with a table of zero-filled blobs beside its rows.
+    large = join(home.root, 'large-session.db');
+    copyFileSync(sessionPaths(home, seeded[2]!.id as SessionId).dbPath, large);
+    const db = new BetterSqlite(large);
+    db.exec('CREATE TABLE ballast (b BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 256) INSERT INTO ballast SELECT zeroblob(1 << 20) FROM n');
+    db.close();
+  }, 60_000);
+  afterAll(() => rmSync(large, { force: true }));
+
+  it('is checked on a thread of its own: a timer set once the check is under way fires before the import ends', async () => {
+    const order: string[] = [];
+    let armed = false;
+    const onProgress = (stage: string): void => {
+      if (stage !== 'check' || armed) return;
+      armed = true;
+      setTimeout(() => order.push('timer'), 0);
+    };
+    const result = await importSession(home, mainDb, large, { onProgress });
+    order.push('import');
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(order).toEqual(['timer', 'import']);
+    expect(getSession(mainDb, result.id)).not.toBeNull();
+  }, 60_000);
+
+  it('is refused when its check takes longer than the limit, and nothing is written', async () => {
+    const before = { files: listing(), rows: sessionRows() };
+    await expect(importSession(home, mainDb, large, { limits: { maxValidationSeconds: 0.001 } })).rejects.toThrow(/^session.db validation took longer than 0.001 s, the import's time limit; refusing it$/);
+    expect({ files: listing(), rows: sessionRows() }).toEqual(before);
+  }, 60_000);
+});
+
 describe('a crafted archive is refused and nothing is written', () => {
   const limits: Partial<ImportLimits> = {};
   const cases: { name: string; message: RegExp; build: () => Promise<Buffer>; limits?: Partial<ImportLimits> }[] = [
-    { name: 'path traversal', message: /climbs out of the archive \(path traversal\)/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '../escape.db', body: db }]); } },
-    { name: 'absolute path', message: /"\/tmp\/evil.db": an absolute path/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '/tmp/evil.db', body: db }]); } },
-    { name: 'symlink', message: /symbolic link to "\/etc\/passwd"/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'symlink', linkname: '/etc/passwd' }]); } },
-    { name: 'hard link', message: /hard link to "manifest.json"/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'link', linkname: 'manifest.json' }]); } },
-    { name: 'checksum mismatch', message: /checksum mismatch for "session.db"/, build: () => { const db = dbBytes(); const tampered = Buffer.from(db); tampered[tampered.length - 1] = tampered.at(-1)! ^ 0xff; return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: tampered }]); } },
-    { name: 'missing manifest', message: /first member is "session.db", not manifest.json/, build: () => craft([{ name: 'session.db', body: dbBytes() }]) },
-    { name: 'newer format version', message: /format version 2, newer than this Capsem reads \(1\)/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 2 }) }, { name: 'session.db', body: db }]); } },
-    { name: 'member not in the manifest', message: /member "notes.txt" is not listed in manifest.json/, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'notes.txt', body: Buffer.from('hi') }, { name: 'session.db', body: db }]); } },
-    { name: 'oversized member', message: /member "session.db" is .* MiB, over the import limit of 0.1 MiB per member/, limits: { maxMemberBytes: 100_000 }, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
-    { name: 'oversized total', message: /holds .* MiB, over the import limit of/, limits: { maxTotalBytes: 100_000 }, build: () => { const db = dbBytes(); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
+    { name: 'path traversal', message: /climbs out of the archive \(path traversal\)/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '../escape.db', body: db }]); } },
+    { name: 'absolute path', message: /"\/tmp\/evil.db": an absolute path/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '/tmp/evil.db', body: db }]); } },
+    { name: 'symlink', message: /symbolic link to "\/etc\/passwd"/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'symlink', linkname: '/etc/passwd' }]); } },
+    { name: 'hard link', message: /hard link to "manifest.json"/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'link', linkname: 'manifest.json' }]); } },
+    { name: 'checksum mismatch', message: /checksum mismatch for "session.db"/, build: () => { const db = dbBytes(); const tampered = Buffer.from(db); tampered[tampered.length - 1] = tampered.at(-1)! ^ 0xff; return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: tampered }]); } },
+    { name: 'missing manifest', message: /first member is "session.db", not manifest.json/, build: () => craftTar([{ name: 'session.db', body: dbBytes() }]) },
+    { name: 'newer format version', message: /format version 2, newer than this Capsem reads \(1\)/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 2 }) }, { name: 'session.db', body: db }]); } },
+    { name: 'member not in the manifest', message: /member "notes.txt" is not listed in manifest.json/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'notes.txt', body: Buffer.from('hi') }, { name: 'session.db', body: db }]); } },
+    { name: 'oversized member', message: /member "session.db" is .* MiB, over the import limit of 0.1 MiB per member/, limits: { maxMemberBytes: 100_000 }, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
+    { name: 'oversized total', message: /holds .* MiB, over the import limit of/, limits: { maxTotalBytes: 100_000 }, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
     {
       name: 'compression bomb',
       message: /compression bomb/,
       limits: { ratioAfterBytes: 1 << 20 },
       build: async () => {
         const zeros = Buffer.alloc(48 << 20);
-        return gzipSync(await craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': zeros }) }, { name: 'session.db', body: zeros }]), { level: 9 });
+        return gzipSync(await craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': zeros }) }, { name: 'session.db', body: zeros }]), { level: 9 });
       },
     },
     {
@@ -211,12 +210,12 @@ describe('a crafted archive is refused and nothing is written', () => {
       build: async () => {
         // Every member is as declared; the excess rides after the tar's end, where only the meter sees it.
         const db = dbBytes();
-        const tarred = await craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]);
+        const tarred = await craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]);
         return gzipSync(Buffer.concat([tarred, Buffer.alloc(16 << 20)]), { level: 9 });
       },
     },
     { name: 'not an archive', message: /neither a Capsem session archive nor a session.db/, build: () => Promise.resolve(Buffer.from('just some text, not an archive at all\n'.repeat(40))) },
-    { name: 'a damaged database', message: /session.db (is damaged|is not a readable SQLite database)/, build: () => { const db = Buffer.from(dbBytes()); db.fill(0x55, 4096, 12288); return craft([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
+    { name: 'a damaged database', message: /session.db (is damaged|is not a readable SQLite database)/, build: () => { const db = Buffer.from(dbBytes()); db.fill(0x55, 4096, 12288); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
   ];
   for (const c of cases) {
     it(`refuses ${c.name}`, async () => {

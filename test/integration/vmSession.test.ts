@@ -10,7 +10,7 @@ import { openMainDb } from '../../electron/store/mainDb.ts';
 import { getSession, renameSession } from '../../electron/store/registry.ts';
 import { resolveSession } from '../../electron/store/resolver.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
-import { readTranscript } from '../../electron/vm/ptyTranscript.ts';
+import { readTranscriptChunk } from '../../electron/vm/ptyTranscript.ts';
 import { VmSession, type VmSessionOptions } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
@@ -142,7 +142,7 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     pty.stream.write('stty size\n');
     await waitFor('43 132');
     await session.stop();
-    const { header, events } = readTranscript(session.paths.ptyLogPath);
+    const { header, events } = await readTranscriptChunk(session.paths.ptyLogPath, 0, Infinity);
     expect(header).toMatchObject({ version: 2, width: 100, height: 30 });
     expect(events.some(([, code, data]) => code === 'o' && data.includes('hi-42'))).toBe(true);
     expect(events).toContainEqual([expect.any(Number), 'r', '132x43']);
