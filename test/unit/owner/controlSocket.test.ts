@@ -26,8 +26,8 @@ const methods: MethodRegistry = {
   'test.run': defineMethod(z.object({ exitCode: z.number().int() }), ({ exitCode }, call) => {
     const script = `process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase())); process.stdin.on('end', () => (process.exitCode = ${exitCode}))`;
     const stream = call.openStream({
-      onData: (bytes) => child.stdin.write(bytes),
-      onEvent: (event) => stream.event({ echo: event }),
+      onData: (bytes) => void child.stdin.write(bytes),
+      onEvent: (event) => void stream.event({ echo: event }),
       onEnd: () => child.stdin.end(),
       onClose: () => child.kill(),
     });
@@ -39,6 +39,18 @@ const methods: MethodRegistry = {
     child.on('close', (code) => stream.end(code ?? 1));
     return { stream: stream.id, pid: child.pid ?? null };
   }),
+};
+
+/** A method whose input waits for `held` to settle: a consumer that is full (a guest not reading its terminal). */
+const slowInput = { taken: 0, held: Promise.resolve(), release: () => {} };
+methods['test.slow-input'] = (_params, call) => {
+  const stream = call.openStream({
+    onData: (bytes) => {
+      slowInput.taken += bytes.length;
+      return slowInput.held;
+    },
+  });
+  return { stream: stream.id };
 };
 
 let server: ControlServer;
@@ -114,7 +126,7 @@ describe('control socket', () => {
     const c = await client();
     let output = '';
     const events: unknown[] = [];
-    const stream = await c.stream('test.run', { exitCode: 3 }, { onData: (b) => (output += b.toString()), onEvent: (e) => events.push(e) });
+    const stream = await c.stream('test.run', { exitCode: 3 }, { onData: (b) => void (output += b.toString()), onEvent: (e) => void events.push(e) });
     expect(stream.result).toMatchObject({ stream: stream.id, pid: expect.any(Number) });
     stream.write('hello ');
     stream.event({ cols: 80, rows: 24 });
@@ -128,11 +140,27 @@ describe('control socket', () => {
   it('carries output larger than one line in chunks', async () => {
     const c = await client();
     let received = 0;
-    const stream = await c.stream('test.run', { exitCode: 0 }, { onData: (b) => (received += b.length) });
+    const stream = await c.stream('test.run', { exitCode: 0 }, { onData: (b) => void (received += b.length) });
     stream.write('x'.repeat(3 * 1024 * 1024));
     stream.end();
     expect(await stream.exit).toBe(0);
     expect(received).toBe('started\n'.length + 3 * 1024 * 1024);
+  });
+
+  it('stops reading a client whose input the method cannot take yet, and reads on once it can', async () => {
+    slowInput.taken = 0;
+    slowInput.held = new Promise((r) => (slowInput.release = r));
+    const c = await client();
+    const stream = await c.stream('test.slow-input', undefined);
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const total = 32 * 1024 * 1024;
+    for (let sent = 0; sent < total; sent += chunk.length) stream.write(chunk);
+    await expect.poll(() => slowInput.taken).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    // What one socket read carried, at most: the rest waits in the client's socket, not the owner's memory.
+    expect(slowInput.taken).toBeLessThanOrEqual(2 * chunk.length);
+    slowInput.release();
+    await expect.poll(() => slowInput.taken, { timeout: 10_000 }).toBe(total);
   });
 
   it('ends the owner side of a stream when its client disconnects', async () => {
