@@ -4,6 +4,7 @@ import type { JsonValue } from '../owner/wire.ts';
 import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
 import { VmHost, type RunEvent } from '../vm/vmHost.ts';
 import { progressLine } from '../vm/progressLine.ts';
+import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
 
 // VM commands reach VMs through the owner of CAPSEM_HOME. When no owner runs, this CLI becomes the
@@ -46,46 +47,51 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
   );
 }
 
-/** Renders a VM stream's events: progress on one line, status lines, stderr bytes, the session it runs in. */
-export function vmEventPrinter(ctx: CliContext, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void {
+/**
+ * Renders a VM stream's events: progress on one line, status lines, stderr bytes (at the pace
+ * stderr takes them), the session it runs in.
+ */
+export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void | Promise<void> {
   const progress = progressLine(stderr);
   return (raw) => {
     const event = raw as unknown as RunEvent;
-    switch (event.type) {
-      case 'progress':
-        return progress.update(event);
-      case 'status':
-        progress.finish();
-        return ctx.err(`capsem: ${event.line}`);
-      case 'session':
-        progress.finish();
-        return ctx.err(`capsem: session ${event.id}${event.name ? ` (${event.name})` : ''}`);
-      case 'stderr':
-        progress.finish();
-        stderr.write(Buffer.from(event.data, 'base64'));
-        return;
+    if (event.type === 'progress') {
+      progress.update(event);
+      return;
     }
+    progress.finish();
+    if (event.type === 'stderr') return output.stderr(Buffer.from(event.data, 'base64'));
+    if (event.type === 'status') ctx.err(`capsem: ${event.line}`);
+    else if (event.type === 'session') ctx.err(`capsem: session ${event.id}${event.name ? ` (${event.name})` : ''}`);
   };
 }
 
 /**
  * A VM stream's exit code. Ctrl-C disconnects from the owner, which stops a VM started for this
  * command (one attached to stays up); the exit code is then 130, as for any interrupted command.
+ * Stdout's reader going away does the same, with 141 (BROKEN_PIPE_EXIT) whatever the command did.
  */
-export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>): Promise<number> {
-  let interrupted = false;
-  const interrupt = (): void => {
-    interrupted = true;
-    ctx.err('capsem: interrupted; stopping');
+export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>, output: CommandOutput): Promise<number> {
+  let stopped: 'interrupted' | 'broken pipe' | null = null;
+  let done = false;
+  const stop = (why: typeof stopped & string, note: string): void => {
+    if (stopped || done) return;
+    stopped = why;
+    ctx.err(`capsem: ${note}; stopping`);
     client.close();
   };
+  const interrupt = (): void => stop('interrupted', 'interrupted');
   process.once('SIGINT', interrupt);
+  void output.broken.then(() => stop('broken pipe', 'nothing reads the output any more'));
   try {
-    return (await exit) ?? 1;
+    const code = (await exit) ?? 1;
+    return stopped === 'broken pipe' ? BROKEN_PIPE_EXIT : code;
   } catch (err) {
-    if (interrupted) return 130;
+    if (stopped === 'interrupted') return 130;
+    if (stopped === 'broken pipe') return BROKEN_PIPE_EXIT;
     throw err;
   } finally {
+    done = true;
     process.off('SIGINT', interrupt);
   }
 }

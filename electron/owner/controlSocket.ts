@@ -174,7 +174,8 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
       }
       if ('data' in message) {
         const full = live.handlers.onData?.(Buffer.from(message.data, 'base64'));
-        if (full) wire.holdReading(full);
+        // Only a promise holds: a handler typed void may still return a value (a write's boolean).
+        if (full instanceof Promise) wire.holdReading(full);
       } else if ('event' in message) live.handlers.onEvent?.(message.event);
       else live.handlers.onEnd?.();
     },

@@ -53,6 +53,21 @@ methods['test.slow-input'] = (_params, call) => {
   return { stream: stream.id };
 };
 
+/** A method that writes output as fast as its client takes it, as vm.run relays a guest's flood. */
+const flood = { produced: 0, stopped: false };
+methods['test.flood'] = (_params, call) => {
+  const stream = call.openStream({ onClose: () => (flood.stopped = true) });
+  const chunk = Buffer.alloc(64 * 1024, 0x7a);
+  const more = (): void => {
+    if (flood.stopped) return;
+    while (stream.write(chunk)) flood.produced += chunk.length;
+    flood.produced += chunk.length;
+    stream.whenDrained(() => setImmediate(more));
+  };
+  setImmediate(more);
+  return { stream: stream.id };
+};
+
 let server: ControlServer;
 const clients: ControlClient[] = [];
 async function client(): Promise<ControlClient> {
@@ -154,13 +169,45 @@ describe('control socket', () => {
     const stream = await c.stream('test.slow-input', undefined);
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     const total = 32 * 1024 * 1024;
-    for (let sent = 0; sent < total; sent += chunk.length) stream.write(chunk);
+    let refused = 0;
+    for (let sent = 0; sent < total; sent += chunk.length) if (!stream.write(chunk)) refused += 1;
+    // The client is told its input is not being taken, so a source like stdin can pause.
+    expect(refused).toBeGreaterThan(0);
+    let drained = false;
+    stream.whenDrained(() => (drained = true));
     await expect.poll(() => slowInput.taken).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 300));
     // What one socket read carried, at most: the rest waits in the client's socket, not the owner's memory.
     expect(slowInput.taken).toBeLessThanOrEqual(2 * chunk.length);
+    expect(drained).toBe(false);
     slowInput.release();
     await expect.poll(() => slowInput.taken, { timeout: 10_000 }).toBe(total);
+    await expect.poll(() => drained).toBe(true);
+  });
+
+  it('holds the reading of output while a client handler is busy, so the owner stops producing, and reads on once it settles', async () => {
+    Object.assign(flood, { produced: 0, stopped: false });
+    const c = await client();
+    let release!: () => void;
+    const busy = new Promise<void>((r) => (release = r));
+    let received = 0;
+    await c.stream('test.flood', undefined, {
+      onData: (b) => {
+        received += b.length;
+        return busy;
+      },
+    });
+    await expect.poll(() => flood.produced).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    const held = flood.produced;
+    await new Promise((r) => setTimeout(r, 300));
+    // Stopped, not slowed: the owner's backlog bound, the socket buffers and a read, and no more.
+    expect(flood.produced).toBe(held);
+    expect(held).toBeLessThan(8 * 1024 * 1024);
+    release();
+    await expect.poll(() => received, { timeout: 10_000 }).toBeGreaterThan(held + 32 * 1024 * 1024);
+    c.close();
+    await expect.poll(() => flood.stopped).toBe(true);
   });
 
   it('ends the owner side of a stream when its client disconnects', async () => {
