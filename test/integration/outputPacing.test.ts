@@ -1,7 +1,11 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { AppCore } from '../../electron/app/appCore.ts';
+import { startBrowserServer } from '../../electron/app/browserServer.ts';
 import { startControlServer } from '../../electron/owner/controlSocket.ts';
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
 import { STREAM_WINDOW } from '../../electron/vm/mux.ts';
@@ -12,7 +16,8 @@ import { tempHome } from '../helpers/tempHome.ts';
 // Guest output goes at the pace of its consumer: a consumer that stops reading stops the guest
 // (through the mux's credit), so host memory holds a few windows, never the flood; reading again
 // lets it go on. The real agent runs as a host process (no VM), so `cat /dev/zero` floods at
-// host speed.
+// host speed. Each hop has its consumer: a control-socket client (`capsem run`) and the browser
+// page's WebSocket (the app's terminal).
 
 const missing = buildAgent();
 const home = tempHome();
@@ -103,6 +108,60 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
       await until('the output to flow again', () => backend.bytesFromAgent > later + 4 * CONTROL_LIMIT);
     } finally {
       await session.stop();
+    }
+  }, 60_000);
+
+  // Held when stalled: the loopback TCP buffers between the server and the page (the kernel may
+  // grow a receive buffer to several MiB), the page's backlog bound and the mux's window. Unpaced,
+  // the terminal's `yes` passes it within seconds: the server used to close the page at 32 MiB
+  // unsent and the flood went on into the transcript.
+  const PAGE_LIMIT = 64 * 2 ** 20;
+
+  it("a browser page that stops reading pauses the terminal, keeps its connection, and the shell's output goes on once it reads again", async () => {
+    const { host, backend } = liveHost();
+    const core = new AppCore({ home, vmHost: host });
+    const rendererDir = mkdtempSync(join(tmpdir(), 'capsem-renderer-'));
+    writeFileSync(join(rendererDir, 'index.html'), '<!doctype html><title>Capsem</title>');
+    const server = await startBrowserServer({ core, rendererDir, port: 0 });
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/ws?token=${server.token}`, { headers: { origin: `http://127.0.0.1:${server.port}` } });
+    let closedWith: number | null = null;
+    ws.on('close', (code) => (closedWith = code));
+    let outputBytes = 0;
+    const answers = new Map<number, unknown>();
+    ws.on('message', (data: Buffer) => {
+      const message = JSON.parse(data.toString()) as { id?: number; result?: unknown; error?: unknown; event?: string; payload?: { data: string } };
+      if (message.event === 'terminal.output') outputBytes += message.payload!.data.length;
+      else if (message.id !== undefined) answers.set(message.id, message.result ?? message.error);
+    });
+    let nextId = 0;
+    const call = async (name: string, params: unknown): Promise<unknown> => {
+      const id = ++nextId;
+      ws.send(JSON.stringify({ id, call: name, params }));
+      await until(`the answer to ${name}`, () => answers.has(id));
+      return answers.get(id);
+    };
+    try {
+      await new Promise((r) => ws.once('open', r));
+      const { id } = (await call('sessions.start', { name: null, image: 'minimal' })) as { id: string };
+      await call('terminal.attach', { id, size: { cols: 80, rows: 24 } });
+      await call('terminal.input', { id, data: 'yes\n' });
+      await until('the terminal to flood', () => outputBytes > 0);
+      ws.pause();
+      const { settled, later } = await afterStall(() => backend.bytesFromAgent, PAGE_LIMIT);
+      expect(later).toBeLessThan(PAGE_LIMIT);
+      expect(later - settled).toBeLessThan(STREAM_WINDOW);
+      expect(closedWith).toBeNull();
+
+      ws.resume();
+      const shown = outputBytes;
+      await until('the output to flow again', () => outputBytes > shown + PAGE_LIMIT);
+      expect(closedWith).toBeNull();
+    } finally {
+      ws.terminate();
+      await server.close();
+      await host.stopAll();
+      core.close();
+      rmSync(rendererDir, { recursive: true, force: true });
     }
   }, 60_000);
 });
