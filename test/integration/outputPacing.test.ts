@@ -1,26 +1,36 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server } from 'node:https';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer } from '../../electron/app/browserServer.ts';
 import { startControlServer } from '../../electron/owner/controlSocket.ts';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
 import { STREAM_WINDOW } from '../../electron/vm/mux.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Guest output goes at the pace of its consumer: a consumer that stops reading stops the guest
 // (through the mux's credit), so host memory holds a few windows, never the flood; reading again
 // lets it go on. The real agent runs as a host process (no VM), so `cat /dev/zero` floods at
-// host speed. Each hop has its consumer: a control-socket client (`capsem run`) and the browser
-// page's WebSocket (the app's terminal).
+// host speed. Each hop has its consumer: a control-socket client (`capsem run`), the browser
+// page's WebSocket (the app's terminal), and the proxy's two ends (net streams).
 
 const missing = buildAgent();
 const home = tempHome();
+const HOST = 'files.pacing.test';
+let upstream: Server;
+let upstreamCaFile: string;
+let upPort = 0;
+/** The upstream's handler for this test: the endless download or the upload nobody reads. */
+let serve: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, probe: () => boolean, timeoutMs = 30_000): Promise<void> {
@@ -46,19 +56,37 @@ async function afterStall(bytes: () => number, limit: number): Promise<{ settled
   return { settled, later: settled > limit ? settled : await sample(2000) };
 }
 
-function liveHost(): { host: VmHost; backend: HostAgentBackend } {
+/** A VM host whose guest is the agent run here; its connections reach the upstream through the recording proxy. */
+function liveHost(): { host: VmHost; backend: HostAgentBackend; workspace: string } {
   const workspace = mkdtempSync(join(home.root, 'ws-'));
   const backend = new HostAgentBackend(workspace);
   const host = new VmHost({
     home,
     backend: () => backend,
-    plan: () => async () => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: 0, guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+    hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
+    plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: await freePort(), guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
   });
-  return { host, backend };
+  return { host, backend, workspace };
 }
 
 describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the real agent${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  afterAll(() => home.remove());
+  beforeAll(async () => {
+    const upHome = tempHome();
+    const ca = await CertificateAuthority.load(upHome);
+    const leaf = await ca.issueLeaf(HOST);
+    upHome.remove();
+    upstreamCaFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(upstreamCaFile, ca.certPem);
+    upstream = createHttpsServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, (req, res) => serve(req, res));
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upPort = (upstream.address() as AddressInfo).port;
+    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
+  });
+  afterAll(() => {
+    upstream?.closeAllConnections();
+    upstream?.close();
+    home.remove();
+  });
 
   // Held when stalled: the mux's window and unread quarter, the control socket's backlog bound
   // and one message, and the unix sockets' kernel buffers (a few hundred KiB each): well under
@@ -164,4 +192,53 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
       rmSync(rendererDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  // Held when stalled: the loopback TCP buffers on each side of the proxy and the guest's own
+  // socket, the proxy's stream buffers and the mux's window.
+  const NET_LIMIT = 96 * 2 ** 20;
+
+  it('a download the guest does not read stops the upstream, an upload the upstream does not read stops the guest, and each goes on once read', async () => {
+    const { host, backend, workspace } = liveHost();
+    const session = await host.start({ name: null, image: 'minimal', command: ['test'] }, { status: () => {}, progress: () => {} });
+    let served = 0;
+    let upload: IncomingMessage | null = null;
+    serve = (req, res) => {
+      if (req.url === '/upload') {
+        // Not read until the test says so: the body waits in the upstream's socket, then the proxy's.
+        upload = req;
+        req.pause();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024);
+      const more = (): void => {
+        for (let room = true; room && res.writable; served += chunk.length) room = res.write(chunk);
+      };
+      res.on('drain', more);
+      more();
+    };
+    try {
+      // The guest's reader waits for a file the test creates: curl blocks on its pipe meanwhile,
+      // and stops reading its connection.
+      session.exec(['sh', '-c', `curl -sS https://${HOST}/download | { while [ ! -e read-now ]; do sleep 0.1; done; cat > /dev/null; }`]).result.catch(() => undefined);
+      await until('the download to start', () => served > 0);
+      const down = await afterStall(() => served, NET_LIMIT);
+      expect(down.later).toBeLessThan(NET_LIMIT);
+      expect(down.later - down.settled).toBeLessThan(STREAM_WINDOW);
+      writeFileSync(join(workspace, 'read-now'), '');
+      await until('the download to go on', () => served > down.later + NET_LIMIT);
+
+      const before = backend.bytesFromAgent;
+      const fromGuest = (): number => backend.bytesFromAgent - before;
+      session.exec(['sh', '-c', `head -c 4G /dev/zero | curl -sS -T - https://${HOST}/upload`]).result.catch(() => undefined);
+      await until('the upload to reach the upstream', () => upload !== null);
+      const up = await afterStall(fromGuest, NET_LIMIT);
+      expect(up.later).toBeLessThan(NET_LIMIT);
+      expect(up.later - up.settled).toBeLessThan(STREAM_WINDOW);
+      upload!.resume();
+      await until('the upload to go on', () => fromGuest() > up.later + NET_LIMIT);
+    } finally {
+      await session.stop();
+    }
+  }, 90_000);
 });
