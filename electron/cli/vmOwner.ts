@@ -37,7 +37,9 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
         return await use(client);
       } finally {
         client.close();
-        if (host.live.length > 0) ctx.err(`capsem: waiting for ${host.live.length} VM(s) started through this process by other commands`);
+        // This command's own VM, when it was cut short (Ctrl-C, a reader gone), is already stopping.
+        const others = host.live.filter((s) => s.running).length;
+        if (others > 0) ctx.err(`capsem: waiting for ${others} VM(s) started through this process by other commands`);
         await host.idle();
         process.off('SIGTERM', terminate);
       }
