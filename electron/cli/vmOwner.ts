@@ -74,23 +74,24 @@ export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: N
  * Stdout's reader going away does the same, with 141 (BROKEN_PIPE_EXIT) whatever the command did.
  */
 export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>, output: CommandOutput): Promise<number> {
-  let stopped: 'interrupted' | 'broken pipe' | null = null;
+  /** The exit code of a command cut short (130 for Ctrl-C, 141 for a broken pipe); null while it runs its course. */
+  let cutShort: number | null = null;
   let done = false;
-  const stop = (why: typeof stopped & string, note: string): void => {
-    if (stopped || done) return;
-    stopped = why;
+  const stop = (code: number, note: string): void => {
+    if (cutShort !== null || done) return;
+    cutShort = code;
     ctx.err(`capsem: ${note}; stopping`);
     client.close();
   };
-  const interrupt = (): void => stop('interrupted', 'interrupted');
+  const interrupt = (): void => stop(130, 'interrupted');
   process.once('SIGINT', interrupt);
-  void output.broken.then(() => stop('broken pipe', 'nothing reads the output any more'));
+  void output.broken.then(() => stop(BROKEN_PIPE_EXIT, 'nothing reads the output any more'));
   try {
     const code = (await exit) ?? 1;
-    return stopped === 'broken pipe' ? BROKEN_PIPE_EXIT : code;
+    // Output was lost whatever the command did; an interrupted command that still finished keeps its code.
+    return cutShort === BROKEN_PIPE_EXIT ? BROKEN_PIPE_EXIT : code;
   } catch (err) {
-    if (stopped === 'interrupted') return 130;
-    if (stopped === 'broken pipe') return BROKEN_PIPE_EXIT;
+    if (cutShort !== null) return cutShort;
     throw err;
   } finally {
     done = true;
