@@ -123,6 +123,45 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
     }
   }, 60_000);
 
+  it('input a busy guest shell does not take waits in the vm.shell client, not in the owner', async () => {
+    const { host } = liveHost();
+    ensurePrivateDir(home.runDir);
+    const path = join(home.runDir, 'control-input.sock');
+    const server = await startControlServer({ path, info: { pid: process.pid, kind: 'app', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' }, methods: host.methods() });
+    const client = connect(path);
+    let answered = false;
+    let shown = '';
+    let partial = '';
+    client.on('data', (c: Buffer) => {
+      const lines = (partial + c.toString()).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        const message = JSON.parse(line) as { id?: number; data?: string };
+        if (message.id === 1) answered = true;
+        if (message.data) shown += Buffer.from(message.data, 'base64').toString();
+      }
+    });
+    const input = (bytes: Buffer): void => void client.write(`${JSON.stringify({ stream: 's1', data: bytes.toString('base64') })}\n`);
+    try {
+      await new Promise((r) => client.once('connect', r));
+      client.write(`${JSON.stringify({ id: 1, method: 'vm.shell', params: { image: 'minimal' } })}\n`);
+      await until('the shell', () => answered && host.live.length === 1);
+      input(Buffer.from('echo busy-$((6*7)); sleep 30\n'));
+      await until('the shell to be busy', () => shown.includes('busy-42'));
+      const total = 32 * 2 ** 20;
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      for (let sent = 0; sent < total; sent += chunk.length) input(chunk);
+      await sleep(2000);
+      // The pty's line buffer, the guest's window and the owner's stream buffer take a few MiB;
+      // the rest is still queued on the client's side of the socket.
+      expect(client.writableLength).toBeGreaterThan(total - 8 * 2 ** 20);
+    } finally {
+      client.destroy();
+      await host.stopAll();
+      await server.close();
+    }
+  }, 60_000);
+
   it('a paused exec stream stops the grants although its preview tap reads it, and reading again resumes them', async () => {
     const { host, backend } = liveHost();
     const session = await host.start({ name: null, image: 'minimal', command: ['test'] }, { status: () => {}, progress: () => {} });
