@@ -41,7 +41,7 @@ export interface AppCoreOptions {
 
 type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
 type Handlers = { [N in CallName]: (params: Params<N>) => CallResult<N> | Promise<CallResult<N>> };
-type Listener = <N extends EventName>(name: N, payload: EventPayload<N>) => void;
+type Listener = <N extends EventName>(name: N, payload: EventPayload<N>) => void | Promise<void>;
 
 export class AppCore implements HostCore {
   private readonly mainDb: Database.Database;
@@ -115,14 +115,18 @@ export class AppCore implements HostCore {
     this.mainDb.close();
   }
 
-  private emit<N extends EventName>(name: N, payload: EventPayload<N>): void {
+  /** Sends an event to every transport; a promise while one of them is behind, settled once all have caught up. */
+  private emit<N extends EventName>(name: N, payload: EventPayload<N>): Promise<void> | undefined {
+    const behind: Promise<unknown>[] = [];
     for (const listener of this.listeners) {
       try {
-        listener(name, payload);
+        const caughtUp = listener(name, payload);
+        if (caughtUp instanceof Promise) behind.push(caughtUp);
       } catch {
         // A transport that failed to send must not stop the others from getting the event.
       }
     }
+    return behind.length === 0 ? undefined : Promise.allSettled(behind).then(() => undefined);
   }
 
   private liveIds(): Set<string> {

@@ -43,6 +43,11 @@ export interface BrowserServer {
 
 /** A client that lets this much pile up unread is too slow to keep: it is closed, not buffered forever. */
 const MAX_BUFFERED_BYTES = 32 << 20;
+/**
+ * Unsent bytes past which a page is behind: the terminal it shows waits (its pty is paused) until
+ * the page has caught up, so a flood stops in the guest long before MAX_BUFFERED_BYTES.
+ */
+const PAGE_BACKLOG_BYTES = 1 << 20;
 
 function securityHeaders(port: number, devPort?: number): Record<string, string> {
   const sockets = [port, ...(devPort ? [devPort] : [])].flatMap((p) => [`ws://127.0.0.1:${p}`, `ws://localhost:${p}`]).join(' ');
@@ -82,18 +87,34 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function send(ws: WebSocket, message: WireMessage): void {
-  if (ws.readyState !== ws.OPEN) return;
+/** Sends a message; false once the page is more than PAGE_BACKLOG_BYTES behind. `flushed` runs when it has left. */
+function send(ws: WebSocket, message: WireMessage, flushed?: () => void): boolean {
+  if (ws.readyState !== ws.OPEN) return true;
   if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
     ws.close(1013, 'the page is not reading its messages; reload it');
-    return;
+    return true;
   }
-  ws.send(JSON.stringify(message));
+  ws.send(JSON.stringify(message), flushed);
+  return ws.bufferedAmount <= PAGE_BACKLOG_BYTES;
 }
 
 function serveConnection(ws: WebSocket, core: HostCore): void {
-  const unsubscribe = core.subscribe(<N extends EventName>(event: N, payload: EventPayload<N>) => send(ws, { event, payload }));
-  ws.on('close', unsubscribe);
+  // An event that finds the page behind answers with a promise; the flush that finds it caught
+  // up (or the page going away) settles every such promise.
+  const waiting: (() => void)[] = [];
+  const settle = (): void => {
+    for (const caughtUp of waiting.splice(0)) caughtUp();
+  };
+  const flushed = (): void => {
+    if (ws.bufferedAmount <= PAGE_BACKLOG_BYTES) settle();
+  };
+  const unsubscribe = core.subscribe(<N extends EventName>(event: N, payload: EventPayload<N>) =>
+    send(ws, { event, payload }, flushed) ? undefined : new Promise<void>((resolve) => waiting.push(resolve)),
+  );
+  ws.on('close', () => {
+    unsubscribe();
+    settle();
+  });
   ws.on('error', () => ws.terminate());
   ws.on('message', (data: RawData, isBinary: boolean) => {
     try {
@@ -116,7 +137,8 @@ function answerMessage(ws: WebSocket, core: HostCore, data: RawData, isBinary: b
   if (!request.success) {
     const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
     if (id === null) return ws.close(1008, 'a message was not a request { id, call, params }');
-    return send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
+    send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
+    return;
   }
   const { id, call, params } = request.data;
   core.handle(call, params)

@@ -10,7 +10,8 @@ import { CallFailure } from './callFailure.ts';
 // transcript for replay, in chunks the window asks for one after the other. One attachment per session: a second attach replaces the first.
 
 export interface TerminalSink {
-  output(id: SessionId, data: string): void;
+  /** A promise while the window showing it is behind: the shell's output waits until it settles. */
+  output(id: SessionId, data: string): void | Promise<void>;
   exit(id: SessionId, code: number | null): void;
 }
 
@@ -41,9 +42,18 @@ export class Terminals {
       if (this.attached.get(session.id) === entry) this.attached.delete(session.id);
       if (!entry.detached) this.sink.exit(session.id, code);
     };
+    // A window that is behind holds the shell: the paused pty stops the guest's credit, so a
+    // flood (`yes`, `cat` of a large file) waits in the guest, not in host memory.
+    let behind = 0;
     pty.stream.on('data', (chunk: Buffer) => {
       const text = decoder.write(chunk);
-      if (text !== '' && !entry.detached) this.sink.output(session.id, text);
+      if (text === '' || entry.detached) return;
+      const caughtUp = this.sink.output(session.id, text);
+      if (!caughtUp) return;
+      if (behind++ === 0) pty.stream.pause();
+      void caughtUp.then(() => {
+        if (--behind === 0) pty.stream.resume();
+      });
     });
     pty.stream.on('exit', (status: { code: number | null }) => (code = status.code));
     // The guest closing its side ends the readable half; close ours so the stream is done.

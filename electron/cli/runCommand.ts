@@ -1,4 +1,5 @@
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
+import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
@@ -15,6 +16,10 @@ If the session cannot be recorded any more (its disk is full or failing), the pr
 guest's new requests, the VM is stopped in order, the session ends crashed with what was lost,
 and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 
+Output is taken at the pace of whatever reads it: a slow reader slows CMD down, it does not fill
+memory. If the reader goes away (| head), capsem stops the VM in order and exits with 141, as a
+command killed by SIGPIPE would.
+
   --name N         give the session a display name (resume and list by it)
   --image KIND     agent (default): Debian with bash, git, curl, python3, node
                    minimal: busybox only, boots fastest
@@ -30,8 +35,9 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
     const params = { name: (values.name as string | undefined) ?? null, image, argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
-      const stream = await client.stream('vm.run', params, { onData: (b) => process.stdout.write(b), onEvent: vmEventPrinter(ctx) });
-      return untilExit(ctx, client, stream.exit);
+      const output = commandOutput();
+      const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
+      return untilExit(ctx, client, stream.exit, output);
     });
   },
 };

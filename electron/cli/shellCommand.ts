@@ -1,3 +1,4 @@
+import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 import { resolveTarget } from './sessionTarget.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
@@ -25,22 +26,30 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
 
 /**
  * Connects this terminal to a VM's shell through the owner: raw keystrokes in, output out, size
- * changes followed; returns the shell's exit code.
+ * changes followed; returns the shell's exit code. Both directions go at the pace of their
+ * reader: input piped in waits for the guest to take it, output for stdout to drain.
  */
 export async function attachTerminal(ctx: CliContext, command: string, params: { id?: string; resume?: boolean; name?: string | null; image?: string }): Promise<number> {
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {
-    const stream = await client.stream('vm.shell', { ...params, ...size() }, { onData: (b) => process.stdout.write(b), onEvent: vmEventPrinter(ctx) });
-    const onInput = (b: Buffer): void => stream.write(b);
+    const output = commandOutput();
+    const stream = await client.stream('vm.shell', { ...params, ...size() }, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
+    let attached = true;
+    const onInput = (b: Buffer): void => {
+      if (stream.write(b)) return;
+      stdin.pause();
+      stream.whenDrained(() => attached && stdin.resume());
+    };
     const onResize = (): void => stream.event({ type: 'resize', ...size() });
     if (stdin.isTTY) stdin.setRawMode(true);
     stdin.on('data', onInput);
     stdin.once('end', () => stream.end());
     process.stdout.on('resize', onResize);
     try {
-      return await untilExit(ctx, client, stream.exit);
+      return await untilExit(ctx, client, stream.exit, output);
     } finally {
+      attached = false;
       if (stdin.isTTY) stdin.setRawMode(false);
       stdin.off('data', onInput);
       stdin.pause();

@@ -4,6 +4,7 @@ import type { JsonValue } from '../owner/wire.ts';
 import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
 import { VmHost, type RunEvent } from '../vm/vmHost.ts';
 import { progressLine } from '../vm/progressLine.ts';
+import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
 
 // VM commands reach VMs through the owner of CAPSEM_HOME. When no owner runs, this CLI becomes the
@@ -36,7 +37,9 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
         return await use(client);
       } finally {
         client.close();
-        if (host.live.length > 0) ctx.err(`capsem: waiting for ${host.live.length} VM(s) started through this process by other commands`);
+        // This command's own VM, when it was cut short (Ctrl-C, a reader gone), is already stopping.
+        const others = host.live.filter((s) => s.running).length;
+        if (others > 0) ctx.err(`capsem: waiting for ${others} VM(s) started through this process by other commands`);
         await host.idle();
         process.off('SIGTERM', terminate);
       }
@@ -46,46 +49,52 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
   );
 }
 
-/** Renders a VM stream's events: progress on one line, status lines, stderr bytes, the session it runs in. */
-export function vmEventPrinter(ctx: CliContext, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void {
+/**
+ * Renders a VM stream's events: progress on one line, status lines, stderr bytes (at the pace
+ * stderr takes them), the session it runs in.
+ */
+export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void | Promise<void> {
   const progress = progressLine(stderr);
   return (raw) => {
     const event = raw as unknown as RunEvent;
-    switch (event.type) {
-      case 'progress':
-        return progress.update(event);
-      case 'status':
-        progress.finish();
-        return ctx.err(`capsem: ${event.line}`);
-      case 'session':
-        progress.finish();
-        return ctx.err(`capsem: session ${event.id}${event.name ? ` (${event.name})` : ''}`);
-      case 'stderr':
-        progress.finish();
-        stderr.write(Buffer.from(event.data, 'base64'));
-        return;
+    if (event.type === 'progress') {
+      progress.update(event);
+      return;
     }
+    progress.finish();
+    if (event.type === 'stderr') return output.stderr(Buffer.from(event.data, 'base64'));
+    if (event.type === 'status') ctx.err(`capsem: ${event.line}`);
+    else if (event.type === 'session') ctx.err(`capsem: session ${event.id}${event.name ? ` (${event.name})` : ''}`);
   };
 }
 
 /**
  * A VM stream's exit code. Ctrl-C disconnects from the owner, which stops a VM started for this
  * command (one attached to stays up); the exit code is then 130, as for any interrupted command.
+ * Stdout's reader going away does the same, with 141 (BROKEN_PIPE_EXIT) whatever the command did.
  */
-export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>): Promise<number> {
-  let interrupted = false;
-  const interrupt = (): void => {
-    interrupted = true;
-    ctx.err('capsem: interrupted; stopping');
+export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>, output: CommandOutput): Promise<number> {
+  /** The exit code of a command cut short (130 for Ctrl-C, 141 for a broken pipe); null while it runs its course. */
+  let cutShort: number | null = null;
+  let done = false;
+  const stop = (code: number, note: string): void => {
+    if (cutShort !== null || done) return;
+    cutShort = code;
+    ctx.err(`capsem: ${note}; stopping`);
     client.close();
   };
+  const interrupt = (): void => stop(130, 'interrupted');
   process.once('SIGINT', interrupt);
+  void output.broken.then(() => stop(BROKEN_PIPE_EXIT, 'nothing reads the output any more'));
   try {
-    return (await exit) ?? 1;
+    const code = (await exit) ?? 1;
+    // Output was lost whatever the command did; an interrupted command that still finished keeps its code.
+    return cutShort === BROKEN_PIPE_EXIT ? BROKEN_PIPE_EXIT : code;
   } catch (err) {
-    if (interrupted) return 130;
+    if (cutShort !== null) return cutShort;
     throw err;
   } finally {
+    done = true;
     process.off('SIGINT', interrupt);
   }
 }

@@ -247,7 +247,12 @@ export type WireMessage =
  */
 export interface HostCore {
   handle(name: string, params: unknown): Promise<unknown>;
-  subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void): () => void;
+  /**
+   * A transport that has fallen behind (a page not reading its socket) returns a promise from its
+   * listener, settled once it has caught up: terminal output waits for it, so the guest's shell
+   * waits too instead of piling up in host memory.
+   */
+  subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void | Promise<void>): () => void;
 }
 
 /** Browser mode: the WebSocket's path on the UI server and the query parameter carrying the per-run token. */

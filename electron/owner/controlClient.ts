@@ -17,17 +17,25 @@ export class ControlCallError extends Error {
   }
 }
 
+/**
+ * Where a stream's output goes. A handler that returns a promise (its destination is full, like a
+ * stdout nobody reads) holds the reading of the connection until it settles, so the owner stops
+ * sending and, through it, the guest stops producing.
+ */
 export interface StreamOutputHandlers {
-  readonly onData?: (bytes: Buffer) => void;
-  readonly onEvent?: (event: JsonValue) => void;
+  readonly onData?: (bytes: Buffer) => void | Promise<void>;
+  readonly onEvent?: (event: JsonValue) => void | Promise<void>;
 }
 
 export interface ClientStream {
   readonly id: string;
   /** The method's whole answer, which carries `stream` and anything else the method returns. */
   readonly result: JsonValue;
-  write(bytes: Uint8Array | string): void;
+  /** Sends input; false while the owner is behind reading it: pause the source until `whenDrained`. */
+  write(bytes: Uint8Array | string): boolean;
   event(value: JsonValue): void;
+  /** Calls `then` once the owner has caught up; never if the connection closes first. */
+  whenDrained(then: () => void): void;
   /** Closes this side's input; output keeps flowing until the owner ends the stream. */
   end(): void;
   /** The exit code the owner sent with its end (null without one); rejects if the connection drops first. */
@@ -54,6 +62,8 @@ export class ControlClient {
   readonly #streams = new Map<string, OpenStream>();
   #nextId = 1;
   #closed: Error | null = null;
+  /** close() was called: output still arriving is dropped, only the connection's end matters. */
+  #closing = false;
 
   private constructor(socket: Socket) {
     this.#socket = socket;
@@ -110,8 +120,11 @@ export class ControlClient {
     });
   }
 
+  /** Ends the connection; output still arriving is dropped, and a held reading resumes so the owner's end is seen. */
   close(): void {
+    this.#closing = true;
     this.#socket.end();
+    this.#wire.releaseHolds();
   }
 
   #request(method: string, params: JsonValue | undefined, pending: Pending): void {
@@ -131,16 +144,15 @@ export class ControlClient {
     // Callers that only care about output may never await `exit`; a dropped connection is not their bug.
     exit.catch(() => undefined);
     this.#streams.set(id, { handlers, finish, drop });
-    const send = (message: unknown): void => {
-      if (this.#streams.has(id)) this.#wire.send(message);
-    };
+    const send = (message: unknown): boolean => !this.#streams.has(id) || this.#wire.send(message);
     return {
       id,
       result,
       exit,
-      write: (bytes) => dataMessages(id, bytes).forEach(send),
-      event: (value) => send({ stream: id, event: value }),
-      end: () => send({ stream: id, end: true }),
+      write: (bytes) => dataMessages(id, bytes).reduce((room, message) => send(message) && room, true),
+      event: (value) => void send({ stream: id, event: value }),
+      whenDrained: (then) => this.#wire.whenDrained(then),
+      end: () => void send({ stream: id, end: true }),
     };
   }
 
@@ -151,9 +163,12 @@ export class ControlClient {
     if ('stream' in message) {
       const open = this.#streams.get(message.stream);
       if (!open) return;
-      if ('data' in message) open.handlers.onData?.(Buffer.from(message.data, 'base64'));
-      else if ('event' in message) open.handlers.onEvent?.(message.event);
-      else {
+      if ('data' in message || 'event' in message) {
+        if (this.#closing) return;
+        const full = 'data' in message ? open.handlers.onData?.(Buffer.from(message.data, 'base64')) : open.handlers.onEvent?.(message.event);
+        // Only a promise holds: a handler typed void may still return a value (a write's boolean).
+        if (full instanceof Promise) this.#wire.holdReading(full);
+      } else {
         this.#streams.delete(message.stream);
         open.finish(message.exitCode ?? null);
       }

@@ -19,7 +19,8 @@ import {
 
 /** Input from the client on a stream, and its going away. All optional. */
 export interface StreamInputHandlers {
-  readonly onData?: (bytes: Buffer) => void;
+  /** A promise returned here holds further input from this client until it settles (the consumer is full). */
+  readonly onData?: (bytes: Buffer) => void | Promise<void>;
   readonly onEvent?: (event: JsonValue) => void;
   /** The client closed its input (like EOF on stdin); output may continue. */
   readonly onEnd?: () => void;
@@ -27,10 +28,16 @@ export interface StreamInputHandlers {
   readonly onClose?: () => void;
 }
 
+/**
+ * The owner's end of a stream. `write` and `event` return false while the client is behind (it
+ * stopped reading): the producer pauses until `whenDrained`, so a flood waits at its source.
+ */
 export interface OwnerStream {
   readonly id: string;
-  write(bytes: Uint8Array | string): void;
-  event(value: JsonValue): void;
+  write(bytes: Uint8Array | string): boolean;
+  event(value: JsonValue): boolean;
+  /** Calls `then` once the client has caught up; never if it disconnects first (`onClose` says so). */
+  whenDrained(then: () => void): void;
   /** Ends the stream; later writes are dropped. */
   end(exitCode?: number): void;
   readonly ended: boolean;
@@ -141,7 +148,7 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
   /** Ended streams, so input that crossed the end on the wire is dropped quietly, not reported. */
   const ended = new Set<string>();
   let nextStream = 1;
-  const fail = (id: string | number | null, error: ErrorBody): void => wire.send({ id, error });
+  const fail = (id: string | number | null, error: ErrorBody): void => void wire.send({ id, error });
   const wire: JsonLines = jsonLines(socket, { maxLine, maxDepth: MAX_DEPTH }, {
     onBadLine: (reason) => fail(null, { code: ErrorCode.badMessage, message: reason }),
     onOverflow: () => {
@@ -176,8 +183,11 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
       if (!ended.has(message.stream)) fail(null, { code: ErrorCode.unknownStream, message: `no open stream ${message.stream}` });
       return;
     }
-    if ('data' in message) live.handlers.onData?.(Buffer.from(message.data, 'base64'));
-    else if ('event' in message) live.handlers.onEvent?.(message.event);
+    if ('data' in message) {
+      const full = live.handlers.onData?.(Buffer.from(message.data, 'base64'));
+      // Only a promise holds: a handler typed void may still return a value (a write's boolean).
+      if (full instanceof Promise) wire.holdReading(full);
+    } else if ('event' in message) live.handlers.onEvent?.(message.event);
     else live.handlers.onEnd?.();
   };
 
@@ -208,9 +218,11 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
   const openStream = (id: string): LiveStream['stream'] => {
     let held: unknown[] | null = [];
     let done = false;
-    const send = (message: unknown): void => {
-      if (held) held.push(message);
-      else wire.send(message);
+    // Held messages wait only for the method's answer, a moment: they do not count as a backlog.
+    const send = (message: unknown): boolean => {
+      if (!held) return wire.send(message);
+      held.push(message);
+      return true;
     };
     return {
       id,
@@ -218,11 +230,14 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
         return done;
       },
       write(bytes) {
-        if (!done) for (const message of dataMessages(id, bytes)) send(message);
+        let room = true;
+        if (!done) for (const message of dataMessages(id, bytes)) room = send(message);
+        return room;
       },
       event(value) {
-        if (!done) send({ stream: id, event: value });
+        return done || send({ stream: id, event: value });
       },
+      whenDrained: (then) => wire.whenDrained(then),
       end(exitCode) {
         if (done) return;
         done = true;

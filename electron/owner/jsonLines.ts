@@ -5,11 +5,19 @@ import { nestsDeeperThan } from './jsonNesting.ts';
 // still arriving: a peer cannot make us buffer more than `maxLine` bytes by never sending '\n'.
 // A line nested deeper than `maxDepth` is refused before it is parsed, so nothing that reads the
 // value afterwards can be made to recurse off the end of the stack.
+// Both directions are paced: a peer that stops reading makes `send` say so (the producer pauses
+// until `whenDrained`), and a consumer that cannot take more holds the reading of further lines.
 
 export interface JsonLinesLimits {
   readonly maxLine: number;
   readonly maxDepth: number;
 }
+
+/**
+ * Unsent bytes past which the peer counts as behind. A few data messages (MAX_DATA_CHUNK, a
+ * third larger as base64): enough to keep the socket busy, small next to what a flood would pile up.
+ */
+export const MAX_UNSENT_BYTES = 512 * 1024;
 
 export interface JsonLinesHandlers {
   /** A parsed line; still to be validated. */
@@ -21,13 +29,26 @@ export interface JsonLinesHandlers {
 }
 
 export interface JsonLines {
-  send(message: unknown): void;
+  /** Queues a message; false once the peer is more than MAX_UNSENT_BYTES behind (the message is queued all the same). */
+  send(message: unknown): boolean;
+  /** Calls `then` once the peer is no longer behind: at once when it is not; never if the socket closes first. */
+  whenDrained(then: () => void): void;
+  /**
+   * Reads nothing more from the socket until `until` settles. The lines of a chunk already read
+   * are still handled, so at most one socket read more arrives after the hold.
+   */
+  holdReading(until: Promise<unknown>): void;
+  /** Reads on whatever is held: the connection is closing and only its end still matters. */
+  releaseHolds(): void;
 }
 
 export function jsonLines(socket: Socket, { maxLine, maxDepth }: JsonLinesLimits, handlers: JsonLinesHandlers): JsonLines {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let overflowed = false;
+  let holds = 0;
+  let released = false;
+  const drainWaiters: (() => void)[] = [];
   const line = (bytes: Buffer): void => {
     if (nestsDeeperThan(bytes, maxDepth)) return handlers.onBadLine(`nested deeper than ${maxDepth} levels`);
     let value: unknown;
@@ -62,9 +83,32 @@ export function jsonLines(socket: Socket, { maxLine, maxDepth }: JsonLinesLimits
       if (whole.length > 0) line(whole);
     }
   });
+  // The socket's own 'drain' comes when its buffer is empty, which it is not while the peer is
+  // behind: one listener wakes every producer that waited.
+  socket.on('drain', () => {
+    for (const then of drainWaiters.splice(0)) then();
+  });
+  socket.on('close', () => void drainWaiters.splice(0));
   return {
     send(message) {
       if (socket.writable) socket.write(`${JSON.stringify(message)}\n`);
+      return socket.writableLength <= MAX_UNSENT_BYTES;
+    },
+    whenDrained(then) {
+      if (socket.writableLength <= MAX_UNSENT_BYTES) then();
+      else if (!socket.destroyed) drainWaiters.push(then);
+    },
+    holdReading(until) {
+      if (released) return;
+      if (holds++ === 0) socket.pause();
+      const release = (): void => {
+        if (--holds === 0 && !released) socket.resume();
+      };
+      until.then(release, release);
+    },
+    releaseHolds() {
+      released = true;
+      socket.resume();
     },
   };
 }

@@ -126,7 +126,8 @@ export class MuxStream extends Duplex {
         if (this.recvCredit < 0) throw new ProtocolError(`the guest sent past its window on stream ${this.id}`);
         this.ungranted += frame.payload.length;
         if (frame.flags === 1) {
-          if (!this.stderr.write(frame.payload)) {
+          // One wait per blocked spell: a frame that lands while stderr is already full adds none.
+          if (!this.stderr.write(frame.payload) && !this.stderrBlocked) {
             this.stderrBlocked = true;
             this.stderr.once('drain', () => {
               this.stderrBlocked = false;

@@ -5,6 +5,8 @@ import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from
 import type { JsonValue } from '../owner/wire.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
@@ -72,6 +74,32 @@ function exitCodeOf(status: ExitStatus): number {
 }
 
 const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
+
+/**
+ * Forwards a guest stream's output to the client at the client's pace: while the client is
+ * behind, the stream is paused, its unread buffer fills, the mux stops granting the guest credit
+ * and the guest's process blocks on its pipe. Host memory holds a window, not the flood.
+ */
+function relay(source: Readable, send: (chunk: Buffer) => boolean, client: OwnerStream): void {
+  source.on('data', (chunk: Buffer) => {
+    if (send(chunk)) return;
+    source.pause();
+    client.whenDrained(() => source.resume());
+  });
+}
+
+/** Resolves once a guest stream takes input again, or is gone. */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.once('drain', done);
+    stream.once('close', done);
+  });
+}
 
 export class VmHost {
   private readonly sessions = new Map<SessionId, VmSession>();
@@ -143,7 +171,8 @@ export class VmHost {
         if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         const stream = call.openStream({
-          onData: (bytes) => attach?.stream.write(bytes),
+          // Input the guest has not taken yet holds the client's further input (a pasted file, a pipe into capsem shell).
+          onData: (bytes) => (attach && !attach.stream.write(bytes) ? drained(attach.stream) : undefined),
           onEvent: (event) => {
             const resize = ResizeEvent.safeParse(event);
             if (resize.success) attach?.resize(resize.data.cols, resize.data.rows);
@@ -157,7 +186,7 @@ export class VmHost {
   }
 
   private async run(stream: OwnerStream, params: z.output<typeof RunParams>, started: (s: VmSession) => void): Promise<void> {
-    const event = (e: RunEvent): void => stream.event(e as unknown as JsonValue);
+    const event = (e: RunEvent): boolean => stream.event(e as unknown as JsonValue);
     let session: VmSession;
     try {
       session = await this.start({ name: params.name, image: params.image, command: params.argv }, reporter(event));
@@ -170,9 +199,11 @@ export class VmHost {
     let ran: { readonly status: ExitStatus } | { readonly error: Error };
     try {
       const { stream: exec, result } = session.exec(params.argv);
-      exec.on('data', (c: Buffer) => stream.write(c));
-      exec.stderr.on('data', (c: Buffer) => event(stderrEvent(c)));
+      relay(exec, (c) => stream.write(c), stream);
+      relay(exec.stderr, (c) => event(stderrEvent(c)), stream);
       ran = { status: await result };
+      // Stderr paused for a slow client still holds the command's last words: send them before the stop.
+      await finished(exec.stderr, { writable: false }).catch(() => undefined);
     } catch (err) {
       ran = { error: err as Error };
     }
@@ -188,7 +219,7 @@ export class VmHost {
   }
 
   private async shell(stream: OwnerStream, params: z.output<typeof ShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {
-    const event = (e: RunEvent): void => stream.event(e as unknown as JsonValue);
+    const event = (e: RunEvent): boolean => stream.event(e as unknown as JsonValue);
     let session = existing;
     if (!session) {
       try {
@@ -203,7 +234,7 @@ export class VmHost {
     event({ type: 'session', id: session.id, name: session.name });
     const pty = session.attachPty({ cols: params.cols, rows: params.rows });
     attached(pty);
-    pty.stream.on('data', (c: Buffer) => stream.write(c));
+    relay(pty.stream, (c) => stream.write(c), stream);
     let exitCode = 0;
     pty.stream.on('exit', (status: ExitStatus) => (exitCode = exitCodeOf(status)));
     // The guest ends its side when the shell exits; ending ours closes the stream.

@@ -25,15 +25,21 @@ export class HostAgentBackend implements VmBackend {
   readonly name = 'host-agent';
   /** The agent's process, once launched (tests kill it to simulate a crash). */
   pid: number | null = null;
+  private port: Socket | null = null;
 
   constructor(private readonly workspace: string) {}
+
+  /** Everything the agent has sent the host so far: what the guest's output has cost the host. */
+  get bytesFromAgent(): number {
+    return this.port?.bytesRead ?? 0;
+  }
 
   async launch(spec: LaunchSpec): Promise<VmInstance> {
     ensurePrivateDir(spec.runDir);
     const path = join(spec.runDir, 'agent.sock');
     const server = createServer();
     await new Promise<void>((r) => server.listen(path, r));
-    const accepted = new Promise<Socket>((r) => server.once('connection', r));
+    const accepted = new Promise<Socket>((r) => server.once('connection', (socket: Socket) => r((this.port = socket))));
     const child = spawn(AGENT_BINARY, ['--connect', path, '--shell', '/bin/sh', '--workspace', this.workspace], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.pid = child.pid ?? null;
     let stderr = '';

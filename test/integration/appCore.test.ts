@@ -365,7 +365,7 @@ describe('terminal and live updates without VMs', () => {
   it('sends session.changed on a rename and session.events when a followed session gets rows', async () => {
     const live = await liveSession(home, 'growing');
     const got: { name: EventName; payload: unknown }[] = [];
-    const off = core.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => got.push({ name, payload }));
+    const off = core.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => void got.push({ name, payload }));
     await call('live.subscribe', { id: live.id });
     core.pollNow();
     expect(got).toEqual([]);

@@ -179,6 +179,44 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ORPHANED_REASON });
   }, 240_000);
 
+  it('capsem run keeps its memory flat while nothing reads its output, and stops the VM in order when the reader goes away', async () => {
+    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'flood', '--', 'cat', '/dev/zero'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its stdout is a pipe this test never reads: it fills, then stays full, as under `| sleep 60`.
+    let stderr = '';
+    run.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => run.once('exit', r));
+    try {
+      await until('the command to start', () => /capsem: session /.test(stderr), 120_000);
+      const rssMiB = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${run.pid}/status`, 'utf8'))![1]) / 1024;
+      // Held while stalled: a mux window, the control socket's backlog bound, a stdout chunk, under
+      // 5 MiB; the bound leaves room for the garbage collector's drift. Unpaced, the process grew
+      // about 42 MiB/s with the guest's output: over 800 MiB in these 20 s.
+      const GROWTH_BOUND_MIB = 32;
+      await new Promise((r) => setTimeout(r, 3000));
+      const first = rssMiB();
+      let highest = first;
+      for (let second = 0; second < 20 && highest - first < GROWTH_BOUND_MIB; second++) {
+        await new Promise((r) => setTimeout(r, 1000));
+        highest = Math.max(highest, rssMiB());
+      }
+      expect(highest - first).toBeLessThan(GROWTH_BOUND_MIB);
+
+      run.stdout.destroy();
+      expect(await exited).toBe(141);
+      expect(stderr).toContain('capsem: nothing reads the output any more; stopping');
+      expect(stderr).not.toMatch(/EPIPE|\n\s+at |started through this process by other commands/);
+      expect(vmProcesses(home.root)).toEqual([]);
+      const list = await runCapsemAsync(home.root, ['list', '--json']);
+      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).find((s) => s.name === 'flood')).toMatchObject({ status: 'stopped' });
+    } finally {
+      // A failed expectation leaves the flood running: told to go, the owner stops its VM first.
+      if (run.exitCode === null && run.signalCode === null) {
+        run.kill('SIGTERM');
+        await exited;
+      }
+    }
+  }, 240_000);
+
   it('sends a second capsem run through the running owner, and leaves no VM process when the owner is stopped', async () => {
     const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
     const running = await until('the first VM', async () => {

@@ -71,7 +71,9 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
         [ "$code" = 200 ] || refused=$((refused+1))
       done`;
     const stream = await client.stream('vm.run', { image: 'minimal', argv: ['sh', '-c', upload] }, {
-      onData: (bytes) => (stdout += bytes.toString()),
+      onData: (bytes) => {
+        stdout += bytes.toString();
+      },
       onEvent: (raw) => {
         const event = raw as unknown as RunEvent;
         if (event.type === 'stderr') stderr.push(Buffer.from(event.data, 'base64').toString());

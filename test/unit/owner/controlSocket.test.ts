@@ -35,8 +35,8 @@ const methods: MethodRegistry = {
   'test.run': defineMethod(z.object({ exitCode: z.number().int() }), ({ exitCode }, call) => {
     const script = `process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase())); process.stdin.on('end', () => (process.exitCode = ${exitCode}))`;
     const stream = call.openStream({
-      onData: (bytes) => child.stdin.write(bytes),
-      onEvent: (event) => stream.event({ echo: event }),
+      onData: (bytes) => void child.stdin.write(bytes),
+      onEvent: (event) => void stream.event({ echo: event }),
       onEnd: () => child.stdin.end(),
       onClose: () => child.kill(),
     });
@@ -48,6 +48,33 @@ const methods: MethodRegistry = {
     child.on('close', (code) => stream.end(code ?? 1));
     return { stream: stream.id, pid: child.pid ?? null };
   }),
+};
+
+/** A method whose input waits for `held` to settle: a consumer that is full (a guest not reading its terminal). */
+const slowInput = { taken: 0, held: Promise.resolve(), release: () => {} };
+methods['test.slow-input'] = (_params, call) => {
+  const stream = call.openStream({
+    onData: (bytes) => {
+      slowInput.taken += bytes.length;
+      return slowInput.held;
+    },
+  });
+  return { stream: stream.id };
+};
+
+/** A method that writes output as fast as its client takes it, as vm.run relays a guest's flood. */
+const flood = { produced: 0, stopped: false };
+methods['test.flood'] = (_params, call) => {
+  const stream = call.openStream({ onClose: () => (flood.stopped = true) });
+  const chunk = Buffer.alloc(64 * 1024, 0x7a);
+  const more = (): void => {
+    if (flood.stopped) return;
+    while (stream.write(chunk)) flood.produced += chunk.length;
+    flood.produced += chunk.length;
+    stream.whenDrained(() => setImmediate(more));
+  };
+  setImmediate(more);
+  return { stream: stream.id };
 };
 
 let server: ControlServer;
@@ -123,7 +150,7 @@ describe('control socket', () => {
     const c = await client();
     let output = '';
     const events: unknown[] = [];
-    const stream = await c.stream('test.run', { exitCode: 3 }, { onData: (b) => (output += b.toString()), onEvent: (e) => events.push(e) });
+    const stream = await c.stream('test.run', { exitCode: 3 }, { onData: (b) => void (output += b.toString()), onEvent: (e) => void events.push(e) });
     expect(stream.result).toMatchObject({ stream: stream.id, pid: expect.any(Number) });
     stream.write('hello ');
     stream.event({ cols: 80, rows: 24 });
@@ -137,11 +164,59 @@ describe('control socket', () => {
   it('carries output larger than one line in chunks', async () => {
     const c = await client();
     let received = 0;
-    const stream = await c.stream('test.run', { exitCode: 0 }, { onData: (b) => (received += b.length) });
+    const stream = await c.stream('test.run', { exitCode: 0 }, { onData: (b) => void (received += b.length) });
     stream.write('x'.repeat(3 * 1024 * 1024));
     stream.end();
     expect(await stream.exit).toBe(0);
     expect(received).toBe('started\n'.length + 3 * 1024 * 1024);
+  });
+
+  it('stops reading a client whose input the method cannot take yet, and reads on once it can', async () => {
+    slowInput.taken = 0;
+    slowInput.held = new Promise((r) => (slowInput.release = r));
+    const c = await client();
+    const stream = await c.stream('test.slow-input', undefined);
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const total = 32 * 1024 * 1024;
+    let refused = 0;
+    for (let sent = 0; sent < total; sent += chunk.length) if (!stream.write(chunk)) refused += 1;
+    // The client is told its input is not being taken, so a source like stdin can pause.
+    expect(refused).toBeGreaterThan(0);
+    let drained = false;
+    stream.whenDrained(() => (drained = true));
+    await expect.poll(() => slowInput.taken).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    // What one socket read carried, at most: the rest waits in the client's socket, not the owner's memory.
+    expect(slowInput.taken).toBeLessThanOrEqual(2 * chunk.length);
+    expect(drained).toBe(false);
+    slowInput.release();
+    await expect.poll(() => slowInput.taken, { timeout: 10_000 }).toBe(total);
+    await expect.poll(() => drained).toBe(true);
+  });
+
+  it('holds the reading of output while a client handler is busy, so the owner stops producing, and reads on once it settles', async () => {
+    Object.assign(flood, { produced: 0, stopped: false });
+    const c = await client();
+    let release!: () => void;
+    const busy = new Promise<void>((r) => (release = r));
+    let received = 0;
+    await c.stream('test.flood', undefined, {
+      onData: (b) => {
+        received += b.length;
+        return busy;
+      },
+    });
+    await expect.poll(() => flood.produced).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    const held = flood.produced;
+    await new Promise((r) => setTimeout(r, 300));
+    // Stopped, not slowed: the owner's backlog bound, the socket buffers and a read, and no more.
+    expect(flood.produced).toBe(held);
+    expect(held).toBeLessThan(8 * 1024 * 1024);
+    release();
+    await expect.poll(() => received, { timeout: 10_000 }).toBeGreaterThan(held + 32 * 1024 * 1024);
+    c.close();
+    await expect.poll(() => flood.stopped).toBe(true);
   });
 
   it('ends the owner side of a stream when its client disconnects', async () => {

@@ -136,6 +136,26 @@ describe('AgentMux', () => {
     expect(read).toBe(4 * 65_536);
   });
 
+  it('holds the grants while a paused stderr is full, without a leak warning however many frames land, and grants once it is read', async () => {
+    const p = await ready();
+    const s = p.mux.open({ kind: 'exec', argv: ['sh'], stdin: false });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    cleanups.push(() => process.off('warning', onWarning));
+    s.stderr.pause();
+    const chunk = Buffer.alloc(32 * 1024, 0x65);
+    for (let i = 0; i < STREAM_WINDOW / chunk.length; i++) p.guest.write(encodeFrame(FrameType.DATA, s.id, chunk, 1));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(p.frames.filter(isType(FrameType.WINDOW, s.id))).toHaveLength(0);
+    let read = 0;
+    s.stderr.on('data', (c: Buffer) => (read += c.length));
+    s.stderr.resume();
+    await p.next(isType(FrameType.WINDOW, s.id));
+    await expect.poll(() => read).toBe(STREAM_WINDOW);
+    expect(warnings).toEqual([]);
+  });
+
   it('treats a guest that sends past its window as a protocol error (a flood cannot grow host memory)', async () => {
     const p = await ready();
     const s = p.mux.open({ kind: 'exec', argv: ['yes'], stdin: false });
