@@ -217,6 +217,10 @@ export class AppCore implements HostCore {
       this.terminals.input(id as SessionId, data);
       return {};
     },
+    'terminal.ack': ({ id, chars }) => {
+      this.terminals.drawn(id as SessionId, chars);
+      return {};
+    },
     'terminal.resize': ({ id, size }) => {
       this.terminals.resize(id as SessionId, size.cols, size.rows);
       return {};

@@ -15,10 +15,21 @@ export interface TerminalSink {
   exit(id: SessionId, code: number | null): void;
 }
 
+/**
+ * Characters sent to the window ahead of what it has said it drew (terminal.ack). Past it the
+ * shell waits: a window that stops drawing (hung, or an Electron renderer, whose IPC has no
+ * back-pressure of its own) stops the guest instead of filling the host with its output.
+ */
+export const UNDRAWN_WINDOW = 1 << 20;
+
 interface Attached {
   readonly pty: PtyAttachment;
   /** Set when the window detached, so the pty's close is not reported as the shell exiting. */
   detached: boolean;
+  /** Characters sent and not yet acknowledged as drawn. */
+  undrawn: number;
+  /** Holds that end once the window has drawn its way back under half the window. */
+  readonly drawnWaiters: (() => void)[];
 }
 
 export class Terminals {
@@ -29,7 +40,7 @@ export class Terminals {
   attachLive(session: VmSession, size: { cols: number; rows: number }): void {
     this.detach(session.id);
     const pty = session.attachPty(size);
-    const entry: Attached = { pty, detached: false };
+    const entry: Attached = { pty, detached: false, undrawn: 0, drawnWaiters: [] };
     this.attached.set(session.id, entry);
     const decoder = new StringDecoder('utf8');
     let code: number | null = null;
@@ -42,18 +53,23 @@ export class Terminals {
       if (this.attached.get(session.id) === entry) this.attached.delete(session.id);
       if (!entry.detached) this.sink.exit(session.id, code);
     };
-    // A window that is behind holds the shell: the paused pty stops the guest's credit, so a
-    // flood (`yes`, `cat` of a large file) waits in the guest, not in host memory.
+    // A window that is behind (its transport full, or its drawing) holds the shell: the paused
+    // pty stops the guest's credit, so a flood (`yes`, `cat` of a large file) waits in the guest,
+    // not in host memory.
     let behind = 0;
-    pty.stream.on('data', (chunk: Buffer) => {
-      const text = decoder.write(chunk);
-      if (text === '' || entry.detached) return;
-      const caughtUp = this.sink.output(session.id, text);
-      if (!caughtUp) return;
+    const hold = (caughtUp: Promise<void>): void => {
       if (behind++ === 0) pty.stream.pause();
       void caughtUp.then(() => {
         if (--behind === 0) pty.stream.resume();
       });
+    };
+    pty.stream.on('data', (chunk: Buffer) => {
+      const text = decoder.write(chunk);
+      if (text === '' || entry.detached) return;
+      const caughtUp = this.sink.output(session.id, text);
+      if (caughtUp) hold(caughtUp);
+      entry.undrawn += text.length;
+      if (entry.undrawn > UNDRAWN_WINDOW) hold(new Promise((resolve) => entry.drawnWaiters.push(resolve)));
     });
     pty.stream.on('exit', (status: { code: number | null }) => (code = status.code));
     // The guest closing its side ends the readable half; close ours so the stream is done.
@@ -73,6 +89,14 @@ export class Terminals {
 
   input(id: SessionId, data: string): void {
     this.entry(id).pty.stream.write(data);
+  }
+
+  /** The window drew this many more characters of the output; an acknowledgement for a terminal gone since is no error. */
+  drawn(id: SessionId, chars: number): void {
+    const entry = this.attached.get(id);
+    if (!entry) return;
+    entry.undrawn = Math.max(0, entry.undrawn - chars);
+    if (entry.undrawn <= UNDRAWN_WINDOW / 2) for (const resume of entry.drawnWaiters.splice(0)) resume();
   }
 
   resize(id: SessionId, cols: number, rows: number): void {

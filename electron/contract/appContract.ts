@@ -184,6 +184,8 @@ export const CALLS = {
   'terminal.replay': { params: z.strictObject({ id: SessionIdParam, from: z.number().int().min(0) }), result: TranscriptPartSchema },
   'terminal.input': { params: z.strictObject({ id: SessionIdParam, data: z.string().max(1 << 16) }), result: z.strictObject({}) },
   'terminal.resize': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({}) },
+  /** The window drew this many characters of terminal.output: the shell may run that much further ahead. */
+  'terminal.ack': { params: z.strictObject({ id: SessionIdParam, chars: z.number().int().min(1).max(1 << 30) }), result: z.strictObject({}) },
   'terminal.detach': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({}) },
   /** Starts `session.changed` for the list and `session.events` for the session, until unsubscribed. */
   'live.subscribe': { params: z.strictObject({ id: SessionIdParam.nullable() }), result: z.strictObject({}) },

@@ -48,6 +48,28 @@ function themeFromPage(): { background: string; foreground: string; cursor: stri
   return { background: read('--term-bg', '#111'), foreground: read('--term-fg', '#ddd'), cursor: read('--term-fg', '#ddd'), selectionBackground: read('--term-selection', '#3a5a8a') };
 }
 
+/** Tells the host how much output has been drawn: one call in flight at a time, each carrying all drawn since the last. */
+function drawnAcknowledger(send: (chars: number) => Promise<unknown>): (chars: number) => void {
+  let pending = 0;
+  let inFlight = false;
+  const flush = (): void => {
+    if (inFlight || pending === 0) return;
+    const chars = pending;
+    pending = 0;
+    inFlight = true;
+    void send(chars)
+      .catch(() => undefined)
+      .finally(() => {
+        inFlight = false;
+        flush();
+      });
+  };
+  return (chars) => {
+    pending += chars;
+    flush();
+  };
+}
+
 /**
  * The session's terminal: live (terminal.attach, output events in, keystrokes and resizes out)
  * or, for an ended session, its recorded transcript. Created the first time the view is shown,
@@ -70,7 +92,10 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
     let disposed = false;
     const cleanups: (() => void)[] = [];
 
-    cleanups.push(api.on('terminal.output', (event) => event.id === sessionId && term.write(event.data)));
+    // Each piece is acknowledged once xterm has drawn it: the host keeps the shell at most a
+    // window ahead of what this page has shown.
+    const drawn = drawnAcknowledger((chars) => api.call('terminal.ack', { id: sessionId, chars }));
+    cleanups.push(api.on('terminal.output', (event) => event.id === sessionId && term.write(event.data, () => drawn(event.data.length))));
     cleanups.push(api.on('terminal.exit', (event) => event.id === sessionId && setMode({ kind: 'live', exitCode: event.code })));
 
     api.call('terminal.attach', { id: sessionId, size: { cols: clamp(term.cols), rows: clamp(term.rows) } }).then(

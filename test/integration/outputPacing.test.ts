@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AppCore } from '../../electron/app/appCore.ts';
+import { UNDRAWN_WINDOW } from '../../electron/app/terminals.ts';
 import { startBrowserServer } from '../../electron/app/browserServer.ts';
 import { startControlServer } from '../../electron/owner/controlSocket.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
@@ -195,12 +196,16 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
     ws.on('close', (code) => (closedWith = code));
     let outputBytes = 0;
     const answers = new Map<number, unknown>();
+    let nextId = 0;
+    let sessionId = '';
     ws.on('message', (data: Buffer) => {
       const message = JSON.parse(data.toString()) as { id?: number; result?: unknown; error?: unknown; event?: string; payload?: { data: string } };
-      if (message.event === 'terminal.output') outputBytes += message.payload!.data.length;
-      else if (message.id !== undefined) answers.set(message.id, message.result ?? message.error);
+      if (message.event === 'terminal.output') {
+        outputBytes += message.payload!.data.length;
+        // Drawn at once, as the window acknowledges what xterm took in.
+        ws.send(JSON.stringify({ id: ++nextId, call: 'terminal.ack', params: { id: sessionId, chars: message.payload!.data.length } }));
+      } else if (message.id !== undefined) answers.set(message.id, message.result ?? message.error);
     });
-    let nextId = 0;
     const call = async (name: string, params: unknown): Promise<unknown> => {
       const id = ++nextId;
       ws.send(JSON.stringify({ id, call: name, params }));
@@ -210,6 +215,7 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
     try {
       await new Promise((r) => ws.once('open', r));
       const { id } = (await call('sessions.start', { name: null, image: 'minimal' })) as { id: string };
+      sessionId = id;
       await call('terminal.attach', { id, size: { cols: 80, rows: 24 } });
       await call('terminal.input', { id, data: 'yes\n' });
       await until('the terminal to flood', () => outputBytes > 0);
@@ -229,6 +235,36 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
       await host.stopAll();
       core.close();
       rmSync(rendererDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a window that stops drawing pauses the shell, whatever carries its events, and the output goes on as it acknowledges what it drew', async () => {
+    const { host, backend } = liveHost();
+    const core = new AppCore({ home, vmHost: host });
+    // A window whose transport never pushes back (Electron's IPC): only its acknowledgements pace the shell.
+    let sent = 0;
+    core.subscribe((event, payload) => {
+      if (event === 'terminal.output') sent += (payload as { data: string }).data.length;
+    });
+    try {
+      const { id } = (await core.handle('sessions.start', { name: null, image: 'minimal' })) as { id: string };
+      await core.handle('terminal.attach', { id, size: { cols: 80, rows: 24 } });
+      await core.handle('terminal.input', { id, data: 'yes\n' });
+      const { settled, later } = await afterStall(() => backend.bytesFromAgent, PAGE_LIMIT);
+      expect(later).toBeLessThan(PAGE_LIMIT);
+      expect(later - settled).toBeLessThan(STREAM_WINDOW);
+      expect(sent).toBeLessThanOrEqual(UNDRAWN_WINDOW + STREAM_WINDOW);
+
+      let acknowledged = 0;
+      while (backend.bytesFromAgent < later + PAGE_LIMIT) {
+        if (sent > acknowledged) await core.handle('terminal.ack', { id, chars: sent - acknowledged });
+        acknowledged = sent;
+        await sleep(20);
+      }
+      expect(sent).toBeGreaterThan(PAGE_LIMIT);
+    } finally {
+      await host.stopAll();
+      core.close();
     }
   }, 60_000);
 
