@@ -13,12 +13,26 @@ export type CanonicalHost =
 /** Characters a host never holds; the URL parser would otherwise read them as other URL parts. */
 const NOT_HOST = /[\s/\\?#@]/;
 
+/** Recent answers: a client names the same few hosts on every request, and a URL parse costs a few us. */
+const recent = new Map<string, CanonicalHost | null>();
+const RECENT = 1024;
+
 /**
  * The canonical form of a host: an IP address in its one standard spelling (IPv4-mapped IPv6 as
  * the IPv4 address it reaches), or a lower-case name without its trailing dot; null when the text
  * is no host at all. IPv6 may come with or without brackets.
  */
 export function canonicalHost(raw: string): CanonicalHost | null {
+  let answer = recent.get(raw);
+  if (answer === undefined) {
+    answer = parseHost(raw);
+    if (recent.size >= RECENT) recent.clear();
+    recent.set(raw, answer);
+  }
+  return answer;
+}
+
+function parseHost(raw: string): CanonicalHost | null {
   if (raw === '' || NOT_HOST.test(raw)) return null;
   const bracketed = raw.startsWith('[') ? raw : raw.includes(':') ? `[${raw}]` : raw;
   let hostname: string;
