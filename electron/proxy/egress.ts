@@ -85,18 +85,19 @@ export function createEgress(options: EgressOptions): Egress {
     const host = canonicalHost(target.host);
     if (!host) throw new EgressRefused('destination_denied', 'proxy.bad-host', `"${target.host.slice(0, 100)}" is not a host name or address`);
     const mapped = options.resolve?.get(`${host.host}:${target.port}`);
-    if (mapped) return { address: mapped.address, port: mapped.port };
-    const resolved = host.kind === 'address' ? host.host : await lookup(host.host);
+    const resolved = mapped?.address ?? (host.kind === 'address' ? host.host : await lookup(host.host));
     // A resolver may answer in any spelling (::ffff:10.0.0.1): the checks see the canonical one.
     const address = canonicalHost(resolved)?.host ?? resolved;
+    const port = mapped?.port ?? target.port;
     const named = host.kind === 'address' ? address : `${host.host} (${address})`;
-    const rule = options.policy.decideAddress(address, target.port, target.method);
+    const rule = options.policy.decideAddress(address, port, target.method);
     if (rule?.action === 'deny') throw new EgressRefused('destination_denied', rule.rule, `${named} is blocked by policy rule ${rule.rule}`);
-    const allowedOnPurpose = target.explicit || rule?.action === 'allow';
+    // CAPSEM_RESOLVE sends a host to its address on purpose: private space is no surprise there.
+    const allowedOnPurpose = target.explicit || mapped !== undefined || rule?.action === 'allow';
     if (!allowedOnPurpose && options.policy.privateAddressesDenied() && isPrivateAddress(address)) {
       throw new EgressRefused('destination_private', PRIVATE_ADDRESS_RULE, `${named} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}`);
     }
-    return { address, port: target.port };
+    return { address, port };
   }
 
   async function dial(target: EgressTarget): Promise<Dialled> {

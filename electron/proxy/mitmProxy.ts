@@ -202,7 +202,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   // the proxy's CPU.
   const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
   const egress = createEgress({ policy: options.policy, resolve: options.resolve, secureContext: upstreamContext });
-  const upstreamClient = startUpstreamClient({ egress, idleMs });
+  const upstreamClient = startUpstreamClient({ egress, idleMs, policyGeneration: () => options.policy.generation });
 
   function originOf(socket: object): ConnectionOrigin {
     return tunnels.get(socket)?.origin ?? adopted.get(socket)?.origin ?? options.defaultOrigin ?? {};

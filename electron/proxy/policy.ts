@@ -103,6 +103,8 @@ export function decideAddress(policy: PolicyDocument, address: string, port: num
 /** The active policy: CAPSEM_HOME/policy.json when present, else the shipped default; reloaded on change. */
 export class PolicyStore {
   private current: PolicyDocument;
+  /** Counts the policies loaded: whoever holds connections checked under an older one drops them. */
+  generation = 0;
   lastError: string | null = null;
   readonly path: string;
 
@@ -132,6 +134,7 @@ export class PolicyStore {
   reload(): boolean {
     try {
       this.current = parsePolicy(readFileSync(this.path, 'utf8'), this.path);
+      this.generation += 1;
       this.lastError = null;
       return true;
     } catch (err) {

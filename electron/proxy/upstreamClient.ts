@@ -12,6 +12,8 @@ export interface UpstreamClientOptions {
   readonly egress: Egress;
   /** Idle time before an exchange is given up: waiting for the head, or between body pieces. */
   readonly idleMs: number;
+  /** The policy's generation (PolicyStore.generation): a new one retires every pooled connection. */
+  readonly policyGeneration: () => number;
 }
 
 export interface UpstreamClient {
@@ -52,9 +54,19 @@ export function startUpstreamClient(options: UpstreamClientOptions): UpstreamCli
   }
 
   const agentOptions = { headersTimeout: options.idleMs, bodyTimeout: options.idleMs, connections: 256 };
-  const agents = { explicit: new Agent({ ...agentOptions, connect: connector(true) }), checked: new Agent({ ...agentOptions, connect: connector(false) }) };
+  const pools = (): { explicit: Agent; checked: Agent } => ({ explicit: new Agent({ ...agentOptions, connect: connector(true) }), checked: new Agent({ ...agentOptions, connect: connector(false) }) });
+  let agents = pools();
+  let generation = options.policyGeneration();
   return {
     dispatch(explicit, dispatchOptions, handler) {
+      // A connection is checked once, when it is dialled: after a policy change, requests go out
+      // on new connections, checked under the new policy (the old ones finish what they carry).
+      if (options.policyGeneration() !== generation) {
+        generation = options.policyGeneration();
+        const retired = agents;
+        agents = pools();
+        void Promise.all([retired.explicit.close(), retired.checked.close()]);
+      }
       (explicit ? agents.explicit : agents.checked).dispatch(dispatchOptions, handler);
     },
     close: async () => {

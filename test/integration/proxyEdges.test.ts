@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -118,6 +119,33 @@ describe('proxy edges', () => {
     expect(await res.text()).toMatch(/private address space, blocked by policy rule default\.deny-private-address/);
     const [row] = await rows("SELECT decision, matched_rule, error_kind FROM net_events WHERE domain = 'localhost'");
     expect(row).toEqual({ decision: 'denied', matched_rule: 'default.deny-private-address', error_kind: 'destination_private' });
+  });
+
+  it('applies a changed policy to the next request, also on a connection checked under the old one', async () => {
+    const policyHome = tempHome();
+    const policyFile = `${policyHome.root}/policy.json`;
+    writeFileSync(policyFile, JSON.stringify({ version: 1, rules: [{ id: 'all', action: 'allow', domains: ['*'] }] }));
+    const policy = new PolicyStore(policyHome);
+    const guarded = await startMitmProxy({ ca: await CertificateAuthority.load(home), policy, resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`), upstreamCa: [upstream.caPem], onExchange: (ex) => void recorder.record(ex) });
+    const agent = new ProxyAgent({ uri: guarded.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
+    try {
+      const before = await fetch('https://api.anthropic.com/before-the-change', { dispatcher: agent });
+      expect(before.status).toBe(200);
+      await before.text();
+      // The upstream's address, in another spelling than any the request used, is now refused.
+      writeFileSync(policyFile, JSON.stringify({ version: 1, rules: [{ id: 'no-loopback', action: 'deny', domains: ['0x7f000001'] }, { id: 'all', action: 'allow', domains: ['*'] }] }));
+      expect(policy.reload()).toBe(true);
+      const after = await fetch('https://api.anthropic.com/after-the-change', { dispatcher: agent });
+      expect(after.status).toBe(403);
+      expect(await after.text()).toMatch(/api\.anthropic\.com \(127\.0\.0\.1\) is blocked by policy rule no-loopback/);
+    } finally {
+      await agent.close();
+      await guarded.close();
+      policyHome.remove();
+    }
+    expect(upstream.requests.map((r) => r.path)).not.toContain('/after-the-change');
+    const [row] = await rows("SELECT decision, matched_rule, error_kind FROM net_events WHERE path = '/after-the-change'");
+    expect(row).toEqual({ decision: 'denied', matched_rule: 'no-loopback', error_kind: 'destination_denied' });
   });
 
   it('verifies the real upstream certificate: an untrusted one is a 502 upstream_tls', async () => {
