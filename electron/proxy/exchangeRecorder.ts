@@ -8,14 +8,15 @@ import { requestView } from '../telemetry/requestView.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { recordedHeaders, type Exchange } from './exchange.ts';
 import { lenientJson } from '../telemetry/lenientJson.ts';
+import { conversationLinks, type CarriedResult } from '../telemetry/toolLinks.ts';
 import type { FrameRow } from '../telemetry/upgradedStream.ts';
+import { ToolLedger, type RecordedCall } from './toolLedger.ts';
 
 // Turns each finished exchange into the session's rows: one net_events row, its bodies (decoded)
 // in event_body_blobs, and for model API calls the ledger the spec defines (model_calls,
 // model_items, tool_calls, tool_responses), with MCP tools/call as tool_calls of origin mcp.
 
 const PREVIEW = 256;
-const TRACE_MEMORY = 10_000;
 
 const newTraceId = (): string => randomBytes(8).toString('hex');
 
@@ -31,8 +32,8 @@ function preview(bytes: Buffer): string | null {
 }
 
 export class ExchangeRecorder {
-  /** Which trace each emitted tool call belongs to, so the request carrying its result joins it. */
-  private readonly callTraces = new Map<string, string>();
+  /** The session's tool calls: which call a result answers, in which trace, and whether it was recorded already. */
+  private readonly tools = new ToolLedger();
   private lastTrace: string | null = null;
   private readonly mcpServers = new Map<string, string>();
   failures = 0;
@@ -42,11 +43,6 @@ export class ExchangeRecorder {
     private readonly writer: SessionWriter,
     private readonly bodyCap: number,
   ) {}
-
-  private rememberCall(callId: string, trace: string): void {
-    this.callTraces.set(callId, trace);
-    if (this.callTraces.size > TRACE_MEMORY) this.callTraces.delete(this.callTraces.keys().next().value!);
-  }
 
   /** Exchanges are recorded in the order they finished, even though decoding is asynchronous. */
   private queue: Promise<void> = Promise.resolve();
@@ -164,8 +160,11 @@ export class ExchangeRecorder {
     const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
     const view = api ? requestView(api.provider, ex.path, requestJson) : null;
     if (api && view) {
-      const trace = view.toolResults.map((r) => this.callTraces.get(r.toolUseId)).find((t) => t !== undefined) ?? newTraceId();
-      const write = this.modelCallRows(ex, api, view, requestJson, preview(request.bytes), response.bytes, trace);
+      const links = conversationLinks(view.turns);
+      const carried = links.results.map((result) => ({ result, call: this.tools.callOf(result) }));
+      // A model call continues the trace of the calls its results answer.
+      const trace = carried.map((c) => c.call?.trace).find((t) => t !== undefined) ?? newTraceId();
+      const write = this.modelCallRows(ex, api, view, requestJson, preview(request.bytes), response.bytes, trace, links.prefix, carried);
       this.lastTrace = trace;
       return { trace, write };
     }
@@ -198,7 +197,10 @@ export class ExchangeRecorder {
     }
   }
 
-  private modelCallRows(ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, trace: string): (eventId: string) => void {
+  private modelCallRows(
+    ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, trace: string,
+    conversation: string, carried: readonly { readonly result: CarriedResult; readonly call: RecordedCall | null }[],
+  ): (eventId: string) => void {
     const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
     const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
     const requestModel = typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
@@ -256,21 +258,29 @@ export class ExchangeRecorder {
           content: fields.content ?? null, content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
         });
       };
-      for (const result of view.toolResults) {
-        this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: result.toolUseId, content_preview: result.content.slice(0, PREVIEW), is_error: result.isError ? 1 : 0 });
-        item('tool_response', { call_id: result.toolUseId, content: result.content });
+      // Each result once, on the exchange that first carried it back: later requests re-send it as history.
+      for (const { result, call: answered } of carried) {
+        if (!this.tools.firstCarried(result, answered)) continue;
+        const callId = answered?.callId ?? result.providerId ?? `${result.name ?? result.answers?.name ?? 'tool'}#unmatched`;
+        const contentPreview = result.content.slice(0, PREVIEW);
+        this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: callId, content_preview: contentPreview, is_error: result.isError ? 1 : 0 });
+        item('tool_response', { call_id: callId, content: result.content });
+        if (answered) this.writer.answerToolCall(answered.callId, contentPreview);
       }
       item('request', { content: lastUser?.content ?? null });
       if (parsed.thinking) item('reasoning', { content: parsed.thinking });
       if (parsed.text) item('response', { content: parsed.text });
-      parsed.toolCalls.forEach((tool, index) => {
+      const made = parsed.toolCalls.map((tool, index) => {
+        // A call the provider gave no id (Gemini, Ollama) gets one unique in the session: its place and its exchange.
+        const callId = tool.id !== '' ? tool.id : `${tool.name || 'tool'}#${index}@${eventId}`;
         this.writer.append('tool_calls', {
-          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: tool.id,
+          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: callId,
           tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
         });
-        item('tool_call', { call_id: tool.id, tool_name: tool.name, arguments: tool.arguments });
-        this.rememberCall(tool.id, trace);
+        item('tool_call', { call_id: callId, tool_name: tool.name, arguments: tool.arguments });
+        return { providerId: tool.id, recorded: { callId, trace } };
       });
+      this.tools.remember(conversation, made);
     };
   }
 

@@ -3,7 +3,7 @@ import type { Worker } from 'node:worker_threads';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
 import { insertColumns, SESSION_TABLES, type ColumnDef, type RowOf, type SessionTable } from './sessionSchema.ts';
-import type { BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
+import type { AnsweredToolCall, BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
 export interface WriterLimits {
   /** A batch is sent to the writer thread once it holds this many rows... */
@@ -93,6 +93,7 @@ function layoutOf(table: SessionTable): TableLayout {
 
 interface PendingBatch {
   rows: BatchRows;
+  answered: AnsweredToolCall[];
   count: number;
   bytes: number;
   lastSeq: number;
@@ -256,6 +257,21 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     return { id, seq, eventId };
   }
 
+  /**
+   * Marks a native tool call as responded, in the same commit as the rows appended before it: a
+   * tool call is appended when the model asks for it and answered by a later exchange, and the
+   * ledger's status column should say so where it is read.
+   */
+  answerToolCall(callId: string, preview: string | null): void {
+    if (this.failure) throw this.failure;
+    if (this.closing) throw new WriterClosedError('session writer is closed');
+    if (this.unwritableReason) return;
+    this.batch.answered.push({ callId, preview });
+    this.batch.count += 1;
+    if (this.batch.count >= this.limits.maxBatchRows) this.dispatch();
+    else this.timer ??= setTimeout(() => this.dispatch(), this.limits.maxBatchDelayMs);
+  }
+
   /** An event id for a row appended later (under `event_id`), so rows written before it can name it. */
   reserveEventId(): string {
     return this.eventIds.mint();
@@ -292,7 +308,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   }
 
   private emptyBatch(): PendingBatch {
-    return { rows: {}, count: 0, bytes: 0, lastSeq: 0, transfer: [] };
+    return { rows: {}, answered: [], count: 0, bytes: 0, lastSeq: 0, transfer: [] };
   }
 
   private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
@@ -309,7 +325,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     this.batch = this.emptyBatch();
     this.batchNo += 1;
     this.inFlight.set(this.batchNo, { bytes: batch.bytes, lastSeq: batch.lastSeq });
-    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows }, batch.transfer);
+    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows, answered: batch.answered }, batch.transfer);
   }
 
   private onMessage(m: FromWorker): void {

@@ -10,8 +10,14 @@ export interface WriterInit {
 /** Rows grouped by table, each row an array in `insertColumns(table)` order. */
 export type BatchRows = Partial<Record<SessionTable, CellValue[][]>>;
 
+/** A native tool call whose result a later request carried back: it now reads as responded. */
+export interface AnsweredToolCall {
+  readonly callId: string;
+  readonly preview: string | null;
+}
+
 export type ToWorker =
-  | { readonly kind: 'batch'; readonly batchNo: number; readonly rows: BatchRows }
+  | { readonly kind: 'batch'; readonly batchNo: number; readonly rows: BatchRows; readonly answered: readonly AnsweredToolCall[] }
   | { readonly kind: 'close'; readonly meta: Readonly<Record<string, string>> };
 
 export interface RejectedRow {

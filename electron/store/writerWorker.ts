@@ -8,7 +8,7 @@ import { diskFailure } from './diskFailure.ts';
 import { firstEventId } from './eventIds.ts';
 import { openSessionDbForWriting } from './sessionDb.ts';
 import { insertColumns, SEQUENCED_TABLES, SESSION_TABLE_NAMES, type SessionTable } from './sessionSchema.ts';
-import type { BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
+import type { AnsweredToolCall, BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
 // The writer thread: the only code that writes a live session.db. Batches arrive already shaped as
 // positional rows; each becomes one transaction, so the producer's thread never waits on disk.
@@ -155,19 +155,26 @@ function main(init: WriterInit): void {
   }
   const insert = (table: SessionTable): Database.Statement<CellValue[]> => inserts.get(table)!;
 
-  const writeAll = db.transaction((rows: BatchRows) => {
+  // After the batch's rows: a call answered in the same batch it was asked in is found.
+  const answer = db.prepare("UPDATE tool_calls SET status = 'responded', response_preview = coalesce(response_preview, ?) WHERE call_id = ? AND status = 'requested'");
+  const answerAll = (answered: readonly AnsweredToolCall[]): void => {
+    for (const a of answered) answer.run(a.preview, a.callId);
+  };
+
+  const writeAll = db.transaction((rows: BatchRows, answered: readonly AnsweredToolCall[]) => {
     let count = 0;
     for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) {
       const stmt = insert(table);
       for (const row of list) stmt.run(...row);
       count += list.length;
     }
+    answerAll(answered);
     return count;
   });
 
   // A bad row must not cost its batch-mates: on failure, redo the batch row by row and report
   // only the rows SQLite refused.
-  const writeEach = db.transaction((rows: BatchRows) => {
+  const writeEach = db.transaction((rows: BatchRows, answered: readonly AnsweredToolCall[]) => {
     const rejected: RejectedRow[] = [];
     let count = 0;
     for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) {
@@ -188,6 +195,7 @@ function main(init: WriterInit): void {
         }
       }
     }
+    answerAll(answered);
     return { count, rejected };
   });
 
@@ -214,16 +222,16 @@ function main(init: WriterInit): void {
     send({ kind: 'lost', batchNo, rows: counts, reason });
   }
 
-  function commit(batchNo: number, rows: BatchRows): void {
+  function commit(batchNo: number, rows: BatchRows, answered: readonly AnsweredToolCall[]): void {
     if (unwritable !== null) return lose(batchNo, rows, unwritable);
     try {
-      return send({ kind: 'committed', batchNo, rows: writeAll(rows), rejected: [] });
+      return send({ kind: 'committed', batchNo, rows: writeAll(rows, answered), rejected: [] });
     } catch (err) {
       const reason = diskFailure(err);
       if (reason) return lose(batchNo, rows, reason);
     }
     try {
-      const { count, rejected } = writeEach(rows);
+      const { count, rejected } = writeEach(rows, answered);
       send({ kind: 'committed', batchNo, rows: count, rejected });
     } catch (err) {
       const reason = diskFailure(err);
@@ -264,7 +272,7 @@ function main(init: WriterInit): void {
         // After this handler returns: the message being handled still holds its bodies.
         setImmediate(collect);
       }
-      commit(message.batchNo, message.rows);
+      commit(message.batchNo, message.rows, message.answered);
     } catch (err) {
       send({ kind: 'failed', error: (err as Error).message });
     }

@@ -37,6 +37,7 @@ export function detectModelApi(path: string): ModelApi | null {
 }
 
 export interface ToolCallOut {
+  /** The provider's id for the call; '' when it gives none (Gemini without ids, Ollama). */
   id: string;
   name: string;
   arguments: string;
@@ -270,7 +271,7 @@ function geminiChunk(out: ModelResponse, body: Json): void {
         else out.text += part.text;
       }
       const fc = obj(part.functionCall);
-      if (str(fc.name)) out.toolCalls.push({ id: str(fc.id) ?? `${str(fc.name)}#${out.toolCalls.length}`, name: str(fc.name)!, arguments: args(fc.args) });
+      if (str(fc.name)) out.toolCalls.push({ id: str(fc.id) ?? '', name: str(fc.name)!, arguments: args(fc.args) });
     }
     out.stopReason = str(cand.finishReason) ?? out.stopReason;
   }
@@ -288,7 +289,7 @@ function ollamaChunk(out: ModelResponse, body: Json): void {
   out.thinking += str(message.thinking) ?? str(body.thinking) ?? '';
   for (const call of arr(message.tool_calls).filter(isObject)) {
     const fn = obj(call.function);
-    out.toolCalls.push({ id: str(call.id) ?? `${str(fn.name) ?? 'call'}#${out.toolCalls.length}`, name: str(fn.name) ?? '', arguments: args(fn.arguments) });
+    out.toolCalls.push({ id: str(call.id) ?? '', name: str(fn.name) ?? '', arguments: args(fn.arguments) });
   }
   if (body.done === true) {
     out.complete = true;
