@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { lossReport } from './diskFailure.ts';
+import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
 
@@ -27,7 +28,7 @@ export interface CheckReport {
   readonly dbPath: string;
   readonly tables: Readonly<Record<string, TableReport>>;
   readonly findings: readonly Finding[];
-  /** What could not be checked and why; informational, not a failure. */
+  /** Informational, not a failure: what could not be checked and why, and what is true of the session but no defect. */
   readonly notes: readonly string[];
 }
 
@@ -51,8 +52,6 @@ const CAUSES = {
   missingModelCalls:
     'Requests went to a model API but no model_calls were recorded: stream parsing may have failed (gzip: Content-Encoding not decoded before SSE parsing), or the URL path was detected as the wrong provider.',
   nullModel: 'Provider mismatch: model resolution is request body > SSE stream > response JSON > URL path; check that the URL path was detected as the right provider.',
-  nullTokensStream: 'Gzip bug: the response was gzip-compressed and the proxy did not decompress it before SSE parsing; check Accept-Encoding and Content-Encoding in the headers.',
-  nullTokensJson: 'Non-streaming: for non-streaming responses tokens come from the response JSON, not SSE; check the response body in event_body_blobs.',
   nullField: 'A required field was not filled by the recorder: the event was cut off (the VM shut down before the proxy flushed) or written by a broken producer.',
   mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
   zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
@@ -149,25 +148,44 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   });
 
   when('AI provider correlation', { net_events: ['domain', 'path', 'decision'], model_calls: ['provider'] }, () => {
+    // A request that ended before any response (the client gave up, or the exchange failed before
+    // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
+    const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
     const providers = [...new Set(LLM_PATH_PATTERNS.map((p) => p.provider))];
     for (const provider of providers) {
       const globs = LLM_PATH_PATTERNS.filter((p) => p.provider === provider).map((p) => `path GLOB '${p.glob}'`).join(' OR ');
-      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs})`);
+      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered}`);
       const calls = count(`SELECT count(*) AS n FROM model_calls WHERE provider = '${provider}'`);
-      add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
-        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) LIMIT 5`);
+      add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests answered in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
+        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered} LIMIT 5`);
+    }
+    if (!has('net_events', 'status_code')) return;
+    const allGlobs = LLM_PATH_PATTERNS.map((p) => `path GLOB '${p.glob}'`).join(' OR ');
+    const kind = has('net_events', 'error_kind') ? "coalesce(error_kind, 'no error recorded')" : "'no error recorded'";
+    const unanswered = db.prepare(`SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${allGlobs}) AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`).all() as { kind: string; n: number }[];
+    const total = unanswered.reduce((sum, k) => sum + k.n, 0);
+    if (total > 0) {
+      notes.push(`${total} model API ${total === 1 ? 'request' : 'requests'} ended before any response (${unanswered.map((k) => `${k.kind}: ${k.n}`).join(', ')}): nothing came back, so there is no model call to record`);
     }
   });
 
   when('NULL model', { model_calls: ['model'] }, () =>
     add('NULL model', count('SELECT count(*) AS n FROM model_calls WHERE model IS NULL'), 'model_calls with a NULL model', CAUSES.nullModel,
       "SELECT id || ' ' || provider || ' ' || path AS s FROM model_calls WHERE model IS NULL LIMIT 5"));
-  when('NULL tokens', { model_calls: ['input_tokens', 'output_tokens', 'stream', 'status_code'] }, () => {
-    const where = '(input_tokens IS NULL OR output_tokens IS NULL) AND (status_code IS NULL OR status_code BETWEEN 200 AND 299)';
-    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND stream = 1`), 'streamed model_calls with NULL tokens', CAUSES.nullTokensStream,
-      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND stream = 1 LIMIT 5`);
-    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0`), 'non-streamed model_calls with NULL tokens', CAUSES.nullTokensJson,
-      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0 LIMIT 5`);
+  when('NULL tokens', { model_calls: ['id', 'input_tokens', 'output_tokens', 'stream', 'status_code'] }, () => {
+    const linked = has('model_calls', 'net_event_id') && has('net_events', 'event_id', 'error_kind', 'error_message');
+    const rows = db.prepare(`SELECT mc.id, ${has('model_calls', 'model') ? 'mc.model' : 'NULL'} AS model, coalesce(mc.stream, 0) = 1 AS stream,
+        ${has('model_calls', 'usage_details') ? 'mc.usage_details' : 'NULL'} AS usageDetails,
+        ${linked ? 'ne.event_id IS NOT NULL AS linked, ne.error_kind AS errorKind, ne.error_message AS errorMessage' : '0 AS linked, NULL AS errorKind, NULL AS errorMessage'}
+      FROM model_calls mc ${linked ? 'LEFT JOIN net_events ne ON ne.event_id = mc.net_event_id' : ''}
+      WHERE (mc.input_tokens IS NULL OR mc.output_tokens IS NULL) AND (mc.status_code IS NULL OR mc.status_code BETWEEN 200 AND 299)
+      ORDER BY mc.id`).iterate() as Iterable<Omit<NullTokenCall, 'stream' | 'linked'> & { stream: number; linked: number }>;
+    function* calls(): Generator<NullTokenCall> {
+      for (const r of rows) yield { ...r, stream: r.stream === 1, linked: r.linked === 1 };
+    }
+    const nullTokens = nullTokenFindings(calls());
+    for (const f of nullTokens.findings) findings.push({ check: 'NULL tokens', ...f });
+    notes.push(...nullTokens.notes);
   });
   const critical: Record<string, string[]> = {
     net_events: ['timestamp', 'domain', 'decision'],

@@ -40,9 +40,13 @@ describe('capsem check', () => {
     ['orphaned tool_calls', 'DELETE FROM tool_responses WHERE id = (SELECT min(id) FROM tool_responses)', /session may have ended before the tool result/],
     ['orphaned tool_responses', "INSERT INTO tool_responses (seq, event_id, timestamp, model_call_id, call_id, trace_id) VALUES (99999, 'aaaaaaaaaaaa', 't', 1, 'toolu_ghost', 'x')", /never recorded/],
     ['tool call parents', 'UPDATE tool_calls SET model_call_id = 424242 WHERE id = 1', /model call row was lost/],
-    ['AI provider correlation', "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions')", /stream parsing may have failed/],
+    ['AI provider correlation', "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, status_code) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)", /stream parsing may have failed/],
     ['NULL model', 'UPDATE model_calls SET model = NULL WHERE id = 1', /request body > SSE stream > response JSON > URL path/],
-    ['NULL tokens', 'UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1', /Gzip bug/],
+    ['NULL tokens', `UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1;
+      UPDATE net_events SET error_kind = 'decode_error', error_message = 'gzip: incorrect header check' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`, /Gzip bug: the response's Content-Encoding could not be undone \(decode_error: gzip: incorrect header check\)/],
+    ['NULL tokens', `UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = 1;
+      UPDATE net_events SET error_kind = 'upstream_timeout' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`, /^The stream was cut short \(upstream_timeout\): the provider's usage comes in its last event/],
+    ['NULL tokens', 'UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1', /^The stream ended normally and its body was decoded, yet no usage could be read/],
     ['NULL tokens', 'UPDATE model_calls SET output_tokens = NULL, stream = 0 WHERE id = 1', /tokens come from the response JSON/],
     ['NULL critical field', "UPDATE fs_events SET path = '' WHERE id = 1", /VM shut down before the proxy flushed/],
     ['MCP correlation', "INSERT INTO security_rule_events (event_id, timestamp, event_type, event_json) VALUES ('cccccccccccc', 't', 'mcp.tool_call', '{}')", /MCP tools\/call was observed without/],
@@ -60,6 +64,17 @@ describe('capsem check', () => {
       expect(finding!.count).toBeGreaterThan(0);
     });
   }
+
+  it('takes a stream whose provider reported no usage, and a request abandoned before any answer, for what they are: notes, not findings', () => {
+    const report = checkSessionDb(withDefect(`
+      UPDATE model_calls SET input_tokens = NULL, output_tokens = NULL, stream = 1, usage_details = '{"usage":"unreported"}' WHERE id IN (1, 2);
+      INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, error_kind) VALUES (99998, 'dddddddddddd', 't', 'api.anthropic.com', 'allowed', 'POST', '/v1/messages', 'client_canceled')`));
+    expect(report.findings).toEqual([]);
+    expect(report.notes).toEqual([
+      '1 model API request ended before any response (client_canceled: 1): nothing came back, so there is no model call to record',
+      '2 streamed model calls have no token counts because the provider reported none (an OpenAI Chat Completions stream reports usage only when the request sets stream_options.include_usage): nothing was lost, the tokens are unknown',
+    ]);
+  });
 
   it('names what a disk failure cost and why, from the marker the writer left', () => {
     const report = checkSessionDb(withDefect("INSERT INTO session_meta (key, value) VALUES ('writer_unwritable', 'cannot write session.db: disk I/O error'), ('writer_lost', '7'), ('writer_lost_net_events', '2') ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
