@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { lossReport } from './diskFailure.ts';
+import { mcpWireCalls } from './mcpWireCalls.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
@@ -105,18 +106,23 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   const tables: Record<string, TableReport> = {};
   for (const name of SESSION_TABLE_NAMES) {
     const def: TableDef = SESSION_TABLES[name];
+    // Only what the spec's CREATE TABLE blocks define is required: a database another tool built
+    // from that DDL alone is whole.
     if (!present.has(name)) {
       tables[name] = { present: false, rows: null, missingColumns: [] };
       if (def.ours) notes.push(`table ${name} is absent (this app adds it; other tools do not write it)`);
+      else if (def.prose) notes.push(`table ${name} is absent (the spec's prose describes it; its DDL does not define it)`);
       else add('tables', 1, `table ${name} is missing`, CAUSES.schema);
       continue;
     }
     const have = columns.get(name)!;
     const lacking = Object.entries(def.columns).filter(([c]) => !have.has(c));
-    const required = lacking.filter(([, c]) => !c.ours).map(([c]) => c);
-    const optional = lacking.filter(([, c]) => c.ours).map(([c]) => c);
+    const required = lacking.filter(([, c]) => !c.ours && !c.prose).map(([c]) => c);
+    const ours = lacking.filter(([, c]) => c.ours).map(([c]) => c);
+    const prose = lacking.filter(([, c]) => c.prose).map(([c]) => c);
     if (required.length > 0) add('columns', required.length, `table ${name} lacks columns: ${required.join(', ')}`, CAUSES.schema);
-    if (optional.length > 0) notes.push(`table ${name} lacks columns this app adds: ${optional.join(', ')}`);
+    if (ours.length > 0) notes.push(`table ${name} lacks columns this app adds: ${ours.join(', ')}`);
+    if (prose.length > 0) notes.push(`table ${name} lacks columns the spec's prose names but its DDL leaves out: ${prose.join(', ')}`);
     const rows = count(`SELECT count(*) AS n FROM ${name}`);
     const preview = previewRows > 0 ? (db.prepare(`SELECT * FROM ${name} ORDER BY rowid DESC LIMIT ?`).all(previewRows) as Record<string, unknown>[]) : undefined;
     tables[name] = { present: true, rows, missingColumns: required, ...(preview ? { preview } : {}) };
@@ -201,11 +207,30 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     }
   }
 
-  when('MCP correlation', { security_rule_events: ['event_id', 'event_type'], tool_calls: ['event_id', 'origin'] }, () => {
-    const where = "sre.event_type = 'mcp.tool_call' AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.event_id = sre.event_id AND tc.origin = 'mcp')";
-    add('MCP correlation', count(`SELECT count(DISTINCT sre.event_id) AS n FROM security_rule_events sre WHERE ${where}`), 'MCP tools/call evidence with no tool_calls row of origin mcp', CAUSES.mcpUnmatched,
-      `SELECT DISTINCT sre.event_id AS s FROM security_rule_events sre WHERE ${where} LIMIT 5`);
-  });
+  // Without a security ledger (a file built from the spec's DDL alone), the network rows' request
+  // bodies are the evidence of which MCP tools were called.
+  const mcpFromWire = !has('security_rule_events', 'event_id', 'event_type') && has('net_events', 'decision', 'request_body_preview');
+  if (!mcpFromWire) {
+    when('MCP correlation', { security_rule_events: ['event_id', 'event_type'], tool_calls: ['event_id', 'origin'] }, () => {
+      const where = "sre.event_type = 'mcp.tool_call' AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.event_id = sre.event_id AND tc.origin = 'mcp')";
+      add('MCP correlation', count(`SELECT count(DISTINCT sre.event_id) AS n FROM security_rule_events sre WHERE ${where}`), 'MCP tools/call evidence with no tool_calls row of origin mcp', CAUSES.mcpUnmatched,
+        `SELECT DISTINCT sre.event_id AS s FROM security_rule_events sre WHERE ${where} LIMIT 5`);
+    });
+  } else {
+    when('MCP correlation', { tool_calls: ['origin', 'tool_name'] }, () => {
+      const bodies = db.prepare("SELECT request_body_preview AS body FROM net_events WHERE decision = 'allowed' AND request_body_preview LIKE '%tools/call%'").pluck().iterate();
+      const wire = mcpWireCalls(bodies);
+      const ledger = new Map((db.prepare("SELECT tool_name AS tool, count(*) AS n FROM tool_calls WHERE origin = 'mcp' GROUP BY tool_name").all() as { tool: string; n: number }[]).map((r) => [r.tool, r.n]));
+      const short = [...wire.byTool].map(([tool, n]) => ({ tool, n, recorded: ledger.get(tool) ?? 0 })).filter((t) => t.n > t.recorded);
+      const missing = short.reduce((sum, t) => sum + t.n - t.recorded, 0);
+      if (missing > 0) {
+        findings.push({ check: 'MCP correlation', count: missing, message: 'MCP tools/call requests in net_events with no tool_calls row of origin mcp', cause: CAUSES.mcpUnmatched,
+          samples: short.slice(0, 5).map((t) => `${t.tool}: ${t.n} requested, ${t.recorded} in tool_calls`) });
+      }
+      const one = wire.unreadable === 1;
+      if (wire.unreadable > 0) notes.push(`MCP correlation: ${wire.unreadable} request ${one ? 'preview mentions' : 'previews mention'} tools/call but ${one ? 'is' : 'are'} not whole JSON (cut short for display), so ${one ? 'it was' : 'they were'} not counted`);
+    });
+  }
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
