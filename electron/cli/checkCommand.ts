@@ -35,9 +35,11 @@ export const checkCommand: Command = {
 capsem check --db FILE [-n N] [--json]
 
 Checks: tables and columns present, row counts, orphaned tool_calls and tool_responses (same
-trace), AI provider correlation (model API requests with no model_calls), NULLs in critical
-fields, MCP correlation, cost gaps, writer losses and SQLite's integrity_check. Each finding names
-its likely cause. Exits 1 when there is any finding.
+trace), AI provider correlation (answered model API requests with no model_calls), NULLs in
+critical fields, MCP correlation, cost gaps, writer losses and SQLite's integrity_check. Each
+finding names the likely cause its rows point to. Notes say what could not be checked and what is
+true but no defect (a request abandoned before any answer, a stream whose provider reported no
+usage). Exits 1 when there is any finding.
 
 With no ID or NAME it checks the newest session whose session.db is on disk.
 

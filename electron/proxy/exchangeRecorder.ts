@@ -209,11 +209,13 @@ export class ExchangeRecorder {
     const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
     const at = ex.startedAt.toISOString();
     const identity = { trace_id: trace, turn_id: trace };
-    const usage: Record<string, number | boolean> = {};
+    const usage: Record<string, number | boolean | string> = {};
     if (parsed.cacheReadTokens !== undefined) usage.cache_read = parsed.cacheReadTokens;
     if (parsed.cacheWriteTokens !== undefined) usage.cache_write = parsed.cacheWriteTokens;
     if (parsed.reasoningTokens !== undefined) usage.thinking = parsed.reasoningTokens;
     if (!parsed.complete) usage.incomplete = true;
+    // The provider's design, not a loss: `capsem check` tells the two apart by this mark.
+    if (parsed.usageUnreported) usage.usage = 'unreported';
     const system = view.messages.find((m) => m.role === 'system');
     const lastUser = [...view.messages].reverse().find((m) => m.role === 'user' && m.content !== '');
     const usageDetails = JSON.stringify(usage);

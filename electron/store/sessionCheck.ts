@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { lossReport } from './diskFailure.ts';
+import { mcpWireCalls } from './mcpWireCalls.ts';
+import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
 
@@ -27,7 +29,7 @@ export interface CheckReport {
   readonly dbPath: string;
   readonly tables: Readonly<Record<string, TableReport>>;
   readonly findings: readonly Finding[];
-  /** What could not be checked and why; informational, not a failure. */
+  /** Informational, not a failure: what could not be checked and why, and what is true of the session but no defect. */
   readonly notes: readonly string[];
 }
 
@@ -51,8 +53,6 @@ const CAUSES = {
   missingModelCalls:
     'Requests went to a model API but no model_calls were recorded: stream parsing may have failed (gzip: Content-Encoding not decoded before SSE parsing), or the URL path was detected as the wrong provider.',
   nullModel: 'Provider mismatch: model resolution is request body > SSE stream > response JSON > URL path; check that the URL path was detected as the right provider.',
-  nullTokensStream: 'Gzip bug: the response was gzip-compressed and the proxy did not decompress it before SSE parsing; check Accept-Encoding and Content-Encoding in the headers.',
-  nullTokensJson: 'Non-streaming: for non-streaming responses tokens come from the response JSON, not SSE; check the response body in event_body_blobs.',
   nullField: 'A required field was not filled by the recorder: the event was cut off (the VM shut down before the proxy flushed) or written by a broken producer.',
   mcpUnmatched: 'An MCP tools/call was observed without a corresponding logical tool call in tool_calls (origin mcp): an integrity/security finding, not a second ledger.',
   zeroCost: 'Cost is zero: the model is not in the pricing table; update the bundled pricing data.',
@@ -106,18 +106,23 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   const tables: Record<string, TableReport> = {};
   for (const name of SESSION_TABLE_NAMES) {
     const def: TableDef = SESSION_TABLES[name];
+    // Only what the spec's CREATE TABLE blocks define is required: a database another tool built
+    // from that DDL alone is whole.
     if (!present.has(name)) {
       tables[name] = { present: false, rows: null, missingColumns: [] };
       if (def.ours) notes.push(`table ${name} is absent (this app adds it; other tools do not write it)`);
+      else if (def.prose) notes.push(`table ${name} is absent (the spec's prose describes it; its DDL does not define it)`);
       else add('tables', 1, `table ${name} is missing`, CAUSES.schema);
       continue;
     }
     const have = columns.get(name)!;
     const lacking = Object.entries(def.columns).filter(([c]) => !have.has(c));
-    const required = lacking.filter(([, c]) => !c.ours).map(([c]) => c);
-    const optional = lacking.filter(([, c]) => c.ours).map(([c]) => c);
+    const required = lacking.filter(([, c]) => !c.ours && !c.prose).map(([c]) => c);
+    const ours = lacking.filter(([, c]) => c.ours).map(([c]) => c);
+    const prose = lacking.filter(([, c]) => c.prose).map(([c]) => c);
     if (required.length > 0) add('columns', required.length, `table ${name} lacks columns: ${required.join(', ')}`, CAUSES.schema);
-    if (optional.length > 0) notes.push(`table ${name} lacks columns this app adds: ${optional.join(', ')}`);
+    if (ours.length > 0) notes.push(`table ${name} lacks columns this app adds: ${ours.join(', ')}`);
+    if (prose.length > 0) notes.push(`table ${name} lacks columns the spec's prose names but its DDL leaves out: ${prose.join(', ')}`);
     const rows = count(`SELECT count(*) AS n FROM ${name}`);
     const preview = previewRows > 0 ? (db.prepare(`SELECT * FROM ${name} ORDER BY rowid DESC LIMIT ?`).all(previewRows) as Record<string, unknown>[]) : undefined;
     tables[name] = { present: true, rows, missingColumns: required, ...(preview ? { preview } : {}) };
@@ -149,25 +154,44 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   });
 
   when('AI provider correlation', { net_events: ['domain', 'path', 'decision'], model_calls: ['provider'] }, () => {
+    // A request that ended before any response (the client gave up, or the exchange failed before
+    // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
+    const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
     const providers = [...new Set(LLM_PATH_PATTERNS.map((p) => p.provider))];
     for (const provider of providers) {
       const globs = LLM_PATH_PATTERNS.filter((p) => p.provider === provider).map((p) => `path GLOB '${p.glob}'`).join(' OR ');
-      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs})`);
+      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered}`);
       const calls = count(`SELECT count(*) AS n FROM model_calls WHERE provider = '${provider}'`);
-      add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
-        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) LIMIT 5`);
+      add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests answered in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
+        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered} LIMIT 5`);
+    }
+    if (!has('net_events', 'status_code')) return;
+    const allGlobs = LLM_PATH_PATTERNS.map((p) => `path GLOB '${p.glob}'`).join(' OR ');
+    const kind = has('net_events', 'error_kind') ? "coalesce(error_kind, 'no error recorded')" : "'no error recorded'";
+    const unanswered = db.prepare(`SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${allGlobs}) AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`).all() as { kind: string; n: number }[];
+    const total = unanswered.reduce((sum, k) => sum + k.n, 0);
+    if (total > 0) {
+      notes.push(`${total} model API ${total === 1 ? 'request' : 'requests'} ended before any response (${unanswered.map((k) => `${k.kind}: ${k.n}`).join(', ')}): nothing came back, so there is no model call to record`);
     }
   });
 
   when('NULL model', { model_calls: ['model'] }, () =>
     add('NULL model', count('SELECT count(*) AS n FROM model_calls WHERE model IS NULL'), 'model_calls with a NULL model', CAUSES.nullModel,
       "SELECT id || ' ' || provider || ' ' || path AS s FROM model_calls WHERE model IS NULL LIMIT 5"));
-  when('NULL tokens', { model_calls: ['input_tokens', 'output_tokens', 'stream', 'status_code'] }, () => {
-    const where = '(input_tokens IS NULL OR output_tokens IS NULL) AND (status_code IS NULL OR status_code BETWEEN 200 AND 299)';
-    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND stream = 1`), 'streamed model_calls with NULL tokens', CAUSES.nullTokensStream,
-      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND stream = 1 LIMIT 5`);
-    add('NULL tokens', count(`SELECT count(*) AS n FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0`), 'non-streamed model_calls with NULL tokens', CAUSES.nullTokensJson,
-      `SELECT id || ' ' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} AND coalesce(stream, 0) = 0 LIMIT 5`);
+  when('NULL tokens', { model_calls: ['id', 'input_tokens', 'output_tokens', 'stream', 'status_code'] }, () => {
+    const linked = has('model_calls', 'net_event_id') && has('net_events', 'event_id', 'error_kind', 'error_message');
+    const rows = db.prepare(`SELECT mc.id, ${has('model_calls', 'model') ? 'mc.model' : 'NULL'} AS model, coalesce(mc.stream, 0) = 1 AS stream,
+        ${has('model_calls', 'usage_details') ? 'mc.usage_details' : 'NULL'} AS usageDetails,
+        ${linked ? 'ne.event_id IS NOT NULL AS linked, ne.error_kind AS errorKind, ne.error_message AS errorMessage' : '0 AS linked, NULL AS errorKind, NULL AS errorMessage'}
+      FROM model_calls mc ${linked ? 'LEFT JOIN net_events ne ON ne.event_id = mc.net_event_id' : ''}
+      WHERE (mc.input_tokens IS NULL OR mc.output_tokens IS NULL) AND (mc.status_code IS NULL OR mc.status_code BETWEEN 200 AND 299)
+      ORDER BY mc.id`).iterate() as Iterable<Omit<NullTokenCall, 'stream' | 'linked'> & { stream: number; linked: number }>;
+    function* calls(): Generator<NullTokenCall> {
+      for (const r of rows) yield { ...r, stream: r.stream === 1, linked: r.linked === 1 };
+    }
+    const nullTokens = nullTokenFindings(calls());
+    for (const f of nullTokens.findings) findings.push({ check: 'NULL tokens', ...f });
+    notes.push(...nullTokens.notes);
   });
   const critical: Record<string, string[]> = {
     net_events: ['timestamp', 'domain', 'decision'],
@@ -183,11 +207,30 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     }
   }
 
-  when('MCP correlation', { security_rule_events: ['event_id', 'event_type'], tool_calls: ['event_id', 'origin'] }, () => {
-    const where = "sre.event_type = 'mcp.tool_call' AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.event_id = sre.event_id AND tc.origin = 'mcp')";
-    add('MCP correlation', count(`SELECT count(DISTINCT sre.event_id) AS n FROM security_rule_events sre WHERE ${where}`), 'MCP tools/call evidence with no tool_calls row of origin mcp', CAUSES.mcpUnmatched,
-      `SELECT DISTINCT sre.event_id AS s FROM security_rule_events sre WHERE ${where} LIMIT 5`);
-  });
+  // Without a security ledger (a file built from the spec's DDL alone), the network rows' request
+  // bodies are the evidence of which MCP tools were called.
+  const mcpFromWire = !has('security_rule_events', 'event_id', 'event_type') && has('net_events', 'decision', 'request_body_preview');
+  if (!mcpFromWire) {
+    when('MCP correlation', { security_rule_events: ['event_id', 'event_type'], tool_calls: ['event_id', 'origin'] }, () => {
+      const where = "sre.event_type = 'mcp.tool_call' AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.event_id = sre.event_id AND tc.origin = 'mcp')";
+      add('MCP correlation', count(`SELECT count(DISTINCT sre.event_id) AS n FROM security_rule_events sre WHERE ${where}`), 'MCP tools/call evidence with no tool_calls row of origin mcp', CAUSES.mcpUnmatched,
+        `SELECT DISTINCT sre.event_id AS s FROM security_rule_events sre WHERE ${where} LIMIT 5`);
+    });
+  } else {
+    when('MCP correlation', { tool_calls: ['origin', 'tool_name'] }, () => {
+      const bodies = db.prepare("SELECT request_body_preview AS body FROM net_events WHERE decision = 'allowed' AND request_body_preview LIKE '%tools/call%'").pluck().iterate();
+      const wire = mcpWireCalls(bodies);
+      const ledger = new Map((db.prepare("SELECT tool_name AS tool, count(*) AS n FROM tool_calls WHERE origin = 'mcp' GROUP BY tool_name").all() as { tool: string; n: number }[]).map((r) => [r.tool, r.n]));
+      const short = [...wire.byTool].map(([tool, n]) => ({ tool, n, recorded: ledger.get(tool) ?? 0 })).filter((t) => t.n > t.recorded);
+      const missing = short.reduce((sum, t) => sum + t.n - t.recorded, 0);
+      if (missing > 0) {
+        findings.push({ check: 'MCP correlation', count: missing, message: 'MCP tools/call requests in net_events with no tool_calls row of origin mcp', cause: CAUSES.mcpUnmatched,
+          samples: short.slice(0, 5).map((t) => `${t.tool}: ${t.n} requested, ${t.recorded} in tool_calls`) });
+      }
+      const one = wire.unreadable === 1;
+      if (wire.unreadable > 0) notes.push(`MCP correlation: ${wire.unreadable} request ${one ? 'preview mentions' : 'previews mention'} tools/call but ${one ? 'is' : 'are'} not whole JSON (cut short for display), so ${one ? 'it was' : 'they were'} not counted`);
+    });
+  }
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.

@@ -14,6 +14,11 @@ export interface ColumnDef {
   readonly primaryKey?: boolean;
   /** Added by this app beyond the spec: a database written by another tool may lack it. */
   readonly ours?: boolean;
+  /**
+   * Named by the spec's prose (its identity graph) but not by its CREATE TABLE blocks: a database
+   * another tool built from that DDL lacks it, and is no worse for it.
+   */
+  readonly prose?: boolean;
 }
 
 export interface TableDef {
@@ -24,6 +29,8 @@ export interface TableDef {
   readonly uniques?: readonly (readonly string[])[];
   /** A table this app adds beyond the spec. */
   readonly ours?: boolean;
+  /** A table the spec's prose describes but its DDL does not define. */
+  readonly prose?: boolean;
 }
 
 const pk = { type: 'INTEGER', primaryKey: true } as const;
@@ -42,13 +49,14 @@ const eventId = {
 } as const;
 const credentialRef = { type: 'TEXT', check: "credential_ref IS NULL OR credential_ref LIKE 'credential:%'" } as const;
 
-/** Identity graph columns every event row carries. */
+/** Identity graph columns every event row carries; the spec's DDL gives them to a few tables only. */
 const identity = {
-  event_id: eventId,
-  trace_id: text,
-  turn_id: text,
-  credential_ref: credentialRef,
+  event_id: { ...eventId, prose: true },
+  trace_id: { ...text, prose: true },
+  turn_id: { ...text, prose: true },
+  credential_ref: { ...credentialRef, prose: true },
 } as const;
+const proseText = { type: 'TEXT', prose: true } as const;
 
 export const SESSION_TABLES = {
   net_events: {
@@ -90,6 +98,8 @@ export const SESSION_TABLES = {
       id: pk,
       seq,
       ...identity,
+      // In the spec's model_calls DDL, unlike the rest of the identity graph.
+      trace_id: text,
       net_event_id: oursText,
       host: oursText,
       timestamp: textNN,
@@ -121,6 +131,7 @@ export const SESSION_TABLES = {
   },
   model_items: {
     sequenced: false,
+    prose: true,
     columns: {
       id: pk,
       event_id: eventId,
@@ -171,7 +182,7 @@ export const SESSION_TABLES = {
       policy_rule: text,
       policy_reason: text,
       trace_id: text,
-      turn_id: text,
+      turn_id: proseText,
       credential_ref: credentialRef,
     },
     indexes: ['call_id', 'model_call_id'],
@@ -181,14 +192,14 @@ export const SESSION_TABLES = {
     columns: {
       id: pk,
       seq,
-      event_id: eventId,
-      timestamp: textNN,
+      event_id: { ...eventId, prose: true },
+      timestamp: { ...textNN, ours: true },
       model_call_id: intNN,
       call_id: textNN,
       content_preview: text,
       is_error: zero,
       trace_id: text,
-      turn_id: text,
+      turn_id: proseText,
       credential_ref: credentialRef,
     },
     indexes: ['call_id', 'model_call_id'],
@@ -207,6 +218,7 @@ export const SESSION_TABLES = {
   },
   event_body_blobs: {
     sequenced: false,
+    prose: true,
     columns: {
       id: pk,
       event_id: textNN,
@@ -225,6 +237,7 @@ export const SESSION_TABLES = {
   },
   security_rule_events: {
     sequenced: false,
+    prose: true,
     columns: {
       id: pk,
       event_id: textNN,

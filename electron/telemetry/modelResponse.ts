@@ -59,6 +59,12 @@ export interface ModelResponse {
   streamed: boolean;
   /** False when a stream ended before its final event. */
   complete: boolean;
+  /**
+   * True when a whole stream carried no usage at all because its API sends usage only on request:
+   * an OpenAI Chat Completions stream reports it only when the request sets
+   * `stream_options.include_usage`, which the official SDKs leave unset.
+   */
+  usageUnreported?: boolean;
   error?: string;
 }
 
@@ -211,6 +217,7 @@ function chatStream(events: SseEvent[]): ModelResponse {
     }
     if (d.usage) openaiUsage(out, d.usage);
   }
+  if (out.complete && out.inputTokens === undefined && out.outputTokens === undefined) out.usageUnreported = true;
   return out;
 }
 

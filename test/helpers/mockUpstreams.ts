@@ -108,3 +108,21 @@ export function anthropicStream(model: string, text: string, tools: { id: string
   );
   return events;
 }
+
+/**
+ * An OpenAI Chat Completions stream, ending in `[DONE]`. The usage chunk (`choices: []`) is sent
+ * only when `usage` is given, as OpenAI sends it only to a request that set
+ * `stream_options.include_usage`; then every other chunk carries `usage: null`, as OpenAI's do.
+ */
+export function openaiChatStream(model: string, text: string, usage?: { prompt: number; completion: number }): { data: unknown }[] {
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): { data: unknown } => ({
+    data: { id: 'chatcmpl-test-1', object: 'chat.completion.chunk', created: 1, model, choices, ...(usage ? { usage: null } : {}), ...extra },
+  });
+  return [
+    chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
+    ...text.match(/.{1,7}/g)!.map((piece) => chunk([{ index: 0, delta: { content: piece }, finish_reason: null }])),
+    chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
+    ...(usage ? [chunk([], { usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion } })] : []),
+    { data: '[DONE]' },
+  ];
+}

@@ -22,6 +22,11 @@ export function readSpec(): string {
   return readFileSync(shared ?? vendored, 'utf8');
 }
 
+/** Every `CREATE TABLE name ( ... );` block in the markdown, as written: what another tool following the spec runs. */
+export function specCreateTables(markdown: string): string[] {
+  return [...markdown.matchAll(/CREATE TABLE \w+ \(\n[\s\S]*?\n\);/g)].map((m) => m[0]);
+}
+
 /** Every `CREATE TABLE name ( ... );` block in the markdown, column by column. */
 export function parseSpecTables(markdown: string): Map<string, SpecColumn[]> {
   const tables = new Map<string, SpecColumn[]>();

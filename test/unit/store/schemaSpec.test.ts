@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSessionDbForWriting, SESSION_DB_MIGRATIONS } from '../../../electron/store/sessionDb.ts';
+import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from '../../../electron/store/sessionSchema.ts';
 import { parseSpecTables, readSpec, specPaths } from '../../helpers/specSchema.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -32,6 +33,16 @@ describe('session.db schema holds the spec', () => {
       }
     });
   }
+
+  it('asks of a database exactly the spec DDL: every other table and column is marked as the prose\'s or ours', () => {
+    const tables: Record<string, TableDef> = SESSION_TABLES;
+    const required = SESSION_TABLE_NAMES.filter((t) => !tables[t]!.ours && !tables[t]!.prose);
+    expect(required.sort()).toEqual([...spec.keys()].sort());
+    for (const table of required) {
+      const columns = Object.entries(tables[table]!.columns).filter(([, c]) => !c.ours && !c.prose).map(([name]) => name);
+      expect(columns.sort(), table).toEqual(spec.get(table)!.map((c) => c.name).sort());
+    }
+  });
 
   it('rejects an event_id that is not 12 lowercase hex characters', () => {
     const insert = db.prepare("INSERT INTO fs_events (seq, event_id, timestamp, action, path) VALUES (?, ?, '2026-01-01T00:00:00Z', 'created', 'a')");

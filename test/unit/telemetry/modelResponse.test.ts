@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { detectModelApi, parseModelResponse } from '../../../electron/telemetry/modelResponse.ts';
-import { anthropicStream } from '../../helpers/mockUpstreams.ts';
+import { anthropicStream, openaiChatStream } from '../../helpers/mockUpstreams.ts';
 
 const sse = (events: { event?: string; data: unknown }[]): Buffer =>
   Buffer.from(events.map((e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`).join(''));
@@ -53,6 +53,20 @@ describe('parseModelResponse', () => {
     const r = parseModelResponse(detectModelApi('/v1/chat/completions')!, 'text/event-stream', sse([...chunks.map((data) => ({ data })), { data: '[DONE]' }]));
     expect(r).toMatchObject({ model: 'gpt-4o', messageId: 'chatcmpl-1', text: 'Let me see.', stopReason: 'tool_calls', inputTokens: 60, cacheReadTokens: 40, outputTokens: 9, reasoningTokens: 2, complete: true });
     expect(r.toolCalls).toEqual([{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' }]);
+  });
+
+  it('marks an OpenAI chat stream that carried no usage as unreported, and only a whole one', () => {
+    const api = detectModelApi('/v1/chat/completions')!;
+    const without = parseModelResponse(api, 'text/event-stream', sse(openaiChatStream('gpt-4o', 'Hi there')));
+    expect(without).toMatchObject({ text: 'Hi there', complete: true, usageUnreported: true });
+    expect(without.inputTokens).toBeUndefined();
+    const withUsage = parseModelResponse(api, 'text/event-stream', sse(openaiChatStream('gpt-4o', 'Hi there', { prompt: 9, completion: 2 })));
+    expect(withUsage).toMatchObject({ inputTokens: 9, outputTokens: 2, complete: true });
+    expect(withUsage.usageUnreported).toBeUndefined();
+    // Cut before [DONE], a stream may have lost its usage chunk: that is no design of the provider's.
+    const cut = parseModelResponse(api, 'text/event-stream', sse(openaiChatStream('gpt-4o', 'Hi there').slice(0, -1)));
+    expect(cut).toMatchObject({ complete: false });
+    expect(cut.usageUnreported).toBeUndefined();
   });
 
   it('reads an OpenAI Responses result, streamed or not', () => {
