@@ -24,6 +24,11 @@ what was lost, and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 What is not recorded:
   - hosts in your NO_PROXY (or no_proxy; both are kept, as one list): the program reaches them
     directly, without the proxy, and nothing it exchanges with them is in the session.
+  - programs that ignore HTTPS_PROXY. For Node, a preload routes fetch, http.request and
+    https.request (and got, node-fetch and others that use Node's global agents) through the
+    proxy, but not a request given its own agent or createConnection: the ws package without an
+    agent connects directly (give it { agent: https.globalAgent }, or http.globalAgent for ws://,
+    to record it). Programs that open their own sockets go directly too.
 
 Local destinations (localhost, private networks) are refused (403) unless the policy names them:
 the refusal says which rule to add to CAPSEM_HOME/policy.json, for example
