@@ -1,7 +1,8 @@
 // Loaded into Node programs that `capsem record` runs and into every Node program in the agent
-// image (NODE_OPTIONS=--import): Node's built-in fetch ignores HTTP(S)_PROXY, so route it through
-// the proxy the environment names.
+// image (NODE_OPTIONS=--import): Node's built-in fetch and its http/https modules ignore
+// HTTP(S)_PROXY, so route them through the proxy the environment names.
 import { EnvHttpProxyAgent, setGlobalDispatcher } from 'undici';
+import './node-proxy-agents.mjs';
 
 // undici flags EnvHttpProxyAgent as experimental on every construction; that notice would land on
 // the stderr of every recorded program, so only it is dropped.

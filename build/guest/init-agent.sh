@@ -77,6 +77,11 @@ export NODE_OPTIONS="--import $NODE_SUPPORT/proxy-preload.mjs"
 
 mount_workspace /newroot/workspace
 bring_up_loopback
+# The image has no /etc/hosts, and there is no DNS in the guest: without this, `localhost` names
+# nothing, and a program cannot reach a server of its own by that name (the agent's NO_PROXY sends
+# it there directly rather than to the host's proxy).
+[ -e /newroot/etc/hosts ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' > /newroot/etc/hosts \
+  || fail "cannot write /etc/hosts"
 # Last read of /proc/uptime before /proc moves into the new root.
 init_end "$AGENT"
 

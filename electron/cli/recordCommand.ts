@@ -21,6 +21,20 @@ If the session cannot be recorded any more (its disk is full or failing), the pr
 new request (507), CMD is stopped (SIGTERM, SIGKILL ${STOP_GRACE_MS / 1000} s later), the session ends crashed with
 what was lost, and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 
+What is not recorded:
+  - hosts in your NO_PROXY (or no_proxy; both are kept, as one list): the program reaches them
+    directly, without the proxy, and nothing it exchanges with them is in the session.
+  - programs that ignore HTTPS_PROXY. For Node, a preload routes fetch, http.request and
+    https.request (and got, node-fetch and others that use Node's global agents) through the
+    proxy, but not a request given its own agent or createConnection: the ws package without an
+    agent connects directly (give it { agent: https.globalAgent }, or http.globalAgent for ws://,
+    to record it). Programs that open their own sockets go directly too.
+
+Local destinations (localhost, private networks) are refused (403) unless the policy names them:
+the refusal says which rule to add to CAPSEM_HOME/policy.json, for example
+  {"id":"allow-ollama","action":"allow","domains":["localhost"],"ports":[11434]}
+before the "*" rule, or "privateAddresses": "allow" to open all private space.
+
   --name N   give the session a display name (resume and list by it)
 
 Settings for tests and corporate setups:
@@ -56,6 +70,7 @@ async function recordLocally(ctx: CliContext, name: string | null, command: read
   const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
   const program = basename(command[0]!);
   ctx.err(`capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`);
+  if (recording.unrecordedHosts.length > 0) ctx.err(`capsem record: NO_PROXY=${recording.unrecordedHosts.join(',')}: requests to these hosts go directly and are not recorded`);
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   process.on('SIGINT', forward);

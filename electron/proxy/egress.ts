@@ -32,6 +32,8 @@ export interface EgressPolicy {
   decideAddress(address: string, port: number, method?: string): Decision | null;
   /** Whether private address space is refused (read on every dial). */
   privateAddressesDenied(): boolean;
+  /** How a user lets this private destination through, for the refusal's message. */
+  howToAllowPrivate(host: string, port: number): string;
 }
 
 export interface EgressOptions {
@@ -95,7 +97,8 @@ export function createEgress(options: EgressOptions): Egress {
     // CAPSEM_RESOLVE sends a host to its address on purpose: private space is no surprise there.
     const allowedOnPurpose = target.explicit || mapped !== undefined || rule?.action === 'allow';
     if (!allowedOnPurpose && options.policy.privateAddressesDenied() && isPrivateAddress(address)) {
-      throw new EgressRefused('destination_private', PRIVATE_ADDRESS_RULE, `${named} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}`);
+      const advice = options.policy.howToAllowPrivate(host.host, target.port);
+      throw new EgressRefused('destination_private', PRIVATE_ADDRESS_RULE, `${named} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}. ${advice}`);
     }
     return { address, port };
   }

@@ -100,22 +100,51 @@ export function decideAddress(policy: PolicyDocument, address: string, port: num
   return null;
 }
 
+/** Where a policy comes from: the file in use, and the file a user edits to change it. */
+export interface PolicyFiles {
+  readonly inUse: string;
+  readonly editable: string;
+}
+
+/**
+ * How to let one refused private destination through: the rule that names it exactly, where it
+ * goes, and the broader switch. Said in the refusal itself, since that is where a user meets it.
+ */
+export function privateDestinationAdvice(host: string, port: number, files: PolicyFiles): string {
+  const rule = JSON.stringify({ id: `allow-${host}`, action: 'allow', domains: [host], ports: [port] });
+  const where = files.inUse === files.editable ? files.editable : `${files.editable} (copy ${files.inUse} there first)`;
+  return `To allow it, add the rule ${rule} to "rules" in ${where}, before the "*" rule (the first rule that matches decides); or set "privateAddresses": "allow" there, which opens all private space. The policy reloads when the file changes.`;
+}
+
 /** The active policy: CAPSEM_HOME/policy.json when present, else the shipped default; reloaded on change. */
 export class PolicyStore {
   private current: PolicyDocument;
+  private inUse: string;
+  /** CAPSEM_HOME/policy.json, watched even before it exists: creating it takes effect at once. */
+  private readonly userPath: string | null;
+  private readonly fallbackPath: string;
   /** Counts the policies loaded: whoever holds connections checked under an older one drops them. */
   generation = 0;
   lastError: string | null = null;
-  readonly path: string;
 
   constructor(home: CapsemHome | null, explicitPath?: string) {
-    const userPath = home ? join(home.root, 'policy.json') : null;
-    this.path = explicitPath ?? (userPath && existsSync(userPath) ? userPath : DEFAULT_POLICY_PATH);
-    this.current = parsePolicy(readFileSync(this.path, 'utf8'), this.path);
+    this.userPath = explicitPath === undefined && home ? join(home.root, 'policy.json') : null;
+    this.fallbackPath = explicitPath ?? DEFAULT_POLICY_PATH;
+    this.inUse = this.chosenPath();
+    this.current = parsePolicy(readFileSync(this.inUse, 'utf8'), this.inUse);
+  }
+
+  /** The file the policy in use was read from. */
+  get path(): string {
+    return this.inUse;
   }
 
   get policy(): PolicyDocument {
     return this.current;
+  }
+
+  private chosenPath(): string {
+    return this.userPath !== null && existsSync(this.userPath) ? this.userPath : this.fallbackPath;
   }
 
   decide(host: string, port: number, method: string): Decision {
@@ -130,10 +159,16 @@ export class PolicyStore {
     return this.current.privateAddresses === 'deny';
   }
 
-  /** Re-reads the file; a broken edit keeps the previous policy and is reported in lastError. */
+  howToAllowPrivate(host: string, port: number): string {
+    return privateDestinationAdvice(host, port, { inUse: this.inUse, editable: this.userPath ?? this.fallbackPath });
+  }
+
+  /** Re-reads the policy (from CAPSEM_HOME/policy.json if it now exists); a broken edit keeps the previous policy and is reported in lastError. */
   reload(): boolean {
+    const path = this.chosenPath();
     try {
-      this.current = parsePolicy(readFileSync(this.path, 'utf8'), this.path);
+      this.current = parsePolicy(readFileSync(path, 'utf8'), path);
+      this.inUse = path;
       this.generation += 1;
       this.lastError = null;
       return true;
@@ -143,10 +178,13 @@ export class PolicyStore {
     }
   }
 
-  /** Polls the file (robust to editors that replace it by rename) and reloads on change. */
+  /** Polls the files (robust to editors that replace them by rename) and reloads on change. */
   watch(intervalMs = 500): () => void {
     const onChange = (): void => void this.reload();
-    watchFile(this.path, { interval: intervalMs, persistent: false }, onChange);
-    return () => unwatchFile(this.path, onChange);
+    const paths = [...new Set([this.fallbackPath, this.userPath ?? this.fallbackPath])];
+    for (const path of paths) watchFile(path, { interval: intervalMs, persistent: false }, onChange);
+    return () => {
+      for (const path of paths) unwatchFile(path, onChange);
+    };
   }
 }

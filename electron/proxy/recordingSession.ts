@@ -50,6 +50,8 @@ export interface Recording {
   flush(): Promise<void>;
   /** The environment for the recorded program: proxy, CA trust and the session id. */
   readonly childEnv: NodeJS.ProcessEnv;
+  /** The user's NO_PROXY entries, kept in childEnv: the program reaches these hosts directly, unrecorded. */
+  readonly unrecordedHosts: readonly string[];
   /**
    * Why the session cannot be recorded any more (its session.db cannot be written), or null while
    * it can. From then on the proxy refuses every new request; whoever runs the session should stop it.
@@ -75,6 +77,11 @@ export function registerRecordedSession(home: CapsemHome, options: Pick<Recordin
   }
 }
 
+/** NO_PROXY and no_proxy as one list (tools disagree on which spelling wins), each entry once. */
+function noProxyEntries(env: NodeJS.ProcessEnv): string[] {
+  return [...new Set([env.NO_PROXY, env.no_proxy].flatMap((value) => (value ?? '').split(/[\s,]+/)).filter(Boolean))];
+}
+
 export async function startRecording(home: CapsemHome, options: RecordingOptions): Promise<Recording> {
   const env = options.env ?? process.env;
   ensureHome(home);
@@ -92,6 +99,10 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const failed = new Promise<string>((resolve) => writer.once('unwritable', resolve));
   const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable });
   const caPath = caFiles(home).certPath;
+  // The proxy's own address is not added: NO_PROXY lists destinations, and every client dials the
+  // proxy it is given whatever the list says. A loopback entry would only let requests to local
+  // servers (local models among them) skip the record.
+  const unrecordedHosts = noProxyEntries(env);
   const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
   const childEnv: NodeJS.ProcessEnv = {
     ...env,
@@ -99,8 +110,8 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     HTTP_PROXY: proxy.url,
     https_proxy: proxy.url,
     http_proxy: proxy.url,
-    NO_PROXY: '',
-    no_proxy: '',
+    NO_PROXY: unrecordedHosts.join(','),
+    no_proxy: unrecordedHosts.join(','),
     NODE_EXTRA_CA_CERTS: caPath,
     SSL_CERT_FILE: caPath,
     REQUESTS_CA_BUNDLE: caPath,
@@ -115,6 +126,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     proxy,
     writer,
     childEnv,
+    unrecordedHosts,
     flush: async () => {
       await recorder.settled();
       await writer.flush();

@@ -75,6 +75,8 @@ void env_free(char **env) {
     free(env);
 }
 
+#define GUEST_NO_PROXY "localhost,127.0.0.1,::1,[::1]"
+
 /* Sets the base environment from the agent's own (minus what init passed to the agent only),
  * the config's env, and the proxy variables. */
 void env_set_base(const struct json_doc *doc, const struct json_node *cfg_env) {
@@ -91,7 +93,10 @@ void env_set_base(const struct json_doc *doc, const struct json_node *cfg_env) {
         env_put(&e, "HTTPS_PROXY", 11, url);
         env_put(&e, "http_proxy", 10, url);
         env_put(&e, "https_proxy", 11, url);
-        env_put(&e, "NO_PROXY", 8, "");
+        /* The guest's loopback is its own: the host's proxy cannot reach a server the guest runs,
+         * so clients that honour NO_PROXY go to it directly. Tools spell IPv6 differently. */
+        env_put(&e, "NO_PROXY", 8, GUEST_NO_PROXY);
+        env_put(&e, "no_proxy", 8, GUEST_NO_PROXY);
     }
     env_free(g.env);
     g.env = e.v;

@@ -1,5 +1,5 @@
 import { createPublicKey, X509Certificate } from 'node:crypto';
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { connect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +9,7 @@ import { caFiles, CertificateAuthority, serialFrom } from '../../../electron/pro
 import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
 import { parseAuthority } from '../../../electron/proxy/requestTarget.ts';
 import { isPrivateAddress } from '../../../electron/proxy/addresses.ts';
-import { decide, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
+import { decide, DEFAULT_POLICY_PATH, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -161,6 +161,28 @@ describe('policy file watching', () => {
       expect(store.decide('news.example', 443, 'GET')).toMatchObject({ action: 'deny', rule: 'deny-news' });
     } finally {
       stop();
+    }
+  });
+
+  it('takes up CAPSEM_HOME/policy.json when it is created while running, the file a refusal tells the user to write', async () => {
+    const fresh = tempHome();
+    const store = new PolicyStore(fresh);
+    const stop = store.watch(50);
+    try {
+      expect(store.path).toBe(DEFAULT_POLICY_PATH);
+      expect(store.howToAllowPrivate('localhost', 11434)).toContain(`${fresh.root}/policy.json (copy ${DEFAULT_POLICY_PATH} there first)`);
+      await new Promise((r) => setTimeout(r, 200));
+      const policy = JSON.parse(readFileSync(DEFAULT_POLICY_PATH, 'utf8')) as { rules: unknown[] };
+      policy.rules.unshift({ id: 'allow-ollama', action: 'allow', domains: ['localhost'], ports: [11434] });
+      writeFileSync(`${fresh.root}/policy.json`, JSON.stringify(policy));
+      const deadline = Date.now() + 5000;
+      while (store.decide('localhost', 11434, 'POST').rule !== 'allow-ollama' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      expect(store.decide('localhost', 11434, 'POST')).toEqual({ action: 'allow', rule: 'allow-ollama', explicit: true });
+      expect(store.path).toBe(`${fresh.root}/policy.json`);
+      expect(store.howToAllowPrivate('localhost', 11434)).toContain(`in ${fresh.root}/policy.json, before`);
+    } finally {
+      stop();
+      fresh.remove();
     }
   });
 });

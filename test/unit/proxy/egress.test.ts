@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEgress, EgressRefused, type EgressPolicy } from '../../../electron/proxy/egress.ts';
-import { decideAddress, parsePolicy, type PolicyDocument } from '../../../electron/proxy/policy.ts';
+import { decide, decideAddress, parsePolicy, privateDestinationAdvice, type PolicyDocument } from '../../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 
 // The one egress function, against a real listener on loopback: a refused destination is never
@@ -22,7 +22,11 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 function policyOf(document: PolicyDocument): EgressPolicy {
-  return { decideAddress: (address, p, method) => decideAddress(document, address, p, method), privateAddressesDenied: () => document.privateAddresses === 'deny' };
+  return {
+    decideAddress: (address, p, method) => decideAddress(document, address, p, method),
+    privateAddressesDenied: () => document.privateAddresses === 'deny',
+    howToAllowPrivate: (host, p) => privateDestinationAdvice(host, p, { inUse: '/home/u/.capsem/policy.json', editable: '/home/u/.capsem/policy.json' }),
+  };
 }
 
 const denyPrivate = policyOf(parsePolicy('{"version":1,"rules":[{"id":"all","action":"allow","domains":["*"]}]}', 'test'));
@@ -70,5 +74,19 @@ describe('egress', () => {
   it('refuses a host that is no host, and says what it was', async () => {
     const err = await refusal(createEgress({ policy: denyPrivate }).dial({ host: 'a b', port, tls: false, explicit: false }));
     expect(err.message).toMatch(/"a b" is not a host name or address/);
+  });
+
+  it('says in a private refusal which rule lets that destination through, and that rule does', async () => {
+    for (const host of ['localhost', '2130706433', '::1']) {
+      const err = await refusal(createEgress({ policy: denyPrivate }).dial({ host, port, tls: false, explicit: false }));
+      expect(err.message).toMatch(/is in private address space, blocked by policy rule default\.deny-private-address\. To allow it, add the rule /);
+      expect(err.message).toContain('in /home/u/.capsem/policy.json, before the "*" rule');
+      expect(err.message).toContain('"privateAddresses": "allow"');
+      const rule = JSON.parse(/add the rule (\{.*?\}) to/.exec(err.message)![1]!) as { id: string; domains: string[] };
+      const policy = parsePolicy(JSON.stringify({ version: 1, rules: [rule, { id: 'all', action: 'allow', domains: ['*'] }] }), 'advised');
+      const decision = decide(policy, host, port, 'POST');
+      expect(decision, host).toEqual({ action: 'allow', rule: rule.id, explicit: true });
+      await expect(createEgress({ policy: policyOf(policy) }).check({ host, port, explicit: decision.explicit })).resolves.toMatchObject({ port });
+    }
   });
 });
