@@ -54,7 +54,7 @@ export interface EgressTarget {
   readonly method?: string;
   /** The name rule named this host exactly: private space is allowed for it. */
   readonly explicit: boolean;
-  /** ALPN offered upstream; the proxy speaks HTTP/1.1 both ways. */
+  /** ALPN offered upstream; the proxy speaks HTTP/1.1 there, whatever its client speaks. */
   readonly alpn?: readonly string[];
 }
 

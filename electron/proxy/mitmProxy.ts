@@ -1,11 +1,13 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
-import { Duplex, PassThrough } from 'node:stream';
+import { Duplex, PassThrough, type Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { CertificateAuthority, CipherOrder } from './certificateAuthority.ts';
 import { createEgress, EgressRefused } from './egress.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type CapturedBody, type Exchange, type ExchangeError } from './exchange.ts';
+import { http1Headers, opensWithHttp2Preface, startHttp2Clients } from './http2Clients.ts';
 import type { Decision, PolicyStore } from './policy.ts';
 import { newProxyToken, proxyAuthorized, proxyUrl } from './proxyAuth.ts';
 import { absoluteTarget, isRefusal, parseAuthority, tunnelledTarget, type Destination, type TunnelEnd } from './requestTarget.ts';
@@ -18,7 +20,9 @@ import { headersFromRaw, originOf as originUrl, startUpstreamClient } from './up
 // port enter the same path with the guest process attached. Requests are parsed strictly by
 // Node's llhttp, checked (where they go, what Host they carry, the policy), sent through the one
 // egress function (egress.ts) over TLS that verifies the real upstream, and streamed both ways: a
-// chunk reaches the client as it arrives, while a capped copy goes to the recorder.
+// chunk reaches the client as it arrives, while a capped copy goes to the recorder. A client that
+// chooses HTTP/2 inside a tunnel is served by Node's http2 server (http2Clients.ts), whose requests
+// take the same path.
 
 export interface ConnectionOrigin {
   readonly processName?: string;
@@ -77,8 +81,24 @@ const STREAM_BUFFER = 256 << 10;
  */
 const COALESCE_BYTES = 64 << 10;
 // `expect` too: Node's server has already answered 100-continue, and the upstream client refuses it.
-// `host`: the Host sent upstream is always the checked destination's own.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
+// `host`: the Host sent upstream is always the checked destination's own. These are also every
+// header HTTP/2 forbids (RFC 9113 section 8.2.2), so a response relayed to an HTTP/2 client is valid.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings', 'expect', 'host']);
+
+/** A request from node:http's server, or node:http2's in its compatibility API. */
+type ClientRequest = IncomingMessage | Http2ServerRequest;
+type ClientResponse = ServerResponse | Http2ServerResponse;
+
+/** What an HTTP/2 request says elsewhere than an HTTP/1.1 request says it; HTTP/1.1 requests have none. */
+interface Http2Facts {
+  /** Its session: the key of the connection's tunnel (the request's socket is a stand-in object). */
+  readonly connection: object;
+  /** Its headers as HTTP/1.1 carries them (http1Headers). */
+  readonly headers: IncomingHttpHeaders;
+  readonly authority: string | undefined;
+  /** Whether a body follows its headers: said by the stream, not by a header. */
+  readonly hasBody: boolean;
+}
 
 /** What an exchange knows when its request arrives. */
 type ExchangeRequest = Pick<Exchange, 'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'>;
@@ -129,7 +149,7 @@ function splitTarget(target: string): { path: string; query: string | null } {
 }
 
 /** End-to-end headers only; a request's Host becomes the checked destination's own (`authority`). */
-function forwardHeaders(headers: IncomingMessage['headers'], authority?: string): Record<string, string | string[]> {
+function forwardHeaders(headers: IncomingHttpHeaders, authority?: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = authority === undefined ? {} : { host: authority };
   const connectionTokens = String(headers.connection ?? '').toLowerCase().split(',').map((t) => t.trim());
   for (const [name, value] of Object.entries(headers)) {
@@ -147,6 +167,8 @@ function rawAnswer(socket: Duplex, status: number, reason: string, body: string,
   socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
 }
 
+/** HTTP/1.1 closes the connection after a refusal; HTTP/2 has no Connection header and ends the one stream. */
+const CLOSES = { connection: 'close' };
 const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 421: 'Misdirected Request', 502: 'Bad Gateway', 507: 'Insufficient Storage' };
 const AUTH_CHALLENGE = { 'proxy-authenticate': 'Basic realm="capsem"' };
 const AUTH_REFUSAL = 'capsem: this proxy serves its session\'s own processes only (they get its address with credentials in HTTPS_PROXY)\n';
@@ -183,9 +205,15 @@ function withPrefix(socket: Duplex, prefix: Buffer): Duplex {
   return stream;
 }
 
-/** Whether a request declares a body (RFC 9112 section 6.3): chunked, or a length above 0. */
-function declaresBody(req: IncomingMessage): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+/** Whether an HTTP/1.1 request declares a body (RFC 9112 section 6.3): chunked, or a length above 0. */
+function declaresBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+}
+
+/** Why a connection's bytes are not an HTTP/1.1 request, for its record. */
+function malformedReason(err: NodeJS.ErrnoException): string {
+  if (err.code === 'HPE_PAUSED_H2_UPGRADE') return 'HTTP/2 where HTTP/1.1 was due: HTTP/2 is served inside a CONNECT tunnel, chosen by TLS (ALPN h2) or by its preface as the tunnel\'s first bytes';
+  return `malformed request: ${err.code ?? err.message}`;
 }
 
 export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle> {
@@ -218,19 +246,19 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   }
 
   /** Whether a request on this connection may use the proxy; one that may not has been counted. */
-  function authorised(req: IncomingMessage): boolean {
-    if (trusted.has(req.socket)) return true;
-    if (!proxyAuthorized(req.headers['proxy-authorization'], token)) {
+  function authorised(connection: object, headers: IncomingHttpHeaders): boolean {
+    if (trusted.has(connection)) return true;
+    if (!proxyAuthorized(headers['proxy-authorization'], token)) {
       unauthenticated += 1;
       return false;
     }
-    trusted.add(req.socket);
+    trusted.add(connection);
     return true;
   }
 
-  function refuse(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  function refuse(res: ClientResponse, status: number, body: string, headers: Record<string, string> = {}): void {
     if (res.headersSent) return void res.destroy();
-    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', ...headers });
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), ...(res instanceof ServerResponse ? CLOSES : {}), ...headers });
     res.end(body);
   }
 
@@ -240,23 +268,23 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
 
   /**
    * Where a request goes and whether it may: its destination (the tunnel's, or its absolute URL's,
-   * which its Host must repeat), then the policy on that destination. A refusal is answered and
-   * recorded by the caller.
+   * which its Host, and HTTP/2's :authority, must repeat), then the policy on that destination. A
+   * refusal is answered and recorded by the caller.
    */
-  function admit(req: IncomingMessage, kind: ExchangeRequest['kind']): Admission {
+  function admit(req: ClientRequest, kind: ExchangeRequest['kind'], connection: object, headers: IncomingHttpHeaders, authority?: string): Admission {
     const startedAt = new Date();
     const method = req.method ?? 'GET';
-    const tunnel = tunnels.get(req.socket);
-    const target = tunnel ? tunnelledTarget(tunnel, req.url ?? '', req.headers.host) : absoluteTarget(req.url ?? '', req.headers.host);
+    const tunnel = tunnels.get(connection);
+    const target = tunnel ? tunnelledTarget(tunnel, req.url ?? '', headers.host, authority) : absoluteTarget(req.url ?? '', headers.host);
     if (isRefusal(target)) {
       // The target as it came, for the record of what was refused.
       const { path, query } = splitTarget(req.url ?? '');
-      const request: ExchangeRequest = { startedAt, host: target.host ?? '(unparsed)', port: target.port, scheme: tunnel?.tls === false ? 'http' : 'https', kind, method, path, query, requestHeaders: req.headers };
+      const request: ExchangeRequest = { startedAt, host: target.host ?? '(unparsed)', port: target.port, scheme: tunnel?.tls === false ? 'http' : 'https', kind, method, path, query, requestHeaders: headers };
       const error: ExchangeError = { kind: target.status === 421 ? 'misdirected_request' : 'bad_request', message: target.message };
       return { admitted: false, request, status: target.status, body: `capsem: ${target.message}\n`, outcome: { decision: 'denied', status: target.status, matchedRule: 'proxy.bad-request', error } };
     }
     const { path, query } = splitTarget(target.path);
-    const request: ExchangeRequest = { startedAt, host: target.host, port: target.port, scheme: target.scheme, kind, method, path, query, requestHeaders: req.headers };
+    const request: ExchangeRequest = { startedAt, host: target.host, port: target.port, scheme: target.scheme, kind, method, path, query, requestHeaders: headers };
     const decision = options.policy.decide(target.host, target.port, method);
     if (decision.action === 'deny') {
       const error = { kind: 'destination_denied', message: `blocked by ${decision.rule}` };
@@ -270,8 +298,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     return { decision: 'denied', status: 403, matchedRule: err.rule, error: { kind: err.kind, message: err.message } };
   }
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    if (!authorised(req)) {
+  /** One request, from either protocol's server: admitted, sent upstream, streamed back and recorded. */
+  function handle(req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
+    const connection = http2 ? http2.connection : req.socket;
+    const headers = http2 ? http2.headers : req.headers;
+    if (!authorised(connection, headers)) {
       req.resume();
       return refuse(res, 407, AUTH_REFUSAL, AUTH_CHALLENGE);
     }
@@ -282,8 +313,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
     const t0 = performance.now();
     const requestTap = new BodyTap(bodyCap);
-    const origin = originOf(req.socket);
-    const admission = admit(req, 'request');
+    const origin = originOf(connection);
+    const admission = admit(req, 'request', connection, headers, http2?.authority);
     const finish = (outcome: ExchangeOutcome): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestTap.body());
     if (!admission.admitted) {
       refuse(res, admission.status, admission.body);
@@ -332,6 +363,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       corked = false;
       res.socket?.uncork();
     };
+    // Either protocol's response is a Writable, written to as one.
+    const sink: Writable = res;
     const handler: Dispatcher.DispatchHandlers = {
       onConnect: (abort) => {
         abortUpstream = abort;
@@ -343,25 +376,32 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         ttfb = Math.round(performance.now() - t0);
         responseTap = new BodyTap(bodyCap);
         responseHeaders = headersFromRaw(raw);
-        res.writeHead(status, statusText, forwardHeaders(responseHeaders));
-        // A stream (no length) may hold its first byte back for long: send the head at once. A
-        // sized body goes out with its head in one write.
-        if (responseHeaders['content-length'] === undefined) res.flushHeaders();
+        const head = forwardHeaders(responseHeaders);
+        if (res instanceof ServerResponse) {
+          res.writeHead(status, statusText, head);
+          // A stream (no length) may hold its first byte back for long: send the head at once. A
+          // sized body goes out with its head in one write.
+          if (responseHeaders['content-length'] === undefined) res.flushHeaders();
+        } else {
+          // HTTP/2 has no reason phrase (Node warns when given one), and sends its head at once.
+          res.writeHead(status, head);
+        }
         res.on('drain', resume);
         return true;
       },
       onData: (chunk) => {
         responseTap!.push(chunk);
-        if (!corked && res.socket) {
+        // An HTTP/2 response shares its connection with others: only HTTP/1.1's is corked.
+        if (!corked && http2 === null && res.socket) {
           corked = true;
           res.socket.cork();
           setImmediate(release);
         }
-        if (!res.write(chunk)) {
+        if (!sink.write(chunk)) {
           release();
           return false;
         }
-        if ((res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
+        if (corked && (res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
         return true;
       },
       onComplete: () => {
@@ -381,7 +421,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     res.on('close', clientLeft);
     // The upstream client reads (and at the end destroys) a stream of its own, never the request
     // itself; the tap reads beside it.
-    const body = declaresBody(req) ? new PassThrough({ highWaterMark: STREAM_BUFFER }) : null;
+    const body = (http2 ? http2.hasBody : declaresBody(headers)) ? new PassThrough({ highWaterMark: STREAM_BUFFER }) : null;
     if (body) {
       req.on('data', (chunk: Buffer) => requestTap.push(chunk));
       req.on('aborted', () => {
@@ -395,7 +435,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         origin: originUrl(dest.scheme, dest.host, dest.port),
         path: dest.path,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-        headers: forwardHeaders(req.headers, dest.authority),
+        headers: forwardHeaders(headers, dest.authority),
         body,
       }, handler);
     } catch (err) {
@@ -405,19 +445,19 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
 
   function handleUpgrade(req: IncomingMessage, client: Duplex, head: Buffer): void {
     client.on('error', () => client.destroy());
-    if (!authorised(req)) return rawAnswer(client, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
+    if (!authorised(req.socket, req.headers)) return rawAnswer(client, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
     const unrecordable = options.refusal?.();
     if (unrecordable) return rawAnswer(client, 507, STATUS_TEXT[507]!, unrecordableBody(unrecordable));
     const t0 = performance.now();
     const origin = originOf(req.socket);
-    const admission = admit(req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request');
+    const admission = admit(req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.socket, req.headers);
     const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestBody);
     if (!admission.admitted) {
       rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
       return record(admission.outcome);
     }
     const { dest, decision } = admission;
-    if (declaresBody(req)) {
+    if (declaresBody(req.headers)) {
       const message = 'an upgrade request with a body is not supported';
       rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
       return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
@@ -439,13 +479,19 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     );
   }
 
-  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => {
+  function serveRequest(req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
     try {
-      handle(req, res);
+      handle(req, res, http2);
     } catch (err) {
       // A bug of ours must cost one request, never the proxy.
       refuse(res, 500, `capsem: the proxy failed on this request: ${(err as Error).message}\n`);
     }
+  }
+
+  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => serveRequest(req, res, null));
+  const http2Clients = startHttp2Clients((req, res) => {
+    const { stream } = req;
+    serveRequest(req, res, { connection: stream.session ?? stream, headers: http1Headers(req.headers), authority: req.headers[':authority'], hasBody: !stream.endAfterHeaders });
   });
   mitm.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     try {
@@ -460,7 +506,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const tunnel = tunnels.get(socket);
     emit(
       { startedAt: new Date(), host: tunnel?.host ?? '(unparsed)', port: tunnel?.port ?? 0, scheme: tunnel?.tls === false ? 'http' : 'https', kind: 'malformed', method: '(unparsed)', path: '', query: null, requestHeaders: {} },
-      { status: 400, decision: 'denied', matchedRule: 'proxy.malformed-request', error: { kind: 'bad_request', message: `malformed request: ${err.code ?? err.message}` } },
+      { status: 400, decision: 'denied', matchedRule: 'proxy.malformed-request', error: { kind: 'bad_request', message: malformedReason(err) } },
       originOf(socket),
     );
   });
@@ -472,7 +518,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
    */
   function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
-    if (!authorised(req)) return rawAnswer(clientSocket, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
+    if (!authorised(req.socket, req.headers)) return rawAnswer(clientSocket, 407, STATUS_TEXT[407]!, AUTH_REFUSAL, AUTH_CHALLENGE);
     const unrecordable = options.refusal?.();
     if (unrecordable) return rawAnswer(clientSocket, 507, STATUS_TEXT[507]!, unrecordableBody(unrecordable));
     const authority = parseAuthority(req.url ?? '', 443);
@@ -480,8 +526,16 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';
     if (!authority) return rawAnswer(clientSocket, 400, STATUS_TEXT[400]!, 'capsem: CONNECT needs host:port\n');
     clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    const serve = (socket: Duplex, tls: boolean): void => {
-      tunnels.set(socket, { ...authority, tls, origin });
+    const serve = (socket: Duplex, tls: boolean, http2: boolean): void => {
+      const tunnel: Tunnel = { ...authority, tls, origin };
+      if (http2) {
+        const session = http2Clients.serve(socket);
+        if (!session) return void socket.destroy();
+        tunnels.set(session, tunnel);
+        trusted.add(session);
+        return;
+      }
+      tunnels.set(socket, tunnel);
       trusted.add(socket);
       mitm.emit('connection', socket);
     };
@@ -497,14 +551,15 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
           isServer: true,
           ...({ highWaterMark: STREAM_BUFFER } as TLSSocketOptions),
           secureContext: fallback,
-          ALPNProtocols: ['http/1.1'],
+          ALPNProtocols: ['h2', 'http/1.1'],
           SNICallback: (servername, cb) => {
             options.ca.contextFor(servername || authority.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
           },
         });
         tls.on('error', () => tls.destroy());
-        serve(tls, true);
-      } else serve(withPrefix(clientSocket, first), false);
+        // Which server takes the connection is known once the handshake has chosen the protocol.
+        tls.once('secure', () => serve(tls, true, tls.alpnProtocol === 'h2'));
+      } else serve(withPrefix(clientSocket, first), false, opensWithHttp2Preface(first));
     };
     const begin = (first: Buffer | null): void => {
       // Hold further bytes until the TLS layer is in place to read them.

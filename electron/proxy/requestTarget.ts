@@ -4,7 +4,8 @@ import { authorityOf, canonicalHost } from './addresses.ts';
 // tunnel's destination or the absolute-form URL, in canonical spelling. The Host header may only
 // repeat that destination: a Host naming another host (or one that does not parse) would let a
 // request checked against one destination be routed to another by a virtual-hosting upstream, so
-// it is refused with 421, and the Host sent upstream is always the destination's own.
+// it is refused with 421, and the Host sent upstream is always the destination's own. HTTP/2's
+// :authority plays the Host's part and is held to the same rule.
 
 export interface Destination {
   readonly scheme: 'https' | 'http';
@@ -49,12 +50,12 @@ export function parseAuthority(authority: string, fallbackPort: number): { host:
  * A Host header that names the destination itself, or the reason it does not. Its port is
  * compared when it carries one: clients leave the scheme's default port out.
  */
-function hostHeaderProblem(hostHeader: string | undefined, dest: { host: string; port: number }, scheme: 'https' | 'http'): string | null {
+function hostHeaderProblem(hostHeader: string | undefined, dest: { host: string; port: number }, scheme: 'https' | 'http', field = 'Host'): string | null {
   if (hostHeader === undefined) return null;
   const text = hostHeader.trim();
   const named = parseAuthority(text, dest.port);
-  if (!named) return `Host "${hostHeader.slice(0, 100)}" does not parse`;
-  if (named.host !== dest.host || named.port !== dest.port) return `Host ${authorityOf(named.host, named.port, defaultPort(scheme))} is not this request's destination ${authorityOf(dest.host, dest.port, defaultPort(scheme))}`;
+  if (!named) return `${field} "${hostHeader.slice(0, 100)}" does not parse`;
+  if (named.host !== dest.host || named.port !== dest.port) return `${field} ${authorityOf(named.host, named.port, defaultPort(scheme))} is not this request's destination ${authorityOf(dest.host, dest.port, defaultPort(scheme))}`;
   return null;
 }
 
@@ -76,8 +77,12 @@ function destination(scheme: 'https' | 'http', host: string, port: number, path:
   return { scheme, host, port, path, authority: authorityOf(host, port, defaultPort(scheme)) };
 }
 
-/** A request inside a CONNECT tunnel: it may only go where the tunnel goes. */
-export function tunnelledTarget(tunnel: TunnelEnd, requestTarget: string, hostHeader: string | undefined): Destination | Refusal {
+/**
+ * A request inside a CONNECT tunnel: it may only go where the tunnel goes. An HTTP/2 request names
+ * its host in `authority` (:authority), a Host header, or both, and each it sends must name the
+ * tunnel's destination.
+ */
+export function tunnelledTarget(tunnel: TunnelEnd, requestTarget: string, hostHeader: string | undefined, authority?: string): Destination | Refusal {
   const scheme = tunnel.tls ? 'https' : 'http';
   const refuse = (status: 400 | 421, message: string): Refusal => ({ status, message, host: tunnel.host, port: tunnel.port });
   let path = requestTarget;
@@ -87,8 +92,8 @@ export function tunnelledTarget(tunnel: TunnelEnd, requestTarget: string, hostHe
     if (absolute.host !== tunnel.host || absolute.port !== tunnel.port) return refuse(421, `${absolute.host}:${absolute.port} is not this tunnel's destination ${tunnel.host}:${tunnel.port}`);
     path = absolute.path;
   }
-  if (hostHeader === undefined) return refuse(400, 'a request needs a Host header');
-  const problem = hostHeaderProblem(hostHeader, tunnel, scheme);
+  if (hostHeader === undefined && authority === undefined) return refuse(400, 'a request needs a Host header');
+  const problem = (authority === undefined ? null : hostHeaderProblem(authority, tunnel, scheme, ':authority')) ?? (hostHeader === authority ? null : hostHeaderProblem(hostHeader, tunnel, scheme));
   if (problem) return refuse(421, problem);
   return destination(scheme, tunnel.host, tunnel.port, path);
 }

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
+import { connect as http2Connect } from 'node:http2';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import fc from 'fast-check';
@@ -90,6 +91,26 @@ function openTunnel(authority: string): Promise<Socket> {
     socket.once('data', (d: Buffer) => (d.toString().startsWith('HTTP/1.1 200') ? resolve(socket) : reject(new Error(d.toString()))));
     socket.once('error', reject);
   });
+}
+
+/** One GET with Node's HTTP/2 client, offering only h2, inside a tunnel already open on `tunnel`. */
+async function http2Get(tunnel: Socket, path: string): Promise<{ alpn: string | false; status: number | undefined; body: string }> {
+  const tls = tlsConnect({ socket: tunnel, servername: 'api.anthropic.com', ca: (await CertificateAuthority.load(home)).certPem, ALPNProtocols: ['h2'] });
+  await new Promise((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
+  const session = http2Connect('https://api.anthropic.com', { createConnection: () => tls });
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({ ':path': path });
+      let status: number | undefined;
+      let body = '';
+      stream.on('response', (headers) => (status = headers[':status']));
+      stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      stream.on('end', () => resolve({ alpn: tls.alpnProtocol ?? false, status, body }));
+      stream.on('error', reject);
+    });
+  } finally {
+    session.close();
+  }
 }
 
 async function rows(sql: string, ...params: unknown[]): Promise<Record<string, unknown>[]> {
@@ -277,27 +298,30 @@ describe('proxy edges', () => {
     expect(frames.every((f) => f.truncated === 0)).toBe(true);
   });
 
-  it('survives arbitrary bytes on its port and inside a TLS tunnel (property)', async () => {
+  it('survives arbitrary bytes on its port and inside a TLS tunnel, spoken as HTTP/1.1 or HTTP/2 (property)', async () => {
+    const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
     await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.boolean(), async (bytes, inTunnel) => {
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.constantFrom('port', 'http/1.1', 'h2', 'h2 after its preface'), async (bytes, where) => {
         await new Promise<void>((resolve) => {
           const socket = connect(proxy.port, '127.0.0.1', () => {
-            if (!inTunnel) return void socket.end(Buffer.from(bytes));
-            socket.write('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n');
+            if (where === 'port') return void socket.end(Buffer.from(bytes));
+            socket.write(`CONNECT api.anthropic.com:443 HTTP/1.1\r\n${proxyAuthLine()}Host: api.anthropic.com:443\r\n\r\n`);
             socket.once('data', () => {
-              const tls = tlsConnect({ socket, servername: 'api.anthropic.com', rejectUnauthorized: false }, () => tls.end(Buffer.from(bytes)));
+              const sent = where === 'h2 after its preface' ? Buffer.concat([preface, bytes]) : Buffer.from(bytes);
+              const tls = tlsConnect({ socket, servername: 'api.anthropic.com', rejectUnauthorized: false, ALPNProtocols: [where === 'http/1.1' ? 'http/1.1' : 'h2'] }, () => tls.end(sent));
               tls.on('error', () => resolve());
               tls.on('close', () => resolve());
             });
           });
           socket.on('error', () => resolve());
           socket.on('close', () => resolve());
-          socket.setTimeout(500, () => socket.destroy());
+          socket.setTimeout(200, () => socket.destroy());
         });
       }),
       { numRuns: 40 },
     );
     expect((await fetch('https://api.anthropic.com/still-alive', { dispatcher })).status).toBe(200);
+    expect((await http2Get(await openTunnel('api.anthropic.com:443'), '/still-alive-h2')).status).toBe(200);
   }, 60_000);
 });
 
@@ -327,6 +351,21 @@ describe('connections handed over by a VM', () => {
     expect(response).toMatch(/^HTTP\/1\.1 200/);
     const [row] = await rows("SELECT process_name, pid, status_code, bytes_sent FROM net_events WHERE path = '/adopted-post'");
     expect(row).toEqual({ process_name: 'node', pid: 78, status_code: 200, bytes_sent: body.length });
+  });
+
+  it('serves HTTP/2 on an adopted connection and records the guest process that opened it', async () => {
+    const pair = createNetServer();
+    await new Promise<void>((r) => pair.listen(0, '127.0.0.1', r));
+    const accepted = new Promise<Socket>((r) => pair.once('connection', r));
+    const client = connect((pair.address() as AddressInfo).port, '127.0.0.1');
+    proxy.adopt(await accepted, { processName: 'node', pid: 80 });
+    client.write('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n');
+    await new Promise<void>((resolve) => client.once('data', () => resolve()));
+    const answer = await http2Get(client, '/adopted-h2');
+    pair.close();
+    expect(answer).toEqual({ alpn: 'h2', status: 200, body: '{"ok":true,"path":"/adopted-h2"}' });
+    const [row] = await rows("SELECT process_name, pid, status_code FROM net_events WHERE path = '/adopted-h2'");
+    expect(row).toEqual({ process_name: 'node', pid: 80, status_code: 200 });
   });
 
   it('offers the cipher order it was handed with the connection: ChaCha20 first for a guest on an emulated CPU, AES-GCM otherwise', async () => {

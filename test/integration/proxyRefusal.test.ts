@@ -1,4 +1,5 @@
 import { createServer as createHttpServer } from 'node:http';
+import { connect as http2Connect } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
@@ -133,6 +134,36 @@ describe('the proxy while the session cannot be recorded', () => {
     const after = await fetch('https://api.anthropic.com/v1/models', { dispatcher });
     expect(after.status).toBe(200);
     await after.text();
+  });
+
+  it('refuses a request on an HTTP/2 connection opened before the failure, and forwards none', async () => {
+    const socket = connect(proxy.port, '127.0.0.1');
+    expect(await ask(socket, authorised('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'))).toBe('HTTP/1.1 200 Connection Established\r\n\r\n');
+    const tls = tlsConnect({ socket, servername: 'api.anthropic.com', ca: caPem, ALPNProtocols: ['h2'] });
+    await new Promise((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
+    const session = http2Connect('https://api.anthropic.com', { createConnection: () => tls });
+    const post = (): Promise<{ status: number | undefined; body: string }> => new Promise((resolve, reject) => {
+      const stream = session.request({ ':method': 'POST', ':path': '/v1/messages' });
+      let status: number | undefined;
+      let body = '';
+      stream.on('response', (headers) => (status = headers[':status']));
+      stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      stream.on('end', () => resolve({ status, body }));
+      stream.on('error', reject);
+      stream.end('{}');
+    });
+    try {
+      expect((await post()).status).toBe(200);
+      const forwarded = upstream.requests.length;
+      const recorded = exchanges.length;
+      refusing = REASON;
+      expect(await post()).toEqual({ status: 507, body: BODY });
+      expect(upstream.requests).toHaveLength(forwarded);
+      expect(exchanges).toHaveLength(recorded);
+    } finally {
+      refusing = null;
+      session.close();
+    }
   });
 
   it('refuses an absolute-form request, a CONNECT and a WebSocket upgrade with a 507 naming the reason', async () => {

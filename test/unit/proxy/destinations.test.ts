@@ -110,6 +110,15 @@ describe('request targets and their Host', () => {
     expect(tunnelledTarget(tunnel, '/', undefined)).toMatchObject({ status: 400 });
   });
 
+  it("holds HTTP/2's :authority to the Host's rule: each one sent must name the tunnel's destination", () => {
+    expect(tunnelledTarget(tunnel, '/v1/messages', undefined, 'api.example.com:443')).toMatchObject({ host: 'api.example.com', path: '/v1/messages', authority: 'api.example.com' });
+    expect(tunnelledTarget(tunnel, '/', 'API.example.com', 'api.example.com')).toMatchObject({ host: 'api.example.com' });
+    expect(tunnelledTarget(tunnel, '/', undefined, 'localhost')).toMatchObject({ status: 421, host: 'api.example.com', message: expect.stringMatching(/^:authority localhost is not this request's destination api\.example\.com$/) });
+    expect(tunnelledTarget(tunnel, '/', 'api.example.com', 'localhost')).toMatchObject({ status: 421, message: expect.stringMatching(/^:authority localhost/) });
+    expect(tunnelledTarget(tunnel, '/', 'localhost', 'api.example.com')).toMatchObject({ status: 421, message: expect.stringMatching(/^Host localhost/) });
+    expect(tunnelledTarget(tunnel, '/', undefined, 'a b')).toMatchObject({ status: 421, message: expect.stringMatching(/^:authority "a b" does not parse/) });
+  });
+
   it('answers a malformed target with 400 instead of throwing', () => {
     for (const target of ['http://a:99999/', 'http://[::1/', 'http://user:pw@host/', '/relative', '*', 'http://exa mple/']) {
       expect(absoluteTarget(target, undefined), target).toMatchObject({ status: 400 });
