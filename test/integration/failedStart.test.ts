@@ -44,13 +44,13 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
   };
 
   /** What a failed start must leave: nothing running without a database, the failure said, the name free. */
-  const expectNoHalfMadeSession = async (name: string): Promise<void> => {
+  const expectNoHalfMadeSession = async (name: string, reason = FULL): Promise<void> => {
     const sessions = await list();
     expect(sessions.filter((s) => s.status === 'running'), JSON.stringify(sessions)).toEqual([]);
     const failed = sessions.filter((s) => s.name === name);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ status: 'crashed', onDisk: false });
-    expect(failed[0]!.statusReason).toMatch(FULL);
+    expect(failed[0]!.statusReason).toMatch(reason);
   };
 
   beforeAll(async () => {
@@ -75,6 +75,20 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toBe('ran\n');
     expect((await list()).find((s) => s.name === 'again' && s.status === 'stopped')).toMatchObject({ onDisk: true });
+  }, 120_000);
+
+  it('capsem dev seed says why, exits non-zero, and seeds under the same names once there is room', async () => {
+    fill();
+    const failed = await capsem(['dev', 'seed', '--sessions', '1', '--events', '20']);
+    expect(failed.code).not.toBe(0);
+    const SEED_FULL = /seeding failed: cannot open its database \S+session\.db: database or disk is full/;
+    expect(failed.stderr).toMatch(SEED_FULL);
+    await expectNoHalfMadeSession('co-work1', SEED_FULL);
+
+    makeRoom();
+    const retried = await capsem(['dev', 'seed', '--sessions', '1', '--events', '20']);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/^[0-9a-f-]{36} {2}co-work1$/m);
   }, 120_000);
 
   it.skipIf(noVm !== null)(`capsem run (a real VM) says why, exits non-zero, and the same name works once there is room${noVm ? ` (skipped: ${noVm})` : ''}`, async () => {
