@@ -68,6 +68,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  for (const made of ['package.json', 'tsconfig.json', 'src', 'mine.capsem']) rmSync(join(USER_FOLDER, made), { recursive: true, force: true });
   await upstream?.close();
   onPath.remove();
   upstreamHome.remove();
@@ -185,8 +186,4 @@ it('ran every command capsem --help lists', async () => {
   const needVm = ['run', 'shell', 'resume', 'stop'];
   const expected = listed.filter((c) => noVm === null || !needVm.includes(c));
   expect(expected.filter((c) => !ran.has(c))).toEqual([]);
-});
-
-afterAll(() => {
-  rmSync(join(USER_FOLDER, 'mine.capsem'), { force: true });
 });

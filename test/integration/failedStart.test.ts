@@ -135,6 +135,7 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
     } finally {
       await vmHost.stopAll();
       core.close();
+      rmSync(workspace, { recursive: true, force: true });
     }
   }, 120_000);
 });
