@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
+import { endFailedStart } from '../store/failedStart.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
@@ -256,15 +257,25 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
       const start = Date.now() - (options.sessions - i) * dayMs + rng.int(0, 3_600_000);
       const record = registerSession(mainDb, { name: names[i] ?? null, mode: 'seed', command: 'claude', createdAt: new Date(start).toISOString() });
       const paths = sessionPaths(home, record.id as SessionId);
-      ensurePrivateDir(paths.dir);
-      const writer = await SessionWriter.open(paths.dbPath, { session_id: record.id, name: record.name ?? '', created_at: record.createdAt });
-      const script = new SessionScript(writer, rng, start, bodyBytes);
-      let events = 0;
-      while (events < options.events) {
-        events += script.turn(rng.pick(PROVIDERS));
-        if (writer.needsDrain) await writer.drained();
+      let writer: SessionWriter | null = null;
+      try {
+        ensurePrivateDir(paths.dir);
+        writer = await SessionWriter.open(paths.dbPath, { session_id: record.id, name: record.name ?? '', created_at: record.createdAt }).catch((err: unknown) => {
+          throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
+        });
+        const script = new SessionScript(writer, rng, start, bodyBytes);
+        let events = 0;
+        while (events < options.events) {
+          events += script.turn(rng.pick(PROVIDERS));
+          if (writer.needsDrain) await writer.drained();
+        }
+        await writer.close();
+      } catch (err) {
+        await writer?.close().catch(() => undefined);
+        const reason = `seeding failed: ${(err as Error).message}`;
+        endFailedStart(home, record.id, reason, { releaseName: true });
+        throw new Error(`${reason} (seeded session ${record.id})`);
       }
-      await writer.close();
       const crashed = i === crashedIndex;
       rollUpSession(home, mainDb, record.id, crashed ? { status: 'crashed', reason: 'QEMU exited with signal 9 (seeded crash)' } : { status: 'stopped' });
       created.push(record);

@@ -1,16 +1,17 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { lossReport } from '../store/diskFailure.ts';
+import { endFailedStart } from '../store/failedStart.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
 import { caFiles, CertificateAuthority } from './certificateAuthority.ts';
 import { DEFAULT_BODY_CAP } from './exchange.ts';
 import { ExchangeRecorder } from './exchangeRecorder.ts';
-import { startMitmProxy, type ConnectionOrigin, type ProxyHandle } from './mitmProxy.ts';
+import { startMitmProxy, type ConnectionOrigin, type ProxyHandle, type ProxyOptions } from './mitmProxy.ts';
 import { PolicyStore } from './policy.ts';
 import { parseResolveMap } from './resolveMap.ts';
 
@@ -89,15 +90,31 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const upstreamCa = env.CAPSEM_UPSTREAM_CA_FILE ? [readFileSync(env.CAPSEM_UPSTREAM_CA_FILE, 'utf8')] : [];
   const ca = options.ca ?? (await CertificateAuthority.load(home));
   const policy = new PolicyStore(home);
-  const stopWatching = policy.watch();
   const session = options.session ?? registerRecordedSession(home, options);
+  const stopWatching = policy.watch();
   const paths = sessionPaths(home, session.id as SessionId);
-  ensurePrivateDir(paths.dir);
-  const writer = await SessionWriter.open(paths.dbPath, { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' });
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
-  const recorder = new ExchangeRecorder(writer, bodyCap);
+  let opened: Awaited<ReturnType<typeof openRecorder>>;
+  try {
+    ensurePrivateDir(paths.dir);
+    const meta = { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable }));
+  } catch (err) {
+    stopWatching();
+    const reason = `the session did not start: ${(err as Error).message}`;
+    // A session entered here is ended here; one the caller entered is the caller's to end.
+    if (!options.session) {
+      endFailedStart(home, session.id as SessionId, reason, { releaseName: true });
+      try {
+        rmdirSync(paths.dir);
+      } catch {
+        // Not empty: something other than a database this start could not make is kept.
+      }
+    }
+    throw new Error(`${reason} (session ${session.name ? `${session.id}, ${session.name}` : session.id})`);
+  }
+  const { writer, recorder, proxy } = opened;
   const failed = new Promise<string>((resolve) => writer.once('unwritable', resolve));
-  const proxy = await startMitmProxy({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable });
   const caPath = caFiles(home).certPath;
   // The proxy's own address is not added: NO_PROXY lists destinations, and every client dials the
   // proxy it is given whatever the list says. A loopback entry would only let requests to local
@@ -158,4 +175,19 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
         return ended;
       })()),
   };
+}
+
+/** The session's writer, its recorder and the proxy in front of them; whatever opened is closed again when a later part fails. */
+async function openRecorder(dbPath: string, meta: Record<string, string>, bodyCap: number, proxyOptions: (writer: SessionWriter, recorder: ExchangeRecorder) => ProxyOptions) {
+  const writer = await SessionWriter.open(dbPath, meta).catch((err: unknown) => {
+    throw new Error(`cannot open its database ${dbPath}: ${(err as Error).message}`);
+  });
+  const recorder = new ExchangeRecorder(writer, bodyCap);
+  try {
+    return { writer, recorder, proxy: await startMitmProxy(proxyOptions(writer, recorder)) };
+  } catch (err) {
+    // Left open, the writer's thread would keep this process alive for nothing.
+    await writer.close().catch(() => undefined);
+    throw new Error(`its proxy did not start: ${(err as Error).message}`);
+  }
 }

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /**
@@ -9,7 +10,10 @@ export function startModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): 
   // Resolved here, against this file: an eval worker resolves bare names against the current
   // directory, so from a user's own project folder 'tsx' was not found.
   const tsx = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(moduleUrl.href)}); })`;
+  // And our own tsconfig, not the current directory's: a user's project tsconfig (its paths or
+  // baseUrl) would otherwise decide how the worker's imports resolve.
+  const tsconfig = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register({ tsconfig: ${JSON.stringify(tsconfig)} }); return import(${JSON.stringify(moduleUrl.href)}); })`;
   return new Worker(bootstrap, { ...options, eval: true });
 }
 

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { existsSync, rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
@@ -160,23 +161,32 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     });
   }
 
-  /** Opens (creating and migrating as needed) the session.db at `dbPath` for writing. */
-  static open(dbPath: string, meta: Record<string, string> = {}, limits: Partial<WriterLimits> = {}): Promise<SessionWriter> {
+  /**
+   * Opens (creating and migrating as needed) the session.db at `dbPath` for writing. A file this
+   * open created and could not finish holds no row: it is removed with its -wal, -shm and reserve,
+   * so a start that failed (a full disk) leaves no half-made session.db to trip a reader or a resume.
+   */
+  static async open(dbPath: string, meta: Record<string, string> = {}, limits: Partial<WriterLimits> = {}): Promise<SessionWriter> {
+    const created = !existsSync(dbPath);
     const init: WriterInit = { dbPath, meta };
     const worker = startModuleWorker(siblingModule(import.meta.url, 'writerWorker'), { workerData: init });
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: FromWorker): void => {
-        worker.off('error', onError);
-        if (m.kind === 'ready') resolve(new SessionWriter(worker, { ...DEFAULT_WRITER_LIMITS, ...limits }, m));
-        else {
-          void worker.terminate();
-          reject(new Error(m.kind === 'failed' ? m.error : `unexpected ${m.kind} from writer thread`));
-        }
-      };
-      const onError = (err: Error): void => reject(err);
-      worker.once('message', onMessage);
-      worker.once('error', onError);
-    });
+    try {
+      const ready = await new Promise<Extract<FromWorker, { kind: 'ready' }>>((resolve, reject) => {
+        const onMessage = (m: FromWorker): void => {
+          worker.off('error', onError);
+          if (m.kind === 'ready') resolve(m);
+          else reject(new Error(m.kind === 'failed' ? m.error : `unexpected ${m.kind} from writer thread`));
+        };
+        const onError = (err: Error): void => reject(err);
+        worker.once('message', onMessage);
+        worker.once('error', onError);
+      });
+      return new SessionWriter(worker, { ...DEFAULT_WRITER_LIMITS, ...limits }, ready);
+    } catch (err) {
+      await worker.terminate();
+      if (created) for (const suffix of ['', '-wal', '-shm', '-reserve']) rmSync(`${dbPath}${suffix}`, { force: true });
+      throw err;
+    }
   }
 
   /**

@@ -170,16 +170,23 @@ export class VmHost {
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
+        let attached!: () => void;
+        const shellUp = new Promise<void>((resolve) => (attached = resolve));
+        // Input the guest has not taken yet holds the client's further input (a pasted file, a pipe into capsem shell).
+        const forward = (bytes: Buffer): Promise<void> | undefined => (attach && !attach.stream.write(bytes) ? drained(attach.stream) : undefined);
         const stream = call.openStream({
-          // Input the guest has not taken yet holds the client's further input (a pasted file, a pipe into capsem shell).
-          onData: (bytes) => (attach && !attach.stream.write(bytes) ? drained(attach.stream) : undefined),
+          // Input that comes while the VM boots (typed ahead, or piped in) waits for the shell: it used to be dropped.
+          onData: (bytes) => (attach ? forward(bytes) : shellUp.then(() => forward(bytes))),
           onEvent: (event) => {
             const resize = ResizeEvent.safeParse(event);
             if (resize.success) attach?.resize(resize.data.cols, resize.data.rows);
           },
           onClose: () => attach?.stream.destroy(),
         });
-        void this.shell(stream, params, existing, (a) => (attach = a));
+        void this.shell(stream, params, existing, (a) => {
+          attach = a;
+          attached();
+        }).finally(attached);
         return { stream: stream.id };
       }),
     };

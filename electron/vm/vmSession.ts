@@ -5,8 +5,8 @@ import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts'
 import { BodyTap } from '../proxy/exchange.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
+import { endFailedStart } from '../store/failedStart.ts';
 import { markRunning, type SessionRecord } from '../store/registry.ts';
-import { rollUpSession } from '../store/rollup.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
@@ -133,35 +133,51 @@ export class VmSession {
     const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id as SessionId);
     const runDir = join(options.home.runDir, 'vms', record.id);
-    ensurePrivateDir(paths.workspaceDir);
-    // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
-    const ca = await CertificateAuthority.load(options.home);
-    const t0 = performance.now();
-    // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
-    // proxy is needed only once the guest has booted.
-    const [recorded, launched] = await Promise.allSettled([
-      startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
-      (async () => {
-        const plan = await options.plan(paths, caFiles(options.home).certPath);
-        const vm = await options.backend.launch({
-          kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
-          memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
-        });
-        return { plan, vm };
-      })(),
-    ]);
-    const vm = launched.status === 'fulfilled' ? launched.value.vm : null;
-    const fail = async (err: unknown): Promise<never> => {
-      const reason = err instanceof Error ? err.message : String(err);
-      if (vm) await vm.kill();
+    let recorded: PromiseSettledResult<Recording> | null = null;
+    let launched: PromiseSettledResult<{ plan: BootPlan; vm: VmInstance }> | null = null;
+    /** Ends the session crashed, with `reason` in main.db, and throws `message` to the caller. */
+    const fail = async (reason: string, message: string): Promise<never> => {
+      const launch = launched?.status === 'fulfilled' ? launched.value : null;
+      if (launch) await launch.vm.kill();
       rmSync(runDir, { recursive: true, force: true });
-      if (recorded.status === 'fulfilled') await recorded.value.stop({ status: 'crashed', reason: `boot failed: ${reason}` });
-      else endUnrecorded(options.home, record.id as SessionId, `boot failed: ${reason}`);
+      // A disk made for a session that never ran holds nothing; a resumed session's holds its past.
+      if (!options.resume && launch?.plan.sessionDisk) rmSync(launch.plan.sessionDisk, { force: true });
+      if (recorded?.status === 'fulfilled') await recorded.value.stop({ status: 'crashed', reason });
+      endFailedStart(options.home, record.id as SessionId, reason, { releaseName: !options.resume });
       const tail = serialTail(paths.serialLogPath);
-      throw new BootError(`the VM did not boot: ${reason}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
+      throw new BootError(`${message}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
     };
-    if (recorded.status === 'rejected') return fail(recorded.reason);
-    if (launched.status === 'rejected') return fail(launched.reason);
+    const bootFailed = (err: unknown): Promise<never> => {
+      const reason = err instanceof Error ? err.message : String(err);
+      return fail(`boot failed: ${reason}`, `the VM did not boot: ${reason}`);
+    };
+    const t0 = performance.now();
+    try {
+      ensurePrivateDir(paths.workspaceDir);
+      // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
+      const ca = await CertificateAuthority.load(options.home);
+      // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
+      // proxy is needed only once the guest has booted.
+      [recorded, launched] = await Promise.allSettled([
+        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+        (async () => {
+          const plan = await options.plan(paths, caFiles(options.home).certPath);
+          const vm = await options.backend.launch({
+            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+            memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
+          });
+          return { plan, vm };
+        })(),
+      ]);
+    } catch (err) {
+      const reason = `the session did not start: ${(err as Error).message}`;
+      return fail(reason, reason);
+    }
+    if (recorded.status === 'rejected') {
+      const reason = (recorded.reason as Error).message;
+      return fail(reason, reason);
+    }
+    if (launched.status === 'rejected') return bootFailed(launched.reason);
     const recording = recorded.value;
     const { plan } = launched.value;
     const booted = launched.value.vm;
@@ -186,7 +202,7 @@ export class VmSession {
       session.watch();
       return session;
     } catch (err) {
-      return fail(err);
+      return bootFailed(err);
     }
   }
 
@@ -354,16 +370,6 @@ function reopenSession(home: CapsemHome, id: SessionId): SessionRecord {
   const db = openMainDb(home);
   try {
     return markRunning(db, id);
-  } finally {
-    db.close();
-  }
-}
-
-/** A session whose recording never started still ends in main.db, with the reason. */
-function endUnrecorded(home: CapsemHome, id: SessionId, reason: string): void {
-  const db = openMainDb(home);
-  try {
-    rollUpSession(home, db, id, { status: 'crashed', reason });
   } finally {
     db.close();
   }

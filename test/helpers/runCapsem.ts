@@ -1,7 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
@@ -25,13 +25,38 @@ export function runCapsem(home: string, args: readonly string[], env: NodeJS.Pro
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** Where a `capsem` on the PATH runs from: a bin folder with a `capsem` symlink to bin/capsem.mjs, as `npm link` makes. */
+export interface CapsemOnPath {
+  readonly binDir: string;
+  remove(): void;
+}
+
+/** Puts `capsem` in a temporary bin folder outside the checkout (not a global `npm link`, which would change the machine). */
+export function capsemOnPath(): CapsemOnPath {
+  const binDir = mkdtempSync(join(tmpdir(), 'capsem-bin-'));
+  symlinkSync(BIN, join(binDir, 'capsem'));
+  return { binDir, remove: () => rmSync(binDir, { recursive: true, force: true }) };
+}
+
+export interface SpawnOptions {
+  /** Run `capsem` found on the PATH, with this bin folder first on it (see capsemOnPath), instead of `node bin/capsem.mjs`. */
+  readonly onPath?: CapsemOnPath;
+}
+
+/** Starts the real `capsem` from the user's folder and hands back the child, for tests that talk to it while it runs. */
+export function spawnCapsem(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: SpawnOptions = {}): ChildProcessWithoutNullStreams {
+  const base: NodeJS.ProcessEnv = { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env };
+  if (!options.onPath) return spawn(process.execPath, [BIN, ...args], { cwd: USER_FOLDER, env: base });
+  return spawn('capsem', [...args], { cwd: USER_FOLDER, env: { ...base, PATH: `${options.onPath.binDir}${delimiter}${base.PATH ?? ''}` } });
+}
+
 /**
  * The same, without blocking this process: for tests that serve the child from here. With
  * `timeoutMs`, a capsem still running then is killed and reported as code -1 with a note on stderr.
  */
-export function runCapsemAsync(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { readonly timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCapsemAsync(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: SpawnOptions & { readonly timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env } });
+    const child = spawnCapsem(home, args, env, options);
     let stdout = '';
     let stderr = '';
     let timedOut = false;
