@@ -59,6 +59,7 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: containment${noAge
   it('refuses every way from the guest to the host loopback, and every Host that fronts another destination', async () => {
     const attempts = [...escapeAttempts(secret.port, FRONTED), ...parserBreakingAttempts()];
     copyFileSync(PROBE, join(session.paths.workspaceDir, 'probe.mjs'));
+    copyFileSync(fileURLToPath(new URL('../fixtures/proxyTunnel.mjs', import.meta.url)), join(session.paths.workspaceDir, 'proxyTunnel.mjs'));
     writeFileSync(join(session.paths.workspaceDir, 'attempts.json'), JSON.stringify(attempts));
     const r = await run(['node', 'probe.mjs'], { PROBE_FILE: 'attempts.json', SECRET: LOOPBACK_SECRET });
     expect(r.code, r.err).toBe(0);
