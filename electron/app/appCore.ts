@@ -60,6 +60,7 @@ export class AppCore implements HostCore {
     this.vmHost = options.vmHost ?? null;
     this.vmUnavailableReason = options.vmUnavailableReason ?? 'this app does not run VMs';
     this.terminals = new Terminals({
+      screen: (id, data) => this.emit('terminal.screen', { id, data }),
       output: (id, data) => this.emit('terminal.output', { id, data }),
       exit: (id, code) => this.emit('terminal.exit', { id, code }),
     });
@@ -204,7 +205,7 @@ export class AppCore implements HostCore {
       sessionRecord(this.mainDb, id as SessionId);
       const live = this.liveSession(id);
       if (live) {
-        this.terminals.attachLive(live, size);
+        await this.terminals.attachLive(live, size);
         return { live: true, transcript: null };
       }
       return { live: false, transcript: await recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };

@@ -12,6 +12,13 @@ const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.n
 
 export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased']);
 
+/**
+ * Lines of scrollback a terminal keeps: the window's xterm and the host's copy of a live terminal
+ * alike. A type too, so the renderer (which imports types only) cannot drift from it.
+ */
+export type TerminalScrollbackLines = 10_000;
+export const TERMINAL_SCROLLBACK_LINES: TerminalScrollbackLines = 10_000;
+
 /** A row of the session list: every figure the list shows, with both id and name. */
 export const SessionSummarySchema = z.object({
   id: z.string(),
@@ -176,8 +183,8 @@ export const CALLS = {
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
   'sessions.search': { params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }), result: z.array(SearchHitSchema) },
   /**
-   * Opens the session's terminal: live (its output arrives as terminal.output events) or, for an
-   * ended session, the first chunk of its transcript.
+   * Opens the session's terminal: live (a `terminal.screen` event with what it shows now, then its
+   * output as terminal.output events) or, for an ended session, the first chunk of its transcript.
    */
   'terminal.attach': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }) },
   /** The next chunk of an ended session's transcript, from a previous chunk's `next`; asked for at the window's pace. */
@@ -197,6 +204,11 @@ export type CallResult<N extends CallName> = z.infer<(typeof CALLS)[N]['result']
 
 /** Everything the host pushes to the window. */
 export const EVENTS = {
+  /**
+   * A live terminal's screen and scrollback as the host holds them, sent first on every
+   * terminal.attach: the window replaces what it shows with it, then appends terminal.output.
+   */
+  'terminal.screen': z.object({ id: z.string(), data: z.string() }),
   'terminal.output': z.object({ id: z.string(), data: z.string() }),
   'terminal.exit': z.object({ id: z.string(), code: z.number().nullable() }),
   /** The list changed (a session started, ended, was renamed, or its figures moved). */

@@ -12,6 +12,8 @@ import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
+import { PtyView } from './ptyView.ts';
+import { TerminalScreen } from './terminalScreen.ts';
 
 // One VM per session, supervised: boot (with a timeout), heartbeat, crash detection, orderly stop,
 // and the session's recording around it. The guest's connections reach the recording proxy over
@@ -79,8 +81,20 @@ export interface ExecResult extends ExitStatus {
 }
 
 export interface PtyAttachment {
-  readonly stream: MuxStream;
+  /** The shell's output from the moment `screen` was taken (read the screen first), keystrokes in. */
+  readonly stream: PtyView;
+  /** What the terminal shows as this attachment begins: screen and scrollback as escape sequences ('' for a new shell). */
+  readonly screen: Promise<string>;
   resize(cols: number, rows: number): void;
+}
+
+/** The session's terminal across attachments: its transcript, the host's copy of its screen, and who is attached. */
+interface SessionTerminal {
+  readonly transcript: PtyTranscript;
+  readonly screen: TerminalScreen;
+  size: { cols: number; rows: number };
+  view: PtyView | null;
+  closed: boolean;
 }
 
 export class BootError extends Error {
@@ -99,7 +113,7 @@ export class VmSession {
   private state: 'running' | 'stopping' | 'ended' = 'running';
   private heartbeat: NodeJS.Timeout | null = null;
   private missedPings = 0;
-  private pty: { stream: MuxStream; transcript: PtyTranscript } | null = null;
+  private terminal: SessionTerminal | null = null;
   private endResolve!: (end: SessionEnd) => void;
   /** Resolves once the session has ended and been rolled up, however it ended. */
   readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
@@ -233,24 +247,43 @@ export class VmSession {
     return { stream, result };
   }
 
-  /** Attaches to the guest's login shell (started on first attach); output is kept for replay. */
+  /**
+   * Attaches to the guest's login shell (started on first attach). One viewer at a time: the one
+   * attached before ends, and the new one is shown the screen as it stands once that one's last
+   * output is in. Output is kept for replay and in the host's copy of the screen.
+   */
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
-    this.pty?.transcript.close();
-    const stream = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term });
-    const transcript = new PtyTranscript(this.paths.ptyLogPath, size, term);
-    this.pty = { stream, transcript };
-    stream.on('data', (c: Buffer) => transcript.output(c));
-    stream.on('close', () => {
-      if (this.pty?.stream === stream) {
-        transcript.close();
-        this.pty = null;
-      }
+    const terminal = (this.terminal ??= { transcript: new PtyTranscript(this.paths.ptyLogPath, size, term), screen: new TerminalScreen(size), size, view: null, closed: false });
+    const previous = terminal.view;
+    const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term });
+    const resize = (cols: number, rows: number): void => {
+      if (terminal.closed || (cols === terminal.size.cols && rows === terminal.size.rows)) return;
+      terminal.size = { cols, rows };
+      terminal.transcript.resize(cols, rows);
+      terminal.screen.resize(cols, rows);
+    };
+    const screen = (previous ? previous.retire() : Promise.resolve()).then(() => {
+      // The agent gave the shell this size on OPEN; what it prints from now on is drawn at it.
+      resize(size.cols, size.rows);
+      return terminal.screen.snapshot();
+    });
+    const record = (chunk: Buffer): Promise<void> | undefined => {
+      if (terminal.closed) return undefined;
+      terminal.transcript.output(chunk);
+      return terminal.screen.write(chunk);
+    };
+    const view = new PtyView(source, record, screen);
+    terminal.view = view;
+    view.once('close', () => {
+      if (terminal.view === view) terminal.view = null;
     });
     return {
-      stream,
+      stream: view,
+      screen,
       resize: (cols, rows) => {
-        transcript.resize(cols, rows);
-        stream.resize(cols, rows);
+        if (terminal.view !== view) return;
+        resize(cols, rows);
+        view.resize(cols, rows);
       },
     };
   }
@@ -314,8 +347,11 @@ export class VmSession {
   private async finish(end: SessionEnd): Promise<SessionEnd> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
-    this.pty?.transcript.close();
-    this.pty = null;
+    if (this.terminal) {
+      this.terminal.closed = true;
+      this.terminal.transcript.close();
+      this.terminal.screen.dispose();
+    }
     rmSync(this.runDir, { recursive: true, force: true });
     if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
     const recorded = await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });

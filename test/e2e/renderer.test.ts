@@ -390,6 +390,48 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await shot('terminal-live');
   });
 
+  it.skipIf(agentMissing !== null)(`shows a live terminal's screen again after switching away, closing its tab and reloading the page${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    const { id } = await call('sessions.start', { name: 'repaint-e2e', image: 'minimal' });
+    await fresh();
+    await row(id).click();
+    const terminal = pane(id).locator('[data-testid=terminal]');
+    const screen = () => terminal.locator('.xterm-rows').innerText().then((text) => text.replace(/[ \u00a0]+$/gm, '').trimEnd());
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await terminal.click();
+    for (const word of ['alpha', 'beta', 'gamma']) {
+      await page.keyboard.type(`echo ${word}-$((6*7))`);
+      await page.keyboard.press('Enter');
+      await expect.poll(screen).toMatch(new RegExp(`^${word}-42$`, 'm'));
+    }
+    await expect.poll(screen).toMatch(/gamma-42\n[#$]$/);
+    const before = await screen();
+
+    await pane(id).locator('[data-testid=view-network]').click();
+    await pane(id).locator('[data-testid=view-terminal]').click();
+    await expect.poll(screen).toBe(before);
+
+    await page.click('[data-testid=tab-list]');
+    await tab(id).click();
+    await expect.poll(screen).toBe(before);
+
+    await tab(id).locator('[data-testid=tab-close]').click();
+    await row(id).click();
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await expect.poll(screen).toBe(before);
+
+    await fresh();
+    await row(id).click();
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await expect.poll(screen).toBe(before);
+    // And it is the live shell, not a picture of it.
+    await terminal.click();
+    await page.keyboard.type('echo delta-$((6*7))');
+    await page.keyboard.press('Enter');
+    await expect.poll(screen).toMatch(/^delta-42$/m);
+    await shot('terminal-repainted');
+    await call('sessions.stop', { id: id as SessionId });
+  });
+
   it('exports the session as an archive by default: a tar whose first member is the manifest', async () => {
     await fresh();
     const id = await openByName('co-work1');

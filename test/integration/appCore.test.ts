@@ -402,9 +402,11 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
     });
     const liveCore = new AppCore({ home, vmHost, checkResults: true });
     const output: string[] = [];
+    const screens: string[] = [];
     const exits: EventPayload<'terminal.exit'>[] = [];
     liveCore.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => {
       if (name === 'terminal.output') output.push((payload as EventPayload<'terminal.output'>).data);
+      if (name === 'terminal.screen') screens.push((payload as EventPayload<'terminal.screen'>).data);
       if (name === 'terminal.exit') exits.push(payload as EventPayload<'terminal.exit'>);
     });
     try {
@@ -413,11 +415,18 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
       expect(info).toMatchObject({ id, name: 'live-one', status: 'running', live: true, onDisk: true });
       const attached = (await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>;
       expect(attached).toEqual({ live: true, transcript: null });
+      expect(screens).toEqual(['']);
       await liveCore.handle('terminal.resize', { id, size: { cols: 100, rows: 30 } });
       await liveCore.handle('terminal.input', { id, data: 'echo "answer-$((40 + 2))"\n' });
       const deadline = Date.now() + 10_000;
       while (!output.join('').includes('answer-42') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(output.join('')).toContain('answer-42');
+      // Attached again (the tab reopened, the page reloaded): the screen comes back as it was.
+      await liveCore.handle('terminal.detach', { id });
+      await liveCore.handle('terminal.attach', { id, size: { cols: 100, rows: 30 } });
+      expect(screens).toHaveLength(2);
+      expect(screens[1]).toContain('answer-42');
+      expect(screens[1]).toContain('echo "answer-$((40 + 2))"');
       await liveCore.handle('terminal.detach', { id });
       expect((await liveCore.handle('sessions.stop', { id })) as CallResult<'sessions.stop'>).toEqual({ status: 'stopped' });
       const ended = (await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>;
