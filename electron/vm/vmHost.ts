@@ -73,6 +73,9 @@ function exitCodeOf(status: ExitStatus): number {
   return 128 + (signal ?? 0);
 }
 
+/** Cursor home, then erase the display: a re-attached screen is drawn where it was, not below the user's prompt. */
+const CLEAR_SCREEN = '\x1b[H\x1b[2J';
+
 const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
 
 /**
@@ -241,14 +244,18 @@ export class VmHost {
     event({ type: 'session', id: session.id, name: session.name });
     const pty = session.attachPty({ cols: params.cols, rows: params.rows });
     attached(pty);
-    relay(pty.stream, (c) => stream.write(c), stream);
     let exitCode = 0;
     pty.stream.on('exit', (status: ExitStatus) => (exitCode = exitCodeOf(status)));
     // The guest ends its side when the shell exits; ending ours closes the stream.
-    await new Promise<void>((resolve) => {
+    const ended = new Promise<void>((resolve) => {
       pty.stream.once('end', () => resolve());
       pty.stream.once('close', () => resolve());
     });
+    // Attached to a shell that has been running: its screen first, drawn from the top of a cleared one.
+    const screen = await pty.screen;
+    if (screen !== '') stream.write(Buffer.from(`${CLEAR_SCREEN}${screen}`));
+    relay(pty.stream, (c) => stream.write(c), stream);
+    await ended;
     pty.stream.end();
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();
