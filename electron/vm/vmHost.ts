@@ -59,6 +59,8 @@ export type RunEvent =
 export interface StartReporter {
   status(line: string): void;
   progress(report: ImageProgress): void;
+  /** The session is entered under this id; its image and VM come next. */
+  registered?(id: SessionId): void;
 }
 
 const reporter = (event: (e: RunEvent) => void): StartReporter => ({
@@ -123,6 +125,7 @@ export class VmHost {
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
       home: this.options.home, name: params.name, command: params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+      onRegistered: (id) => report.registered?.(id),
       image: params.image, ...(params.resume ? { resume: params.resume } : {}),
     });
     this.sessions.set(session.id, session);

@@ -57,6 +57,8 @@ export interface VmSessionOptions {
   readonly heartbeatMs?: number;
   /** Progress lines while booting ("booting (TCG: ...)", "ready in 3.1 s"). */
   readonly onStatus?: (line: string) => void;
+  /** The session is entered in main.db under this id (before its image is made and its VM booted). */
+  readonly onRegistered?: (id: SessionId) => void;
   /** Boot an existing session again: same id, same session.db (its seq continues), same disk and workspace. */
   readonly resume?: SessionId;
   /** Recorded in session_meta, so a resume boots the same image. */
@@ -99,6 +101,11 @@ interface SessionTerminal {
 
 export class BootError extends Error {
   override name = 'BootError';
+}
+
+/** The guest image could not be built or checked, so there was nothing to boot. */
+class ImageNotReady extends Error {
+  override name = 'ImageNotReady';
 }
 
 function serialTail(path: string): string {
@@ -146,6 +153,7 @@ export class VmSession {
     const status = options.onStatus ?? (() => {});
     const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id as SessionId);
+    options.onRegistered?.(record.id as SessionId);
     const runDir = join(options.home.runDir, 'vms', record.id);
     let recorded: PromiseSettledResult<Recording> | null = null;
     let launched: PromiseSettledResult<{ plan: BootPlan; vm: VmInstance }> | null = null;
@@ -175,7 +183,9 @@ export class VmSession {
       [recorded, launched] = await Promise.allSettled([
         startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
         (async () => {
-          const plan = await options.plan(paths, caFiles(options.home).certPath);
+          const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
+            throw new ImageNotReady(err instanceof Error ? err.message : String(err));
+          });
           const vm = await options.backend.launch({
             kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
             memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
@@ -191,7 +201,11 @@ export class VmSession {
       const reason = (recorded.reason as Error).message;
       return fail(reason, reason);
     }
-    if (launched.status === 'rejected') return bootFailed(launched.reason);
+    if (launched.status === 'rejected') {
+      // The image never got as far as a boot: say so, with the build's own words (and fix).
+      if (launched.reason instanceof ImageNotReady) return fail(`image not ready: ${launched.reason.message}`, `the guest image is not ready: ${launched.reason.message}`);
+      return bootFailed(launched.reason);
+    }
     const recording = recorded.value;
     const { plan } = launched.value;
     const booted = launched.value.vm;
