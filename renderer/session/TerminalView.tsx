@@ -2,9 +2,10 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { useEffect, useRef, useState } from 'react';
-import type { TerminalScrollbackLines, Transcript, TranscriptPart } from '../../electron/contract/appContract.ts';
+import type { StartProgress, TerminalScrollbackLines, Transcript, TranscriptPart } from '../../electron/contract/appContract.ts';
 import { useApi } from '../api/ApiContext.tsx';
 import { errorText } from '../api/callError.ts';
+import { StartingNote } from '../app/StartingNote.tsx';
 
 type Mode = { kind: 'attaching' } | { kind: 'live'; exitCode?: number | null } | { kind: 'replay'; events: number } | { kind: 'none' } | { kind: 'error'; message: string };
 
@@ -73,13 +74,21 @@ function drawnAcknowledger(send: (chars: number) => Promise<unknown>): (chars: n
   };
 }
 
+interface Props {
+  readonly sessionId: string;
+  readonly visible: boolean;
+  /** The session's start while it is under way: shown until the terminal is live. */
+  readonly starting: StartProgress | null;
+}
+
 /**
  * The session's terminal: live (terminal.attach, the screen as it stands and then output events
  * in, keystrokes and resizes out) or, for an ended session, its recorded transcript. Created the
  * first time the view is shown, because fitting needs a laid-out container; kept after that so
- * scrollback survives tab switches.
+ * scrollback survives tab switches. While the session starts, attaching waits and its progress
+ * shows; a start that fails shows why.
  */
-export function TerminalView({ sessionId, visible }: { readonly sessionId: string; readonly visible: boolean }) {
+export function TerminalView({ sessionId, visible, starting }: Props) {
   const api = useApi();
   const container = useRef<HTMLDivElement>(null);
   const [mode, setMode] = useState<Mode>({ kind: 'attaching' });
@@ -160,7 +169,7 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
   return (
     <div className="terminal-view">
       <div className="terminal-note" data-testid="terminal-note">
-        {mode.kind === 'attaching' && 'Attaching…'}
+        {mode.kind === 'attaching' && (starting ? <StartingNote progress={starting} detail /> : 'Attaching…')}
         {mode.kind === 'live' && (mode.exitCode === undefined ? 'live' : `the session's shell exited${mode.exitCode === null ? '' : ` (code ${mode.exitCode})`}`)}
         {mode.kind === 'replay' && (mode.events > 0 ? `replay of an ended session (${mode.events} recorded events)` : 'replay of an ended session: no terminal output was recorded')}
         {mode.kind === 'none' && 'This session has no terminal transcript.'}
