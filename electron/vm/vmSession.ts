@@ -59,6 +59,12 @@ export interface VmSessionOptions {
   readonly resume?: SessionId;
   /** Recorded in session_meta, so a resume boots the same image. */
   readonly image?: string;
+  /**
+   * The user's project folder shared at /workspace (a real path, checked by checkProjectFolder);
+   * recorded in session_meta as vm_workspace, so a resume shares it again. Without it the session
+   * shares its own fresh folder, paths.workspaceDir.
+   */
+  readonly projectFolder?: string | null;
 }
 
 export interface SessionEnd {
@@ -152,18 +158,20 @@ export class VmSession {
       return fail(`boot failed: ${reason}`, `the VM did not boot: ${reason}`);
     };
     const t0 = performance.now();
+    const workspace = options.projectFolder ?? paths.workspaceDir;
+    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}) };
     try {
-      ensurePrivateDir(paths.workspaceDir);
+      if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
       // proxy is needed only once the guest has booted.
       [recorded, launched] = await Promise.allSettled([
-        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta }),
         (async () => {
           const plan = await options.plan(paths, caFiles(options.home).certPath);
           const vm = await options.backend.launch({
-            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace,
             memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
           });
           return { plan, vm };
@@ -196,7 +204,7 @@ export class VmSession {
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
-      const boot = { ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel), ...(options.image ? { vm_image: options.image } : {}) };
+      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
       session.watch();
