@@ -10,6 +10,7 @@ import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
+import { FsEventRows } from './fsEventRows.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 
@@ -22,6 +23,11 @@ export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
 const PREVIEW = 256;
+/**
+ * The agent sends a batch of file changes as back-to-back frames of 256; a pause this long ends the
+ * batch, and its summarised changes (.git/, node_modules/) become their rows.
+ */
+const FS_BATCH_QUIET_MS = 50;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -106,6 +112,8 @@ export class VmSession {
   private heartbeat: NodeJS.Timeout | null = null;
   private missedPings = 0;
   private pty: { stream: MuxStream; transcript: PtyTranscript } | null = null;
+  private readonly fsRows = new FsEventRows();
+  private fsBatchEnd: NodeJS.Timeout | null = null;
   private endResolve!: (end: SessionEnd) => void;
   /** Resolves once the session has ended and been rolled up, however it ended. */
   readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
@@ -322,6 +330,7 @@ export class VmSession {
   private async finish(end: SessionEnd): Promise<SessionEnd> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
+    this.recordFsSummaries();
     this.pty?.transcript.close();
     this.pty = null;
     rmSync(this.runDir, { recursive: true, force: true });
@@ -333,9 +342,17 @@ export class VmSession {
   }
 
   private recordFs(changes: readonly FsChange[]): void {
-    for (const change of changes) {
-      this.recording.writer.append('fs_events', { timestamp: new Date(change.ts_ms).toISOString(), action: change.action, path: change.path, size: change.size });
-    }
+    for (const row of this.fsRows.take(changes)) this.recording.writer.append('fs_events', row);
+    if (!this.fsRows.holding) return;
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = setTimeout(() => this.recordFsSummaries(), FS_BATCH_QUIET_MS);
+    this.fsBatchEnd.unref();
+  }
+
+  private recordFsSummaries(): void {
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = null;
+    for (const row of this.fsRows.flush()) this.recording.writer.append('fs_events', row);
   }
 
   private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: BodyTap, err: BodyTap, failure: Error | null): void {

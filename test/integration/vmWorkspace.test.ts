@@ -3,16 +3,17 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER, type CliResult } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
+import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 
 // `capsem run|shell --workspace DIR` as a user runs it from their own folder: the folder shared at
 // /workspace with the files already in it, what the guest makes appearing there, fs_events paths
-// relative to /workspace, resume sharing the same folder again (and saying so when it has gone), and
-// the folders refused before anything starts.
+// relative to /workspace with the churn of node_modules/ and .git/ summarised, resume sharing the
+// same folder again (and saying so when it has gone), and the folders refused before anything starts.
 
 const noVm = vmUnavailable();
+const noAgentImage = agentImageUnavailable();
 
-type FsRow = { action: string; path: string; size: number | null };
+type FsRow = { action: string; path: string; size: number | null; entries: number | null };
 
 async function sql<T>(home: string, name: string, query: string): Promise<T[]> {
   const r = await runCapsemAsync(home, ['sql', name, query, '--json']);
@@ -61,12 +62,14 @@ describe.skipIf(noVm !== null)(`capsem run --workspace in a real VM, minimal ima
     rmSync(`${project}-moved`, { recursive: true, force: true });
   });
 
-  it('shares the folder at /workspace: the guest reads and changes the files there, what it makes appears on the host, and fs_events has it relative to /workspace', async () => {
+  it('shares the folder at /workspace: the guest reads and changes the files there, what it makes appears on the host, fs_events has it relative to /workspace and node_modules/ churn as a summary', async () => {
     const script = [
       'pwd',
       'cat notes/had.txt',
       'echo changed in the guest >> notes/had.txt',
       'mkdir out && echo made > out/new.txt',
+      // An install's worth of files: one summary row, not 300.
+      'mkdir -p node_modules/pkg/lib && i=0 && while [ $i -lt 300 ]; do echo x > node_modules/pkg/lib/f$i.js; i=$((i+1)); done',
       'sleep 1',
     ].join('; ');
     const r = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--name', 'proj1', '--workspace', 'my-project', '--', 'sh', '-c', script]);
@@ -74,13 +77,20 @@ describe.skipIf(noVm !== null)(`capsem run --workspace in a real VM, minimal ima
     expect(r.stdout).toBe('/workspace\nwritten on the host\n');
     expect(readFileSync(join(project, 'notes', 'had.txt'), 'utf8')).toBe('written on the host\nchanged in the guest\n');
     expect(readFileSync(join(project, 'out', 'new.txt'), 'utf8')).toBe('made\n');
+    expect(readdirSync(join(project, 'node_modules', 'pkg', 'lib'))).toHaveLength(300);
 
-    const own = await sql<FsRow>(home.root, 'proj1', 'SELECT action, path, size FROM fs_events ORDER BY seq');
+    const own = await sql<FsRow>(home.root, 'proj1', "SELECT action, path, size, entries FROM fs_events WHERE path NOT LIKE 'node_modules%' ORDER BY seq");
     expect(own).toEqual([
-      { action: 'modified', path: 'notes/had.txt', size: 41 },
-      { action: 'created', path: 'out', size: expect.any(Number) },
-      { action: 'created', path: 'out/new.txt', size: 5 },
+      { action: 'modified', path: 'notes/had.txt', size: 41, entries: null },
+      { action: 'created', path: 'out', size: expect.any(Number), entries: null },
+      { action: 'created', path: 'out/new.txt', size: 5, entries: null },
     ]);
+    const churn = await sql<FsRow>(home.root, 'proj1', "SELECT action, path, size, entries FROM fs_events WHERE path LIKE 'node_modules%' ORDER BY seq");
+    expect(churn.length).toBeLessThanOrEqual(5);
+    expect(churn.every((row) => row.path === 'node_modules/' && row.action === 'created')).toBe(true);
+    // node_modules, pkg, lib and the 300 files.
+    expect(churn.reduce((n, row) => n + row.entries!, 0)).toBe(303);
+    expect(churn.reduce((n, row) => n + row.size!, 0)).toBe(600);
     expect(await sql(home.root, 'proj1', "SELECT value FROM session_meta WHERE key = 'vm_workspace'")).toEqual([{ value: realpathSync(project) }]);
   }, 180_000);
 
@@ -103,4 +113,35 @@ describe.skipIf(noVm !== null)(`capsem run --workspace in a real VM, minimal ima
     expect(sessions.map((s) => [s.name, s.status])).toEqual([['proj1', 'stopped']]);
     renameSync(`${project}-moved`, project);
   }, 180_000);
+});
+
+describe.skipIf(noAgentImage !== null)(`capsem run --workspace with git, agent image${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
+  const home = vmTestHome();
+  const project = projectFolder('git-project');
+  afterAll(() => {
+    home.remove();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  it('records git init and a commit as a few .git/ summary rows beside the user\'s own file', async () => {
+    const script = [
+      'git init -q',
+      'echo "# readme" > README.md',
+      'git add -A',
+      'git -c user.name=t -c user.email=t@example.com commit -q -m first',
+      'git log --format=%s',
+      'sleep 1',
+    ].join(' && ');
+    const r = await runCapsemAsync(home.root, ['run', '--name', 'git1', '--workspace', 'git-project', '--', 'sh', '-c', script]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('first\n');
+    expect(existsSync(join(project, '.git', 'HEAD'))).toBe(true);
+    const rows = await sql<FsRow>(home.root, 'git1', 'SELECT action, path, size, entries FROM fs_events ORDER BY seq');
+    expect(rows.filter((row) => !row.path.startsWith('.git'))).toEqual([{ action: 'created', path: 'README.md', size: 9, entries: null }]);
+    const git = rows.filter((row) => row.path.startsWith('.git'));
+    expect(git.every((row) => row.path === '.git/')).toBe(true);
+    expect(git.length).toBeLessThanOrEqual(6);
+    // The objects, refs, logs, hooks and config of a new repository: dozens of paths.
+    expect(git.reduce((n, row) => n + row.entries!, 0)).toBeGreaterThan(20);
+  }, 900_000);
 });
