@@ -10,6 +10,7 @@ import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
+import { FsEventRows } from './fsEventRows.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 import { PtyView } from './ptyView.ts';
@@ -24,6 +25,11 @@ export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
 const PREVIEW = 256;
+/**
+ * The agent sends a batch of file changes as back-to-back frames of 256; a pause this long ends the
+ * batch, and its summarised changes (.git/, node_modules/) become their rows.
+ */
+const FS_BATCH_QUIET_MS = 50;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -63,6 +69,12 @@ export interface VmSessionOptions {
   readonly resume?: SessionId;
   /** Recorded in session_meta, so a resume boots the same image. */
   readonly image?: string;
+  /**
+   * The user's project folder shared at /workspace (a real path, checked by checkProjectFolder);
+   * recorded in session_meta as vm_workspace, so a resume shares it again. Without it the session
+   * shares its own fresh folder, paths.workspaceDir.
+   */
+  readonly projectFolder?: string | null;
 }
 
 export interface SessionEnd {
@@ -121,6 +133,8 @@ export class VmSession {
   private heartbeat: NodeJS.Timeout | null = null;
   private missedPings = 0;
   private terminal: SessionTerminal | null = null;
+  private readonly fsRows = new FsEventRows();
+  private fsBatchEnd: NodeJS.Timeout | null = null;
   private endResolve!: (end: SessionEnd) => void;
   /** Resolves once the session has ended and been rolled up, however it ended. */
   readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
@@ -174,20 +188,22 @@ export class VmSession {
       return fail(`boot failed: ${reason}`, `the VM did not boot: ${reason}`);
     };
     const t0 = performance.now();
+    const workspace = options.projectFolder ?? paths.workspaceDir;
+    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}) };
     try {
-      ensurePrivateDir(paths.workspaceDir);
+      if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
       // proxy is needed only once the guest has booted.
       [recorded, launched] = await Promise.allSettled([
-        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta }),
         (async () => {
           const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
             throw new ImageNotReady(err instanceof Error ? err.message : String(err));
           });
           const vm = await options.backend.launch({
-            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace,
             memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
           });
           return { plan, vm };
@@ -224,7 +240,7 @@ export class VmSession {
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
-      const boot = { ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel), ...(options.image ? { vm_image: options.image } : {}) };
+      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
       session.watch();
@@ -361,6 +377,7 @@ export class VmSession {
   private async finish(end: SessionEnd): Promise<SessionEnd> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
+    this.recordFsSummaries();
     if (this.terminal) {
       this.terminal.closed = true;
       this.terminal.transcript.close();
@@ -375,9 +392,17 @@ export class VmSession {
   }
 
   private recordFs(changes: readonly FsChange[]): void {
-    for (const change of changes) {
-      this.recording.writer.append('fs_events', { timestamp: new Date(change.ts_ms).toISOString(), action: change.action, path: change.path, size: change.size });
-    }
+    for (const row of this.fsRows.take(changes)) this.recording.writer.append('fs_events', row);
+    if (!this.fsRows.holding) return;
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = setTimeout(() => this.recordFsSummaries(), FS_BATCH_QUIET_MS);
+    this.fsBatchEnd.unref();
+  }
+
+  private recordFsSummaries(): void {
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = null;
+    for (const row of this.fsRows.flush()) this.recording.writer.append('fs_events', row);
   }
 
   private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: BodyTap, err: BodyTap, failure: Error | null): void {
