@@ -39,6 +39,21 @@ export interface BootPlan {
   readonly sessionDisk?: string;
 }
 
+/** A file the guest's home gets before the terminal's program first starts, relative to $HOME. */
+export interface HomeFile {
+  readonly path: string;
+  readonly content: string;
+}
+
+/** What the session's terminal runs instead of a login shell (a coding agent, for one). */
+export interface TerminalProgram {
+  readonly argv: readonly string[];
+  /** Added for this program alone to the guest's environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Its settings, written before the session is handed out. */
+  readonly homeFiles: readonly HomeFile[];
+}
+
 export interface VmSessionOptions {
   readonly home: CapsemHome;
   readonly name?: string | null;
@@ -59,6 +74,8 @@ export interface VmSessionOptions {
   readonly resume?: SessionId;
   /** Recorded in session_meta, so a resume boots the same image. */
   readonly image?: string;
+  /** The terminal's program; a login shell unless said. */
+  readonly terminal?: TerminalProgram;
 }
 
 export interface SessionEnd {
@@ -199,11 +216,29 @@ export class VmSession {
       const boot = { ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel), ...(options.image ? { vm_image: options.image } : {}) };
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
+      if (options.terminal?.homeFiles.length) await session.writeHomeFiles(options.terminal.homeFiles);
       session.watch();
       return session;
     } catch (err) {
       return bootFailed(err);
     }
+  }
+
+  /**
+   * One command writes every file: each content travels in the command's environment, which
+   * exec_events does not keep (a setting may carry part of a key), and never through a shell's
+   * quoting. printenv ends each file with a newline.
+   */
+  private async writeHomeFiles(files: readonly HomeFile[]): Promise<void> {
+    const env: Record<string, string> = {};
+    files.forEach((file, i) => (env[`CAPSEM_HOME_FILE_${i}`] = file.content.replace(/\n$/, '')));
+    const script = 'cd "$HOME" || exit 1; i=0; for path in "$@"; do mkdir -p "$(dirname "$path")" && printenv "CAPSEM_HOME_FILE_$i" > "$path" || exit 1; i=$((i + 1)); done';
+    const { stream, result } = this.exec(['sh', '-c', script, 'capsem-home-files', ...files.map((f) => f.path)], { env });
+    let err = '';
+    stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    stream.resume();
+    const { code } = await result;
+    if (code !== 0) throw new Error(`the terminal program's settings (${files.map((f) => `~/${f.path}`).join(', ')}) could not be written in the guest: ${err.trim() || `exit ${code}`}`);
   }
 
   /** Runs one command in the guest; its outcome becomes an exec_events row. */
@@ -233,10 +268,11 @@ export class VmSession {
     return { stream, result };
   }
 
-  /** Attaches to the guest's login shell (started on first attach); output is kept for replay. */
+  /** Attaches to the guest's terminal program, its login shell unless said (started on first attach); output is kept for replay. */
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
     this.pty?.transcript.close();
-    const stream = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term });
+    const program = this.options.terminal;
+    const stream = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
     const transcript = new PtyTranscript(this.paths.ptyLogPath, size, term);
     this.pty = { stream, transcript };
     stream.on('data', (c: Buffer) => transcript.output(c));
