@@ -47,6 +47,21 @@ export interface BootPlan {
   readonly sessionDisk?: string;
 }
 
+/** A file the guest's home gets before the terminal's program first starts, relative to $HOME. */
+export interface HomeFile {
+  readonly path: string;
+  readonly content: string;
+}
+
+/** What the session's terminal runs instead of a login shell (a coding agent, for one). */
+export interface TerminalProgram {
+  readonly argv: readonly string[];
+  /** Added for this program alone to the guest's environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Its settings, written before the session is handed out. */
+  readonly homeFiles: readonly HomeFile[];
+}
+
 export interface VmSessionOptions {
   readonly home: CapsemHome;
   readonly name?: string | null;
@@ -75,6 +90,8 @@ export interface VmSessionOptions {
    * shares its own fresh folder, paths.workspaceDir.
    */
   readonly projectFolder?: string | null;
+  /** The terminal's program; a login shell unless said. */
+  readonly terminal?: TerminalProgram;
 }
 
 export interface SessionEnd {
@@ -243,11 +260,29 @@ export class VmSession {
       const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
+      if (options.terminal?.homeFiles.length) await session.writeHomeFiles(options.terminal.homeFiles);
       session.watch();
       return session;
     } catch (err) {
       return bootFailed(err);
     }
+  }
+
+  /**
+   * One command writes every file: each content travels in the command's environment, which
+   * exec_events does not keep (a setting may carry part of a key), and never through a shell's
+   * quoting. printenv ends each file with a newline.
+   */
+  private async writeHomeFiles(files: readonly HomeFile[]): Promise<void> {
+    const env: Record<string, string> = {};
+    files.forEach((file, i) => (env[`CAPSEM_HOME_FILE_${i}`] = file.content.replace(/\n$/, '')));
+    const script = 'cd "$HOME" || exit 1; i=0; for path in "$@"; do mkdir -p "$(dirname "$path")" && printenv "CAPSEM_HOME_FILE_$i" > "$path" || exit 1; i=$((i + 1)); done';
+    const { stream, result } = this.exec(['sh', '-c', script, 'capsem-home-files', ...files.map((f) => f.path)], { env });
+    let err = '';
+    stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    stream.resume();
+    const { code } = await result;
+    if (code !== 0) throw new Error(`the terminal program's settings (${files.map((f) => `~/${f.path}`).join(', ')}) could not be written in the guest: ${err.trim() || `exit ${code}`}`);
   }
 
   /** Runs one command in the guest; its outcome becomes an exec_events row. */
@@ -278,14 +313,15 @@ export class VmSession {
   }
 
   /**
-   * Attaches to the guest's login shell (started on first attach). One viewer at a time: the one
+   * Attaches to the guest's terminal program, its login shell unless said (started on first attach). One viewer at a time: the one
    * attached before ends, and the new one is shown the screen as it stands once that one's last
    * output is in. Output is kept for replay and in the host's copy of the screen.
    */
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
     const terminal = (this.terminal ??= { transcript: new PtyTranscript(this.paths.ptyLogPath, size, term), screen: new TerminalScreen(size), size, view: null, closed: false });
     const previous = terminal.view;
-    const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term });
+    const program = this.options.terminal;
+    const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
     const resize = (cols: number, rows: number): void => {
       if (terminal.closed || (cols === terminal.size.cols && rows === terminal.size.rows)) return;
       terminal.size = { cols, rows };

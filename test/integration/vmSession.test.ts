@@ -29,7 +29,7 @@ let upstreamCaFile: string;
 let upPort = 0;
 
 
-async function start(name: string | null = null): Promise<{ session: VmSession; backend: HostAgentBackend }> {
+async function start(name: string | null = null, extra: Partial<VmSessionOptions> = {}, guestEnv: Record<string, string> = {}): Promise<{ session: VmSession; backend: HostAgentBackend }> {
   const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
   mkdirSync(workspace, { recursive: true });
   const backend = new HostAgentBackend(workspace);
@@ -41,7 +41,8 @@ async function start(name: string | null = null): Promise<{ session: VmSession; 
     backend,
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
     heartbeatMs: 200,
-    plan: async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+    plan: async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', ...guestEnv } }),
+    ...extra,
   };
   return { session: await VmSession.start(options), backend };
 }
@@ -197,6 +198,36 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     expect(lines).not.toContain('line 0');
     await session.stop();
   }, 90_000);
+
+  it("runs the program the session names on its terminal, with that program's own environment and its settings written into the home first", async () => {
+    const guestHome = join(home.root, 'guest-home');
+    mkdirSync(guestHome);
+    const program = 'echo "started as $0 in $(basename "$PWD") with key=$AGENT_KEY"; cat "$HOME/.tool/settings.json"; printf "ask> "; read line; echo "asked: $line"; exit 3';
+    const { session } = await start(null, {
+      terminal: { argv: ['sh', '-c', program, 'tool'], env: { AGENT_KEY: 'k-123' }, homeFiles: [{ path: '.tool/settings.json', content: '{"trusted":true}\n' }] },
+    }, { HOME: guestHome });
+    expect(readFileSync(join(guestHome, '.tool/settings.json'), 'utf8')).toBe('{"trusted":true}\n');
+    const pty = session.attachPty({ cols: 80, rows: 24 });
+    let seen = '';
+    pty.stream.on('data', (c: Buffer) => (seen += c.toString()));
+    const exited = new Promise<{ code: number | null }>((r) => pty.stream.once('exit', r));
+    const until = async (text: string) => {
+      const end = Date.now() + 5000;
+      while (!seen.includes(text) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toContain(text);
+    };
+    await until('ask> ');
+    expect(seen).toMatch(/started as tool in ws-\w+ with key=k-123\r\n\{"trusted":true\}\r\n/);
+    pty.stream.write('hello\r');
+    await until('asked: hello');
+    expect(await exited).toMatchObject({ code: 3 });
+    // The key is the terminal program's alone: a command run beside it does not see it.
+    expect(await output(session, ['sh', '-c', 'printf "%s" "${AGENT_KEY-unset}"'])).toMatchObject({ out: 'unset', code: 0 });
+    await session.stop();
+    const argvs = rows<{ argv: string }>(session, 'SELECT argv FROM exec_events').map((r) => r.argv).join('\n');
+    expect(argvs).toContain('.tool/settings.json');
+    expect(argvs).not.toContain('trusted');
+  });
 
   it('marks the session crashed and rolls it up when the agent dies, keeping the reason', async () => {
     const { session, backend } = await start('crashy');

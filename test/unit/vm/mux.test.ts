@@ -3,7 +3,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, type Frame } from '../../../electron/vm/frame.ts';
+import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, PROTOCOL_VERSION, type Frame } from '../../../electron/vm/frame.ts';
 import { AgentMux, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
 
 // The host mux against a scripted guest on a real unix socket pair: the guest side is written
@@ -64,7 +64,7 @@ async function pair(): Promise<Pair> {
 async function ready(): Promise<Pair> {
   const p = await pair();
   const hello = p.mux.handshake(2000);
-  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest', agent: 'test' }));
+  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: PROTOCOL_VERSION, role: 'guest', agent: 'test' }));
   await hello;
   await p.next((f) => f.type === FrameType.HELLO);
   return p;
@@ -75,7 +75,7 @@ const isType = (type: FrameType, stream?: number) => (f: Frame) => f.type === ty
 describe('AgentMux', () => {
   it('answers the guest hello once and ignores repeats', async () => {
     const p = await ready();
-    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest' }));
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: PROTOCOL_VERSION, role: 'guest' }));
     const rtt = p.mux.ping(1000);
     const ping = JSON.parse((await p.next(isType(FrameType.CONTROL))).payload.toString()) as { id: number };
     p.guest.write(encodeJsonFrame(FrameType.CONTROL, 0, { type: 'pong', id: ping.id }));
@@ -86,10 +86,11 @@ describe('AgentMux', () => {
   it('refuses a guest of another protocol version, naming both, and tells the guest', async () => {
     const p = await pair();
     const hello = p.mux.handshake(2000);
-    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 2, role: 'guest' }));
+    // An agent from before version 2, which would start a login shell where a pty OPEN names a program.
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest' }));
     await expect(hello).rejects.toThrow(ProtocolMismatchError);
-    await expect(hello).rejects.toThrow('protocol mismatch: host 1, guest 2');
-    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toBe('protocol mismatch: host 1, guest 2');
+    await expect(hello).rejects.toThrow('protocol mismatch: host 2, guest 1');
+    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toBe('protocol mismatch: host 2, guest 1');
   });
 
   it('sends a protocol error back and fails, rather than crashing, on a malformed frame', async () => {
