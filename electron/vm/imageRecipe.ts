@@ -19,7 +19,7 @@ export interface GuestRecipe {
 const COMMON_FILES = ['init-common.sh', 'modules.txt'];
 const KIND_FILES: Record<ImageKind, readonly string[]> = {
   minimal: ['init-minimal.sh'],
-  agent: ['init-agent.sh', 'packages.txt', 'sources.list'],
+  agent: ['init-agent.sh', 'packages.txt', 'sources.list', 'modules-agent.txt'],
 };
 
 export function defaultRecipeDir(): string {
@@ -46,7 +46,8 @@ export function readRecipe(kind: ImageKind, dir: string = defaultRecipeDir()): G
     dir,
     files,
     initScript: files[`init-${kind}.sh`]!,
-    modules: listLines(files['modules.txt']!),
+    // The agent image's transparent network path needs netfilter; the minimal image goes without.
+    modules: [...listLines(files['modules.txt']!), ...(kind === 'agent' ? listLines(files['modules-agent.txt']!) : [])],
     packages: kind === 'agent' ? listLines(files['packages.txt']!) : [],
     aptSources,
     suite,

@@ -22,7 +22,17 @@ describe('readRecipe', () => {
     const agent = readRecipe('agent');
     expect(agent.packages).toEqual(expect.arrayContaining(['bash', 'ca-certificates', 'nodejs', 'python3']));
     expect(agent.suite).toBe('bookworm');
-    expect(Object.keys(agent.files)).toEqual(expect.arrayContaining(['init-common.sh', 'init-agent.sh', 'packages.txt', 'sources.list', 'modules.txt']));
+    expect(Object.keys(agent.files)).toEqual(expect.arrayContaining(['init-common.sh', 'init-agent.sh', 'packages.txt', 'sources.list', 'modules.txt', 'modules-agent.txt']));
+  });
+
+  it('gives the agent image the transparent path (netfilter, nft) and leaves the minimal image without it', () => {
+    const minimal = readRecipe('minimal');
+    const agent = readRecipe('agent');
+    expect(agent.modules).toEqual(expect.arrayContaining(['dummy', 'nf_tables', 'nft_chain_nat', 'nft_redir', 'nft_nat']));
+    expect(agent.modules.slice(0, minimal.modules.length)).toEqual(minimal.modules);
+    expect(minimal.modules.filter((m) => m.startsWith('nf') || m === 'dummy')).toEqual([]);
+    expect(agent.packages).toContain('nftables');
+    expect(Object.keys(minimal.files)).not.toContain('modules-agent.txt');
   });
 });
 
