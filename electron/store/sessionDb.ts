@@ -27,6 +27,13 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('ws_frames', SESSION_TABLES.ws_frames)) db.exec(statement);
     },
   },
+  {
+    // The transparent path: each name the guest looked up through the agent's DNS answerer.
+    version: 4,
+    up: (db) => {
+      for (const statement of tableDdl('dns_events', SESSION_TABLES.dns_events)) db.exec(statement);
+    },
+  },
 ];
 
 /**
