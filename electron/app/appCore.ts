@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
@@ -8,8 +9,10 @@ import { CALLS, type CallName, type CallResult, type EventName, type EventPayloa
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { recentFolders } from '../store/recentFolders.ts';
 import { renameSession } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
+import { checkProjectFolder } from '../vm/projectFolder.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -156,10 +159,14 @@ export class AppCore implements HostCore {
     'sessions.list': () => listSessions(this.listContext()),
     'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
     'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
-    'sessions.start': async ({ name, image }) => {
-      const session = await this.requireVms().start({ name, image, command: ['shell'] }, { status: () => {}, progress: () => {} });
+    'sessions.start': async ({ name, image, workspace, wholeHome }) => {
+      const vms = this.requireVms();
+      // Checked here first for the window's wording of the confirmation; the VM host checks again.
+      const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
+      const session = await vms.start({ name, image, command: ['shell'], workspace: folder === null ? null : { path: folder, wholeHome } }, { status: () => {}, progress: () => {} });
       return { id: session.id };
     },
+    'folders.recent': () => recentFolders(this.options.home),
     'sessions.stop': async ({ id }) => {
       const record = sessionRecord(this.mainDb, id as SessionId);
       const live = this.liveSession(id);
