@@ -85,7 +85,7 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
   const agentTools = missing(['mmdebstrap', 'mksquashfs', 'mkfs.ext4']);
   const agentBuilt = cachedImages(home.root, 'agent');
   if (agentTools.length > 0) add({ check: 'agent image', level: agentBuilt.length > 0 ? 'warn' : 'fail', detail: `cannot be built: ${agentTools.join(', ')} missing`, fix: `${APT} mmdebstrap squashfs-tools e2fsprogs` });
-  else add({ check: 'agent image', level: 'ok', detail: agentBuilt.length > 0 ? `built (${agentBuilt.join(', ')})` : 'not built yet; the first `capsem run` builds it (about 2 minutes, needs root and deb.debian.org)' });
+  else add({ check: 'agent image', level: 'ok', detail: agentBuilt.length > 0 ? `built (${agentBuilt.join(', ')})` : 'not built yet; the first `capsem run` builds it (about 7 minutes, needs root, npm, deb.debian.org and the npm registry)' });
   const apiPort = DEFAULT_API_PORT;
   const owner = await findOwner(home);
   if (owner) {

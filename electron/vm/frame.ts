@@ -2,7 +2,7 @@
 // (payload length, stream id, type, flags, reserved) and a payload of at most 64 KiB. Pure: bytes
 // in, frames out, so the decoder is fuzzed without a socket.
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 export const MAX_PAYLOAD = 65_536;
 export const HEADER_BYTES = 12;
 

@@ -73,6 +73,8 @@ export interface ProjectFolderChoice {
 export interface StartReporter {
   status(line: string): void;
   progress(report: ImageProgress): void;
+  /** The session is entered under this id; its image and VM come next. */
+  registered?(id: SessionId): void;
 }
 
 const reporter = (event: (e: RunEvent) => void): StartReporter => ({
@@ -86,6 +88,9 @@ function exitCodeOf(status: ExitStatus): number {
   const signal = status.signal ? (constants.signals as Record<string, number>)[status.signal] : undefined;
   return 128 + (signal ?? 0);
 }
+
+/** Cursor home, then erase the display: a re-attached screen is drawn where it was, not below the user's prompt. */
+const CLEAR_SCREEN = '\x1b[H\x1b[2J';
 
 const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
 
@@ -138,6 +143,7 @@ export class VmHost {
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
       home: this.options.home, name: params.name, command: params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+      onRegistered: (id) => report.registered?.(id),
       image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}),
     });
     if (projectFolder) {
@@ -269,14 +275,18 @@ export class VmHost {
     event({ type: 'session', id: session.id, name: session.name });
     const pty = session.attachPty({ cols: params.cols, rows: params.rows });
     attached(pty);
-    relay(pty.stream, (c) => stream.write(c), stream);
     let exitCode = 0;
     pty.stream.on('exit', (status: ExitStatus) => (exitCode = exitCodeOf(status)));
     // The guest ends its side when the shell exits; ending ours closes the stream.
-    await new Promise<void>((resolve) => {
+    const ended = new Promise<void>((resolve) => {
       pty.stream.once('end', () => resolve());
       pty.stream.once('close', () => resolve());
     });
+    // Attached to a shell that has been running: its screen first, drawn from the top of a cleared one.
+    const screen = await pty.screen;
+    if (screen !== '') stream.write(Buffer.from(`${CLEAR_SCREEN}${screen}`));
+    relay(pty.stream, (c) => stream.write(c), stream);
+    await ended;
     pty.stream.end();
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();

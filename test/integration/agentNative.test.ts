@@ -16,7 +16,7 @@ describe('guest agent (native)', () => {
     const check = spawnSync('make', ['-s', '-C', AGENT_DIR, 'check'], { encoding: 'utf8' });
     expect(check.stderr).not.toMatch(/warning:/);
     expect(check.status, check.stderr).toBe(0);
-    expect(check.stdout).toContain('capsem-agent 0.1.0 protocol 1');
+    expect(check.stdout).toContain('capsem-agent 0.1.0 protocol 2');
   });
 
   it.skipIf(noClang !== null)(`survives ${FUZZ_SECONDS} s of libFuzzer on its frame decoder and JSON reader${noClang ? ` (skipped: ${noClang})` : ''}`, () => {

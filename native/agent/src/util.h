@@ -7,7 +7,7 @@
 
 #define AGENT_NAME "capsem-agent"
 #define AGENT_VERSION "0.1.0"
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 
 struct buf {
     char *data;

@@ -3,7 +3,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, type Frame } from '../../../electron/vm/frame.ts';
+import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, PROTOCOL_VERSION, type Frame } from '../../../electron/vm/frame.ts';
 import { AgentMux, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
 
 // The host mux against a scripted guest on a real unix socket pair: the guest side is written
@@ -64,7 +64,7 @@ async function pair(): Promise<Pair> {
 async function ready(): Promise<Pair> {
   const p = await pair();
   const hello = p.mux.handshake(2000);
-  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest', agent: 'test' }));
+  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: PROTOCOL_VERSION, role: 'guest', agent: 'test' }));
   await hello;
   await p.next((f) => f.type === FrameType.HELLO);
   return p;
@@ -75,7 +75,7 @@ const isType = (type: FrameType, stream?: number) => (f: Frame) => f.type === ty
 describe('AgentMux', () => {
   it('answers the guest hello once and ignores repeats', async () => {
     const p = await ready();
-    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest' }));
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: PROTOCOL_VERSION, role: 'guest' }));
     const rtt = p.mux.ping(1000);
     const ping = JSON.parse((await p.next(isType(FrameType.CONTROL))).payload.toString()) as { id: number };
     p.guest.write(encodeJsonFrame(FrameType.CONTROL, 0, { type: 'pong', id: ping.id }));
@@ -86,10 +86,11 @@ describe('AgentMux', () => {
   it('refuses a guest of another protocol version, naming both, and tells the guest', async () => {
     const p = await pair();
     const hello = p.mux.handshake(2000);
-    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 2, role: 'guest' }));
+    // An agent from before version 2, which would start a login shell where a pty OPEN names a program.
+    p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: 1, role: 'guest' }));
     await expect(hello).rejects.toThrow(ProtocolMismatchError);
-    await expect(hello).rejects.toThrow('protocol mismatch: host 1, guest 2');
-    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toBe('protocol mismatch: host 1, guest 2');
+    await expect(hello).rejects.toThrow('protocol mismatch: host 2, guest 1');
+    expect((await p.next(isType(FrameType.ERROR))).payload.toString()).toBe('protocol mismatch: host 2, guest 1');
   });
 
   it('sends a protocol error back and fails, rather than crashing, on a malformed frame', async () => {
@@ -198,6 +199,49 @@ describe('AgentMux', () => {
     expect(s.meta).toEqual({ kind: 'net', process: 'curl', pid: 42 });
     s.write('HTTP/1.1 200 OK\r\n\r\n');
     expect((await p.next(isType(FrameType.DATA, 4))).payload.toString()).toMatch(/^HTTP\/1.1 200/);
+  });
+
+  it('hands over transparent net streams with their destination and dns streams with their transport', async () => {
+    const p = await ready();
+    const taken: MuxStream[] = [];
+    const three = new Promise<void>((r) => p.mux.on('stream', (s) => taken.push(s) === 3 && r()));
+    p.guest.write(Buffer.concat([
+      encodeJsonFrame(FrameType.OPEN, 2, { kind: 'net', process: 'python3', pid: 7, dst: { address: 'fd00:c5e3::c612:7', port: 443 } }),
+      encodeJsonFrame(FrameType.OPEN, 4, { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' }),
+      encodeJsonFrame(FrameType.OPEN, 6, { kind: 'dns', process: null, pid: null, transport: 'tcp' }),
+    ]));
+    await three;
+    expect(taken.map((s) => s.meta)).toEqual([
+      { kind: 'net', process: 'python3', pid: 7, destination: { address: 'fd00:c5e3::c612:7', port: 443 } },
+      { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' },
+      { kind: 'dns', process: null, pid: null, transport: 'tcp' },
+    ]);
+  });
+
+  it('resets an OPEN it cannot serve, saying why, and keeps serving the rest', async () => {
+    const p = await ready();
+    const taken: MuxStream[] = [];
+    p.mux.on('stream', (s) => taken.push(s));
+    const bad = [
+      { kind: 'net', process: 'x', pid: 1, dst: { address: 'example.com', port: 443 } },
+      { kind: 'net', process: 'x', pid: 1, dst: { address: '198.18.0.1', port: 0 } },
+      { kind: 'net', process: 'x', pid: 1, dst: { address: '198.18.0.1', port: 1.5 } },
+      { kind: 'net', process: 'x', pid: 1, dst: null },
+      { kind: 'dns', process: 'x', pid: 1, transport: 'quic' },
+      { kind: 'exec', argv: ['sh'] },
+    ];
+    p.guest.write(Buffer.concat(bad.map((open, i) => encodeJsonFrame(FrameType.OPEN, 2 * (i + 1), open))));
+    const reasons = [];
+    for (let i = 0; i < bad.length; i++) reasons.push((await p.next(isType(FrameType.RESET, 2 * (i + 1)))).payload.toString());
+    expect(reasons).toEqual([
+      ...new Array(4).fill('a net stream\'s dst must be {"address": an IP address, "port": 1 to 65535}'),
+      'a dns stream names its transport, udp or tcp',
+      'the guest may only open net and dns streams, not exec',
+    ]);
+    const served = new Promise<void>((r) => p.mux.on('stream', () => r()));
+    p.guest.write(encodeJsonFrame(FrameType.OPEN, 20, { kind: 'net', process: 'curl', pid: 42 }));
+    await served;
+    expect(taken.map((s) => s.id)).toEqual([20]);
   });
 
   it('keeps only fs changes whose paths stay inside the workspace', async () => {
