@@ -95,6 +95,16 @@ async function openByName(name: string): Promise<string> {
   return id;
 }
 
+/** The project folder a session shares, as kept in its session_meta. */
+function workspaceOf(id: string): string | undefined {
+  const db = openSessionDbReadOnly(sessionPaths(home, id as SessionId).dbPath);
+  try {
+    return (db.prepare("SELECT value FROM session_meta WHERE key = 'vm_workspace'").get() as { value: string } | undefined)?.value;
+  } finally {
+    db.close();
+  }
+}
+
 async function shot(name: string): Promise<string> {
   const path = join(SHOTS, `${name}.png`);
   await page.screenshot({ path });
@@ -728,8 +738,20 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
       await page.locator('[data-testid=new-session-whole-home]').waitFor();
       await shot('new-session-whole-home');
       expect((await call('sessions.list', {})).length).toBe(sessionsBefore);
+      // Ticked, the same folder is shared (this test's guest is a host process that ignores it).
+      await page.check('[data-testid=new-session-whole-home]');
+      await page.click('[data-testid=new-session-start]');
+      const homeTab = page.locator('[data-testid=tab][aria-selected=true]');
+      await homeTab.waitFor();
+      const homeId = (await homeTab.getAttribute('data-session-id'))!;
+      await expect.poll(() => pane(homeId).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      expect(workspaceOf(homeId)).toBe(realpathSync(homedir()));
+      await call('sessions.stop', { id: homeId as SessionId });
 
-      await recent.nth(0).click();
+      await page.click('[data-testid=tab-list]');
+      await page.click('[data-testid=new-session]');
+      await expect.poll(() => recent.allInnerTexts()).toEqual([homedir(), used, `${gone} (gone)`]);
+      await recent.nth(1).click();
       expect(await page.inputValue('[data-testid=new-session-folder]')).toBe(used);
       expect(await page.locator('[data-testid=new-session-whole-home]').count()).toBe(0);
       await page.fill('[data-testid=new-session-name]', 'in-shop-api');
@@ -740,12 +762,7 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
       const id = (await opened.getAttribute('data-session-id'))!;
       expect(id).toBe(idOfName('in-shop-api'));
       await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-      const db = openSessionDbReadOnly(sessionPaths(home, id as SessionId).dbPath);
-      try {
-        expect(db.prepare("SELECT value FROM session_meta WHERE key = 'vm_workspace'").get()).toEqual({ value: realpathSync(used) });
-      } finally {
-        db.close();
-      }
+      expect(workspaceOf(id)).toBe(realpathSync(used));
       await call('sessions.stop', { id: id as SessionId });
     } finally {
       rmSync(projects, { recursive: true, force: true });
