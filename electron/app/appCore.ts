@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
@@ -8,8 +9,10 @@ import { CALLS, type CallName, type CallResult, type EventName, type EventPayloa
 import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { recentFolders } from '../store/recentFolders.ts';
 import { renameSession } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
+import { checkProjectFolder } from '../vm/projectFolder.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -189,10 +192,14 @@ export class AppCore implements HostCore {
     'sessions.list': () => listSessions(this.listContext()),
     'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
     'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
-    'sessions.start': async ({ name, image }) => {
+    'sessions.start': async ({ name, image, workspace, wholeHome }) => {
       const vms = this.requireVms();
-      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'] }, report)) };
+      // Checked here first for the window's wording of the confirmation; the VM host checks again.
+      const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
+      const choice = folder === null ? null : { path: folder, wholeHome };
+      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice }, report)) };
     },
+    'folders.recent': () => recentFolders(this.options.home),
     'sessions.stop': async ({ id }) => {
       sessionRecord(this.mainDb, id as SessionId);
       // A session still starting is stopped once it runs; one whose start failed has ended already.

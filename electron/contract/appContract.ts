@@ -173,8 +173,23 @@ export const CALLS = {
    * Starts a session and answers with its id as soon as it is entered, before its image is built
    * and its VM booted: how that goes arrives as `session.starting` events, and `terminal.attach`
    * waits for it. A session whose start fails ends crashed with the reason and frees its name.
+   * `workspace` is a project folder on this machine (an absolute path: the Electron folder
+   * picker's, or one typed or picked from `folders.recent` in browser mode) shared at /workspace;
+   * null gives the session a fresh folder of its own. A folder is checked before anything is
+   * entered: one that holds the user's whole home fails with `whole_home` until the user confirms
+   * it (`wholeHome`); a missing one is `not_found`, a file `not_a_folder`, Capsem's own data `capsem_data`.
    */
-  'sessions.start': { params: z.strictObject({ name: z.string().min(1).max(64).nullable(), image: z.enum(['agent', 'minimal']) }), result: z.strictObject({ id: z.string() }) },
+  'sessions.start': {
+    params: z.strictObject({
+      name: z.string().min(1).max(64).nullable(),
+      image: z.enum(['agent', 'minimal']),
+      workspace: z.string().min(1).max(4096).nullable().default(null),
+      wholeHome: z.boolean().default(false),
+    }),
+    result: z.strictObject({ id: z.string() }),
+  },
+  /** The project folders sessions were last started on, newest first, and whether each is still there. */
+  'folders.recent': { params: z.strictObject({}), result: z.array(z.strictObject({ path: z.string(), exists: z.boolean() })) },
   /** Stops a running session; one still starting is stopped once its start is done. */
   'sessions.stop': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ status: SessionStatusSchema }) },
   /** Boots an ended session again; like sessions.start, it answers at once and reports its boot as `session.starting`. */
@@ -273,12 +288,15 @@ export interface CapsemApi {
 
 /**
  * Electron only: the preload's second, tiny surface (`window.capsemFiles`). A page cannot learn a
- * dropped or picked file's path by itself; this gives it for `sessions.import` and does nothing
- * else (no reading, no listing).
+ * dropped or picked file's path by itself; this gives it for `sessions.import`, and a folder the
+ * user picks in the system's dialog for `sessions.start`, and does nothing else (no reading, no
+ * listing).
  */
 export interface CapsemFiles {
   /** The file's path on disk, or '' for a File that is not backed by one. */
   pathFor(file: File): string;
+  /** The system's folder picker, for a session's project folder: the chosen folder's path, or null if cancelled. */
+  pickFolder(): Promise<string | null>;
 }
 
 /** Browser-mode wire messages (JSON text frames on the WebSocket). */

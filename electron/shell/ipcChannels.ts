@@ -1,12 +1,14 @@
 import type { CallError } from '../contract/appContract.ts';
 
-// The two IPC channels between the preload and the main process, and the shapes on them. Kept free
+// The IPC channels between the preload and the main process, and the shapes on them. Kept free
 // of zod and electron so the sandboxed preload bundle stays a few kilobytes.
 
 /** Renderer -> main: `{ name, params }`, answered with a CallAnswer. */
 export const IPC_CALL = 'capsem:call';
 /** Main -> renderer: `{ name, payload }` for every host event, and `app.open` from the shell. */
 export const IPC_EVENT = 'capsem:event';
+/** Renderer -> main: opens the system's folder picker; answered with the folder's path or null. */
+export const IPC_PICK_FOLDER = 'capsem:pick-folder';
 
 /**
  * A call's answer over IPC. A rejected ipcMain.handle promise reaches the renderer as a bare

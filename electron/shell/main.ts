@@ -6,7 +6,7 @@ import { APP_ENTRY_URL, appResponseHeaders, isAppUrl, isInsideRoot, resolveAppAs
 import { importCore, type RunningCore } from './coreLoader.ts';
 import { checkExternalLink } from './externalLinks.ts';
 import { FORBIDDEN_SENDER, answerCall, isTrustedSender } from './ipcBridge.ts';
-import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, type CallAnswer, type EventMessage } from './ipcChannels.ts';
+import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, IPC_PICK_FOLDER, type CallAnswer, type EventMessage } from './ipcChannels.ts';
 import { CAPSEM_SCHEME, SecondInstanceDataSchema, parseLaunchArgs, parseSessionLink, type LaunchRequest, type OpenRequest } from './launchArgs.ts';
 import { permissionAllowed } from './permissions.ts';
 
@@ -97,6 +97,17 @@ ipcMain.handle(IPC_CALL, async (event, raw: unknown): Promise<CallAnswer> => {
     return { ok: false, error: FORBIDDEN_SENDER };
   }
   return answerCall(coreForCalls(), raw);
+});
+
+// The dialog is the main process's, attached to our window: the page learns only the folder the
+// user chose, which sessions.start then checks like any other.
+ipcMain.handle(IPC_PICK_FOLDER, async (event): Promise<string | null> => {
+  if (!senderIsOurWindow(event) || win === null || win.isDestroyed()) {
+    log(`refused a folder picker for ${event.senderFrame?.url ?? 'a destroyed frame'}`);
+    return null;
+  }
+  const chosen = await dialog.showOpenDialog(win, { title: 'Project folder to share with the session', properties: ['openDirectory', 'createDirectory'] });
+  return chosen.canceled ? null : (chosen.filePaths[0] ?? null);
 });
 
 // ---- the renderer's protocol -----------------------------------------------------------------

@@ -1,9 +1,10 @@
 import { contextBridge, ipcRenderer, webUtils } from 'electron';
 import type { CallError, CallName, CallParams, CallResult, CapsemApi, CapsemFiles, EventName, EventPayload } from '../contract/appContract.ts';
-import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, isCallAnswer, isEventMessage } from './ipcChannels.ts';
+import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, IPC_PICK_FOLDER, isCallAnswer, isEventMessage } from './ipcChannels.ts';
 
 // The sandboxed preload: exposes `window.capsem` (CapsemApi, exactly) and `window.capsemFiles`
-// (one function: a dropped file's path, for `sessions.import`), and nothing else. The page never
+// (a dropped file's path, for `sessions.import`; the system's folder picker, for a session's
+// project folder), and nothing else. The page never
 // sees ipcRenderer; it can only make the contract's calls and hear the contract's events.
 // Bundled to dist/shell/preload.cjs; a sandboxed preload cannot require anything but electron's
 // renderer modules, so this file imports only types besides the channel constants.
@@ -77,6 +78,11 @@ const files: CapsemFiles = {
     } catch {
       return '';
     }
+  },
+  /** The folder the user chose in the main process's dialog; null if cancelled. Lists nothing. */
+  async pickFolder(): Promise<string | null> {
+    const chosen: unknown = await ipcRenderer.invoke(IPC_PICK_FOLDER);
+    return typeof chosen === 'string' && chosen !== '' ? chosen : null;
   },
 };
 

@@ -20,6 +20,11 @@ export function useImportFile(): (file: File) => Promise<Imported> {
   return useConnection().importFile;
 }
 
+/** The system's folder picker in Electron; null in browser mode, where the folder is typed or picked from the recent ones. */
+export function usePickFolder(): (() => Promise<string | null>) | null {
+  return useConnection().pickFolder;
+}
+
 const ALWAYS_OPEN: ConnectionState = { kind: 'open', epoch: 1 };
 
 /** The socket's state; Electron IPC is always "open". */

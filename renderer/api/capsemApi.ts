@@ -13,6 +13,8 @@ export interface Connection {
   readonly wire: WireClient | null;
   /** Imports a dropped or picked file as a new read-only session; rejects with a CapsemCallError. */
   readonly importFile: (file: File) => Promise<Imported>;
+  /** Electron: the system's folder picker (the chosen folder, or null); browser mode has none, its page cannot see paths. */
+  readonly pickFolder: (() => Promise<string | null>) | null;
 }
 
 /** Electron: the preload gives the file's path and the core imports it from there. */
@@ -52,10 +54,13 @@ export function importByUpload(token: string | null): (file: File) => Promise<Im
 
 /** `window.capsem` when the Electron preload provided it; otherwise the browser-mode socket. */
 export function connect(): Connection {
-  if (window.capsem) return { api: window.capsem, wire: null, importFile: importByPath(window.capsem) };
+  if (window.capsem) {
+    const files = window.capsemFiles;
+    return { api: window.capsem, wire: null, importFile: importByPath(window.capsem), pickFolder: files ? () => files.pickFolder() : null };
+  }
   const token = takeToken();
   const wire = new WireClient(socketUrl(token));
-  return { api: wire, wire, importFile: importByUpload(token) };
+  return { api: wire, wire, importFile: importByUpload(token), pickFolder: null };
 }
 
 export type { ConnectionState };

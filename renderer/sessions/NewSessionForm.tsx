@@ -1,29 +1,63 @@
-import { useState, type FormEvent } from 'react';
-import { useApi } from '../api/ApiContext.tsx';
-import { errorText } from '../api/callError.ts';
+import { useEffect, useState, type FormEvent } from 'react';
+import type { CallResult } from '../../electron/contract/appContract.ts';
+import { useApi, usePickFolder } from '../api/ApiContext.tsx';
+import { toCallError } from '../api/callError.ts';
 
 type Image = 'agent' | 'minimal';
+type RecentFolder = CallResult<'folders.recent'>[number];
 
-/** Starts a session (sessions.start) and opens its tab. The name is optional: ids are the key. */
+/**
+ * Starts a session (sessions.start) and opens its tab. The name is optional: ids are the key. The
+ * project folder is optional too (without it the session gets a fresh folder of its own): typed,
+ * taken from the folders sessions were last started on, or in Electron chosen in the system's
+ * picker. A folder holding the whole home folder is shared only once the user ticks that they mean it.
+ */
 export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string) => void }) {
   const api = useApi();
+  const pickFolder = usePickFolder();
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   const [image, setImage] = useState<Image>('agent');
+  const [folder, setFolder] = useState('');
+  const [recent, setRecent] = useState<readonly RecentFolder[]>([]);
+  const [askWholeHome, setAskWholeHome] = useState(false);
+  const [wholeHome, setWholeHome] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!open) return;
+    let current = true;
+    api.call('folders.recent', {}).then(
+      (folders) => current && setRecent(folders),
+      () => current && setRecent([]),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, open]);
+
+  const chooseFolder = (path: string) => {
+    setFolder(path);
+    setAskWholeHome(false);
+    setWholeHome(false);
+    setError(null);
+  };
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      const { id } = await api.call('sessions.start', { name: name.trim() || null, image });
+      const { id } = await api.call('sessions.start', { name: name.trim() || null, image, workspace: folder.trim() || null, wholeHome });
       setOpen(false);
       setName('');
+      chooseFolder('');
       onStarted(id);
     } catch (err) {
-      setError(errorText(err));
+      const failure = toCallError(err);
+      if (failure.code === 'whole_home') setAskWholeHome(true);
+      setError(failure.message);
     } finally {
       setBusy(false);
     }
@@ -43,12 +77,51 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
         <option value="agent">agent image</option>
         <option value="minimal">minimal image</option>
       </select>
+      <input
+        className="folder-path"
+        data-testid="new-session-folder"
+        placeholder="project folder, shared at /workspace (optional)"
+        title="An absolute path on this computer. Without one, the session gets a fresh folder of its own."
+        value={folder}
+        maxLength={4096}
+        spellCheck={false}
+        onChange={(e) => chooseFolder(e.target.value)}
+      />
+      {pickFolder && (
+        <button type="button" data-testid="new-session-pick-folder" disabled={busy} onClick={() => void pickFolder().then((path) => path !== null && chooseFolder(path))}>
+          Choose…
+        </button>
+      )}
       <button type="submit" className="primary" disabled={busy} data-testid="new-session-start">
         {busy ? 'Starting…' : 'Start'}
       </button>
       <button type="button" onClick={() => setOpen(false)} disabled={busy}>
         Cancel
       </button>
+      {askWholeHome && (
+        <label className="whole-home">
+          <input type="checkbox" data-testid="new-session-whole-home" checked={wholeHome} onChange={(e) => setWholeHome(e.target.checked)} />
+          Share my whole home folder
+        </label>
+      )}
+      {recent.length > 0 && (
+        <div className="recent-folders" data-testid="recent-folders">
+          <span className="muted">recent:</span>
+          {recent.map((f) => (
+            <button
+              type="button"
+              key={f.path}
+              data-testid="recent-folder"
+              disabled={!f.exists || busy}
+              title={f.exists ? `share ${f.path}` : `${f.path} is gone`}
+              onClick={() => chooseFolder(f.path)}
+            >
+              {f.path}
+              {!f.exists && ' (gone)'}
+            </button>
+          ))}
+        </div>
+      )}
       {error && <span className="error" role="alert">{error}</span>}
     </form>
   );

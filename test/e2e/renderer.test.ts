@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -14,6 +15,7 @@ import { openMainDb } from '../../electron/store/mainDb.ts';
 import { ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
 import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { rollUpSession } from '../../electron/store/rollup.ts';
+import { openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import type { ImageProgress } from '../../electron/vm/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
@@ -91,6 +93,16 @@ async function openByName(name: string): Promise<string> {
   const id = idOfName(name);
   await tab(id).waitFor();
   return id;
+}
+
+/** The project folder a session shares, as kept in its session_meta. */
+function workspaceOf(id: string): string | undefined {
+  const db = openSessionDbReadOnly(sessionPaths(home, id as SessionId).dbPath);
+  try {
+    return (db.prepare("SELECT value FROM session_meta WHERE key = 'vm_workspace'").get() as { value: string } | undefined)?.value;
+  } finally {
+    db.close();
+  }
 }
 
 async function shot(name: string): Promise<string> {
@@ -692,6 +704,69 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     expect(await error.innerText()).toMatch(agentMissing === null ? /lost-disk.*has lost its disk/ : /\S/);
     expect(await page.locator('[data-testid=tab]').count()).toBe(1);
     expect(await pane(id).locator('[data-testid=resume]').isEnabled()).toBe(true);
+  });
+
+  it.skipIf(agentMissing !== null)(`New session shares a project folder picked from the recent ones, shows a gone one as gone, and asks before sharing the whole home folder${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    // Folders outside CAPSEM_HOME, as a user's projects are; the first is used once through the call.
+    const projects = mkdtempSync(join(tmpdir(), 'capsem-e2e-projects-'));
+    const used = join(projects, 'shop-api');
+    const gone = join(projects, 'old-thing');
+    mkdirSync(used);
+    mkdirSync(gone);
+    try {
+      for (const folder of [gone, used]) {
+        const { id } = await call('sessions.start', { name: null, image: 'minimal', workspace: folder, wholeHome: false });
+        await expect.poll(async () => (await call('sessions.info', { id: id as SessionId })).live).toBe(true);
+        await call('sessions.stop', { id: id as SessionId });
+      }
+      rmSync(gone, { recursive: true });
+      const sessionsBefore = (await call('sessions.list', {})).length;
+
+      await fresh();
+      await page.click('[data-testid=new-session]');
+      const recent = page.locator('[data-testid=recent-folder]');
+      await expect.poll(() => recent.allInnerTexts()).toEqual([used, `${gone} (gone)`]);
+      expect(await recent.nth(0).isEnabled()).toBe(true);
+      expect(await recent.nth(1).isDisabled()).toBe(true);
+      // No system picker in browser mode: the page cannot learn a path, so it is typed or picked here.
+      expect(await page.locator('[data-testid=new-session-pick-folder]').count()).toBe(0);
+
+      await page.fill('[data-testid=new-session-folder]', homedir());
+      await page.click('[data-testid=new-session-start]');
+      const alert = page.locator('[data-testid=new-session-form] [role=alert]');
+      await expect.poll(() => alert.innerText()).toBe(`${homedir()} is your whole home folder: every key, token and project in it would be open to the agent; share your project's folder instead, or tick "Share my whole home folder" if you mean it`);
+      await page.locator('[data-testid=new-session-whole-home]').waitFor();
+      await shot('new-session-whole-home');
+      expect((await call('sessions.list', {})).length).toBe(sessionsBefore);
+      // Ticked, the same folder is shared (this test's guest is a host process that ignores it).
+      await page.check('[data-testid=new-session-whole-home]');
+      await page.click('[data-testid=new-session-start]');
+      const homeTab = page.locator('[data-testid=tab][aria-selected=true]');
+      await homeTab.waitFor();
+      const homeId = (await homeTab.getAttribute('data-session-id'))!;
+      await expect.poll(() => pane(homeId).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      expect(workspaceOf(homeId)).toBe(realpathSync(homedir()));
+      await call('sessions.stop', { id: homeId as SessionId });
+
+      await page.click('[data-testid=tab-list]');
+      await page.click('[data-testid=new-session]');
+      await expect.poll(() => recent.allInnerTexts()).toEqual([homedir(), used, `${gone} (gone)`]);
+      await recent.nth(1).click();
+      expect(await page.inputValue('[data-testid=new-session-folder]')).toBe(used);
+      expect(await page.locator('[data-testid=new-session-whole-home]').count()).toBe(0);
+      await page.fill('[data-testid=new-session-name]', 'in-shop-api');
+      await shot('new-session-recent-folder');
+      await page.click('[data-testid=new-session-start]');
+      const opened = page.locator('[data-testid=tab][aria-selected=true]');
+      await opened.waitFor();
+      const id = (await opened.getAttribute('data-session-id'))!;
+      expect(id).toBe(idOfName('in-shop-api'));
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      expect(workspaceOf(id)).toBe(realpathSync(used));
+      await call('sessions.stop', { id: id as SessionId });
+    } finally {
+      rmSync(projects, { recursive: true, force: true });
+    }
   });
 
   it('raised no uncaught errors in the page', () => {

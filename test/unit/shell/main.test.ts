@@ -3,7 +3,8 @@ import type { EventName, EventPayload, HostCore } from '../../../electron/contra
 
 // The main process against a stand-in for Electron (the real one needs its runtime, which this
 // machine cannot download): the window's web preferences, the guards on every webContents, the
-// permission and request handlers, the IPC bridge, launch requests and the quit sequence.
+// permission and request handlers, the IPC bridge, the folder picker, launch requests and the quit
+// sequence.
 
 type Handler = (...args: never[]) => unknown;
 const fake = vi.hoisted(() => {
@@ -43,6 +44,9 @@ const fake = vi.hoisted(() => {
   }
   const state = {
     ipc: null as null | ((event: unknown, raw: unknown) => Promise<unknown>),
+    pickFolder: null as null | ((event: unknown, raw: unknown) => Promise<unknown>),
+    dialogs: [] as { window: unknown; options: unknown }[],
+    dialogAnswer: { canceled: false, filePaths: ['/home/ada/code/app'] } as { canceled: boolean; filePaths: string[] },
     protocolHandler: null as null | ((request: Request) => Promise<Response>),
     privileged: [] as unknown[],
     permissionRequest: null as null | Handler,
@@ -63,8 +67,19 @@ const fake = vi.hoisted(() => {
       },
     },
     BrowserWindow,
-    dialog: { showErrorBox: () => undefined },
-    ipcMain: { handle: (_channel: string, h: (event: unknown, raw: unknown) => Promise<unknown>) => (state.ipc = h) },
+    dialog: {
+      showErrorBox: () => undefined,
+      showOpenDialog: (window: unknown, options: unknown) => {
+        state.dialogs.push({ window, options });
+        return Promise.resolve(state.dialogAnswer);
+      },
+    },
+    ipcMain: {
+      handle: (channel: string, h: (event: unknown, raw: unknown) => Promise<unknown>) => {
+        if (channel === 'capsem:call') state.ipc = h;
+        if (channel === 'capsem:pick-folder') state.pickFolder = h;
+      },
+    },
     protocol: {
       registerSchemesAsPrivileged: (schemes: unknown[]) => state.privileged.push(...schemes),
       handle: (_scheme: string, h: (request: Request) => Promise<Response>) => (state.protocolHandler = h),
@@ -176,6 +191,16 @@ describe('main process', () => {
     for (const event of [frameEvent(iframe), frameEvent(null), frameEvent(fake.mainFrame, 8), frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' })])
       expect(await fake.state.ipc!(event, { name: 'sessions.list', params: {} })).toMatchObject({ ok: false, error: { code: 'forbidden' } });
     expect(core.calls).toHaveLength(1);
+  });
+
+  it("opens the folder picker on our window for our main frame only, and answers the chosen folder or null", async () => {
+    expect(await fake.state.pickFolder!(frameEvent(fake.mainFrame), undefined)).toBe('/home/ada/code/app');
+    expect(fake.state.dialogs).toEqual([{ window: expect.any(Object), options: expect.objectContaining({ properties: ['openDirectory', 'createDirectory'] }) }]);
+    fake.state.dialogAnswer = { canceled: true, filePaths: [] };
+    expect(await fake.state.pickFolder!(frameEvent(fake.mainFrame), undefined)).toBeNull();
+    const iframe = { processId: 3, routingId: 9, url: 'capsem://app/index.html' };
+    for (const event of [frameEvent(iframe), frameEvent(null), frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' })]) expect(await fake.state.pickFolder!(event, undefined)).toBeNull();
+    expect(fake.state.dialogs).toHaveLength(2);
   });
 
   it('sends the core events to the window', () => {

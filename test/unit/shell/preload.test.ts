@@ -42,7 +42,7 @@ describe('preload', () => {
     expect([...bridge.exposed.keys()]).toEqual(['capsem', 'capsemFiles']);
     expect(Object.keys(capsem).sort()).toEqual(['call', 'mode', 'on']);
     expect(capsem.mode).toEqual({ kind: 'electron' });
-    expect(Object.keys(capsemFiles)).toEqual(['pathFor']);
+    expect(Object.keys(capsemFiles)).toEqual(['pathFor', 'pickFolder']);
   });
 
   it('gives a file its path through webUtils, and "" when it has none', () => {
@@ -54,6 +54,16 @@ describe('preload', () => {
       throw new TypeError('not a File');
     });
     expect(capsemFiles.pathFor(file)).toBe('');
+  });
+
+  it('asks the main process for a folder over capsem:pick-folder, and takes anything but a path as cancelled', async () => {
+    bridge.invoke.mockResolvedValueOnce('/home/me/code/app');
+    expect(await capsemFiles.pickFolder()).toBe('/home/me/code/app');
+    expect(bridge.invoke).toHaveBeenLastCalledWith('capsem:pick-folder');
+    for (const answer of [null, '', 42, { path: '/x' }]) {
+      bridge.invoke.mockResolvedValueOnce(answer);
+      expect(await capsemFiles.pickFolder()).toBeNull();
+    }
   });
 
   it('calls over capsem:call with { name, params } and returns the result', async () => {
