@@ -214,6 +214,8 @@ export const SESSION_TABLES = {
       action: { type: 'TEXT', notNull: true, check: "action IN ('created','modified','deleted','restored')" },
       path: textNN,
       size: int,
+      // A summary row (path 'node_modules/', '.git/'): how many paths inside it changed; null for one path.
+      entries: { type: 'INTEGER', ours: true },
     },
   },
   event_body_blobs: {

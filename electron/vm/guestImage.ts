@@ -7,7 +7,8 @@ import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
 import { findHostKernel, resolveModules, type HostKernel } from './imageKernel.ts';
 import { describeFiles, MANIFEST_NAME, readManifest, sha256File, verifyManifestFiles, writeManifest, type ImageManifest } from './imageManifest.ts';
-import { defaultRecipeDir, readRecipe, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
+import { installCodingAgents } from './imageCodingAgents.ts';
+import { AGENTS_LOCK, AGENTS_PACKAGE, defaultRecipeDir, readRecipe, recipeFileNames, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
 import { debootstrap, removeBuildTree, squashRootfs } from './imageRootfs.ts';
 import type { ProgressReport } from './progressLine.ts';
 
@@ -36,7 +37,7 @@ export interface GuestImage {
   readonly hash: string;
 }
 
-export type ImageStage = 'inputs' | 'cache' | 'kernel' | 'debootstrap' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
+export type ImageStage = 'inputs' | 'cache' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
 
 export interface ImageProgress extends ProgressReport {
   readonly stage: ImageStage;
@@ -55,7 +56,7 @@ export interface EnsureImageOptions {
 // Where each stage sits in the whole job, so one progress bar covers the build end to end.
 const STAGE_SPANS: Record<ImageKind, Partial<Record<ImageStage, [number, number]>>> = {
   minimal: { inputs: [0, 0.1], kernel: [0.1, 0.2], initramfs: [0.2, 0.85], manifest: [0.85, 1] },
-  agent: { inputs: [0, 0.02], kernel: [0.02, 0.03], debootstrap: [0.03, 0.5], squashfs: [0.5, 0.9], initramfs: [0.9, 0.95], manifest: [0.95, 1] },
+  agent: { inputs: [0, 0.02], kernel: [0.02, 0.03], debootstrap: [0.03, 0.3], agents: [0.3, 0.45], squashfs: [0.45, 0.9], initramfs: [0.9, 0.95], manifest: [0.95, 1] },
 };
 
 function sha256Text(text: string | Uint8Array): string {
@@ -104,7 +105,7 @@ function inputsFingerprint(kind: ImageKind, options: EnsureImageOptions): string
   const kernel = options.kernel ?? findHostKernel();
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p)) ?? '';
   const files = [
-    ...readdirSync(recipeDir).map((name) => join(recipeDir, name)),
+    ...recipeFileNames(kind).map((name) => join(recipeDir, name)),
     kernel.path, join(kernel.modulesDir, 'modules.dep'), busybox, options.agentBinary,
     ...(kind === 'agent' ? guestNodeProxyFiles().map((f) => f.hostPath) : []),
   ];
@@ -136,8 +137,11 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   for (const extra of extraFiles) record[`extra:${extra.guestPath}`] = await sha256File(extra.hostPath);
   let rootfsHash: string | undefined;
   if (kind === 'agent') {
-    // The squashfs depends on the package recipe only, not on the kernel or agent.
-    rootfsHash = hashRecord({ builder: BUILDER_VERSION, packages: recipe.files['packages.txt']!, sources: recipe.files['sources.list']! });
+    // The squashfs depends on the package recipe and the coding agents only, not on the kernel or agent.
+    rootfsHash = hashRecord({
+      builder: BUILDER_VERSION, packages: recipe.files['packages.txt']!, sources: recipe.files['sources.list']!,
+      agentsPackage: recipe.files[AGENTS_PACKAGE]!, agentsLock: recipe.files[AGENTS_LOCK]!,
+    });
     record.rootfs = rootfsHash;
   }
   return { recipe, kernel, modules, busybox, agentLibraries, extraFiles, record, hash: hashRecord(record), ...(rootfsHash ? { rootfsHash } : {}) };
@@ -210,6 +214,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       } else {
         const tree = join(tmp, 'rootfs-tree');
         await debootstrap(inputs.recipe, tree, (f, m) => report('debootstrap', f, m), options.signal);
+        await installCodingAgents(inputs.recipe, tree, (f, m) => report('agents', f, m), options.signal);
         await squashRootfs(tree, join(tmp, ROOTFS_FILE), (f, m) => report('squashfs', f, m), options.signal);
         removeBuildTree(tree);
       }

@@ -8,12 +8,16 @@ const PACKAGE_OF: Record<string, string> = {
   debugfs: 'e2fsprogs',
   modinfo: 'kmod',
   ldd: 'libc-bin',
+  npm: 'npm',
 };
 
 export interface CommandOptions {
   /** Called per output line (stdout and stderr); progress bars that redraw with \r count as lines. */
   readonly onLine?: (line: string) => void;
   readonly signal?: AbortSignal;
+  /** Added to the environment the tool runs with; undefined removes a variable. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly cwd?: string;
 }
 
 // Build tools live in /usr/sbin and /sbin, which a non-root PATH often lacks.
@@ -31,8 +35,9 @@ export function runCommand(command: string, args: readonly string[], options: Co
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PATH: toolPath(), LC_ALL: 'C' },
+      env: { ...process.env, PATH: toolPath(), LC_ALL: 'C', ...options.env },
       signal: options.signal,
+      cwd: options.cwd,
     });
     let stdout = '';
     let tail = '';

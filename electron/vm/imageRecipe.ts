@@ -17,10 +17,18 @@ export interface GuestRecipe {
 }
 
 const COMMON_FILES = ['init-common.sh', 'modules.txt'];
+/** The coding agents and the Node they run on, pinned by npm's lockfile (installed by imageCodingAgents.ts). */
+export const AGENTS_PACKAGE = 'agents/package.json';
+export const AGENTS_LOCK = 'agents/package-lock.json';
 const KIND_FILES: Record<ImageKind, readonly string[]> = {
   minimal: ['init-minimal.sh'],
-  agent: ['init-agent.sh', 'packages.txt', 'sources.list', 'modules-agent.txt'],
+  agent: ['init-agent.sh', 'packages.txt', 'sources.list', 'modules-agent.txt', AGENTS_PACKAGE, AGENTS_LOCK],
 };
+
+/** The recipe files an image of `kind` is made from, relative to the recipe folder. */
+export function recipeFileNames(kind: ImageKind): readonly string[] {
+  return [...COMMON_FILES, ...KIND_FILES[kind]];
+}
 
 export function defaultRecipeDir(): string {
   return fileURLToPath(new URL('../../build/guest/', import.meta.url));
@@ -32,7 +40,7 @@ function listLines(text: string): string[] {
 
 export function readRecipe(kind: ImageKind, dir: string = defaultRecipeDir()): GuestRecipe {
   const files: Record<string, string> = {};
-  for (const name of [...COMMON_FILES, ...KIND_FILES[kind]]) {
+  for (const name of recipeFileNames(kind)) {
     try {
       files[name] = readFileSync(join(dir, name), 'utf8');
     } catch (err) {

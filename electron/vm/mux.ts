@@ -36,7 +36,7 @@ export interface ExitStatus {
 }
 
 export type OpenRequest =
-  | { readonly kind: 'pty'; readonly cols: number; readonly rows: number; readonly term: string }
+  | { readonly kind: 'pty'; readonly cols: number; readonly rows: number; readonly term: string; readonly argv?: readonly string[]; readonly env?: Readonly<Record<string, string>> }
   | { readonly kind: 'exec'; readonly argv: readonly string[]; readonly env?: Readonly<Record<string, string>>; readonly cwd?: string; readonly stdin: boolean };
 
 export interface NetOpen {

@@ -19,7 +19,7 @@ import { readManifest } from '../../electron/vm/imageManifest.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Builds the minimal image into a throwaway CAPSEM_HOME, checks the cache and the manifest, and boots
-// it once under QEMU TCG. The agent image (mmdebstrap, about 2 minutes, needs root and network) is
+// it once under QEMU TCG. The agent image (mmdebstrap and npm, about 7 minutes, needs root and network) is
 // built and booted only with CAPSEM_TEST_AGENT_IMAGE=1.
 
 function onPath(name: string): boolean {
@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
   while (bundle && fgets(line, sizeof line, bundle)) if (strstr(line, "CAPSEMTESTCA")) found = 1;
   if (bundle) fclose(bundle);
   printf("stand-in-agent: test CA in bundle: %s\n", found ? "yes" : "no");
-  printf("stand-in-agent: node %s\n", stat("/usr/bin/node", &st) == 0 ? "present" : "absent");
+  printf("stand-in-agent: node %s\n", stat("/usr/local/bin/node", &st) == 0 ? "present" : "absent");
+  printf("stand-in-agent: claude codex gemini %s\n", stat("/usr/local/bin/claude", &st) == 0 && stat("/usr/local/bin/codex", &st) == 0 && stat("/usr/local/bin/gemini", &st) == 0 ? "present" : "absent");
   printf("stand-in-agent: agent at /usr/local/sbin %s\n", stat("/usr/local/sbin/capsem-agent", &st) == 0 ? "present" : "absent");
   printf("stand-in-agent: powering off\n");
   fflush(stdout);
@@ -298,7 +299,7 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
     let started = Date.now();
     const image = await ensureImage(home, 'agent', { agentBinary, onProgress: (p) => stages.push(p.stage) });
     const buildMs = Date.now() - started;
-    expect(new Set(stages)).toEqual(new Set(['inputs', 'kernel', 'debootstrap', 'squashfs', 'initramfs', 'manifest', 'done']));
+    expect(new Set(stages)).toEqual(new Set(['inputs', 'kernel', 'debootstrap', 'agents', 'squashfs', 'initramfs', 'manifest', 'done']));
     started = Date.now();
     await verifyImage(image);
     const verifyMs = Date.now() - started;
@@ -327,6 +328,7 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
       /stand-in-agent: mount overlay \/ overlay .*lowerdir=/,
       /stand-in-agent: test CA in bundle: yes/,
       /stand-in-agent: node present/,
+      /stand-in-agent: claude codex gemini present/,
       /stand-in-agent: agent at \/usr\/local\/sbin present/,
     ]);
     expect(out).not.toMatch(/FAILED/);

@@ -1,4 +1,5 @@
-/* The one interactive login shell on a pseudo-terminal, and which stream it is attached to. */
+/* The one interactive program on a pseudo-terminal (a login shell unless the OPEN names another
+ * command), and which stream it is attached to. */
 #define _GNU_SOURCE
 #include "agent.h"
 
@@ -12,6 +13,8 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static struct {
     pid_t pid;
@@ -43,10 +46,13 @@ static void attach(struct stream *s) {
     sh.attached = s;
 }
 
-static int start_shell(const char *term, struct winsize *ws) {
+/* argv NULL: the login shell. Otherwise argv[0] is looked up in the environment's PATH, which
+ * holds the config's environment plus the OPEN's `env`. */
+static int start_shell(char **argv, const struct json_doc *doc, const struct json_node *extra_env,
+                       const char *term, struct winsize *ws) {
     int master;
     const char *shell = pick_shell();
-    char **env = env_build(g.env, NULL, NULL, term);
+    char **env = env_build(g.env, doc, extra_env, term);
     sigset_t all, old;
     sigfillset(&all);
     pid_t pid = forkpty(&master, NULL, NULL, ws);
@@ -62,9 +68,15 @@ static int start_shell(const char *term, struct winsize *ws) {
             const char *home = getenv("HOME");
             if (!home || chdir(home) < 0) { int ignored = chdir("/"); (void)ignored; }
         }
-        char *argv[] = { (char *)shell, "-l", NULL };
-        execve(shell, argv, env);
-        dprintf(2, AGENT_NAME ": cannot start the shell %s: %s\r\n", shell, strerror(errno));
+        if (argv) {
+            environ = env; /* execvp looks argv[0] up in this PATH */
+            execvp(argv[0], argv);
+            dprintf(2, AGENT_NAME ": cannot start %s: %s\r\n", argv[0], strerror(errno));
+        } else {
+            char *login[] = { (char *)shell, "-l", NULL };
+            execve(shell, login, env);
+            dprintf(2, AGENT_NAME ": cannot start the shell %s: %s\r\n", shell, strerror(errno));
+        }
         _exit(127);
     }
     env_free(env);
@@ -73,8 +85,35 @@ static int start_shell(const char *term, struct winsize *ws) {
     sh.pid = pid;
     sh.master = master;
     sh.exited = sh.master_eof = false;
-    log_msg("pty: started %s -l (pid %d)", shell, (int)pid);
+    if (argv) log_msg("pty: started %s (pid %d)", argv[0], (int)pid);
+    else log_msg("pty: started %s -l (pid %d)", shell, (int)pid);
     return 0;
+}
+
+static void fail_open(struct stream *s, const char *what, int err) {
+    char line[200];
+    int n = snprintf(line, sizeof line, AGENT_NAME ": %s: %s\r\n", what, strerror(err));
+    if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+    send_frame(s->id, FT_DATA, 0, line, (size_t)n);
+    s->wstatus = 127 << 8;
+    stream_send_exit(s);
+    stream_send_close(s);
+}
+
+/* The OPEN's `argv`: absent is NULL with *ok set; present, a non-empty array of strings. */
+static char **open_argv(const struct json_doc *doc, const struct json_node *msg, bool *ok) {
+    const struct json_node *n = json_get(doc, msg, "argv");
+    *ok = n == NULL;
+    if (!n || n->type != JSON_ARRAY) return NULL;
+    size_t argc = 0;
+    for (const struct json_node *c = json_child(doc, n); c; c = json_next(doc, c), argc++)
+        if (!json_cstr(c)) return NULL;
+    char **argv = argc ? calloc(argc + 1, sizeof *argv) : NULL;
+    if (!argv) return NULL;
+    size_t i = 0;
+    for (const struct json_node *c = json_child(doc, n); c; c = json_next(doc, c)) argv[i++] = c->str;
+    *ok = true;
+    return argv;
 }
 
 void pty_open(struct stream *s, const struct json_doc *doc, const struct json_node *msg) {
@@ -89,13 +128,17 @@ void pty_open(struct stream *s, const struct json_doc *doc, const struct json_no
         stream_send_close(old);
     }
     if (sh.pid == 0) {
-        if (start_shell(term ? term : "xterm-256color", &ws) < 0) {
-            char line[160];
-            int n = snprintf(line, sizeof line, AGENT_NAME ": cannot open a pty: %s\r\n", strerror(errno));
-            send_frame(s->id, FT_DATA, 0, line, (size_t)n);
-            s->wstatus = 127 << 8;
-            stream_send_exit(s);
-            stream_send_close(s);
+        bool ok;
+        char **argv = open_argv(doc, msg, &ok);
+        if (!ok) {
+            fail_open(s, "pty argv must be a non-empty array of strings without NUL", EINVAL);
+            return;
+        }
+        int started = start_shell(argv, doc, json_get(doc, msg, "env"), term ? term : "xterm-256color", &ws);
+        int err = errno;
+        free(argv);
+        if (started < 0) {
+            fail_open(s, "cannot open a pty", err);
             return;
         }
     } else {
