@@ -9,6 +9,7 @@ import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { LOOPBACK_SECRET, startLoopbackSecret, type LoopbackSecret } from '../helpers/escapeAttempts.ts';
 import { copyPackageClosure } from '../helpers/guestPackages.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { runCapsemAsync } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, guestRun, startAgentVm, vmTestHome } from '../helpers/vmTestHome.ts';
@@ -18,7 +19,8 @@ import { agentImageUnavailable, guestRun, startAgentVm, vmTestHome } from '../he
 // their destinations through the host's proxy all the same, recorded with their process; their
 // name lookups go through the agent's DNS answerer and are recorded as dns_events; and what the
 // proxied path refuses (the host's loopback, in spellings that leave the guest or behind a name,
-// and names the policy denies) the transparent path refuses too, and records.
+// and names the policy denies) the transparent path refuses too, and records. The same through
+// `capsem run` from a user's folder, read back with `capsem sql` and `capsem check`.
 
 const noAgentImage = agentImageUnavailable();
 const TLS_HOST = 'api.transparent.example';
@@ -226,4 +228,42 @@ ws.on('error', (e) => { console.error(String(e)); process.exit(1); });
     ]);
     expect(plainHits).toEqual(['/curl-plain']);
   }, 120_000);
+});
+
+describe.skipIf(noAgentImage !== null)(`capsem run, agent image: a program that ignores the proxy, recorded with its lookup${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
+  const home = vmTestHome();
+  let upstream: Upstream;
+
+  beforeAll(async () => {
+    const upHome = tempHome();
+    upstream = await startUpstream(upHome, [TLS_HOST], (req, _body, res) => json(res, 200, { path: req.url }));
+    upHome.remove();
+  });
+
+  afterAll(async () => {
+    await upstream?.close();
+    home.remove();
+  });
+
+  it("records curl --noproxy '*' run by capsem run from the user's folder, its lookup in dns_events, and capsem check reads the session", async () => {
+    const caFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(caFile, upstream.caPem);
+    const env = { CAPSEM_RESOLVE: `${TLS_HOST}:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+    const r = await runCapsemAsync(home.root, ['run', '--image', 'agent', '--name', 'direct1', '--', 'curl', '-sS', '--noproxy', '*', `https://${TLS_HOST}/v1/cli`], env, { timeoutMs: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(JSON.stringify({ path: '/v1/cli' }));
+    const sql = async <T>(query: string): Promise<T[]> => {
+      const q = await runCapsemAsync(home.root, ['sql', 'direct1', query, '--json']);
+      expect(q.code, q.stderr).toBe(0);
+      return JSON.parse(q.stdout) as T[];
+    };
+    expect(await sql("SELECT domain, path, status_code, process_name FROM net_events WHERE path = '/v1/cli'")).toEqual([
+      { domain: TLS_HOST, path: '/v1/cli', status_code: 200, process_name: 'curl' },
+    ]);
+    expect(await sql(`SELECT DISTINCT name, rcode, decision, process_name FROM dns_events WHERE name = '${TLS_HOST}'`)).toEqual([
+      { name: TLS_HOST, rcode: 'NOERROR', decision: 'allowed', process_name: 'curl' },
+    ]);
+    const check = await runCapsemAsync(home.root, ['check', 'direct1']);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+  }, 660_000);
 });
