@@ -196,6 +196,23 @@ ws.on('error', (e) => { console.error(String(e)); process.exit(1); });
     ]);
   }, 120_000);
 
+  it("refuses a Host that fronts the host's loopback behind a name reached transparently, plain and inside TLS", async () => {
+    const fronting = `-H 'Host: 127.0.0.1:${secret.port}'`;
+    const r = await run([
+      `curl -sS --noproxy '*' ${fronting} -o /dev/null -w '%{http_code}\\n' http://${PLAIN_HOST}/fronted-plain`,
+      `curl -sS --noproxy '*' ${fronting} -o /dev/null -w '%{http_code}\\n' https://${TLS_HOST}/fronted-tls`,
+    ].join(' && '));
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe('421\n421\n');
+    expect(secret.hits).toBe(0);
+    expect(plainHits).not.toContain('/fronted-plain');
+    await session.recording.flush();
+    expect(rows("SELECT domain, status_code, decision, error_kind, process_name FROM net_events WHERE path IN ('/fronted-plain', '/fronted-tls') ORDER BY seq")).toEqual([
+      { domain: PLAIN_HOST, status_code: 421, decision: 'denied', error_kind: 'misdirected_request', process_name: 'curl' },
+      { domain: TLS_HOST, status_code: 421, decision: 'denied', error_kind: 'misdirected_request', process_name: 'curl' },
+    ]);
+  }, 120_000);
+
   it('refuses and records what is neither TLS nor HTTP, and answers DNS over TCP too', async () => {
     writeFileSync(join(session.paths.workspaceDir, 'other.py'), [
       'import socket, struct, time',
