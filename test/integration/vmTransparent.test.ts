@@ -93,6 +93,21 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the transparent pa
     for (const l of lookups) expect(JSON.parse(l.answers)).toEqual([expect.stringMatching(/^198\.1[89]\./)]);
   }, 120_000);
 
+  it('brings a connection back to its name whether it dialled the IPv4 or the IPv6 stand-in', async () => {
+    const r = await run([
+      `curl -4 -sS --noproxy '*' -o /dev/null -w '%{remote_ip} %{http_code}\\n' https://${TLS_HOST}/v1/curl-ipv4`,
+      `curl -6 -sS --noproxy '*' -o /dev/null -w '%{remote_ip} %{http_code}\\n' https://${TLS_HOST}/v1/curl-ipv6`,
+    ].join(' && '));
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/^198\.1[89]\.\d+\.\d+ 200\nfd00:c5e3::[0-9a-f:]+ 200\n$/);
+    await session.recording.flush();
+    expect(rows("SELECT domain, path, status_code FROM net_events WHERE path IN ('/v1/curl-ipv4', '/v1/curl-ipv6') ORDER BY seq")).toEqual([
+      { domain: TLS_HOST, path: '/v1/curl-ipv4', status_code: 200 },
+      { domain: TLS_HOST, path: '/v1/curl-ipv6', status_code: 200 },
+    ]);
+    expect(rows("SELECT DISTINCT type FROM dns_events WHERE name = ? AND process_name = 'curl' ORDER BY type", TLS_HOST)).toEqual([{ type: 'A' }, { type: 'AAAA' }]);
+  }, 120_000);
+
   it("records Python's http.client, which never reads the proxy variables, over HTTPS", async () => {
     writeFileSync(join(session.paths.workspaceDir, 'client.py'), [
       'import http.client, ssl',
