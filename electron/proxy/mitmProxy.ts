@@ -11,6 +11,9 @@ import { http1Headers, opensWithHttp2Preface, startHttp2Clients } from './http2C
 import type { Decision, PolicyStore } from './policy.ts';
 import { newProxyToken, proxyAuthorized, proxyUrl } from './proxyAuth.ts';
 import { absoluteTarget, isRefusal, parseAuthority, tunnelledTarget, type Destination, type TunnelEnd } from './requestTarget.ts';
+import { canonicalHost } from './addresses.ts';
+import { createGuestDns, type GuestLookup } from './guestDns.ts';
+import { StandInAddresses } from './standInAddresses.ts';
 import type { ResolveMap } from './resolveMap.ts';
 import { relayUpgrade, type FrameSink } from './upgradeRelay.ts';
 import { headersFromRaw, originOf as originUrl, startUpstreamClient } from './upstreamClient.ts';
@@ -22,7 +25,9 @@ import { headersFromRaw, originOf as originUrl, startUpstreamClient } from './up
 // egress function (egress.ts) over TLS that verifies the real upstream, and streamed both ways: a
 // chunk reaches the client as it arrives, while a capped copy goes to the recorder. A client that
 // chooses HTTP/2 inside a tunnel is served by Node's http2 server (http2Clients.ts), whose requests
-// take the same path.
+// take the same path. A VM's connections that ignored the proxy (redirected in the guest, with
+// their original destination) are served as tunnels there, and its DNS lookups are answered
+// here with stand-in addresses that bring those connections back to their names.
 
 export interface ConnectionOrigin {
   readonly processName?: string;
@@ -47,10 +52,28 @@ export interface ProxyOptions {
   readonly token?: string;
   /** Why the session cannot be recorded any more, or null: while it says why, every new request is refused (507), never forwarded unrecorded. */
   readonly refusal?: () => string | null;
+  /** Each name the guest looked up, as the DNS answerer answered it. */
+  readonly onLookup?: (lookup: GuestLookup) => void;
+  /** The guest's DNS lookups are resolved through this instead of the system's resolver (tests). */
+  readonly lookup?: (name: string) => Promise<string[]>;
 }
 
 interface Tunnel extends TunnelEnd {
   readonly origin: ConnectionOrigin;
+}
+
+/** Where a tunnel goes: a CONNECT's authority, or the destination of a transparent connection. */
+interface TunnelTarget {
+  readonly host: string;
+  readonly port: number;
+  /** Redirected in the guest rather than asked for: named by its TLS SNI, and read before it is served. */
+  readonly transparent: boolean;
+}
+
+/** Where a guest connection redirected by the transparent path was going (agent's `dst`). */
+export interface TransparentDestination {
+  readonly address: string;
+  readonly port: number;
 }
 
 export interface ProxyHandle {
@@ -62,12 +85,18 @@ export interface ProxyHandle {
   /**
    * Serves a connection that arrived another way (a VM's net port), tagged with its guest process.
    * TLS inside it is offered ciphers in `cipherOrder` (the guest's CPU decides which is fastest).
+   * With a `destination` it is a transparent connection, served as a tunnel there (named by
+   * the stand-in its address is, when it is one); without, it speaks explicit-proxy HTTP.
    */
-  adopt(socket: Duplex, origin: ConnectionOrigin, cipherOrder?: CipherOrder): void;
+  adopt(socket: Duplex, origin: ConnectionOrigin, cipherOrder?: CipherOrder, destination?: TransparentDestination): void;
+  /** Answers the guest's DNS queries on one `dns` stream, recording each lookup (guestDns.ts). */
+  answerLookups(stream: Duplex, origin: ConnectionOrigin, transport: 'udp' | 'tcp'): void;
   close(): Promise<void>;
 }
 
 const TLS_PORTS = new Set([443, 8443]);
+/** How long a transparent connection may stay silent before it is taken for a protocol that is neither TLS nor HTTP. */
+const SILENCE_MS = 10_000;
 /**
  * Bytes a client connection buffers before the upstream is paused. Node's 16 KiB default is one
  * TLS record: every chunk would pause and resume the upstream socket, which more than halved a
@@ -205,6 +234,13 @@ function withPrefix(socket: Duplex, prefix: Buffer): Duplex {
   return stream;
 }
 
+/** The name a TLS client asked for (SNI), canonical; null when it sent none or an address. */
+function sniName(tls: TLSSocket): string | null {
+  const servername = (tls as TLSSocket & { servername?: string | false }).servername;
+  const host = typeof servername === 'string' ? canonicalHost(servername) : null;
+  return host?.kind === 'name' ? host.host : null;
+}
+
 /** Whether an HTTP/1.1 request declares a body (RFC 9112 section 6.3): chunked, or a length above 0. */
 function declaresBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
@@ -231,6 +267,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
   const egress = createEgress({ policy: options.policy, resolve: options.resolve, secureContext: upstreamContext });
   const upstreamClient = startUpstreamClient({ egress, idleMs, policyGeneration: () => options.policy.generation });
+  const standIns = new StandInAddresses();
+  const guestDns = createGuestDns({ policy: options.policy, resolve: options.resolve, names: standIns, onLookup: (lookup) => options.onLookup?.(lookup), refusal: options.refusal, ...(options.lookup ? { lookup: options.lookup } : {}) });
 
   function originOf(socket: object): ConnectionOrigin {
     return tunnels.get(socket)?.origin ?? adopted.get(socket)?.origin ?? options.defaultOrigin ?? {};
@@ -512,9 +550,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   });
 
   /**
-   * CONNECT: answer 200, then terminate TLS (or read plain HTTP) inside the tunnel. Policy is
-   * applied to each request inside, so a refusal reaches the client as a readable 403 naming the
-   * rule rather than a failed tunnel.
+   * CONNECT: answer 200, then serve the tunnel. Policy is applied to each request inside, so a
+   * refusal reaches the client as a readable 403 naming the rule rather than a failed tunnel.
    */
   function handleConnect(req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
     clientSocket.on('error', () => clientSocket.destroy());
@@ -526,8 +563,27 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const cipherOrder = adopted.get(req.socket)?.cipherOrder ?? 'aes-gcm-first';
     if (!authority) return rawAnswer(clientSocket, 400, STATUS_TEXT[400]!, 'capsem: CONNECT needs host:port\n');
     clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    const serve = (socket: Duplex, tls: boolean, http2: boolean): void => {
-      const tunnel: Tunnel = { ...authority, tls, origin };
+    enterTunnel(clientSocket, head, { ...authority, transparent: false }, origin, cipherOrder);
+  }
+
+  /** A transparent connection that carried neither TLS nor HTTP: refused, and recorded as such. */
+  function refuseOpaque(target: TunnelTarget, origin: ConnectionOrigin, message: string): void {
+    emit(
+      { startedAt: new Date(), host: target.host, port: target.port, scheme: TLS_PORTS.has(target.port) ? 'https' : 'http', kind: 'malformed', method: '(none)', path: '', query: null, requestHeaders: {} },
+      { decision: 'denied', matchedRule: 'proxy.not-http', error: { kind: 'bad_request', message } },
+      origin,
+    );
+  }
+
+  /**
+   * The inside of a tunnel, whichever way it came: TLS terminated with a leaf for its name (or
+   * plain HTTP read as it comes), then each request served by the HTTP/1.1 or HTTP/2 server and
+   * held to the tunnel's destination. A transparent connection's name is its TLS SNI when it
+   * sends one, else the name its address stands in for, else the address.
+   */
+  function enterTunnel(clientSocket: Duplex, head: Buffer, target: TunnelTarget, origin: ConnectionOrigin, cipherOrder: CipherOrder): void {
+    const serve = (socket: Duplex, tls: TLSSocket | null, http2: boolean): void => {
+      const tunnel: Tunnel = { host: tls && target.transparent ? (sniName(tls) ?? target.host) : target.host, port: target.port, tls: tls !== null, origin };
       if (http2) {
         const session = http2Clients.serve(socket);
         if (!session) return void socket.destroy();
@@ -541,8 +597,8 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     };
     const start = async (first: Buffer | null): Promise<void> => {
       if (first === null || first[0] === 0x16) {
-        // The CONNECT target's leaf is the default: a client dialling an IP address sends no SNI.
-        const fallback = await options.ca.contextFor(authority.host, cipherOrder);
+        // The target's leaf is the default: a client dialling an IP address sends no SNI.
+        const fallback = await options.ca.contextFor(target.host, cipherOrder);
         // With no byte read yet, TLS wraps the socket's own handle (the fast path); once a byte
         // has been read it must be put back in front, through a JavaScript stream.
         const transport = first === null ? (clientSocket as Socket) : (withPrefix(clientSocket, first) as Socket);
@@ -553,24 +609,44 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
           secureContext: fallback,
           ALPNProtocols: ['h2', 'http/1.1'],
           SNICallback: (servername, cb) => {
-            options.ca.contextFor(servername || authority.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
+            options.ca.contextFor(servername || target.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
           },
         });
-        tls.on('error', () => tls.destroy());
+        let secure = false;
+        tls.on('error', (err: NodeJS.ErrnoException) => {
+          // A CONNECT tunnel has its client's word for what it carries; a transparent one only its first byte.
+          if (target.transparent && !secure) refuseOpaque(target, origin, `the TLS handshake failed: ${err.code ?? err.message}`);
+          tls.destroy();
+        });
         // Which server takes the connection is known once the handshake has chosen the protocol.
-        tls.once('secure', () => serve(tls, true, tls.alpnProtocol === 'h2'));
-      } else serve(withPrefix(clientSocket, first), false, opensWithHttp2Preface(first));
+        tls.once('secure', () => {
+          secure = true;
+          serve(tls, tls, tls.alpnProtocol === 'h2');
+        });
+      } else serve(withPrefix(clientSocket, first), null, opensWithHttp2Preface(first));
     };
     const begin = (first: Buffer | null): void => {
       // Hold further bytes until the TLS layer is in place to read them.
       clientSocket.pause();
       start(first).catch(() => clientSocket.destroy());
     };
-    // On the TLS ports nothing but TLS is spoken: wrap at once without reading a byte. Elsewhere
-    // the first byte tells TLS from plain HTTP.
+    // Inside a CONNECT to a TLS port nothing but TLS is spoken: wrap at once without reading a
+    // byte. Elsewhere, and on every transparent connection, the first byte tells TLS from HTTP.
     if (head.length > 0) begin(head);
-    else if (TLS_PORTS.has(authority.port)) begin(null);
-    else clientSocket.once('data', begin);
+    else if (!target.transparent && TLS_PORTS.has(target.port)) begin(null);
+    else if (!target.transparent) clientSocket.once('data', begin);
+    else {
+      // A protocol whose server speaks first (SSH, SMTP) would wait here for ever.
+      const silence = setTimeout(() => {
+        refuseOpaque(target, origin, `the client sent nothing within ${SILENCE_MS / 1000} s: only TLS and HTTP are carried (a protocol whose server speaks first is not)`);
+        clientSocket.destroy();
+      }, SILENCE_MS);
+      clientSocket.once('close', () => clearTimeout(silence));
+      clientSocket.once('data', (first: Buffer) => {
+        clearTimeout(silence);
+        begin(first);
+      });
+    }
   }
 
   mitm.on('connect', (req: IncomingMessage, clientSocket: Duplex, head: Buffer) => {
@@ -596,10 +672,29 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     get unauthenticated() {
       return unauthenticated;
     },
-    adopt(socket, origin, cipherOrder = 'aes-gcm-first') {
-      adopted.set(socket, { origin, cipherOrder });
-      trusted.add(socket);
-      mitm.emit('connection', socket);
+    adopt(socket, origin, cipherOrder = 'aes-gcm-first', destination) {
+      if (!destination) {
+        adopted.set(socket, { origin, cipherOrder });
+        trusted.add(socket);
+        mitm.emit('connection', socket);
+        return;
+      }
+      socket.on('error', () => socket.destroy());
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      const address = canonicalHost(destination.address);
+      if (address?.kind !== 'address' || !Number.isInteger(destination.port) || destination.port < 1 || destination.port > 65535) return void socket.destroy();
+      const host = standIns.nameAt(address.host) ?? address.host;
+      try {
+        enterTunnel(socket, Buffer.alloc(0), { host, port: destination.port, transparent: true }, origin, cipherOrder);
+      } catch {
+        socket.destroy();
+      }
+    },
+    answerLookups(stream, origin, transport) {
+      sockets.add(stream);
+      stream.on('close', () => sockets.delete(stream));
+      guestDns.serve(stream, origin, transport);
     },
     close: async () => {
       for (const s of sockets) s.destroy();

@@ -7,11 +7,13 @@ import { lossReport } from '../store/diskFailure.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
+import type { RowOf } from '../store/sessionSchema.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
 import { caFiles, CertificateAuthority } from './certificateAuthority.ts';
 import { DEFAULT_BODY_CAP } from './exchange.ts';
 import { ExchangeRecorder } from './exchangeRecorder.ts';
 import { startMitmProxy, type ConnectionOrigin, type ProxyHandle, type ProxyOptions } from './mitmProxy.ts';
+import type { GuestLookup } from './guestDns.ts';
 import { PolicyStore } from './policy.ts';
 import { parseResolveMap } from './resolveMap.ts';
 
@@ -69,6 +71,15 @@ export interface Recording {
   stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<RecordingEnd>;
 }
 
+/** A lookup the guest's DNS answerer answered, as its dns_events row. */
+function dnsRow(lookup: GuestLookup): RowOf<'dns_events'> {
+  return {
+    timestamp: lookup.startedAt.toISOString(), name: lookup.name, type: lookup.type, rcode: lookup.rcode,
+    answers: JSON.stringify(lookup.answers), resolved: JSON.stringify(lookup.resolved), decision: lookup.decision,
+    matched_rule: lookup.matchedRule, process_name: lookup.processName, pid: lookup.pid, duration_ms: lookup.durationMs, error_message: lookup.error,
+  };
+}
+
 /** Enters the session in main.db; done apart when the caller needs its id before the recording starts. */
 export function registerRecordedSession(home: CapsemHome, options: Pick<RecordingOptions, 'name' | 'mode' | 'command'>): SessionRecord {
   ensureHome(home);
@@ -100,7 +111,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   try {
     ensurePrivateDir(paths.dir);
     const meta = { ...options.meta, session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
-    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable }));
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable }));
   } catch (err) {
     stopWatching();
     const reason = `the session did not start: ${(err as Error).message}`;

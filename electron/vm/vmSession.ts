@@ -371,8 +371,11 @@ export class VmSession {
 
   private watch(): void {
     this.mux.on('stream', (stream) => {
-      const meta = stream.meta.kind === 'net' ? stream.meta : null;
-      this.recording.proxy.adopt(stream, { processName: meta?.process ?? undefined, pid: meta?.pid ?? undefined }, guestCipherOrder(this.vm.accelerator.accel));
+      const meta = stream.meta;
+      if (meta.kind !== 'net' && meta.kind !== 'dns') return void stream.destroy();
+      const origin = { processName: meta.process ?? undefined, pid: meta.pid ?? undefined };
+      if (meta.kind === 'dns') return this.recording.proxy.answerLookups(stream, origin, meta.transport);
+      this.recording.proxy.adopt(stream, origin, guestCipherOrder(this.vm.accelerator.accel), meta.destination);
     });
     this.mux.on('fs', (changes) => this.recordFs(changes));
     // A session that cannot be recorded must not run on unrecorded: the proxy already refuses the

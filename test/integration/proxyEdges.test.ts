@@ -368,6 +368,49 @@ describe('connections handed over by a VM', () => {
     expect(row).toEqual({ process_name: 'node', pid: 80, status_code: 200 });
   });
 
+  it('serves a transparent connection as a tunnel to the name its TLS client asks for, and survives arbitrary bytes and destinations on one (property)', async () => {
+    const caPem = (await CertificateAuthority.load(home)).certPem;
+    const pair = createNetServer();
+    await new Promise<void>((r) => pair.listen(0, '127.0.0.1', r));
+    const { port } = pair.address() as AddressInfo;
+    const transparentClient = async (address: string, dstPort: number): Promise<Socket> => {
+      const accepted = new Promise<Socket>((r) => pair.once('connection', r));
+      const client = connect(port, '127.0.0.1');
+      proxy.adopt(await accepted, { processName: 'go-client', pid: 81 }, 'aes-gcm-first', { address, port: dstPort });
+      return client;
+    };
+    const getThrough = async (client: Socket, path: string): Promise<string> => {
+      const tls = tlsConnect({ socket: client, servername: 'api.anthropic.com', ca: caPem });
+      tls.write(`GET ${path} HTTP/1.1\r\nHost: api.anthropic.com\r\nConnection: close\r\n\r\n`);
+      let answer = '';
+      tls.on('data', (c: Buffer) => (answer += c.toString()));
+      await new Promise<void>((resolve, reject) => tls.once('close', () => resolve()).once('error', reject));
+      return answer;
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ minLength: 1, maxLength: 400 }),
+        fc.oneof(fc.constantFrom('203.0.113.9', '::1', '198.18.0.1', '999.1.1.1', ''), fc.string({ maxLength: 40 })),
+        fc.integer({ min: -5, max: 70_000 }),
+        async (bytes, address, dstPort) => {
+          const client = await transparentClient(address, dstPort);
+          await new Promise<void>((resolve) => {
+            client.on('error', () => resolve());
+            client.on('close', () => resolve());
+            client.setTimeout(200, () => client.destroy());
+            client.end(Buffer.from(bytes));
+          });
+        },
+      ),
+      { numRuns: 40 },
+    );
+    // An address that stands in for no name: the tunnel takes the name its TLS client sends (SNI).
+    expect(await getThrough(await transparentClient('203.0.113.9', 443), '/transparent')).toMatch(/^HTTP\/1\.1 200[^]*"path":"\/transparent"/);
+    pair.close();
+    const [row] = await rows("SELECT domain, port, process_name, pid, status_code FROM net_events WHERE path = '/transparent'");
+    expect(row).toEqual({ domain: 'api.anthropic.com', port: 443, process_name: 'go-client', pid: 81, status_code: 200 });
+  }, 60_000);
+
   it('offers the cipher order it was handed with the connection: ChaCha20 first for a guest on an emulated CPU, AES-GCM otherwise', async () => {
     const caPem = (await CertificateAuthority.load(home)).certPem;
     const cipherThrough = async (client: Socket): Promise<string | undefined> => {
