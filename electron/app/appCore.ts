@@ -10,6 +10,7 @@ import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { renameSession } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
+import { agentCredentials } from '../vm/agentCredentials.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -37,6 +38,8 @@ export interface AppCoreOptions {
   readonly liveIntervalMs?: number;
   /** Check every result against the contract too (tests turn this on; a mismatch is a `bad_result`). */
   readonly checkResults?: boolean;
+  /** Where a coding agent's key comes from (agentCredentials); the app's own environment unless said. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
@@ -156,8 +159,11 @@ export class AppCore implements HostCore {
     'sessions.list': () => listSessions(this.listContext()),
     'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
     'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
-    'sessions.start': async ({ name, image }) => {
-      const session = await this.requireVms().start({ name, image, command: ['shell'] }, { status: () => {}, progress: () => {} });
+    'sessions.start': async ({ name, image, agent }) => {
+      const vms = this.requireVms();
+      // The key comes from the environment the app was started in; a missing one is refused before anything starts.
+      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env) } };
+      const session = await vms.start({ name, image, command: ['shell'], ...request }, { status: () => {}, progress: () => {} });
       return { id: session.id };
     },
     'sessions.stop': async ({ id }) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_NAMES } from './agents.ts';
 
 // The one contract between the renderer and the host core: every call the window can make and
 // every event it can receive. The Electron preload exposes exactly these as `window.capsem`; browser
@@ -142,13 +143,21 @@ export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
 export const TranscriptSchema = TranscriptPartSchema.extend({ width: z.number(), height: z.number() });
 export type Transcript = z.infer<typeof TranscriptSchema>;
 
+/** What a new session's terminal runs. */
+export const TerminalChoiceSchema = z.enum(['shell', ...AGENT_NAMES]);
+export type TerminalChoice = z.infer<typeof TerminalChoiceSchema>;
+
 /** Every call: its params schema and its result schema. */
 export const CALLS = {
   'sessions.list': { params: z.strictObject({}), result: z.array(SessionSummarySchema) },
   'sessions.info': { params: z.strictObject({ id: SessionIdParam }), result: SessionSummarySchema },
   /** A typed name or id to the one session id it means; unknown or ambiguous names fail with the candidates. */
   'sessions.resolve': { params: z.strictObject({ query: z.string().min(1).max(200) }), result: z.strictObject({ id: z.string() }) },
-  'sessions.start': { params: z.strictObject({ name: z.string().min(1).max(64).nullable(), image: z.enum(['agent', 'minimal']) }), result: z.strictObject({ id: z.string() }) },
+  /** `agent`: what the session's terminal runs, a login shell or a coding agent (agent image only; its key from the app's environment). */
+  'sessions.start': {
+    params: z.strictObject({ name: z.string().min(1).max(64).nullable(), image: z.enum(['agent', 'minimal']), agent: TerminalChoiceSchema.default('shell') }),
+    result: z.strictObject({ id: z.string() }),
+  },
   'sessions.stop': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ status: SessionStatusSchema }) },
   'sessions.resume': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ id: z.string() }) },
   'sessions.rename': { params: z.strictObject({ id: SessionIdParam, name: z.string().min(1).max(64) }), result: SessionSummarySchema },
