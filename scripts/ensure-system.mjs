@@ -1,15 +1,16 @@
 // Debian packages the VMs (and their tests) need: QEMU and virtiofsd, the guest kernel, the tools
 // that build the guest images, gcc for the guest agent, clang for its fuzzer, Chromium for the
 // renderer's tests (Electron's own runtime cannot be fetched where its download host is
-// unreachable), and Python's requests for the tests that record a Python client. Installed with
-// apt when this runs as root on Debian; otherwise the missing ones are named with the command to
-// run, and VM features (and their tests) say what is missing.
+// unreachable), uidmap's newuidmap (an ordinary user's virtiofsd runs in a user namespace, so
+// the files a guest makes are that user's), and Python's requests for the tests that record a
+// Python client. Installed with apt when this runs as root on Debian; otherwise the missing ones
+// are named with the command to run, and VM features (and their tests) say what is missing.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 export const SYSTEM_PACKAGES = [
   'build-essential', 'python3', 'python3-requests', 'qemu-system-x86', 'linux-image-cloud-amd64', 'busybox-static', 'mmdebstrap', 'squashfs-tools',
-  'e2fsprogs', 'cpio', 'kmod', 'util-linux', 'curl', 'clang', 'libclang-rt-14-dev', 'ca-certificates', 'chromium',
+  'e2fsprogs', 'cpio', 'kmod', 'util-linux', 'uidmap', 'curl', 'clang', 'libclang-rt-14-dev', 'ca-certificates', 'chromium',
 ];
 
 function missingPackages(packages) {

@@ -46,6 +46,36 @@ PROFILE
   fi
 }
 
+# The transparent path: programs that ignore the proxy variables are recorded too. The guest has
+# no network but this: a dummy interface whose default route lets a connection to any address
+# reach netfilter, where every TCP connection that does not stay on the loopback is redirected
+# to the agent's transparent listener (which reads the original destination back), and UDP to
+# port 53 anywhere goes to the agent's DNS answerer. Names resolve through that answerer: the
+# host resolves and records each lookup and answers with stand-in addresses it maps back.
+TRANSPARENT_PORT=3129
+DNS_ADDRESS=127.0.0.53
+transparent_network() {
+  ip link add capsem0 type dummy && ip link set capsem0 up \
+    && ip addr add 192.0.2.2/32 dev capsem0 && ip route add default dev capsem0 \
+    || fail "cannot set up the transparent path's interface"
+  # IPv6 too: the DNS answerer gives AAAA stand-ins, and a program may dial any IPv6 address.
+  ip -6 addr add fd00:c5e3:0:1::2/128 dev capsem0 && ip -6 route add default dev capsem0 \
+    || fail "cannot give the transparent path's interface its IPv6 address"
+  chroot /newroot /usr/sbin/nft -f - <<NFT || fail "cannot load the transparent path's nftables rules"
+table inet capsem {
+  chain output {
+    type nat hook output priority -100; policy accept;
+    oifname "lo" return
+    meta l4proto tcp redirect to :$TRANSPARENT_PORT
+    meta nfproto ipv4 udp dport 53 dnat ip to $DNS_ADDRESS
+  }
+}
+NFT
+  rm -f /newroot/etc/resolv.conf
+  echo "nameserver $DNS_ADDRESS" > /newroot/etc/resolv.conf || fail "cannot write /etc/resolv.conf"
+  say "transparent path: TCP to port $TRANSPARENT_PORT, DNS at $DNS_ADDRESS"
+}
+
 init_start
 mount_basics
 load_modules
@@ -77,11 +107,12 @@ export NODE_OPTIONS="--import $NODE_SUPPORT/proxy-preload.mjs"
 
 mount_workspace /newroot/workspace
 bring_up_loopback
-# The image has no /etc/hosts, and there is no DNS in the guest: without this, `localhost` names
-# nothing, and a program cannot reach a server of its own by that name (the agent's NO_PROXY sends
-# it there directly rather than to the host's proxy).
+# The image has no /etc/hosts, and the host's resolver knows nothing of the guest: without this,
+# `localhost` names nothing in the guest, and a program cannot reach a server of its own by that
+# name (the agent's NO_PROXY sends it there directly rather than to the host's proxy).
 [ -e /newroot/etc/hosts ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' > /newroot/etc/hosts \
   || fail "cannot write /etc/hosts"
+transparent_network
 # Last read of /proc/uptime before /proc moves into the new root.
 init_end "$AGENT"
 
@@ -94,5 +125,6 @@ mount --move /lower /newroot/run/capsem/lower || fail "cannot move the rootfs mo
 mount --move /rw /newroot/run/capsem/rw || fail "cannot move the session disk mount"
 
 cd /
-exec switch_root /newroot "$AGENT" --port "$CAPSEM_PORT" --workspace /workspace
+exec switch_root /newroot "$AGENT" --port "$CAPSEM_PORT" --workspace /workspace \
+  --transparent-port "$TRANSPARENT_PORT" --dns "$DNS_ADDRESS"
 fail "cannot switch_root to /newroot"

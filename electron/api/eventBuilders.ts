@@ -215,6 +215,26 @@ export function fileEvent(sessionId: string, row: Row): SessionEvent {
   });
 }
 
+/** A JSON array of strings as stored by the recorder; anything else reads as empty. */
+function stringList(value: unknown): string[] {
+  const list = lenientJson(value);
+  return Array.isArray(list) ? list.filter((v): v is string => typeof v === 'string') : [];
+}
+
+export function dnsEvent(sessionId: string, row: Row): SessionEvent {
+  const denied = row.decision === 'denied';
+  return ({
+    ...base(sessionId, row, 'dns', denied ? 'denied' : 'response'),
+    host: String(row.name),
+    durationMs: int(row.duration_ms),
+    process: processOf(row),
+    decision: text(row.decision),
+    matchedRule: text(row.matched_rule),
+    dns: ({ name: String(row.name), type: String(row.type), rcode: String(row.rcode), answers: stringList(row.answers), resolved: stringList(row.resolved) }),
+    error: text(row.error_message) ? { kind: denied ? 'destination_denied' : 'dns_failed', message: String(row.error_message) } : undefined,
+  });
+}
+
 /** Strict UTF-8 decode; a body that is not valid UTF-8 (every compressed body) goes as base64. */
 function bodyField(body: Uint8Array | null | undefined): { text?: string; base64?: string } {
   if (!body) return {};

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import { SEQUENCED_TABLES, type SequencedTable } from '../store/sessionSchema.ts';
-import { fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent, type Row } from './eventBuilders.ts';
+import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent, type Row } from './eventBuilders.ts';
 
 // Reads one session.db as a sequence of events ordered by seq. Every sequenced table is one
 // kind of event; a page is a merge of their seq indexes, and each event is built on its own, so
@@ -29,6 +29,7 @@ const EVENT_COLUMNS: Record<SequencedTable, string> = {
   tool_calls: `${IDENTITY}, model_call_id, status, call_id, tool_name, arguments, response_preview, origin, server_name, method, request_id, decision, duration_ms, error_message, process_name, bytes_sent, bytes_received, policy_rule, ${MODEL_CALL_SEQ}`,
   tool_responses: `${IDENTITY}, model_call_id, call_id, content_preview, is_error, ${MODEL_CALL_SEQ}`,
   fs_events: `${IDENTITY}, action, path, size`,
+  dns_events: `${IDENTITY}, name, type, rcode, answers, resolved, decision, matched_rule, process_name, pid, duration_ms, error_message`,
 };
 
 const unionOfSeqs = (where: string): string =>
@@ -184,6 +185,8 @@ export class SessionEventStore {
         return toolResultEvent(id, row, { full: options.full, modelCallSeq: this.modelCallSeq(row) });
       case 'fs_events':
         return fileEvent(id, row);
+      case 'dns_events':
+        return dnsEvent(id, row);
       default:
         throw new Error(`table ${String(ref.table)} holds no events`);
     }

@@ -20,6 +20,7 @@ import { exportForApp } from './sessionExport.ts';
 import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
 import { sessionCost } from './sessionCost.ts';
 import { searchSession } from './sessionSearch.ts';
+import { SessionStarts } from './sessionStarts.ts';
 import { SessionStores } from './sessionStores.ts';
 import { sessionTimeline } from './sessionTimeline.ts';
 import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
@@ -52,6 +53,7 @@ export class AppCore implements HostCore {
   private readonly tables = new EventTables();
   private readonly details = new EventDetails();
   private readonly terminals: Terminals;
+  private readonly starts: SessionStarts;
   private readonly watch: LiveWatch;
   private readonly listeners = new Set<Listener>();
   private vmHost: VmHost | null;
@@ -63,8 +65,24 @@ export class AppCore implements HostCore {
     this.vmHost = options.vmHost ?? null;
     this.vmUnavailableReason = options.vmUnavailableReason ?? 'this app does not run VMs';
     this.terminals = new Terminals({
+      screen: (id, data) => this.emit('terminal.screen', { id, data }),
       output: (id, data) => this.emit('terminal.output', { id, data }),
       exit: (id, code) => this.emit('terminal.exit', { id, code }),
+    });
+    this.starts = new SessionStarts({
+      entered: (id, progress) => {
+        this.emit('session.starting', { id, state: 'progress', progress, message: null });
+        this.sessionChanged(id);
+      },
+      progress: (id, progress) => this.emit('session.starting', { id, state: 'progress', progress, message: null }),
+      ready: (id) => {
+        this.emit('session.starting', { id, state: 'ready', progress: null, message: null });
+        this.sessionChanged(id);
+      },
+      failed: (id, message) => {
+        this.emit('session.starting', { id, state: 'failed', progress: null, message });
+        this.sessionChanged(id);
+      },
     });
     this.watch = new LiveWatch(
       { list: () => listSessions(this.listContext()), stores: this.stores, tables: this.tables },
@@ -132,12 +150,27 @@ export class AppCore implements HostCore {
     return behind.length === 0 ? undefined : Promise.allSettled(behind).then(() => undefined);
   }
 
+  /** The list's row for a session now, not at the live watch's next round (it follows a start's turns). */
+  private sessionChanged(id: SessionId): void {
+    try {
+      this.emit('session.changed', { session: summaryOf(this.listContext(), sessionRecord(this.mainDb, id)) });
+    } catch {
+      // The watch sends the row on its next round; a start must not fail for the list.
+    }
+  }
+
+  /** Waits for a start under way; a start that failed is `start_failed`, saying why. */
+  private async started(id: string): Promise<void> {
+    const outcome = await this.starts.outcomeOf(id);
+    if (outcome && 'error' in outcome) throw new CallFailure('start_failed', outcome.error.message);
+  }
+
   private liveIds(): Set<string> {
     return new Set((this.vmHost?.live ?? []).map((s) => s.id));
   }
 
   private listContext(): ListContext {
-    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds() };
+    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds(), starting: (id) => this.starts.progressOf(id) };
   }
 
   private liveSession(id: string) {
@@ -163,10 +196,12 @@ export class AppCore implements HostCore {
       const vms = this.requireVms();
       // The key comes from the environment the app was started in; a missing one is refused before anything starts.
       const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env) } };
-      const session = await vms.start({ name, image, command: ['shell'], ...request }, { status: () => {}, progress: () => {} });
-      return { id: session.id };
+      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], ...request }, report)) };
     },
     'sessions.stop': async ({ id }) => {
+      sessionRecord(this.mainDb, id as SessionId);
+      // A session still starting is stopped once it runs; one whose start failed has ended already.
+      await this.starts.outcomeOf(id);
       const record = sessionRecord(this.mainDb, id as SessionId);
       const live = this.liveSession(id);
       if (!live) {
@@ -178,8 +213,9 @@ export class AppCore implements HostCore {
     },
     'sessions.resume': async ({ id }) => {
       sessionRecord(this.mainDb, id as SessionId);
-      const session = await this.requireVms().resume(id as SessionId, { status: () => {}, progress: () => {} });
-      return { id: session.id };
+      if (this.starts.isStarting(id)) return { id };
+      const vms = this.requireVms();
+      return { id: await this.starts.begin((report) => vms.resume(id as SessionId, report)) };
     },
     'sessions.rename': ({ id, name }) => {
       sessionRecord(this.mainDb, id as SessionId);
@@ -208,9 +244,10 @@ export class AppCore implements HostCore {
     'sessions.search': ({ id, query }) => searchSession(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {
       sessionRecord(this.mainDb, id as SessionId);
+      await this.started(id);
       const live = this.liveSession(id);
       if (live) {
-        this.terminals.attachLive(live, size);
+        await this.terminals.attachLive(live, size);
         return { live: true, transcript: null };
       }
       return { live: false, transcript: await recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };

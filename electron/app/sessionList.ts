@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import type { SessionSummary } from '../contract/appContract.ts';
+import type { SessionSummary, StartProgress } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord, type SessionTotals } from '../store/registry.ts';
@@ -16,6 +16,8 @@ export interface ListContext {
   readonly mainDb: Database.Database;
   /** Ids of the sessions whose VM runs in this process. */
   readonly live: ReadonlySet<string>;
+  /** What a start under way in this process is doing, by session id. */
+  readonly starting?: (id: string) => StartProgress | null;
   readonly now?: number;
 }
 
@@ -56,6 +58,7 @@ export function summaryOf(ctx: ListContext, record: SessionRecord): SessionSumma
     live: ctx.live.has(record.id),
     // What VmHost.resume checks first (it says why not for anything else, e.g. a lost disk).
     resumable: record.mode === 'vm' && record.resumable && onDisk,
+    starting: ctx.starting?.(record.id) ?? null,
   };
 }
 

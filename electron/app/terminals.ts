@@ -5,11 +5,14 @@ import { readTranscriptChunk } from '../vm/ptyTranscript.ts';
 import type { PtyAttachment, VmSession } from '../vm/vmSession.ts';
 import { CallFailure } from './callFailure.ts';
 
-// The window's terminals: a live session's pty as `terminal.output` events (UTF-8 text, decoded
-// across chunk boundaries) and `terminal.exit`, keystrokes and resizes back; an ended session's
-// transcript for replay, in chunks the window asks for one after the other. One attachment per session: a second attach replaces the first.
+// The window's terminals: a live session's screen as it stands (`terminal.screen`), then its pty
+// as `terminal.output` events (UTF-8 text, decoded across chunk boundaries) and `terminal.exit`,
+// keystrokes and resizes back; an ended session's transcript for replay, in chunks the window
+// asks for one after the other. One attachment per session: a second attach replaces the first.
 
 export interface TerminalSink {
+  /** What the terminal shows as the window attaches: the window draws it in place of what it had. */
+  screen(id: SessionId, data: string): void | Promise<void>;
   /** A promise while the window showing it is behind: the shell's output waits until it settles. */
   output(id: SessionId, data: string): void | Promise<void>;
   exit(id: SessionId, code: number | null): void;
@@ -37,7 +40,8 @@ export class Terminals {
 
   constructor(private readonly sink: TerminalSink) {}
 
-  attachLive(session: VmSession, size: { cols: number; rows: number }): void {
+  /** Resolves once the screen is sent; the output follows it. */
+  async attachLive(session: VmSession, size: { cols: number; rows: number }): Promise<void> {
     this.detach(session.id);
     const pty = session.attachPty(size);
     const entry: Attached = { pty, detached: false, undrawn: 0, drawnWaiters: [] };
@@ -63,14 +67,11 @@ export class Terminals {
         if (--behind === 0) pty.stream.resume();
       });
     };
-    pty.stream.on('data', (chunk: Buffer) => {
-      const text = decoder.write(chunk);
-      if (text === '' || entry.detached) return;
-      const caughtUp = this.sink.output(session.id, text);
+    const shown = (caughtUp: void | Promise<void>, chars: number): void => {
       if (caughtUp) hold(caughtUp);
-      entry.undrawn += text.length;
+      entry.undrawn += chars;
       if (entry.undrawn > UNDRAWN_WINDOW) hold(new Promise((resolve) => entry.drawnWaiters.push(resolve)));
-    });
+    };
     pty.stream.on('exit', (status: { code: number | null }) => (code = status.code));
     // The guest closing its side ends the readable half; close ours so the stream is done.
     pty.stream.on('end', () => {
@@ -79,6 +80,14 @@ export class Terminals {
     });
     pty.stream.on('error', () => finish());
     pty.stream.on('close', finish);
+    const screen = await pty.screen;
+    if (entry.detached) return;
+    shown(this.sink.screen(session.id, screen), screen.length);
+    pty.stream.on('data', (chunk: Buffer) => {
+      const text = decoder.write(chunk);
+      if (text === '' || entry.detached) return;
+      shown(this.sink.output(session.id, text), text.length);
+    });
   }
 
   private entry(id: SessionId): Attached {

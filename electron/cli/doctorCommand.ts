@@ -6,6 +6,7 @@ import { DEFAULT_API_PORT } from '../api/server.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { probeAccelerator } from '../vm/accel.ts';
+import { hostFacts, planOwnership, type OwnershipFacts } from '../vm/fileOwnership.ts';
 import { findHostKernel } from '../vm/guestImage.ts';
 import { findQemu } from '../vm/qemuBackend.ts';
 import { parseCommandArgs, type Command } from './context.ts';
@@ -47,6 +48,14 @@ function cachedImages(root: string, kind: string): string[] {
   return readdirSync(dir).filter((name) => name.startsWith(`${kind}-`) && existsSync(join(dir, name, 'manifest.json')));
 }
 
+/** Whose files the guest's writes in the workspace become, or what is missing for them to be the user's. */
+export function ownershipFinding(facts: OwnershipFacts): Finding {
+  const plan = planOwnership(facts);
+  if (plan.kind === 'root') return { check: 'file ownership', level: 'ok', detail: 'virtiofsd runs as root: files the guest makes in the workspace are root\'s, who runs capsem' };
+  if (plan.kind === 'user-namespace') return { check: 'file ownership', level: 'ok', detail: `virtiofsd runs in a user namespace (subordinate ids ${plan.subuid}): files the guest makes in the workspace are ${plan.user}'s` };
+  return { check: 'file ownership', level: 'fail', detail: `${plan.problem}; without it no VM can start`, fix: plan.fix };
+}
+
 export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
   const findings: Finding[] = [];
   const add = (f: Finding): void => void findings.push(f);
@@ -55,6 +64,7 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
   else add({ check: 'qemu', level: 'fail', detail: 'qemu-system-x86_64 is not installed', fix: `${APT} qemu-system-x86` });
   if (qemu?.virtiofsd) add({ check: 'virtiofsd', level: 'ok', detail: qemu.virtiofsd });
   else add({ check: 'virtiofsd', level: 'fail', detail: 'virtiofsd (shares the workspace) was not found', fix: `${APT} qemu-system-x86 (it ships /usr/lib/qemu/virtiofsd)` });
+  add(ownershipFinding(hostFacts()));
   if (qemu?.setpriv) add({ check: 'setpriv', level: 'ok', detail: 'VM processes die with the app even if it is killed' });
   else add({ check: 'setpriv', level: 'warn', detail: 'without setpriv a killed app leaves its VMs running until the next start cleans them up', fix: `${APT} util-linux` });
   const accel = probeAccelerator();
@@ -92,7 +102,8 @@ export const doctorCommand: Command = {
   summary: 'check what running VMs needs here, with the fix for each problem',
   usage: `capsem doctor [--json]
 
-Checks QEMU and virtiofsd, KVM (or why TCG is used), the guest kernel, the tools that build the
+Checks QEMU and virtiofsd, that files the guest makes in the workspace will be yours (as an
+ordinary user: newuidmap and a subordinate id range), KVM (or why TCG is used), the guest kernel, the tools that build the
 guest images and whether they are built, who owns CAPSEM_HOME, and the API port. Each problem
 comes with the command that fixes it. Exits 1 when something needed is missing.`,
   async run(ctx, argv) {

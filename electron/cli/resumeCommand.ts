@@ -7,9 +7,10 @@ export const resumeCommand: Command = {
   summary: 'boot a named session again and attach to its shell',
   usage: `capsem resume ID|NAME
 
-Resolves the name to its session id once, boots that session's VM on its own disk and workspace,
-reopens its session.db (new events continue its sequence) and attaches this terminal to its
-shell. A session that is already running is attached to, never booted twice. Only named
+Resolves the name to its session id once, boots that session's VM on its own disk and workspace
+(the project folder it was started with, --workspace, shared again at /workspace; if that folder
+is gone, capsem says so and boots nothing), reopens its session.db (new events continue its
+sequence) and attaches this terminal to its shell. A session that is already running is attached to, never booted twice. Only named
 sessions keep their disk (capsem run --name N); an unknown name lists close matches.`,
   async run(ctx, argv) {
     const { positionals } = parseCommandArgs(this, argv, {});

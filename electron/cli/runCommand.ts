@@ -4,14 +4,15 @@ import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
 import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
+import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
 import { attachTerminal } from './shellCommand.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'boot a VM, run a command in it, and record everything it does',
-  usage: `capsem run [--name N] [--image agent|minimal] -- CMD [ARGS...]
-       capsem run --agent claude|codex|gemini [--name N] [-- AGENT_ARGS...]
+  usage: `capsem run [--name N] [--image agent|minimal] [--workspace DIR] -- CMD [ARGS...]
+       capsem run --agent claude|codex|gemini [--name N] [--workspace DIR] [-- AGENT_ARGS...]
 
 Boots a new session's VM, runs CMD in it (in /workspace, the session's shared folder), streams its
 output here and exits with CMD's exit code. The VM's only way out is the recording proxy: every
@@ -30,19 +31,20 @@ pinned in the agent image) in /workspace instead of CMD: this terminal is attach
 capsem shell, the app shows it live and its transcript is kept. It opens at its prompt (its
 first-run screens are answered by its settings files; updates and telemetry are off); the
 session ends when it exits, with its exit code. AGENT_ARGS go to the agent, for example
-capsem run --agent claude -- -p "fix the failing test". Its API key comes from this environment:
-ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini).
+capsem run --agent claude --workspace . -- -p "fix the failing test". Its API key comes from this
+environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini).
 
   --name N         give the session a display name (resume and list by it)
   --image KIND     agent (default): Debian with bash, git, curl, python3, Node 22 and the agents
                    minimal: busybox only, boots fastest
   --agent NAME     claude, codex or gemini, on the session's terminal
+${PROJECT_FOLDER_USAGE}
 
 The first run builds the image (about 7 minutes for agent, with the coding agents) and caches it under CAPSEM_HOME.
 If the app or another capsem command owns CAPSEM_HOME, the VM runs there and shows up live in it.`,
   async run(ctx, argv) {
     const dash = argv.indexOf('--');
-    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' }, agent: { type: 'string' } });
+    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' }, agent: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
     const command = dash >= 0 ? argv.slice(dash + 1) : positionals;
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
@@ -54,10 +56,11 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
       if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
       // Before anything starts, so a missing key leaves no session behind.
       const credentials = agentCredentials(agent, process.env);
-      return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, agent: { name: agent, args: command, credentials: { ...credentials } } });
+      const folder = projectFolderParams(ctx, values);
+      return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
     }
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
-    const params = { name, image, argv: command };
+    const params = { name, image, ...projectFolderParams(ctx, values), argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
       const output = commandOutput();
       const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });

@@ -1,26 +1,29 @@
 import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
+import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
 import { resolveTarget } from './sessionTarget.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
 export const shellCommand: Command = {
   name: 'shell',
   summary: 'an interactive shell in a new VM, or in a running session',
-  usage: `capsem shell [ID|NAME] [--name N] [--image agent|minimal]
+  usage: `capsem shell [ID|NAME] [--name N] [--image agent|minimal] [--workspace DIR]
 
 With no session named, boots a new session's VM and opens a login shell in it; the VM stops when
 the shell exits. With ID or NAME, attaches to that running session's shell (it keeps running when
 you leave). Everything the shell does is recorded; its terminal is kept for replay.
 
   --name N         the new session's display name
-  --image KIND     agent (default) or minimal`,
+  --image KIND     agent (default) or minimal
+${PROJECT_FOLDER_USAGE}`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, { name: { type: 'string' }, image: { type: 'string' } });
+    const { values, positionals } = parseCommandArgs(this, argv, { name: { type: 'string' }, image: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
     if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
+    if (positionals[0] !== undefined && values.workspace !== undefined) throw new UsageError('--workspace shares a folder with a new session; a running one keeps the folder it started with');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
     const id = positionals[0] !== undefined ? resolveTarget(ctx.home, positionals[0]).id : undefined;
-    return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image });
+    return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image, ...projectFolderParams(ctx, values) });
   },
 };
 
@@ -29,7 +32,11 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
  * changes followed; returns the shell's exit code. Both directions go at the pace of their
  * reader: input piped in waits for the guest to take it, output for stdout to drain.
  */
-export async function attachTerminal(ctx: CliContext, command: string, params: { id?: string; resume?: boolean; name?: string | null; image?: string; agent?: { name: string; args: string[]; credentials: Record<string, string> } }): Promise<number> {
+export async function attachTerminal(
+  ctx: CliContext,
+  command: string,
+  params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean; agent?: { name: string; args: string[]; credentials: Record<string, string> } },
+): Promise<number> {
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {

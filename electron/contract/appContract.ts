@@ -13,6 +13,25 @@ const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.n
 
 export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased']);
 
+/**
+ * Lines of scrollback a terminal keeps: the window's xterm and the host's copy of a live terminal
+ * alike. A type too, so the renderer (which imports types only) cannot drift from it.
+ */
+export type TerminalScrollbackLines = 10_000;
+export const TERMINAL_SCROLLBACK_LINES: TerminalScrollbackLines = 10_000;
+
+/**
+ * Where a session started from the window is while its terminal is not live yet: building its
+ * guest image (`step` is the build's stage, `fraction` of the whole build done) or booting its VM.
+ */
+export const StartProgressSchema = z.object({
+  phase: z.enum(['image', 'boot']),
+  step: z.string(),
+  message: z.string(),
+  fraction: z.number().min(0).max(1).nullable(),
+});
+export type StartProgress = z.infer<typeof StartProgressSchema>;
+
 /** A row of the session list: every figure the list shows, with both id and name. */
 export const SessionSummarySchema = z.object({
   id: z.string(),
@@ -39,6 +58,8 @@ export const SessionSummarySchema = z.object({
   live: z.boolean(),
   /** A VM-mode session the registry kept for resuming (a named one): `sessions.resume` can boot it again. */
   resumable: z.boolean(),
+  /** A start (or resume) under way in this app: what it is doing now; null otherwise. */
+  starting: StartProgressSchema.nullable(),
 });
 export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
@@ -153,12 +174,20 @@ export const CALLS = {
   'sessions.info': { params: z.strictObject({ id: SessionIdParam }), result: SessionSummarySchema },
   /** A typed name or id to the one session id it means; unknown or ambiguous names fail with the candidates. */
   'sessions.resolve': { params: z.strictObject({ query: z.string().min(1).max(200) }), result: z.strictObject({ id: z.string() }) },
-  /** `agent`: what the session's terminal runs, a login shell or a coding agent (agent image only; its key from the app's environment). */
+  /**
+   * Starts a session and answers with its id as soon as it is entered, before its image is built
+   * and its VM booted: how that goes arrives as `session.starting` events, and `terminal.attach`
+   * waits for it. A session whose start fails ends crashed with the reason and frees its name.
+   * `agent` is what its terminal runs: a login shell or a coding agent (agent image only; its key
+   * from the app's environment, and a missing key fails the call with nothing entered).
+   */
   'sessions.start': {
     params: z.strictObject({ name: z.string().min(1).max(64).nullable(), image: z.enum(['agent', 'minimal']), agent: TerminalChoiceSchema.default('shell') }),
     result: z.strictObject({ id: z.string() }),
   },
+  /** Stops a running session; one still starting is stopped once its start is done. */
   'sessions.stop': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ status: SessionStatusSchema }) },
+  /** Boots an ended session again; like sessions.start, it answers at once and reports its boot as `session.starting`. */
   'sessions.resume': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({ id: z.string() }) },
   'sessions.rename': { params: z.strictObject({ id: SessionIdParam, name: z.string().min(1).max(64) }), result: SessionSummarySchema },
   /**
@@ -185,8 +214,10 @@ export const CALLS = {
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
   'sessions.search': { params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }), result: z.array(SearchHitSchema) },
   /**
-   * Opens the session's terminal: live (its output arrives as terminal.output events) or, for an
-   * ended session, the first chunk of its transcript.
+   * Opens the session's terminal: live (a `terminal.screen` event with what it shows now, then its
+   * output as terminal.output events) or, for an ended session, the first chunk of its transcript.
+   * For a session still starting it answers once the start is done, or fails (`start_failed`) with
+   * why it did not start.
    */
   'terminal.attach': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }) },
   /** The next chunk of an ended session's transcript, from a previous chunk's `next`; asked for at the window's pace. */
@@ -206,10 +237,26 @@ export type CallResult<N extends CallName> = z.infer<(typeof CALLS)[N]['result']
 
 /** Everything the host pushes to the window. */
 export const EVENTS = {
+  /**
+   * A live terminal's screen and scrollback as the host holds them, sent first on every
+   * terminal.attach: the window replaces what it shows with it, then appends terminal.output.
+   */
+  'terminal.screen': z.object({ id: z.string(), data: z.string() }),
   'terminal.output': z.object({ id: z.string(), data: z.string() }),
   'terminal.exit': z.object({ id: z.string(), code: z.number().nullable() }),
   /** The list changed (a session started, ended, was renamed, or its figures moved). */
   'session.changed': z.object({ session: SessionSummarySchema }),
+  /**
+   * A start (or resume) from the window moved on: building the image or booting (`progress`), done
+   * with the terminal live (`ready`), or failed (`failed`, with why in `message`, the fix where
+   * there is one). The list's `session.changed` follows each end.
+   */
+  'session.starting': z.object({
+    id: z.string(),
+    state: z.enum(['progress', 'ready', 'failed']),
+    progress: StartProgressSchema.nullable(),
+    message: z.string().nullable(),
+  }),
   /** New rows in a subscribed session, per view, so open tables append without reloading. */
   'session.events': z.object({ id: z.string(), kinds: z.array(TableKindSchema), lastSeq: z.number() }),
   /**

@@ -1,5 +1,5 @@
 // The wire form of one session event, as the session events API, the SSE tail and the app show
-// it. Field names follow ../shared/spec/session-api.md; `kind`, `tool`, `file`, `process`,
+// it. Field names follow ../shared/spec/session-api.md; `kind`, `tool`, `file`, `dns`, `process`,
 // `decision` and `matchedRule` are additions (clients ignore keys they do not know). Absent
 // means unknown: nothing is sent as zero in its place.
 
@@ -35,7 +35,7 @@ export interface ToolResultView {
 }
 
 
-export type EventKind = 'http' | 'model' | 'tool_call' | 'tool_result' | 'file';
+export type EventKind = 'http' | 'model' | 'tool_call' | 'tool_result' | 'file' | 'dns';
 
 export interface Inference {
   provider: string;
@@ -98,6 +98,15 @@ export interface FileChange {
   size?: number;
 }
 
+/** A name the guest looked up: the stand-in addresses it was given, and where the name really goes. */
+export interface DnsLookup {
+  name: string;
+  type: string;
+  rcode: string;
+  answers: string[];
+  resolved: string[];
+}
+
 export interface RawCapture {
   request?: string;
   requestBase64?: string;
@@ -137,6 +146,7 @@ export interface SessionEvent {
   mcp?: Mcp;
   tool?: ToolActivity;
   file?: FileChange;
+  dns?: DnsLookup;
   error?: { kind: string; message: string };
   raw?: RawCapture;
 }

@@ -79,7 +79,7 @@ function ruleApplies(rule: PolicyRule, port: number, method: string | undefined)
 }
 
 /** The decision for a host, in whatever spelling it came (rules are compared in canonical form). */
-export function decide(policy: PolicyDocument, host: string, port: number, method: string): Decision {
+export function decide(policy: PolicyDocument, host: string, port: number, method: string | undefined): Decision {
   const name = canonicalHost(host)?.host ?? host.toLowerCase();
   for (const rule of policy.rules) {
     if (!ruleApplies(rule, port, method)) continue;
@@ -87,6 +87,33 @@ export function decide(policy: PolicyDocument, host: string, port: number, metho
     if (matches.some((m) => m !== null)) return { action: rule.action, rule: rule.id, explicit: matches.includes('exact') };
   }
   return { action: 'deny', rule: 'default.no-rule', explicit: false };
+}
+
+/**
+ * Whether a name may be looked up: a lookup names no port and no method, so it is allowed when
+ * a connection to the name would be allowed on some port with some method (or none), and denied
+ * only when every one would be. The ports and methods rules name, plus one port and no method
+ * that no rule names, cover every case the first-match order can tell apart.
+ */
+export function decideName(policy: PolicyDocument, host: string): Decision {
+  const ports = new Set<number>([443, 80]);
+  const methods = new Set<string | undefined>([undefined]);
+  for (const rule of policy.rules) {
+    for (const port of rule.ports ?? []) ports.add(port);
+    for (const method of rule.methods ?? []) methods.add(method.toUpperCase());
+  }
+  let unnamed = 1;
+  while (ports.has(unnamed)) unnamed += 1;
+  ports.add(unnamed);
+  let refusal: Decision | null = null;
+  for (const port of ports) {
+    for (const method of methods) {
+      const decision = decide(policy, host, port, method);
+      if (decision.action === 'allow') return decision;
+      refusal ??= decision;
+    }
+  }
+  return refusal!;
 }
 
 /**
@@ -153,6 +180,10 @@ export class PolicyStore {
 
   decideAddress(address: string, port: number, method?: string): Decision | null {
     return decideAddress(this.current, address, port, method);
+  }
+
+  decideName(host: string): Decision {
+    return decideName(this.current, host);
   }
 
   privateAddressesDenied(): boolean {

@@ -35,6 +35,8 @@ export interface RecordingOptions {
   readonly session?: SessionRecord;
   /** The CA, when the caller has loaded it already. */
   readonly ca?: CertificateAuthority;
+  /** More of session_meta, written when the database opens (what a resume needs even after a crash). */
+  readonly meta?: Readonly<Record<string, string>>;
 }
 
 /** How a recorded session ended, as main.db now says. */
@@ -97,7 +99,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   let opened: Awaited<ReturnType<typeof openRecorder>>;
   try {
     ensurePrivateDir(paths.dir);
-    const meta = { session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
+    const meta = { ...options.meta, session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
     opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable }));
   } catch (err) {
     stopWatching();

@@ -27,6 +27,16 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('ws_frames', SESSION_TABLES.ws_frames)) db.exec(statement);
     },
   },
+  {
+    // Changes inside .git/ and node_modules/ are summarised: a row says how many paths it stands for.
+    // The transparent path: each name the guest looked up through the agent's DNS answerer.
+    version: 4,
+    up: (db) => {
+      const columns = new Set((db.prepare('PRAGMA table_info(fs_events)').all() as { name: string }[]).map((c) => c.name));
+      if (!columns.has('entries')) db.exec('ALTER TABLE fs_events ADD COLUMN entries INTEGER');
+      for (const statement of tableDdl('dns_events', SESSION_TABLES.dns_events)) db.exec(statement);
+    },
+  },
 ];
 
 /**

@@ -214,6 +214,8 @@ export const SESSION_TABLES = {
       action: { type: 'TEXT', notNull: true, check: "action IN ('created','modified','deleted','restored')" },
       path: textNN,
       size: int,
+      // A summary row (path 'node_modules/', '.git/'): how many paths inside it changed; null for one path.
+      entries: { type: 'INTEGER', ours: true },
     },
   },
   event_body_blobs: {
@@ -296,6 +298,30 @@ export const SESSION_TABLES = {
       body: { type: 'BLOB' },
     },
     indexes: ['net_event_id'],
+  },
+  dns_events: {
+    // The names the guest looked up through the agent's DNS answerer (the spec's `dns` event
+    // kind): what it was given (stand-in addresses), where the name really goes as the host
+    // resolved it, and whether the policy let it be looked up at all.
+    sequenced: true,
+    ours: true,
+    columns: {
+      id: pk,
+      seq,
+      ...identity,
+      timestamp: textNN,
+      name: textNN,
+      type: textNN,
+      rcode: textNN,
+      answers: { type: 'TEXT', check: 'answers IS NULL OR json_valid(answers)' },
+      resolved: { type: 'TEXT', check: 'resolved IS NULL OR json_valid(resolved)' },
+      decision: textNN,
+      matched_rule: text,
+      process_name: text,
+      pid: int,
+      duration_ms: zero,
+      error_message: text,
+    },
   },
   session_meta: {
     sequenced: false,

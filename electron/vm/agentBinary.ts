@@ -11,7 +11,7 @@ const AGENT_DIR = fileURLToPath(new URL('../../native/agent/', import.meta.url))
 
 export function agentBinary(env: NodeJS.ProcessEnv = process.env): string {
   if (env.CAPSEM_AGENT_BINARY) {
-    if (!existsSync(env.CAPSEM_AGENT_BINARY)) throw new Error(`CAPSEM_AGENT_BINARY names ${env.CAPSEM_AGENT_BINARY}, which does not exist`);
+    if (!existsSync(env.CAPSEM_AGENT_BINARY)) throw new Error(`CAPSEM_AGENT_BINARY names ${env.CAPSEM_AGENT_BINARY}, which does not exist: point it at a built capsem-agent, or unset it to build the one in native/agent`);
     return env.CAPSEM_AGENT_BINARY;
   }
   const built = join(AGENT_DIR, 'build', 'capsem-agent');

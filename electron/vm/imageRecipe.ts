@@ -22,7 +22,7 @@ export const AGENTS_PACKAGE = 'agents/package.json';
 export const AGENTS_LOCK = 'agents/package-lock.json';
 const KIND_FILES: Record<ImageKind, readonly string[]> = {
   minimal: ['init-minimal.sh'],
-  agent: ['init-agent.sh', 'packages.txt', 'sources.list', AGENTS_PACKAGE, AGENTS_LOCK],
+  agent: ['init-agent.sh', 'packages.txt', 'sources.list', 'modules-agent.txt', AGENTS_PACKAGE, AGENTS_LOCK],
 };
 
 /** The recipe files an image of `kind` is made from, relative to the recipe folder. */
@@ -54,7 +54,8 @@ export function readRecipe(kind: ImageKind, dir: string = defaultRecipeDir()): G
     dir,
     files,
     initScript: files[`init-${kind}.sh`]!,
-    modules: listLines(files['modules.txt']!),
+    // The agent image's transparent network path needs netfilter; the minimal image goes without.
+    modules: [...listLines(files['modules.txt']!), ...(kind === 'agent' ? listLines(files['modules-agent.txt']!) : [])],
     packages: kind === 'agent' ? listLines(files['packages.txt']!) : [],
     aptSources,
     suite,

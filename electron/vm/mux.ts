@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { isIP } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { encodeFrame, encodeJsonFrame, encodeResize, encodeU32, FrameDecoder, FrameType, MAX_PAYLOAD, PROTOCOL_VERSION, ProtocolError, type Frame } from './frame.ts';
 
@@ -42,6 +43,36 @@ export interface NetOpen {
   readonly kind: 'net';
   readonly process: string | null;
   readonly pid: number | null;
+  /** A connection the guest's redirect rules brought to the transparent listener: where it was going. */
+  readonly destination?: { readonly address: string; readonly port: number };
+}
+
+/** A DNS query (one datagram) or a DNS-over-TCP connection, to the agent's answerer. */
+export interface DnsOpen {
+  readonly kind: 'dns';
+  readonly process: string | null;
+  readonly pid: number | null;
+  readonly transport: 'udp' | 'tcp';
+}
+
+export type GuestOpen = NetOpen | DnsOpen;
+
+/** What a guest OPEN asks for, or why it cannot be served. */
+function guestOpen(open: Record<string, unknown>): GuestOpen | string {
+  const process = typeof open.process === 'string' ? open.process : null;
+  const pid = typeof open.pid === 'number' && Number.isInteger(open.pid) ? open.pid : null;
+  if (open.kind === 'dns') {
+    if (open.transport !== 'udp' && open.transport !== 'tcp') return 'a dns stream names its transport, udp or tcp';
+    return { kind: 'dns', process, pid, transport: open.transport };
+  }
+  if (open.kind !== 'net') return `the guest may only open net and dns streams, not ${String(open.kind).slice(0, 40)}`;
+  if (open.dst === undefined) return { kind: 'net', process, pid };
+  const dst = open.dst as { address?: unknown; port?: unknown } | null;
+  const port = dst?.port;
+  if (typeof dst?.address !== 'string' || isIP(dst.address) === 0 || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    return 'a net stream\'s dst must be {"address": an IP address, "port": 1 to 65535}';
+  }
+  return { kind: 'net', process, pid, destination: { address: dst.address, port } };
 }
 
 export class ProtocolMismatchError extends Error {
@@ -79,7 +110,7 @@ export class MuxStream extends Duplex {
   constructor(
     private readonly mux: AgentMux,
     readonly id: number,
-    readonly meta: OpenRequest | NetOpen,
+    readonly meta: OpenRequest | GuestOpen,
   ) {
     // A quarter window buffered unread stops the grants: what a stream holds on the host is
     // bounded by this plus the window the guest was granted.
@@ -184,7 +215,7 @@ export class MuxStream extends Duplex {
 }
 
 interface MuxEvents {
-  /** A stream the guest opened (a guest connection to the net listener). */
+  /** A stream the guest opened: a connection to a net listener, or a DNS query. */
   stream: [MuxStream];
   control: [ControlMessage];
   fs: [readonly FsChange[]];
@@ -310,9 +341,9 @@ export class AgentMux extends EventEmitter<MuxEvents> {
     if (frame.type === FrameType.OPEN) {
       if (frame.stream % 2 !== 0) throw new ProtocolError(`the guest opened stream ${frame.stream}, an id the host owns`);
       if (this.streams.has(frame.stream)) throw new ProtocolError(`the guest reopened stream ${frame.stream}`);
-      const open = parseJson(frame.payload, 'OPEN');
-      if (open.kind !== 'net') throw new ProtocolError(`the guest may only open net streams, not ${String(open.kind)}`);
-      const meta: NetOpen = { kind: 'net', process: typeof open.process === 'string' ? open.process : null, pid: typeof open.pid === 'number' ? open.pid : null };
+      const meta = guestOpen(parseJson(frame.payload, 'OPEN'));
+      // One stream the host cannot serve costs that stream, not the session's others.
+      if (typeof meta === 'string') return this.send(FrameType.RESET, frame.stream, Buffer.from(meta));
       const stream = new MuxStream(this, frame.stream, meta);
       this.streams.set(frame.stream, stream);
       if (this.listenerCount('stream') === 0) abort(stream, new Error('nothing on the host takes guest connections'));

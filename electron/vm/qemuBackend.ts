@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { ensurePrivateDir } from '../store/paths.ts';
 import { probeAccelerator, tscKhz, type AcceleratorChoice } from './accel.ts';
 import type { LaunchSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
+import { hostFacts, pidFolderMount, planOwnership, virtiofsdCommand, type OwnershipPlan } from './fileOwnership.ts';
 
 // QEMU's microvm machine with direct kernel boot: no firmware, no PCI, virtio-mmio devices only.
 // The agent's port is a virtio-serial port backed by a unix socket QEMU serves; the workspace is
-// virtiofs through the virtiofsd that ships with QEMU. Every child is started under
+// virtiofs through the virtiofsd that ships with QEMU, run so that what the guest writes there is
+// the host user's (fileOwnership.ts). Every child is started under
 // `setpriv --pdeathsig KILL`, so it dies with the app even when the app is killed outright.
 
 export const AGENT_PORT_NAME = 'capsem.mux';
@@ -129,6 +131,7 @@ export class QemuBackend implements VmBackend {
   constructor(
     private readonly paths: QemuPaths,
     private readonly accelerator: AcceleratorChoice = probeAccelerator(),
+    private readonly ownership: OwnershipPlan = planOwnership(hostFacts()),
   ) {}
 
   async launch(spec: LaunchSpec): Promise<VmInstance> {
@@ -140,9 +143,8 @@ export class QemuBackend implements VmBackend {
     const sockets = socketsIn(spec.runDir, spec.workspace !== undefined);
     const helpers: { child: ChildProcess; exited: Promise<VmExit> }[] = [];
     if (spec.workspace && sockets.virtiofs) {
-      // chroot sandboxing needs root; elsewhere virtiofsd confines itself with namespaces.
-      const sandbox = process.getuid?.() === 0 ? 'chroot' : 'namespace';
-      const child = spawnTied(this.paths, this.paths.virtiofsd!, [`--socket-path=${sockets.virtiofs}`, '-o', `source=${spec.workspace}`, '-o', 'cache=auto', '-o', `sandbox=${sandbox}`]);
+      const command = virtiofsdCommand(this.ownership, this.paths.virtiofsd!, sockets.virtiofs, spec.workspace, () => pidFolderMount([spec.workspace!, spec.runDir]));
+      const child = spawnTied(this.paths, command.file, command.args);
       const stderr = tail(child);
       const exited = exitOf(child, stderr);
       helpers.push({ child, exited });

@@ -1,15 +1,16 @@
-import { constants } from 'node:os';
+import { constants, homedir } from 'node:os';
 import { z } from 'zod';
 import type { SessionId } from '../contract/ids.ts';
 import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from '../owner/controlSocket.ts';
 import type { JsonValue } from '../owner/wire.ts';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
@@ -20,6 +21,7 @@ import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
 import { imageBootPlan, SESSION_DISK_FILE } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
+import { checkProjectFolder } from './projectFolder.ts';
 import { VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
 import type { SessionPaths } from '../store/paths.ts';
 
@@ -45,13 +47,19 @@ const AgentSchema = z.strictObject({
   credentials: z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192)).default({}),
 });
 export type AgentRequest = z.input<typeof AgentSchema>;
-const RunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, argv: z.array(z.string()).min(1) });
+/** A new session's project folder, as the client resolved it against its user's current folder. */
+const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absolute path').optional();
+/** The user said to share the folder even though it holds their whole home (--yes-whole-home). */
+const WholeHomeSchema = z.boolean().default(false);
+const RunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, workspace: WorkspaceSchema, wholeHome: WholeHomeSchema, argv: z.array(z.string()).min(1) });
 const ShellParams = z.strictObject({
   id: z.string().optional(),
   /** With `id`: boot that session again when it is not running (capsem resume). */
   resume: z.boolean().default(false),
   name: z.string().min(1).max(64).nullable().default(null),
   image: ImageSchema,
+  workspace: WorkspaceSchema,
+  wholeHome: WholeHomeSchema,
   cols: z.number().int().min(1).max(1000).default(80),
   rows: z.number().int().min(1).max(1000).default(24),
   /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
@@ -67,10 +75,18 @@ export type RunEvent =
   | { readonly type: 'stderr'; readonly data: string }
   | { readonly type: 'session'; readonly id: string; readonly name: string | null };
 
+/** A folder to share at /workspace, and whether the user confirmed sharing one that holds their whole home. */
+export interface ProjectFolderChoice {
+  readonly path: string;
+  readonly wholeHome: boolean;
+}
+
 /** Where a starting session's image progress and boot status go. */
 export interface StartReporter {
   status(line: string): void;
   progress(report: ImageProgress): void;
+  /** The session is entered under this id; its image and VM come next. */
+  registered?(id: SessionId): void;
 }
 
 const reporter = (event: (e: RunEvent) => void): StartReporter => ({
@@ -84,6 +100,9 @@ function exitCodeOf(status: ExitStatus): number {
   const signal = status.signal ? (constants.signals as Record<string, number>)[status.signal] : undefined;
   return 128 + (signal ?? 0);
 }
+
+/** Cursor home, then erase the display: a re-attached screen is drawn where it was, not below the user's prompt. */
+const CLEAR_SCREEN = '\x1b[H\x1b[2J';
 
 const stderrEvent = (bytes: Buffer | string): RunEvent => ({ type: 'stderr', data: Buffer.from(bytes).toString('base64') });
 
@@ -133,13 +152,28 @@ export class VmHost {
    * command line); an agent that cannot start here (the minimal image, no key) is refused before
    * anything is registered.
    */
-  async start(params: { name: string | null; image: ImageKind; command: readonly string[]; resume?: SessionId; agent?: AgentRequest }, report: StartReporter): Promise<VmSession> {
+  async start(
+    params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId; agent?: AgentRequest },
+    report: StartReporter,
+  ): Promise<VmSession> {
     const terminal = params.agent ? agentProgram(params.image, params.agent) : undefined;
+    // Checked before anything is registered: a folder that cannot be shared leaves no session behind.
+    const projectFolder = params.workspace
+      ? checkProjectFolder(params.workspace.path, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: params.workspace.wholeHome, confirmHint: 'add --yes-whole-home' })
+      : null;
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
       home: this.options.home, name: params.name, command: terminal ? terminal.argv : params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
-      image: params.image, ...(params.resume ? { resume: params.resume } : {}), ...(terminal ? { terminal } : {}),
+      onRegistered: (id) => report.registered?.(id),
+      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(terminal ? { terminal } : {}),
     });
+    if (projectFolder) {
+      try {
+        rememberFolder(this.options.home, projectFolder);
+      } catch {
+        // The list only saves retyping a path; a session that started must not fail for it.
+      }
+    }
     this.sessions.set(session.id, session);
     void session.ended.then(() => {
       this.sessions.delete(session.id);
@@ -155,8 +189,10 @@ export class VmHost {
   async resume(id: SessionId, report: StartReporter): Promise<VmSession> {
     const live = this.sessions.get(id);
     if (live) return live;
-    const { record, image } = resumableSession(this.options.home, id);
-    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], resume: id }, report);
+    const { record, image, projectFolder } = resumableSession(this.options.home, id);
+    // Sharing it was the user's choice when the session started; resuming does not ask again.
+    const workspace = projectFolder ? { path: projectFolder, wholeHome: true } : null;
+    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id }, report);
   }
 
   /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
@@ -185,6 +221,7 @@ export class VmHost {
       }),
       'vm.shell': defineMethod(ShellParams, async (params, call) => {
         const existing = params.id ? this.sessions.get(params.id as SessionId) : undefined;
+        if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
         if (params.agent) agentProgram(params.image, params.agent);
@@ -216,7 +253,7 @@ export class VmHost {
     const event = (e: RunEvent): boolean => stream.event(e as unknown as JsonValue);
     let session: VmSession;
     try {
-      session = await this.start({ name: params.name, image: params.image, command: params.argv }, reporter(event));
+      session = await this.start({ name: params.name, image: params.image, command: params.argv, workspace: workspaceOf(params) }, reporter(event));
     } catch (err) {
       event(stderrEvent(`capsem: ${(err as Error).message}\n`));
       return stream.end(125);
@@ -252,7 +289,7 @@ export class VmHost {
       try {
         session = params.id
           ? await this.resume(params.id as SessionId, reporter(event))
-          : await this.start({ name: params.name, image: params.image, command: ['shell'], ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
+          : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
         return stream.end(125);
@@ -261,14 +298,18 @@ export class VmHost {
     event({ type: 'session', id: session.id, name: session.name });
     const pty = session.attachPty({ cols: params.cols, rows: params.rows });
     attached(pty);
-    relay(pty.stream, (c) => stream.write(c), stream);
     let exitCode = 0;
     pty.stream.on('exit', (status: ExitStatus) => (exitCode = exitCodeOf(status)));
     // The guest ends its side when the shell exits; ending ours closes the stream.
-    await new Promise<void>((resolve) => {
+    const ended = new Promise<void>((resolve) => {
       pty.stream.once('end', () => resolve());
       pty.stream.once('close', () => resolve());
     });
+    // Attached to a shell that has been running: its screen first, drawn from the top of a cleared one.
+    const screen = await pty.screen;
+    if (screen !== '') stream.write(Buffer.from(`${CLEAR_SCREEN}${screen}`));
+    relay(pty.stream, (c) => stream.write(c), stream);
+    await ended;
     pty.stream.end();
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();
@@ -289,8 +330,12 @@ function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
   }
 }
 
-/** A session that can be booted again, and the image it ran; otherwise why not, as a MethodError. */
-function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind } {
+function workspaceOf(params: { readonly workspace?: string; readonly wholeHome: boolean }): ProjectFolderChoice | null {
+  return params.workspace ? { path: params.workspace, wholeHome: params.wholeHome } : null;
+}
+
+/** A session that can be booted again, the image it ran and the project folder it shared; otherwise why not, as a MethodError. */
+function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null } {
   const db = openMainDb(home);
   let record: SessionRecord | null;
   try {
@@ -304,17 +349,31 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   if (!record.resumable) throw new MethodError('not_resumable', `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`);
   const paths = sessionPaths(home, id);
   if (!existsSync(paths.dbPath)) throw new MethodError('not_resumable', `session ${label} has no session.db on disk any more`);
-  const image = imageOf(paths.dbPath);
+  const meta = vmMeta(paths.dbPath);
+  // Sessions from before the image was kept ran the agent image.
+  const image = meta.vm_image === 'minimal' ? 'minimal' : 'agent';
   if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE))) throw new MethodError('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
-  return { record, image };
+  const projectFolder = meta.vm_workspace ?? null;
+  if (projectFolder !== null && !isFolder(projectFolder)) {
+    throw new MethodError('workspace_gone', `session ${label} shared the project folder ${projectFolder}, which is gone; put the folder back there and resume again, or start a new session on another folder`);
+  }
+  return { record, image, projectFolder };
 }
 
-/** The image a session booted, from its session_meta; sessions from before it was kept ran the agent image. */
-function imageOf(dbPath: string): ImageKind {
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** What a VM session keeps in its session_meta for booting it again: vm_image, vm_workspace. */
+function vmMeta(dbPath: string): { vm_image?: string; vm_workspace?: string } {
   const db = openSessionDbReadOnly(dbPath);
   try {
-    const row = db.prepare("SELECT value FROM session_meta WHERE key = 'vm_image'").get() as { value: string } | undefined;
-    return row?.value === 'minimal' ? 'minimal' : 'agent';
+    const rows = db.prepare("SELECT key, value FROM session_meta WHERE key IN ('vm_image', 'vm_workspace')").all() as { key: 'vm_image' | 'vm_workspace'; value: string | null }[];
+    return Object.fromEntries(rows.filter((r) => typeof r.value === 'string').map((r) => [r.key, r.value]));
   } finally {
     db.close();
   }

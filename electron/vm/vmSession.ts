@@ -10,8 +10,11 @@ import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
+import { FsEventRows } from './fsEventRows.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
+import { PtyView } from './ptyView.ts';
+import { TerminalScreen } from './terminalScreen.ts';
 
 // One VM per session, supervised: boot (with a timeout), heartbeat, crash detection, orderly stop,
 // and the session's recording around it. The guest's connections reach the recording proxy over
@@ -22,6 +25,11 @@ export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
 const PREVIEW = 256;
+/**
+ * The agent sends a batch of file changes as back-to-back frames of 256; a pause this long ends the
+ * batch, and its summarised changes (.git/, node_modules/) become their rows.
+ */
+const FS_BATCH_QUIET_MS = 50;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -70,10 +78,18 @@ export interface VmSessionOptions {
   readonly heartbeatMs?: number;
   /** Progress lines while booting ("booting (TCG: ...)", "ready in 3.1 s"). */
   readonly onStatus?: (line: string) => void;
+  /** The session is entered in main.db under this id (before its image is made and its VM booted). */
+  readonly onRegistered?: (id: SessionId) => void;
   /** Boot an existing session again: same id, same session.db (its seq continues), same disk and workspace. */
   readonly resume?: SessionId;
   /** Recorded in session_meta, so a resume boots the same image. */
   readonly image?: string;
+  /**
+   * The user's project folder shared at /workspace (a real path, checked by checkProjectFolder);
+   * recorded in session_meta as vm_workspace, so a resume shares it again. Without it the session
+   * shares its own fresh folder, paths.workspaceDir.
+   */
+  readonly projectFolder?: string | null;
   /** The terminal's program; a login shell unless said. */
   readonly terminal?: TerminalProgram;
 }
@@ -96,12 +112,29 @@ export interface ExecResult extends ExitStatus {
 }
 
 export interface PtyAttachment {
-  readonly stream: MuxStream;
+  /** The shell's output from the moment `screen` was taken (read the screen first), keystrokes in. */
+  readonly stream: PtyView;
+  /** What the terminal shows as this attachment begins: screen and scrollback as escape sequences ('' for a new shell). */
+  readonly screen: Promise<string>;
   resize(cols: number, rows: number): void;
+}
+
+/** The session's terminal across attachments: its transcript, the host's copy of its screen, and who is attached. */
+interface SessionTerminal {
+  readonly transcript: PtyTranscript;
+  readonly screen: TerminalScreen;
+  size: { cols: number; rows: number };
+  view: PtyView | null;
+  closed: boolean;
 }
 
 export class BootError extends Error {
   override name = 'BootError';
+}
+
+/** The guest image could not be built or checked, so there was nothing to boot. */
+class ImageNotReady extends Error {
+  override name = 'ImageNotReady';
 }
 
 function serialTail(path: string): string {
@@ -116,7 +149,9 @@ export class VmSession {
   private state: 'running' | 'stopping' | 'ended' = 'running';
   private heartbeat: NodeJS.Timeout | null = null;
   private missedPings = 0;
-  private pty: { stream: MuxStream; transcript: PtyTranscript } | null = null;
+  private terminal: SessionTerminal | null = null;
+  private readonly fsRows = new FsEventRows();
+  private fsBatchEnd: NodeJS.Timeout | null = null;
   private endResolve!: (end: SessionEnd) => void;
   /** Resolves once the session has ended and been rolled up, however it ended. */
   readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
@@ -149,6 +184,7 @@ export class VmSession {
     const status = options.onStatus ?? (() => {});
     const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id as SessionId);
+    options.onRegistered?.(record.id as SessionId);
     const runDir = join(options.home.runDir, 'vms', record.id);
     let recorded: PromiseSettledResult<Recording> | null = null;
     let launched: PromiseSettledResult<{ plan: BootPlan; vm: VmInstance }> | null = null;
@@ -169,18 +205,22 @@ export class VmSession {
       return fail(`boot failed: ${reason}`, `the VM did not boot: ${reason}`);
     };
     const t0 = performance.now();
+    const workspace = options.projectFolder ?? paths.workspaceDir;
+    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}) };
     try {
-      ensurePrivateDir(paths.workspaceDir);
+      if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
       // proxy is needed only once the guest has booted.
       [recorded, launched] = await Promise.allSettled([
-        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm' }),
+        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta }),
         (async () => {
-          const plan = await options.plan(paths, caFiles(options.home).certPath);
+          const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
+            throw new ImageNotReady(err instanceof Error ? err.message : String(err));
+          });
           const vm = await options.backend.launch({
-            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace: paths.workspaceDir,
+            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace,
             memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
           });
           return { plan, vm };
@@ -194,7 +234,11 @@ export class VmSession {
       const reason = (recorded.reason as Error).message;
       return fail(reason, reason);
     }
-    if (launched.status === 'rejected') return bootFailed(launched.reason);
+    if (launched.status === 'rejected') {
+      // The image never got as far as a boot: say so, with the build's own words (and fix).
+      if (launched.reason instanceof ImageNotReady) return fail(`image not ready: ${launched.reason.message}`, `the guest image is not ready: ${launched.reason.message}`);
+      return bootFailed(launched.reason);
+    }
     const recording = recorded.value;
     const { plan } = launched.value;
     const booted = launched.value.vm;
@@ -213,7 +257,7 @@ export class VmSession {
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
-      const boot = { ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel), ...(options.image ? { vm_image: options.image } : {}) };
+      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
       if (options.terminal?.homeFiles.length) await session.writeHomeFiles(options.terminal.homeFiles);
@@ -268,25 +312,44 @@ export class VmSession {
     return { stream, result };
   }
 
-  /** Attaches to the guest's terminal program, its login shell unless said (started on first attach); output is kept for replay. */
+  /**
+   * Attaches to the guest's terminal program, its login shell unless said (started on first attach). One viewer at a time: the one
+   * attached before ends, and the new one is shown the screen as it stands once that one's last
+   * output is in. Output is kept for replay and in the host's copy of the screen.
+   */
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
-    this.pty?.transcript.close();
+    const terminal = (this.terminal ??= { transcript: new PtyTranscript(this.paths.ptyLogPath, size, term), screen: new TerminalScreen(size), size, view: null, closed: false });
+    const previous = terminal.view;
     const program = this.options.terminal;
-    const stream = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
-    const transcript = new PtyTranscript(this.paths.ptyLogPath, size, term);
-    this.pty = { stream, transcript };
-    stream.on('data', (c: Buffer) => transcript.output(c));
-    stream.on('close', () => {
-      if (this.pty?.stream === stream) {
-        transcript.close();
-        this.pty = null;
-      }
+    const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
+    const resize = (cols: number, rows: number): void => {
+      if (terminal.closed || (cols === terminal.size.cols && rows === terminal.size.rows)) return;
+      terminal.size = { cols, rows };
+      terminal.transcript.resize(cols, rows);
+      terminal.screen.resize(cols, rows);
+    };
+    const screen = (previous ? previous.retire() : Promise.resolve()).then(() => {
+      // The agent gave the shell this size on OPEN; what it prints from now on is drawn at it.
+      resize(size.cols, size.rows);
+      return terminal.screen.snapshot();
+    });
+    const record = (chunk: Buffer): Promise<void> | undefined => {
+      if (terminal.closed) return undefined;
+      terminal.transcript.output(chunk);
+      return terminal.screen.write(chunk);
+    };
+    const view = new PtyView(source, record, screen);
+    terminal.view = view;
+    view.once('close', () => {
+      if (terminal.view === view) terminal.view = null;
     });
     return {
-      stream,
+      stream: view,
+      screen,
       resize: (cols, rows) => {
-        transcript.resize(cols, rows);
-        stream.resize(cols, rows);
+        if (terminal.view !== view) return;
+        resize(cols, rows);
+        view.resize(cols, rows);
       },
     };
   }
@@ -350,8 +413,12 @@ export class VmSession {
   private async finish(end: SessionEnd): Promise<SessionEnd> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
-    this.pty?.transcript.close();
-    this.pty = null;
+    this.recordFsSummaries();
+    if (this.terminal) {
+      this.terminal.closed = true;
+      this.terminal.transcript.close();
+      this.terminal.screen.dispose();
+    }
     rmSync(this.runDir, { recursive: true, force: true });
     if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
     const recorded = await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
@@ -361,9 +428,17 @@ export class VmSession {
   }
 
   private recordFs(changes: readonly FsChange[]): void {
-    for (const change of changes) {
-      this.recording.writer.append('fs_events', { timestamp: new Date(change.ts_ms).toISOString(), action: change.action, path: change.path, size: change.size });
-    }
+    for (const row of this.fsRows.take(changes)) this.recording.writer.append('fs_events', row);
+    if (!this.fsRows.holding) return;
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = setTimeout(() => this.recordFsSummaries(), FS_BATCH_QUIET_MS);
+    this.fsBatchEnd.unref();
+  }
+
+  private recordFsSummaries(): void {
+    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
+    this.fsBatchEnd = null;
+    for (const row of this.fsRows.flush()) this.recording.writer.append('fs_events', row);
   }
 
   private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: BodyTap, err: BodyTap, failure: Error | null): void {

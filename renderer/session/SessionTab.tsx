@@ -26,7 +26,8 @@ interface Props {
  * so each keeps its rows, selection, scroll and terminal while the person looks elsewhere.
  */
 export function SessionTab({ id, session, visible, onSummary }: Props) {
-  const [view, setView] = useState<View>(session && !session.live && session.onDisk ? 'network' : 'terminal');
+  // A session that runs (or is starting) opens on its terminal; an ended one on what it recorded.
+  const [view, setView] = useState<View>(session && session.status !== 'running' && session.onDisk ? 'network' : 'terminal');
   const [shown, setShown] = useState<ReadonlySet<View>>(() => new Set([view]));
   const [focus, setFocus] = useState<Partial<Record<TableKind, Focus>>>({});
   // Each resume attaches a fresh terminal (the old one showed the previous run ending).
@@ -74,7 +75,7 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
             <div key={v.view} className="view" hidden={view !== v.view} data-view={v.view}>
               {v.view === 'terminal' && (
                 <Suspense fallback={<div className="muted pad">Loading terminal…</div>}>
-                  <TerminalView key={runs} sessionId={id} visible={active} />
+                  <TerminalView key={runs} sessionId={id} visible={active} starting={session?.starting ?? null} />
                 </Suspense>
               )}
               {v.view === 'timeline' && <TimelineView sessionId={id} liveVersion={live.any} onJump={jump} />}

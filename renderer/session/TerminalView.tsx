@@ -2,11 +2,15 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { useEffect, useRef, useState } from 'react';
-import type { Transcript, TranscriptPart } from '../../electron/contract/appContract.ts';
+import type { StartProgress, TerminalScrollbackLines, Transcript, TranscriptPart } from '../../electron/contract/appContract.ts';
 import { useApi } from '../api/ApiContext.tsx';
 import { errorText } from '../api/callError.ts';
+import { StartingNote } from '../app/StartingNote.tsx';
 
 type Mode = { kind: 'attaching' } | { kind: 'live'; exitCode?: number | null } | { kind: 'replay'; events: number } | { kind: 'none' } | { kind: 'error'; message: string };
+
+/** The scrollback the host keeps of a live terminal too, so a repaint brings back all this view had. */
+const SCROLLBACK: TerminalScrollbackLines = 10_000;
 
 /** The contract bounds a terminal size to 2..1000 in both directions. */
 const clamp = (n: number) => Math.max(2, Math.min(1000, Math.floor(n)));
@@ -70,12 +74,21 @@ function drawnAcknowledger(send: (chars: number) => Promise<unknown>): (chars: n
   };
 }
 
+interface Props {
+  readonly sessionId: string;
+  readonly visible: boolean;
+  /** The session's start while it is under way: shown until the terminal is live. */
+  readonly starting: StartProgress | null;
+}
+
 /**
- * The session's terminal: live (terminal.attach, output events in, keystrokes and resizes out)
- * or, for an ended session, its recorded transcript. Created the first time the view is shown,
- * because fitting needs a laid-out container; kept after that so scrollback survives tab switches.
+ * The session's terminal: live (terminal.attach, the screen as it stands and then output events
+ * in, keystrokes and resizes out) or, for an ended session, its recorded transcript. Created the
+ * first time the view is shown, because fitting needs a laid-out container; kept after that so
+ * scrollback survives tab switches. While the session starts, attaching waits and its progress
+ * shows; a start that fails shows why.
  */
-export function TerminalView({ sessionId, visible }: { readonly sessionId: string; readonly visible: boolean }) {
+export function TerminalView({ sessionId, visible, starting }: Props) {
   const api = useApi();
   const container = useRef<HTMLDivElement>(null);
   const [mode, setMode] = useState<Mode>({ kind: 'attaching' });
@@ -83,7 +96,7 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
   useEffect(() => {
     const element = container.current;
     if (!element) return;
-    const term = new Terminal({ fontFamily: 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace', fontSize: 13, scrollback: 10_000, theme: themeFromPage(), allowProposedApi: false });
+    const term = new Terminal({ fontFamily: 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace', fontSize: 13, scrollback: SCROLLBACK, theme: themeFromPage(), allowProposedApi: false });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(element);
@@ -95,6 +108,15 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
     // Each piece is acknowledged once xterm has drawn it: the host keeps the shell at most a
     // window ahead of what this page has shown.
     const drawn = drawnAcknowledger((chars) => api.call('terminal.ack', { id: sessionId, chars }));
+    // Every attach (this one, or the one replayed after the socket reconnects) begins with the
+    // screen as the host holds it: it replaces whatever this terminal showed.
+    cleanups.push(
+      api.on('terminal.screen', (event) => {
+        if (event.id !== sessionId) return;
+        term.reset();
+        term.write(event.data, () => drawn(event.data.length));
+      }),
+    );
     cleanups.push(api.on('terminal.output', (event) => event.id === sessionId && term.write(event.data, () => drawn(event.data.length))));
     cleanups.push(api.on('terminal.exit', (event) => event.id === sessionId && setMode({ kind: 'live', exitCode: event.code })));
 
@@ -147,7 +169,7 @@ export function TerminalView({ sessionId, visible }: { readonly sessionId: strin
   return (
     <div className="terminal-view">
       <div className="terminal-note" data-testid="terminal-note">
-        {mode.kind === 'attaching' && 'Attaching…'}
+        {mode.kind === 'attaching' && (starting ? <StartingNote progress={starting} detail /> : 'Attaching…')}
         {mode.kind === 'live' && (mode.exitCode === undefined ? 'live' : `the session's shell exited${mode.exitCode === null ? '' : ` (code ${mode.exitCode})`}`)}
         {mode.kind === 'replay' && (mode.events > 0 ? `replay of an ended session (${mode.events} recorded events)` : 'replay of an ended session: no terminal output was recorded')}
         {mode.kind === 'none' && 'This session has no terminal transcript.'}

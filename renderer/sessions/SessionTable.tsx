@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
 import type { SessionSummary } from '../../electron/contract/appContract.ts';
 import { CopyId } from '../app/CopyId.tsx';
+import { StartingNote } from '../app/StartingNote.tsx';
 import { StatusBadge } from '../app/StatusBadge.tsx';
 import { formatCost, formatCount, formatDateTime, formatDuration } from '../app/format.ts';
 import { useNow } from '../app/useNow.ts';
@@ -76,7 +77,14 @@ export function SessionTable({ sessions, onOpen }: { readonly sessions: readonly
             <tr key={s.id} data-testid="session-row" data-session-id={s.id} tabIndex={0} onClick={() => onOpen(s.id)} onKeyDown={(e) => e.key === 'Enter' && onOpen(s.id)}>
               <td><CopyId id={s.id} /></td>
               <td className="name">{s.name ?? <span className="muted">(unnamed)</span>}</td>
-              <td><StatusBadge status={s.status} reason={s.statusReason} /></td>
+              <td data-testid="session-status">
+                {s.starting ? <StartingNote progress={s.starting} /> : <StatusBadge status={s.status} reason={s.statusReason} />}
+                {s.status === 'crashed' && s.statusReason && (
+                  <span className="status-reason" data-testid="status-reason" title={s.statusReason}>
+                    {s.statusReason.split('\n')[0]}
+                  </span>
+                )}
+              </td>
               <td className="mono">{formatDateTime(s.createdAt)}</td>
               <td className="num">{formatDuration(durationOf(s, now))}</td>
               <td className="num">{formatCost(s.costUsd)}</td>

@@ -46,6 +46,14 @@ export function useSessionStore(): SessionStore {
   }, [api, epoch]);
 
   useHostEvent('session.changed', ({ session }) => upsert(session));
+  // A start's progress between the list's rounds; its end comes as session.changed.
+  useHostEvent('session.starting', ({ id, state, progress }) => {
+    setById((previous) => {
+      const session = previous.get(id);
+      if (!session) return previous;
+      return new Map(previous).set(id, { ...session, starting: state === 'progress' ? progress : null });
+    });
+  });
 
   const sessions = useMemo(() => [...byId.values()], [byId]);
   return { sessions, byId, loaded, error, upsert };

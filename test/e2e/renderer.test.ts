@@ -15,6 +15,7 @@ import { ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
 import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { rollUpSession } from '../../electron/store/rollup.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
+import type { ImageProgress } from '../../electron/vm/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
@@ -47,6 +48,8 @@ let page: Page;
 let big: SessionId;
 let gz: SessionId;
 const pageErrors: string[] = [];
+/** Stands in for the guest image's build in the next starts (the host agent needs no image): reports progress, waits, or fails. */
+let imageBuild: ((onProgress: (p: ImageProgress) => void) => Promise<void>) | null = null;
 
 function call<N extends CallName>(name: N, params: CallParams<N>): Promise<CallResult<N>> {
   return core.handle(name, params) as Promise<CallResult<N>>;
@@ -160,7 +163,10 @@ beforeAll(async () => {
     vmHost = new VmHost({
       home,
       backend: () => new HostAgentBackend(workspace),
-      plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' } }),
+      plan: (_kind, onProgress) => async (_paths, caPem) => {
+        await imageBuild?.(onProgress);
+        return { kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' } };
+      },
     });
   }
   core = new AppCore({ home, vmHost, vmUnavailableReason: agentMissing ?? undefined, liveIntervalMs: 250 });
@@ -388,6 +394,112 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await expect.poll(() => screen.innerText(), { timeout: 10_000 }).toMatch(/^hi-42$/m);
     expect(await screen.innerText()).toContain('echo hi-$((6*7))');
     await shot('terminal-live');
+  });
+
+  it.skipIf(agentMissing !== null)(`New session → Start opens the tab on Terminal at once, with the image build's stage in the tab and the row, then the live terminal${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    let finishBuild!: () => void;
+    const built = new Promise<void>((resolve) => (finishBuild = resolve));
+    imageBuild = async (onProgress) => {
+      onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3 });
+      await built;
+      onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1 });
+    };
+    try {
+      await fresh();
+      await page.click('[data-testid=new-session]');
+      await page.fill('[data-testid=new-session-name]', 'from-form');
+      await page.click('[data-testid=new-session-start]');
+      const opened = page.locator('[data-testid=tab][aria-selected=true]');
+      await opened.waitFor();
+      const id = (await opened.getAttribute('data-session-id'))!;
+      expect(id).toBe(idOfName('from-form'));
+      expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
+      const inTab = pane(id).locator('[data-testid=terminal-note] [data-testid=start-progress]');
+      await expect.poll(() => inTab.innerText()).toMatch(/^building the image: debootstrap 30%\s+Unpacking bash/);
+      expect(await inTab.getAttribute('data-phase')).toBe('image');
+      await shot('start-progress-tab');
+      await page.click('[data-testid=tab-list]');
+      await expect.poll(() => row(id).locator('[data-testid=start-progress]').innerText()).toBe('building the image: debootstrap 30%');
+      await shot('start-progress-row');
+      await tab(id).click();
+      finishBuild();
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      await page.click('[data-testid=tab-list]');
+      await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('running');
+      expect(await row(id).locator('[data-testid=start-progress]').count()).toBe(0);
+      await call('sessions.stop', { id: id as SessionId });
+    } finally {
+      finishBuild();
+      imageBuild = null;
+    }
+  });
+
+  it.skipIf(agentMissing !== null)(`a start that fails says why in its tab and its row${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    const WHY = 'mmdebstrap failed (exit 1): E: cannot download from deb.debian.org; check the network or set http_proxy';
+    imageBuild = async (onProgress) => {
+      onProgress({ stage: 'debootstrap', message: 'Get:1 http://deb.debian.org/debian bookworm InRelease', fraction: 0.05 });
+      throw new Error(WHY);
+    };
+    try {
+      await fresh();
+      await page.click('[data-testid=new-session]');
+      await page.fill('[data-testid=new-session-name]', 'no-network');
+      await page.click('[data-testid=new-session-start]');
+      const opened = page.locator('[data-testid=tab][aria-selected=true]');
+      await opened.waitFor();
+      const id = (await opened.getAttribute('data-session-id'))!;
+      const error = pane(id).locator('[data-testid=terminal-note] .error');
+      await error.waitFor();
+      expect(await error.innerText()).toBe(`the guest image is not ready: ${WHY}`);
+      await shot('start-failed-tab');
+      await page.click('[data-testid=tab-list]');
+      await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('crashed');
+      expect(await row(id).locator('[data-testid=status-reason]').innerText()).toBe(`image not ready: ${WHY}`);
+    } finally {
+      imageBuild = null;
+    }
+  });
+
+  it.skipIf(agentMissing !== null)(`shows a live terminal's screen again after switching away, closing its tab and reloading the page${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
+    const { id } = await call('sessions.start', { name: 'repaint-e2e', image: 'minimal' });
+    await fresh();
+    await row(id).click();
+    const terminal = pane(id).locator('[data-testid=terminal]');
+    const screen = () => terminal.locator('.xterm-rows').innerText().then((text) => text.replace(/[ \u00a0]+$/gm, '').trimEnd());
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await terminal.click();
+    for (const word of ['alpha', 'beta', 'gamma']) {
+      await page.keyboard.type(`echo ${word}-$((6*7))`);
+      await page.keyboard.press('Enter');
+      await expect.poll(screen).toMatch(new RegExp(`^${word}-42$`, 'm'));
+    }
+    await expect.poll(screen).toMatch(/gamma-42\n[#$]$/);
+    const before = await screen();
+
+    await pane(id).locator('[data-testid=view-network]').click();
+    await pane(id).locator('[data-testid=view-terminal]').click();
+    await expect.poll(screen).toBe(before);
+
+    await page.click('[data-testid=tab-list]');
+    await tab(id).click();
+    await expect.poll(screen).toBe(before);
+
+    await tab(id).locator('[data-testid=tab-close]').click();
+    await row(id).click();
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await expect.poll(screen).toBe(before);
+
+    await fresh();
+    await row(id).click();
+    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+    await expect.poll(screen).toBe(before);
+    // And it is the live shell, not a picture of it.
+    await terminal.click();
+    await page.keyboard.type('echo delta-$((6*7))');
+    await page.keyboard.press('Enter');
+    await expect.poll(screen).toMatch(/^delta-42$/m);
+    await shot('terminal-repainted');
+    await call('sessions.stop', { id: id as SessionId });
   });
 
   it('exports the session as an archive by default: a tar whose first member is the manifest', async () => {

@@ -41,11 +41,14 @@ export function capsemOnPath(): CapsemOnPath {
 export interface SpawnOptions {
   /** Run `capsem` found on the PATH, with this bin folder first on it (see capsemOnPath), instead of `node bin/capsem.mjs`. */
   readonly onPath?: CapsemOnPath;
+  /** Run it as another user (setpriv's arguments, see unprivilegedUser.ts), from `cwd`, a folder that user owns. */
+  readonly asUser?: { readonly setpriv: readonly string[]; readonly cwd: string };
 }
 
 /** Starts the real `capsem` from the user's folder and hands back the child, for tests that talk to it while it runs. */
 export function spawnCapsem(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: SpawnOptions = {}): ChildProcessWithoutNullStreams {
   const base: NodeJS.ProcessEnv = { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env };
+  if (options.asUser) return spawn('setpriv', [...options.asUser.setpriv, '--', process.execPath, BIN, ...args], { cwd: options.asUser.cwd, env: base });
   if (!options.onPath) return spawn(process.execPath, [BIN, ...args], { cwd: USER_FOLDER, env: base });
   return spawn('capsem', [...args], { cwd: USER_FOLDER, env: { ...base, PATH: `${options.onPath.binDir}${delimiter}${base.PATH ?? ''}` } });
 }

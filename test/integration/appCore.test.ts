@@ -402,22 +402,41 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
     });
     const liveCore = new AppCore({ home, vmHost, checkResults: true });
     const output: string[] = [];
+    const screens: string[] = [];
     const exits: EventPayload<'terminal.exit'>[] = [];
+    const starting: EventPayload<'session.starting'>[] = [];
     liveCore.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => {
       if (name === 'terminal.output') output.push((payload as EventPayload<'terminal.output'>).data);
+      if (name === 'terminal.screen') screens.push((payload as EventPayload<'terminal.screen'>).data);
       if (name === 'terminal.exit') exits.push(payload as EventPayload<'terminal.exit'>);
+      if (name === 'session.starting') starting.push(payload as EventPayload<'session.starting'>);
     });
+    const waitFor = async (text: string): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!output.join('').includes(text) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(output.join('')).toContain(text);
+    };
     try {
+      // The id comes back as soon as the session is entered; the list says it is starting.
       const { id } = (await liveCore.handle('sessions.start', { name: 'live-one', image: 'minimal' })) as CallResult<'sessions.start'>;
       const info = (await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>;
-      expect(info).toMatchObject({ id, name: 'live-one', status: 'running', live: true, onDisk: true });
+      expect(info).toMatchObject({ id, name: 'live-one', status: 'running', live: false, starting: { phase: 'boot' } });
+      // Attaching waits for the start, then the terminal is live, its (new) screen sent first.
       const attached = (await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>;
       expect(attached).toEqual({ live: true, transcript: null });
+      expect(starting.at(0)).toMatchObject({ id, state: 'progress', progress: { phase: 'boot' } });
+      expect(starting.at(-1)).toEqual({ id, state: 'ready', progress: null, message: null });
+      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ live: true, onDisk: true, starting: null });
+      expect(screens).toEqual(['']);
       await liveCore.handle('terminal.resize', { id, size: { cols: 100, rows: 30 } });
       await liveCore.handle('terminal.input', { id, data: 'echo "answer-$((40 + 2))"\n' });
-      const deadline = Date.now() + 10_000;
-      while (!output.join('').includes('answer-42') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(output.join('')).toContain('answer-42');
+      await waitFor('answer-42');
+      // Attached again (the tab reopened, the page reloaded): the screen comes back as it was.
+      await liveCore.handle('terminal.detach', { id });
+      await liveCore.handle('terminal.attach', { id, size: { cols: 100, rows: 30 } });
+      expect(screens).toHaveLength(2);
+      expect(screens[1]).toContain('answer-42');
+      expect(screens[1]).toContain('echo "answer-$((40 + 2))"');
       await liveCore.handle('terminal.detach', { id });
       expect((await liveCore.handle('sessions.stop', { id })) as CallResult<'sessions.stop'>).toEqual({ status: 'stopped' });
       const ended = (await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>;
@@ -431,13 +450,11 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
 
       // Resume boots it again under the same id; its terminal is live again.
       expect((await liveCore.handle('sessions.resume', { id })) as CallResult<'sessions.resume'>).toEqual({ id });
-      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ status: 'running', live: true, resumable: true });
       expect(((await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>).live).toBe(true);
+      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ status: 'running', live: true, resumable: true });
       output.length = 0;
       await liveCore.handle('terminal.input', { id, data: 'echo "again-$((40 + 3))"\n' });
-      const again = Date.now() + 10_000;
-      while (!output.join('').includes('again-43') && Date.now() < again) await new Promise((r) => setTimeout(r, 50));
-      expect(output.join('')).toContain('again-43');
+      await waitFor('again-43');
       await liveCore.handle('terminal.detach', { id });
       await liveCore.handle('sessions.stop', { id });
     } finally {

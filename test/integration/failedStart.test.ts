@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, statfsSync, symlinkSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
-import type { CallResult } from '../../electron/contract/appContract.ts';
+import type { CallResult, EventName, EventPayload } from '../../electron/contract/appContract.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { freePort } from '../helpers/freePort.ts';
@@ -121,15 +121,24 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
       plan: () => async () => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
     });
     const core = new AppCore({ home, vmHost, checkResults: true });
+    const failures: EventPayload<'session.starting'>[] = [];
+    core.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => {
+      if (name === 'session.starting' && (payload as EventPayload<'session.starting'>).state === 'failed') failures.push(payload as EventPayload<'session.starting'>);
+    });
     try {
       fill();
-      await expect(core.handle('sessions.start', { name: 'app-again', image: 'minimal' })).rejects.toMatchObject({ code: 'failed', message: expect.stringMatching(FULL) });
+      // The id comes back at once; the failure reaches the window as the start's end, and the
+      // terminal the tab asks for says why.
+      const failed = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
+      await expect(core.handle('terminal.attach', { id: failed.id, size: { cols: 80, rows: 24 } })).rejects.toMatchObject({ code: 'start_failed', message: expect.stringMatching(FULL) });
+      expect(failures).toEqual([{ id: failed.id, state: 'failed', progress: null, message: expect.stringMatching(FULL) }]);
       const listed = (await core.handle('sessions.list', {})) as CallResult<'sessions.list'>;
       expect(listed.filter((s) => s.status === 'running')).toEqual([]);
       await expectNoHalfMadeSession('app-again');
 
       makeRoom();
       const { id } = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
+      expect(await core.handle('terminal.attach', { id, size: { cols: 80, rows: 24 } })).toMatchObject({ live: true });
       expect(await core.handle('sessions.info', { id })).toMatchObject({ name: 'app-again', status: 'running', onDisk: true });
       expect(await core.handle('sessions.stop', { id })).toEqual({ status: 'stopped' });
     } finally {

@@ -4,6 +4,7 @@ import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TERMINAL_SCROLLBACK_LINES } from '../../electron/contract/appContract.ts';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
@@ -44,6 +45,15 @@ async function start(name: string | null = null, extra: Partial<VmSessionOptions
     ...extra,
   };
   return { session: await VmSession.start(options), backend };
+}
+
+/** Waits for `done` to hold, failing after `timeoutMs`. */
+async function until(done: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 function rows<T>(session: VmSession, sql: string): T[] {
@@ -148,6 +158,46 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     expect(events.some(([, code, data]) => code === 'o' && data.includes('hi-42'))).toBe(true);
     expect(events).toContainEqual([expect.any(Number), 'r', '132x43']);
   });
+
+  it('shows a terminal attached again the screen the shell drew, then its new output', async () => {
+    const { session } = await start();
+    const first = session.attachPty({ cols: 80, rows: 24 });
+    expect(await first.screen).toBe('');
+    let seen = '';
+    first.stream.on('data', (c: Buffer) => (seen += c.toString()));
+    first.stream.write('echo "kept-$((6*7))"; printf "\\033[31mred\\033[0m\\n"\n');
+    await until(() => seen.includes('kept-42') && seen.includes('red'));
+    const firstEnded = new Promise<void>((resolve) => first.stream.once('end', () => resolve()));
+
+    const second = session.attachPty({ cols: 80, rows: 24 });
+    await firstEnded;
+    const screen = await second.screen;
+    // What was drawn, colours included, as escape sequences a terminal replays.
+    expect(screen).toContain('kept-42');
+    expect(screen).toContain('\x1b[31mred');
+    let after = '';
+    second.stream.on('data', (c: Buffer) => (after += c.toString()));
+    second.stream.write('echo "then-$((6*8))"\n');
+    await until(() => after.includes('then-48'));
+    expect(after).not.toContain('kept-42');
+    await session.stop();
+  });
+
+  it("keeps the window's scrollback of a long output, not all of it", async () => {
+    const { session } = await start();
+    const pty = session.attachPty({ cols: 80, rows: 24 });
+    let seen = '';
+    pty.stream.on('data', (c: Buffer) => (seen = (seen + c.toString()).slice(-200)));
+    pty.stream.write(`i=0; while [ $i -lt ${TERMINAL_SCROLLBACK_LINES + 5000} ]; do echo "line $i"; i=$((i+1)); done; echo all-done\n`);
+    await until(() => seen.includes('all-done\r\n'), 60_000);
+    const again = session.attachPty({ cols: 80, rows: 24 });
+    const lines = (await again.screen).split('\r\n');
+    expect(lines.length).toBeLessThanOrEqual(TERMINAL_SCROLLBACK_LINES + 24);
+    expect(lines.length).toBeGreaterThan(TERMINAL_SCROLLBACK_LINES);
+    expect(lines).toContain(`line ${TERMINAL_SCROLLBACK_LINES + 4999}`);
+    expect(lines).not.toContain('line 0');
+    await session.stop();
+  }, 90_000);
 
   it("runs the program the session names on its terminal, with that program's own environment and its settings written into the home first", async () => {
     const guestHome = join(home.root, 'guest-home');

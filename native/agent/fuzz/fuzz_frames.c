@@ -21,7 +21,7 @@ static void check_json(const uint8_t *p, size_t n) {
     const char *err;
     if (json_parse(&doc, (const char *)p, n, &err) < 0) return;
     const struct json_node *r = json_root(&doc);
-    static const char *keys[] = { "type", "kind", "argv", "env", "protocol", "id", "cols", "time_ms" };
+    static const char *keys[] = { "type", "kind", "argv", "env", "protocol", "id", "cols", "time_ms", "dst", "address", "port", "transport" };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) (void)json_get(&doc, r, keys[i]);
     walk(&doc, r, 0);
     /* Whatever string came in must survive the writer and the reader again. */

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "frame.h"
@@ -13,7 +14,9 @@
 #define STREAM_WINDOW 1048576u
 #define OUTQ_SOFT_LIMIT (1024 * 1024) /* stop reading streams while this much waits for the port */
 
-enum stream_kind { SK_PTY, SK_EXEC, SK_NET };
+/* SK_NET: a TCP connection (to the proxy listener, redirected, or to the DNS answerer over TCP).
+ * SK_DNS_UDP: one datagram query; the answer goes back to `peer` from the answerer's socket. */
+enum stream_kind { SK_PTY, SK_EXEC, SK_NET, SK_DNS_UDP };
 
 struct stream {
     uint32_t id;
@@ -33,6 +36,8 @@ struct stream {
     pid_t pid;                /* exec: the process; 0 when none */
     bool exited;
     int wstatus;
+    struct sockaddr_storage peer; /* SK_DNS_UDP: the client the answer goes to */
+    socklen_t peer_len;
 };
 
 enum agent_phase { PH_HELLO, PH_RUNNING, PH_STOPPING };
@@ -44,6 +49,8 @@ struct agent {
     const char *shell;
     char *workspace;
     int proxy_port;
+    int transparent_port;    /* 0: no transparent listener (init's redirect rules name this port) */
+    const char *dns_address; /* NULL: no DNS answerer (init points resolv.conf at this address) */
     bool is_pid1;
     bool system_settings; /* clock and hostname: only in the VM (--port) */
 
@@ -114,15 +121,38 @@ void exec_check_done(struct stream *s);
 void exec_terminate(int sig);
 bool exec_any_running(void);
 
+/* A listening or datagram socket the poll loop watches while the agent runs. */
+struct listener {
+    int fd;
+    void (*on_ready)(int fd);
+};
+#define MAX_LISTENERS 8
+
 /* net.c */
 int net_listen(int port);
 void net_close(void);
 int net_listener_fd(void);
-void net_on_accept(void);
+int net_listen_transparent(int port);
+bool net_transparent_listening(void);
+int net_listeners(struct listener *out, int max);
+struct stream *net_stream_for(int fd, const char *kind, const struct sockaddr *dst);
+
+/* dns.c */
+int dns_start(const char *address);
+bool dns_started(void);
+int dns_listeners(struct listener *out, int max);
+void dns_on_host_data(struct stream *s);
+
+/* netopen.c: the OPEN payloads the guest sends for net and dns streams */
+int open_payload(struct buf *b, const char *kind, const char *process, int pid,
+                 const struct sockaddr *dst, const char *transport);
 
 /* procowner.c */
-int proc_find_tcp_owner(uint32_t local_addr_be, uint16_t local_port, uint32_t rem_addr_be,
-                        uint16_t rem_port, char *name, size_t name_len);
+enum owner_proto { OWNER_TCP, OWNER_UDP };
+/* The process owning the socket whose own address is `local` and whose peer is `remote` (for
+ * UDP, any peer). Returns the pid (its name in `name`), or -1. */
+int proc_find_owner(enum owner_proto proto, const struct sockaddr *local, const struct sockaddr *remote,
+                    char *name, size_t name_len);
 
 /* fswatch.c */
 int fswatch_start(const char *root);

@@ -125,6 +125,10 @@ static void apply_config(const struct json_doc *doc, const struct json_node *msg
         if (net_listen(g.proxy_port) < 0)
             send_log("warn", "net listener not started on 127.0.0.1:%d: %s", g.proxy_port, strerror(errno));
     }
+    if (g.transparent_port > 0 && !net_transparent_listening() && net_listen_transparent(g.transparent_port) < 0)
+        send_log("warn", "transparent listener not started on 127.0.0.1:%d: %s", g.transparent_port, strerror(errno));
+    if (g.dns_address && !dns_started() && dns_start(g.dns_address) < 0)
+        send_log("warn", "DNS answerer not started on %s:53: %s", g.dns_address, strerror(errno));
     g.configured = true;
 }
 

@@ -24,7 +24,7 @@ static int64_t port_recheck_ms = 0;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: " AGENT_NAME " (--port DEVICE | --connect SOCKET) [--workspace DIR]\n"
-               "       [--proxy-port N] [--shell PATH]\n"
+               "       [--proxy-port N] [--shell PATH] [--transparent-port N] [--dns ADDRESS]\n"
                "       " AGENT_NAME " --version\n");
 }
 
@@ -162,7 +162,7 @@ static void finish(void) {
 }
 
 enum slot_kind { SL_PORT, SL_SIG, SL_LISTEN, SL_FS, SL_SRC0, SL_SRC1, SL_SINK };
-struct slot { enum slot_kind kind; struct stream *s; };
+struct slot { enum slot_kind kind; struct stream *s; void (*on_ready)(int fd); };
 
 static void loop(void) {
     struct pollfd *pfd = NULL;
@@ -190,7 +190,13 @@ static void loop(void) {
             port_recheck_ms = now + 100;
         }
 
-        int need = 4 + 3 * g.nstreams;
+        struct listener listeners[MAX_LISTENERS];
+        int nlisteners = 0;
+        if (g.phase == PH_RUNNING) {
+            nlisteners = net_listeners(listeners, MAX_LISTENERS);
+            nlisteners += dns_listeners(listeners + nlisteners, MAX_LISTENERS - nlisteners);
+        }
+        int need = 3 + nlisteners + 3 * g.nstreams;
         if (need > cap) {
             cap = need * 2;
             pfd = realloc(pfd, (size_t)cap * sizeof *pfd);
@@ -202,13 +208,16 @@ static void loop(void) {
         }
         int n = 0;
 #define ADD(fd_, ev_, kind_, s_) do { pfd[n] = (struct pollfd){ (fd_), (short)(ev_), 0 }; \
-        slots[n] = (struct slot){ (kind_), (s_) }; n++; } while (0)
+        slots[n] = (struct slot){ (kind_), (s_), NULL }; n++; } while (0)
         if (g.port_fd >= 0 && port_up) {
             short ev = (short)((g.port_read_stopped ? 0 : POLLIN) | (g.outq.len ? POLLOUT : 0));
             ADD(g.port_fd, ev, SL_PORT, NULL);
         }
         ADD(sigfd, POLLIN, SL_SIG, NULL);
-        if (net_listener_fd() >= 0 && g.phase == PH_RUNNING) ADD(net_listener_fd(), POLLIN, SL_LISTEN, NULL);
+        for (int i = 0; i < nlisteners; i++) {
+            ADD(listeners[i].fd, POLLIN, SL_LISTEN, NULL);
+            slots[n - 1].on_ready = listeners[i].on_ready;
+        }
         if (fswatch_fd() >= 0) ADD(fswatch_fd(), POLLIN, SL_FS, NULL);
         for (int i = 0; i < g.nstreams; i++) {
             struct stream *s = g.streams[i];
@@ -244,7 +253,7 @@ static void loop(void) {
                 if ((re & POLLOUT) && port_up) flush_outq();
                 break;
             case SL_SIG: reap_children(); break;
-            case SL_LISTEN: net_on_accept(); break;
+            case SL_LISTEN: slots[i].on_ready(pfd[i].fd); break;
             case SL_FS: fswatch_on_readable(); break;
             case SL_SRC0:
             case SL_SRC1: {
@@ -286,6 +295,16 @@ int main(int argc, char **argv) {
                 return 2;
             }
             g.proxy_port = (int)p; i++;
+        } else if (v && strcmp(a, "--transparent-port") == 0) {
+            char *end;
+            long p = strtol(v, &end, 10);
+            if (*end || p < 1 || p > 65535) {
+                fprintf(stderr, AGENT_NAME ": bad --transparent-port %s\n", v);
+                return 2;
+            }
+            g.transparent_port = (int)p; i++;
+        } else if (v && strcmp(a, "--dns") == 0) {
+            g.dns_address = v; i++;
         } else if (v && strcmp(a, "--shell") == 0) {
             g.shell = v; i++;
         } else {

@@ -180,6 +180,8 @@ static void stream_src_eof(struct stream *s, int which) {
     case SK_PTY:
         pty_on_eof(s);
         break;
+    case SK_DNS_UDP:
+        break; /* no fd: its query went out whole when it was opened */
     }
 }
 
@@ -312,7 +314,15 @@ void stream_on_host_frame(const struct frame *f) {
             return;
         }
         s->recv_window -= f->len;
-        if (s->sink_fd < 0) {
+        if (s->kind == SK_DNS_UDP) {
+            /* One answer is at most 64 KiB and its length; the host owes no more than that. */
+            if (s->sink_buf.len + f->len > 2 + 65535 || buf_append(&s->sink_buf, f->payload, f->len) < 0) {
+                stream_send_reset(s, "dns: the host's answer is too long");
+                return;
+            }
+            dns_on_host_data(s);
+            stream_consumed(s, f->len);
+        } else if (s->sink_fd < 0) {
             stream_consumed(s, f->len);
         } else if (buf_append(&s->sink_buf, f->payload, f->len) < 0) {
             stream_send_reset(s, "out of memory");

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "agent.h"
 #include "frame.h"
 #include "json.h"
 
@@ -177,7 +181,56 @@ static void test_json(void) {
     buf_free(&b);
 }
 
+/* What the host reads from a net or dns OPEN: parsed back with the JSON reader. */
+static void test_open_payloads(void) {
+    struct json_doc doc;
+    const char *err;
+    struct buf b;
+    int64_t v;
+
+    struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons(443) };
+    inet_pton(AF_INET, "198.18.0.7", &v4.sin_addr);
+    buf_init(&b);
+    CHECK(open_payload(&b, "net", "py\"th\\on\n", 321, (struct sockaddr *)&v4, NULL) == 0);
+    CHECK(json_parse(&doc, buf_head(&b), b.len, &err) == 0);
+    const struct json_node *r = json_root(&doc);
+    CHECK(strcmp(json_cstr(json_get(&doc, r, "kind")), "net") == 0);
+    CHECK(strcmp(json_cstr(json_get(&doc, r, "process")), "py\"th\\on\n") == 0);
+    CHECK(json_int(json_get(&doc, r, "pid"), 0, INT32_MAX, &v) && v == 321);
+    const struct json_node *dst = json_get(&doc, r, "dst");
+    CHECK(dst && strcmp(json_cstr(json_get(&doc, dst, "address")), "198.18.0.7") == 0);
+    CHECK(json_int(json_get(&doc, dst, "port"), 1, 65535, &v) && v == 443);
+    CHECK(json_get(&doc, r, "transport") == NULL);
+    json_free(&doc);
+    buf_free(&b);
+
+    struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons(8443) };
+    inet_pton(AF_INET6, "64:ff9b::7f00:1", &v6.sin6_addr);
+    buf_init(&b);
+    CHECK(open_payload(&b, "net", "curl", -1, (struct sockaddr *)&v6, NULL) == 0);
+    CHECK(json_parse(&doc, buf_head(&b), b.len, &err) == 0);
+    r = json_root(&doc);
+    CHECK(json_get(&doc, r, "process")->type == JSON_NULL && json_get(&doc, r, "pid")->type == JSON_NULL);
+    dst = json_get(&doc, r, "dst");
+    CHECK(dst && strcmp(json_cstr(json_get(&doc, dst, "address")), "64:ff9b::7f00:1") == 0);
+    CHECK(json_int(json_get(&doc, dst, "port"), 1, 65535, &v) && v == 8443);
+    json_free(&doc);
+    buf_free(&b);
+
+    buf_init(&b);
+    CHECK(open_payload(&b, "dns", "node", 9, NULL, "udp") == 0);
+    CHECK(b.len == strlen("{\"kind\":\"dns\",\"process\":\"node\",\"pid\":9,\"transport\":\"udp\"}") &&
+          memcmp(buf_head(&b), "{\"kind\":\"dns\",\"process\":\"node\",\"pid\":9,\"transport\":\"udp\"}", b.len) == 0);
+    buf_free(&b);
+
+    struct sockaddr unknown = { .sa_family = AF_UNIX };
+    buf_init(&b);
+    CHECK(open_payload(&b, "net", NULL, 0, &unknown, NULL) == -1);
+    buf_free(&b);
+}
+
 int main(void) {
+    test_open_payloads();
     test_split_every_size();
     test_garbage();
     test_json();

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent } from '../../../electron/api/eventBuilders.ts';
+import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent } from '../../../electron/api/eventBuilders.ts';
 
 // The wire form of every event kind, each with every field set, pinned in a golden file: a
 // change to a field's name or meaning fails here first. Regenerate deliberately with
@@ -55,6 +55,16 @@ function everyKind(): unknown {
     mcpToolCallSummary: toolCallEvent(S, toolRow, { full: false, modelCallSeq: 2 }),
     toolResult: toolResultEvent(S, { ...identity, seq: 4, event_id: '00000000a004', timestamp: '2026-11-29T10:00:02.000Z', model_call_id: 2, call_id: 'toolu_1', content_preview: 'a.txt', is_error: 1 }, { full: true, modelCallSeq: 5 }),
     file: fileEvent(S, { ...identity, seq: 5, event_id: '00000000a005', timestamp: '2026-11-29T10:00:03.000Z', action: 'modified', path: 'src/main.ts', size: 42 }),
+    dns: dnsEvent(S, {
+      ...identity, seq: 6, event_id: '00000000a006', timestamp: '2026-11-29T10:00:04.000Z', name: 'api.anthropic.com', type: 'AAAA', rcode: 'NOERROR',
+      answers: '["fd00:c5e3::c612:1"]', resolved: '["160.79.104.10","2607:6bc0::10"]', decision: 'allowed', matched_rule: 'default.allow-public',
+      process_name: 'curl', pid: 77, duration_ms: 3, error_message: null,
+    }),
+    dnsDenied: dnsEvent(S, {
+      ...identity, seq: 7, event_id: '00000000a007', timestamp: '2026-11-29T10:00:05.000Z', name: 'metadata.google.internal', type: 'A', rcode: 'NOERROR',
+      answers: '["198.18.0.2"]', resolved: '[]', decision: 'denied', matched_rule: 'default.deny-cloud-metadata',
+      process_name: 'python3', pid: 78, duration_ms: 0, error_message: 'blocked by policy rule default.deny-cloud-metadata',
+    }),
   };
 }
 

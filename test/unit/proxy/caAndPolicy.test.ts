@@ -9,7 +9,7 @@ import { caFiles, CertificateAuthority, serialFrom } from '../../../electron/pro
 import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
 import { parseAuthority } from '../../../electron/proxy/requestTarget.ts';
 import { isPrivateAddress } from '../../../electron/proxy/addresses.ts';
-import { decide, DEFAULT_POLICY_PATH, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
+import { decide, decideName, DEFAULT_POLICY_PATH, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -100,6 +100,20 @@ describe('policy', () => {
     expect(decide(policy, 'a.b.evil.example', 443, 'GET').action).toBe('deny');
     expect(decide(policy, 'EVIL.example.', 443, 'GET').action).toBe('deny');
     expect(decide(parsePolicy('{"version":1,"rules":[]}', 'empty'), 'x', 443, 'GET')).toEqual({ action: 'deny', rule: 'default.no-rule', explicit: false });
+  });
+
+  it('lets a name be looked up when some port and method reach it, and denies it only when none does', () => {
+    const only = (rules: unknown[]) => parsePolicy(JSON.stringify({ version: 1, rules }), 'test');
+    expect(decideName(policy, 'evil.example')).toEqual({ action: 'deny', rule: 'deny-evil', explicit: true });
+    expect(decideName(policy, 'uploads.example.com').action).toBe('allow');
+    const ssh = only([{ id: 'ssh', action: 'allow', domains: ['git.example'], ports: [22] }]);
+    expect(decideName(ssh, 'git.example')).toEqual({ action: 'allow', rule: 'ssh', explicit: true });
+    expect(decideName(ssh, 'other.example')).toEqual({ action: 'deny', rule: 'default.no-rule', explicit: false });
+    const postOnly = only([{ id: 'post', action: 'allow', domains: ['api.example'], methods: ['post'] }]);
+    expect(decideName(postOnly, 'api.example').rule).toBe('post');
+    // Denied on every port a rule names, allowed on the rest: still reachable, so it resolves.
+    const mostPorts = only([{ id: 'deny-web', action: 'deny', domains: ['x.example'], ports: [1, 2, 3, 80, 443] }, { id: 'rest', action: 'allow', domains: ['*'] }]);
+    expect(decideName(mostPorts, 'x.example').rule).toBe('rest');
   });
 
   it('refuses a broken policy with the reason, and a reload keeps the previous one', () => {

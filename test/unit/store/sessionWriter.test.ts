@@ -179,12 +179,13 @@ describe('schema versions', () => {
     expect(() => openSessionDbReadOnly(path)).toThrow(`schema version 99, newer than this Capsem supports (${LATEST})`);
   });
 
-  it('brings a version 1 database (made before VM sessions and WebSocket frames) up to date', () => {
+  it('brings a version 1 database (made before VM sessions, WebSocket frames and DNS lookups) up to date', () => {
     const path = dbPath();
     const v1 = new Database(path);
     migrate(v1, 'test', SESSION_DB_MIGRATIONS.slice(0, 1));
     v1.exec('DROP TABLE exec_events');
     v1.exec('DROP TABLE ws_frames');
+    v1.exec('DROP TABLE dns_events');
     v1.exec('ALTER TABLE net_events DROP COLUMN parse_error');
     v1.close();
     const db = openSessionDbForWriting(path);
@@ -193,6 +194,7 @@ describe('schema versions', () => {
     expect(columns('exec_events')).toContain('exit_code');
     expect(columns('ws_frames')).toContain('net_event_id');
     expect(columns('net_events')).toContain('parse_error');
+    expect(columns('dns_events')).toEqual(expect.arrayContaining(['seq', 'event_id', 'name', 'type', 'rcode', 'answers', 'resolved', 'decision', 'process_name']));
     db.close();
   });
 

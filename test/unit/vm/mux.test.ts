@@ -201,6 +201,49 @@ describe('AgentMux', () => {
     expect((await p.next(isType(FrameType.DATA, 4))).payload.toString()).toMatch(/^HTTP\/1.1 200/);
   });
 
+  it('hands over transparent net streams with their destination and dns streams with their transport', async () => {
+    const p = await ready();
+    const taken: MuxStream[] = [];
+    const three = new Promise<void>((r) => p.mux.on('stream', (s) => taken.push(s) === 3 && r()));
+    p.guest.write(Buffer.concat([
+      encodeJsonFrame(FrameType.OPEN, 2, { kind: 'net', process: 'python3', pid: 7, dst: { address: 'fd00:c5e3::c612:7', port: 443 } }),
+      encodeJsonFrame(FrameType.OPEN, 4, { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' }),
+      encodeJsonFrame(FrameType.OPEN, 6, { kind: 'dns', process: null, pid: null, transport: 'tcp' }),
+    ]));
+    await three;
+    expect(taken.map((s) => s.meta)).toEqual([
+      { kind: 'net', process: 'python3', pid: 7, destination: { address: 'fd00:c5e3::c612:7', port: 443 } },
+      { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' },
+      { kind: 'dns', process: null, pid: null, transport: 'tcp' },
+    ]);
+  });
+
+  it('resets an OPEN it cannot serve, saying why, and keeps serving the rest', async () => {
+    const p = await ready();
+    const taken: MuxStream[] = [];
+    p.mux.on('stream', (s) => taken.push(s));
+    const bad = [
+      { kind: 'net', process: 'x', pid: 1, dst: { address: 'example.com', port: 443 } },
+      { kind: 'net', process: 'x', pid: 1, dst: { address: '198.18.0.1', port: 0 } },
+      { kind: 'net', process: 'x', pid: 1, dst: { address: '198.18.0.1', port: 1.5 } },
+      { kind: 'net', process: 'x', pid: 1, dst: null },
+      { kind: 'dns', process: 'x', pid: 1, transport: 'quic' },
+      { kind: 'exec', argv: ['sh'] },
+    ];
+    p.guest.write(Buffer.concat(bad.map((open, i) => encodeJsonFrame(FrameType.OPEN, 2 * (i + 1), open))));
+    const reasons = [];
+    for (let i = 0; i < bad.length; i++) reasons.push((await p.next(isType(FrameType.RESET, 2 * (i + 1)))).payload.toString());
+    expect(reasons).toEqual([
+      ...new Array(4).fill('a net stream\'s dst must be {"address": an IP address, "port": 1 to 65535}'),
+      'a dns stream names its transport, udp or tcp',
+      'the guest may only open net and dns streams, not exec',
+    ]);
+    const served = new Promise<void>((r) => p.mux.on('stream', () => r()));
+    p.guest.write(encodeJsonFrame(FrameType.OPEN, 20, { kind: 'net', process: 'curl', pid: 42 }));
+    await served;
+    expect(taken.map((s) => s.id)).toEqual([20]);
+  });
+
   it('keeps only fs changes whose paths stay inside the workspace', async () => {
     const p = await ready();
     const seen = new Promise<unknown[]>((r) => p.mux.on('fs', (e) => r([...e])));
