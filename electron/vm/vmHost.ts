@@ -321,7 +321,7 @@ export class VmHost {
 function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
   const parsed = AgentSchema.parse(agent);
   const label = codingAgent(parsed.name as AgentName).label;
-  if (image !== 'agent') throw new MethodError('bad_params', `${label} is in the agent image only, not the ${image} image: leave out --image ${image}`);
+  if (image !== 'agent') throw new MethodError('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
   try {
     return agentTerminal(parsed.name, parsed.args, agentCredentials(parsed.name, parsed.credentials));
   } catch (err) {
