@@ -64,11 +64,50 @@ function anthropicAnswer(res: ServerResponse, body: Body, text: string, tools: {
   });
 }
 
+type ResponsesBody = { model?: string; input?: { type?: string; call_id?: string }[] | string; tools?: { name?: string; type?: string }[] };
+
+/** An OpenAI Responses stream (server-sent events) carrying `items`, ending in response.completed with the usage. */
+function responsesAnswer(res: ServerResponse, body: ResponsesBody, n: number, items: Record<string, unknown>[], usage: { input: number; output: number }): void {
+  const response = { id: `resp_capsem_${n}`, object: 'response', created_at: 1, model: body.model ?? 'gpt-5-codex', status: 'in_progress', output: [] as unknown[] };
+  const events: { event: string; data: unknown }[] = [{ event: 'response.created', data: { type: 'response.created', sequence_number: 0, response } }];
+  items.forEach((item, i) => {
+    events.push({ event: 'response.output_item.added', data: { type: 'response.output_item.added', output_index: i, item: { ...item, status: 'in_progress' } } });
+    if (item.type === 'message') {
+      const text = (item.content as { text: string }[])[0]!.text;
+      events.push({ event: 'response.output_text.delta', data: { type: 'response.output_text.delta', item_id: item.id, output_index: i, content_index: 0, delta: text } });
+    }
+    events.push({ event: 'response.output_item.done', data: { type: 'response.output_item.done', output_index: i, item } });
+  });
+  const done = { ...response, status: 'completed', output: items, usage: { input_tokens: usage.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: usage.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: usage.input + usage.output } };
+  events.push({ event: 'response.completed', data: { type: 'response.completed', response: done } });
+  sse(res, events);
+}
+
+/** Codex's shell tool, under whichever of its names and argument shapes this Codex offers. */
+function codexShellCall(tools: readonly string[], script: string): { name: string; arguments: string } {
+  if (tools.includes('shell_command')) return { name: 'shell_command', arguments: JSON.stringify({ command: script }) };
+  if (tools.includes('exec_command')) return { name: 'exec_command', arguments: JSON.stringify({ cmd: script }) };
+  return { name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', script] }) };
+}
+
+type GeminiBody = { contents?: { role?: string; parts?: { functionResponse?: unknown }[] }[]; tools?: { functionDeclarations?: { name: string }[] }[] };
+
+/** A Gemini streamGenerateContent answer (alt=sse): one chunk with the parts and the usage. */
+function geminiAnswer(res: ServerResponse, model: string, parts: unknown[], usage: { input: number; output: number }, stream: boolean): void {
+  const chunk = { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output }, modelVersion: model, responseId: 'resp_capsem_gemini' };
+  if (stream) return sse(res, [{ data: chunk }]);
+  json(res, 200, chunk);
+}
+
 describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
   const home = vmTestHome();
   const project = join(USER_FOLDER, 'agent-project');
   let anthropic: Upstream;
+  let openai: Upstream;
+  let google: Upstream;
   let env: NodeJS.ProcessEnv;
+  /** The tools each agent offered its model, for a failure's message. */
+  const offered: Record<string, string[]> = {};
 
   beforeAll(async () => {
     mkdirSync(project, { recursive: true });
@@ -83,13 +122,45 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
       if (wantsBash) return anthropicAnswer(res, body, 'Created claude.txt in the workspace.', [], { input: 1300, output: 12 });
       anthropicAnswer(res, body, 'Making a file', [], { input: 50, output: 3 });
     });
+    openai = await startUpstream(upHome, ['api.openai.com'], (req, raw, res, n) => {
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as ResponsesBody;
+      if (req.method !== 'POST' || !req.url?.startsWith('/v1/responses')) return json(res, 404, { error: { message: 'not here', type: 'invalid_request_error' } });
+      const tools = (body.tools ?? []).map((t) => t.name ?? t.type ?? '');
+      offered.codex = tools;
+      const answered = Array.isArray(body.input) && body.input.some((item) => item.type === 'function_call_output' && item.call_id === 'call_capsem_codex_1');
+      if (!answered) {
+        return responsesAnswer(res, body, n, [{ type: 'function_call', id: 'fc_capsem_1', call_id: 'call_capsem_codex_1', status: 'completed', ...codexShellCall(tools, 'echo made by codex > codex.txt') }], { input: 2100, output: 30 });
+      }
+      responsesAnswer(res, body, n, [{ type: 'message', id: 'msg_capsem_2', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Created codex.txt in the workspace.', annotations: [] }] }], { input: 2200, output: 9 });
+    });
+    google = await startUpstream(upHome, ['generativelanguage.googleapis.com'], (req, raw, res) => {
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as GeminiBody;
+      const call = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)/.exec(req.url ?? '');
+      if (!call) return json(res, 404, { error: { code: 404, message: 'not here', status: 'NOT_FOUND' } });
+      const [, model, method] = call;
+      if (method === 'countTokens') return json(res, 200, { totalTokens: 10 });
+      const tools = (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((d) => d.name));
+      if (tools.length === 0) return geminiAnswer(res, model!, [{ text: JSON.stringify({ reasoning: 'The task is done.', next_speaker: 'user' }) }], { input: 40, output: 8 }, method === 'streamGenerateContent');
+      offered.gemini = tools;
+      const answered = (body.contents ?? []).some((c) => (c.parts ?? []).some((p) => p.functionResponse !== undefined));
+      if (!answered) {
+        const write = tools.includes('write_file')
+          ? { name: 'write_file', args: { file_path: '/workspace/gemini.txt', content: 'made by gemini\n' } }
+          : { name: 'run_shell_command', args: { command: 'echo made by gemini > gemini.txt' } };
+        return geminiAnswer(res, model!, [{ functionCall: { id: 'call_capsem_gemini_1', ...write } }], { input: 900, output: 20 }, method === 'streamGenerateContent');
+      }
+      geminiAnswer(res, model!, [{ text: 'Created gemini.txt in the workspace.' }], { input: 1000, output: 9 }, method === 'streamGenerateContent');
+    });
     upHome.remove();
     const caFile = join(home.root, 'upstream-ca.pem');
     writeFileSync(caFile, anthropic.caPem);
-    env = { ...NO_KEYS, CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${anthropic.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+    const resolve = [`api.anthropic.com:443=127.0.0.1:${anthropic.port}`, `api.openai.com:443=127.0.0.1:${openai.port}`, `generativelanguage.googleapis.com:443=127.0.0.1:${google.port}`];
+    env = { ...NO_KEYS, CAPSEM_RESOLVE: resolve.join(','), CAPSEM_UPSTREAM_CA_FILE: caFile };
   });
   afterAll(async () => {
     await anthropic?.close();
+    await openai?.close();
+    await google?.close();
     home.remove();
     rmSync(project, { recursive: true, force: true });
   });
@@ -124,6 +195,70 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     expect(await replayedScreen(home.root, 'claude1')).toContain('Created claude.txt in the workspace.');
 
     const check = await runCapsemAsync(home.root, ['check', 'claude1']);
+    expect(check.stdout, check.stdout).toContain('Findings: none');
+    expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Codex makes a file with one shell tool call over the Responses API: the same things are recorded', async () => {
+    const started = Date.now();
+    const r = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'codex', '--name', 'codex1', '--workspace', project, '--', 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', 'gpt-5-codex', 'Create codex.txt saying "made by codex".'],
+      { ...env, OPENAI_API_KEY: 'sk-proj-capsem-test-key-0123456789' },
+      { timeoutMs: 600_000 },
+    );
+    console.log(`Codex run: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.codex?.join(', ')}`).toBe(0);
+    expect(r.stdout).toContain('Created codex.txt in the workspace.');
+
+    expect(readFileSync(join(project, 'codex.txt'), 'utf8')).toBe('made by codex\n');
+    expect(statSync(join(project, 'codex.txt')).uid).toBe(process.getuid!());
+
+    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'codex1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls ORDER BY id');
+    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
+      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2100, output_tokens: 30 },
+      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2200, output_tokens: 9 },
+    ]);
+    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+    const linked = await sql<{ call_id: string }>(home.root, 'codex1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
+    expect(linked).toEqual([{ call_id: 'call_capsem_codex_1', answered_later: 1 }]);
+    expect(await sql(home.root, 'codex1', "SELECT action, path FROM fs_events WHERE path = 'codex.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'codex.txt' }]);
+    expect(await replayedScreen(home.root, 'codex1')).toContain('Created codex.txt in the workspace.');
+
+    const check = await runCapsemAsync(home.root, ['check', 'codex1']);
+    expect(check.stdout, check.stdout).toContain('Findings: none');
+    expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Gemini CLI makes a file with one tool call over streamGenerateContent: the same things are recorded', async () => {
+    const started = Date.now();
+    const r = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'gemini', '--name', 'gemini1', '--workspace', project, '--', '--yolo', '-m', 'gemini-2.5-flash', '-p', 'Create gemini.txt saying "made by gemini".'],
+      { ...env, GEMINI_API_KEY: 'AIzaCapsemTestKey0123456789' },
+      { timeoutMs: 600_000 },
+    );
+    console.log(`Gemini CLI run: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.gemini?.join(', ')}`).toBe(0);
+    expect(r.stdout).toContain('Created gemini.txt in the workspace.');
+
+    expect(readFileSync(join(project, 'gemini.txt'), 'utf8')).toBe('made by gemini\n');
+    expect(statSync(join(project, 'gemini.txt')).uid).toBe(process.getuid!());
+
+    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'gemini1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls WHERE input_tokens >= 900 ORDER BY id');
+    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
+      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 900, output_tokens: 20 },
+      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 1000, output_tokens: 9 },
+    ]);
+    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+    const linked = await sql<{ call_id: string }>(home.root, 'gemini1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
+    expect(linked).toEqual([{ call_id: 'call_capsem_gemini_1', answered_later: 1 }]);
+    expect(await sql(home.root, 'gemini1', "SELECT action, path FROM fs_events WHERE path = 'gemini.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'gemini.txt' }]);
+    expect(await replayedScreen(home.root, 'gemini1')).toContain('Created gemini.txt in the workspace.');
+
+    const check = await runCapsemAsync(home.root, ['check', 'gemini1']);
     expect(check.stdout, check.stdout).toContain('Findings: none');
     expect(check.code).toBe(0);
   }, 900_000);
