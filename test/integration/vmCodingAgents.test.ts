@@ -6,7 +6,7 @@ import { AppCore } from '../../electron/app/appCore.ts';
 import type { CallResult } from '../../electron/contract/appContract.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
-import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
+import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
@@ -45,6 +45,31 @@ async function replayedScreen(home: string, name: string): Promise<string> {
     return data.join('');
   } finally {
     core.close();
+  }
+}
+
+/** The text of the user's last message. */
+function lastUserText(body: Body): string {
+  const last = (body.messages ?? []).filter((m) => m.role === 'user').at(-1);
+  if (!last) return '';
+  if (typeof last.content === 'string') return last.content;
+  return Array.isArray(last.content) ? (last.content as { type?: string; text?: string }[]).map((block) => block.text ?? '').join('') : '';
+}
+
+/** What a person sees of a terminal's output: its text without escape sequences. */
+function screenText(raw: string): string {
+  // A TUI moves the cursor right instead of writing spaces: those become spaces here.
+  const spaced = raw.replace(/\x1b\[(\d*)C/g, (_m, n: string) => ' '.repeat(Math.min(Number(n || '1'), 200)));
+  return spaced.replace(/\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]/g, '');
+}
+
+async function until<T>(what: string, found: () => T | undefined | false, timeoutMs: number, shown: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = found();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}; the screen showed:\n${shown().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -115,6 +140,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     anthropic = await startUpstream(upHome, ['api.anthropic.com'], (req, raw, res) => {
       const body = (typeof raw === 'object' && raw !== null ? raw : {}) as Body;
       if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens')) return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
+      if (lastUserText(body).includes('Say hello')) return anthropicAnswer(res, body, 'Hello from the local upstream.', [], { input: 700, output: 8 });
       const wantsBash = (body.tools ?? []).some((t) => t.name === 'Bash');
       if (wantsBash && !hasToolResult(body)) {
         return anthropicAnswer(res, body, 'I will create the file.', [{ id: 'toolu_capsem_bash_1', name: 'Bash', input: { command: 'echo made by claude > claude.txt', description: 'Create claude.txt' } }], { input: 1200, output: 40 });
@@ -261,5 +287,40 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     const check = await runCapsemAsync(home.root, ['check', 'gemini1']);
     expect(check.stdout, check.stdout).toContain('Findings: none');
     expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Claude Code opens at its prompt on the terminal capsem run --agent attaches, answers what is typed there, and ends the session when it exits', async () => {
+    const started = Date.now();
+    const child = spawnCapsem(home.root, ['run', '--agent', 'claude', '--name', 'claude-live', '--workspace', project], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
+    let raw = '';
+    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    try {
+      // Its prompt, with no theme, sign-in, trust or update screen before it.
+      // Its input box: the banner, then the box's rule, drawn once it takes input.
+      await until('Claude Code\'s prompt', () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
+      console.log(`Claude Code at its prompt: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      expect(screenText(raw)).not.toMatch(/Choose the text style|Do you trust the files|Do you want to use this API key|Select login method/);
+      child.stdin.write('Say hello');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      // Its renderer places words by moving the cursor, so the words are compared without the spaces.
+      await until('the answer on screen', () => screenText(raw).replace(/\s+/g, '').includes('Hellofromthelocalupstream.'), 120_000, shown);
+      child.stdin.write('/exit');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      expect(await exited, shown()).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
+    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
+    expect(screenText(await replayedScreen(home.root, 'claude-live')).replace(/\s+/g, '')).toContain('Hellofromthelocalupstream.');
   }, 900_000);
 });
