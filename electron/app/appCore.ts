@@ -13,6 +13,7 @@ import { recentFolders } from '../store/recentFolders.ts';
 import { renameSession } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
+import { agentCredentials } from '../vm/agentCredentials.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -41,6 +42,8 @@ export interface AppCoreOptions {
   readonly liveIntervalMs?: number;
   /** Check every result against the contract too (tests turn this on; a mismatch is a `bad_result`). */
   readonly checkResults?: boolean;
+  /** Where a coding agent's key comes from (agentCredentials); the app's own environment unless said. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
@@ -192,12 +195,14 @@ export class AppCore implements HostCore {
     'sessions.list': () => listSessions(this.listContext()),
     'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
     'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
-    'sessions.start': async ({ name, image, workspace, wholeHome }) => {
+    'sessions.start': async ({ name, image, workspace, wholeHome, agent }) => {
       const vms = this.requireVms();
       // Checked here first for the window's wording of the confirmation; the VM host checks again.
       const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
       const choice = folder === null ? null : { path: folder, wholeHome };
-      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice }, report)) };
+      // The key comes from the environment the app was started in; a missing one is refused before anything starts.
+      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env) } };
+      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice, ...request }, report)) };
     },
     'folders.recent': () => recentFolders(this.options.home),
     'sessions.stop': async ({ id }) => {

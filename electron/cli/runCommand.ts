@@ -1,13 +1,18 @@
+import { AGENT_NAMES } from '../contract/agents.ts';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
+import { agentCredentials } from '../vm/agentCredentials.ts';
+import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
 import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
+import { attachTerminal } from './shellCommand.ts';
 import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'boot a VM, run a command in it, and record everything it does',
   usage: `capsem run [--name N] [--image agent|minimal] [--workspace DIR] -- CMD [ARGS...]
+       capsem run --agent claude|codex|gemini [--name N] [--workspace DIR] [-- AGENT_ARGS...]
 
 Boots a new session's VM, runs CMD in it (in /workspace, the session's shared folder), streams its
 output here and exits with CMD's exit code. The VM's only way out is the recording proxy: every
@@ -21,21 +26,41 @@ Output is taken at the pace of whatever reads it: a slow reader slows CMD down, 
 memory. If the reader goes away (| head), capsem stops the VM in order and exits with 141, as a
 command killed by SIGPIPE would.
 
+With --agent, the session's terminal runs that coding agent (Claude Code, Codex or Gemini CLI,
+pinned in the agent image) in /workspace instead of CMD: this terminal is attached to it, as with
+capsem shell, the app shows it live and its transcript is kept. It opens at its prompt (its
+first-run screens are answered by its settings files; updates and telemetry are off); the
+session ends when it exits, with its exit code. AGENT_ARGS go to the agent, for example
+capsem run --agent claude --workspace . -- -p "fix the failing test". Its API key comes from this
+environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini).
+
   --name N         give the session a display name (resume and list by it)
-  --image KIND     agent (default): Debian with bash, git, curl, python3, node
+  --image KIND     agent (default): Debian with bash, git, curl, python3, Node 22 and the agents
                    minimal: busybox only, boots fastest
+  --agent NAME     claude, codex or gemini, on the session's terminal
 ${PROJECT_FOLDER_USAGE}
 
-The first run builds the image (about 2 minutes for agent) and caches it under CAPSEM_HOME.
+The first run builds the image (about 7 minutes for agent, with the coding agents) and caches it under CAPSEM_HOME.
 If the app or another capsem command owns CAPSEM_HOME, the VM runs there and shows up live in it.`,
   async run(ctx, argv) {
     const dash = argv.indexOf('--');
-    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
+    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' }, agent: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
     const command = dash >= 0 ? argv.slice(dash + 1) : positionals;
-    if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
-    const params = { name: (values.name as string | undefined) ?? null, image, ...projectFolderParams(ctx, values), argv: command };
+    const name = (values.name as string | undefined) ?? null;
+    const agent = values.agent as string | undefined;
+    if (agent !== undefined) {
+      if (!isAgentName(agent)) throw new UsageError(`--agent takes ${AGENT_NAMES.join(', ')}, not "${agent}"`);
+      if (dash < 0 && positionals.length > 0) throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
+      if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
+      // Before anything starts, so a missing key leaves no session behind.
+      const credentials = agentCredentials(agent, process.env);
+      const folder = projectFolderParams(ctx, values);
+      return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
+    }
+    if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
+    const params = { name, image, ...projectFolderParams(ctx, values), argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
       const output = commandOutput();
       const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });

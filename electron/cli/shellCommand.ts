@@ -32,7 +32,11 @@ ${PROJECT_FOLDER_USAGE}`,
  * changes followed; returns the shell's exit code. Both directions go at the pace of their
  * reader: input piped in waits for the guest to take it, output for stdout to drain.
  */
-export async function attachTerminal(ctx: CliContext, command: string, params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean }): Promise<number> {
+export async function attachTerminal(
+  ctx: CliContext,
+  command: string,
+  params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean; agent?: { name: string; args: string[]; credentials: Record<string, string> } },
+): Promise<number> {
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_NAMES } from './agents.ts';
 
 // The one contract between the renderer and the host core: every call the window can make and
 // every event it can receive. The Electron preload exposes exactly these as `window.capsem`; browser
@@ -163,6 +164,10 @@ export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
 export const TranscriptSchema = TranscriptPartSchema.extend({ width: z.number(), height: z.number() });
 export type Transcript = z.infer<typeof TranscriptSchema>;
 
+/** What a new session's terminal runs. */
+export const TerminalChoiceSchema = z.enum(['shell', ...AGENT_NAMES]);
+export type TerminalChoice = z.infer<typeof TerminalChoiceSchema>;
+
 /** Every call: its params schema and its result schema. */
 export const CALLS = {
   'sessions.list': { params: z.strictObject({}), result: z.array(SessionSummarySchema) },
@@ -178,6 +183,8 @@ export const CALLS = {
    * null gives the session a fresh folder of its own. A folder is checked before anything is
    * entered: one that holds the user's whole home fails with `whole_home` until the user confirms
    * it (`wholeHome`); a missing one is `not_found`, a file `not_a_folder`, Capsem's own data `capsem_data`.
+   * `agent` is what its terminal runs: a login shell or a coding agent (agent image only; its key
+   * from the app's environment, and a missing key fails the call with nothing entered).
    */
   'sessions.start': {
     params: z.strictObject({
@@ -185,6 +192,7 @@ export const CALLS = {
       image: z.enum(['agent', 'minimal']),
       workspace: z.string().min(1).max(4096).nullable().default(null),
       wholeHome: z.boolean().default(false),
+      agent: TerminalChoiceSchema.default('shell'),
     }),
     result: z.strictObject({ id: z.string() }),
   },

@@ -10,12 +10,14 @@ import type { BootPlan } from './vmSession.ts';
 // session folder so a named session can be resumed on it.
 
 export const SESSION_DISK_FILE = 'disk.ext4';
+/** Where the guest sees the session's workspace. */
+export const GUEST_WORKSPACE = '/workspace';
 
 export function imageBootPlan(home: CapsemHome, kind: ImageKind, onProgress?: (p: ImageProgress) => void) {
   return async (paths: SessionPaths, caPemPath: string): Promise<BootPlan> => {
     const built = await ensureImage(home, kind, { agentBinary: agentBinary(), onProgress });
     const image = await verifyImage(built);
-    const common = { kernel: image.kernel, initrd: image.initrd, guestEnv: {}, guestWorkspace: '/workspace' };
+    const common = { kernel: image.kernel, initrd: image.initrd, guestEnv: {}, guestWorkspace: GUEST_WORKSPACE };
     if (kind === 'minimal') return { ...common, cmdline: '', disks: [] };
     const disk = join(paths.dir, SESSION_DISK_FILE);
     await ensureSessionDisk(disk, { caCertPem: readFileSync(caPemPath, 'utf8') });

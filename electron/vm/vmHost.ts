@@ -14,12 +14,15 @@ import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
+import { AGENT_NAMES, type AgentName } from '../contract/agents.ts';
+import { agentCredentials, CREDENTIAL_VARIABLES, MissingAgentKeyError } from './agentCredentials.ts';
+import { agentTerminal, codingAgent } from './codingAgents.ts';
 import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
 import { imageBootPlan, SESSION_DISK_FILE } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
 import { checkProjectFolder } from './projectFolder.ts';
-import { VmSession, type BootPlan } from './vmSession.ts';
+import { VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
 import type { SessionPaths } from '../store/paths.ts';
 
 // The owner's live VMs, keyed by session id, and the control-socket methods that reach them:
@@ -37,6 +40,13 @@ export interface VmHostOptions {
 }
 
 const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
+/** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
+const AgentSchema = z.strictObject({
+  name: z.enum(AGENT_NAMES),
+  args: z.array(z.string().max(65_536)).max(1024).default([]),
+  credentials: z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192)).default({}),
+});
+export type AgentRequest = z.input<typeof AgentSchema>;
 /** A new session's project folder, as the client resolved it against its user's current folder. */
 const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absolute path').optional();
 /** The user said to share the folder even though it holds their whole home (--yes-whole-home). */
@@ -52,6 +62,8 @@ const ShellParams = z.strictObject({
   wholeHome: WholeHomeSchema,
   cols: z.number().int().min(1).max(1000).default(80),
   rows: z.number().int().min(1).max(1000).default(24),
+  /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
+  agent: AgentSchema.optional(),
 });
 const ResizeEvent = z.strictObject({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) });
 const StopParams = z.strictObject({ id: z.string().min(1) });
@@ -135,16 +147,25 @@ export class VmHost {
     return [...this.sessions.values()];
   }
 
-  async start(params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId }, report: StartReporter): Promise<VmSession> {
+  /**
+   * Boots a session. With `agent`, its terminal runs that coding agent (the registry shows its
+   * command line); an agent that cannot start here (the minimal image, no key) is refused before
+   * anything is registered.
+   */
+  async start(
+    params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId; agent?: AgentRequest },
+    report: StartReporter,
+  ): Promise<VmSession> {
+    const terminal = params.agent ? agentProgram(params.image, params.agent) : undefined;
     // Checked before anything is registered: a folder that cannot be shared leaves no session behind.
     const projectFolder = params.workspace
       ? checkProjectFolder(params.workspace.path, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: params.workspace.wholeHome, confirmHint: 'add --yes-whole-home' })
       : null;
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
-      home: this.options.home, name: params.name, command: params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+      home: this.options.home, name: params.name, command: terminal ? terminal.argv : params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
       onRegistered: (id) => report.registered?.(id),
-      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}),
+      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(terminal ? { terminal } : {}),
     });
     if (projectFolder) {
       try {
@@ -202,6 +223,8 @@ export class VmHost {
         const existing = params.id ? this.sessions.get(params.id as SessionId) : undefined;
         if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
+        if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
+        if (params.agent) agentProgram(params.image, params.agent);
         if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;
@@ -266,7 +289,7 @@ export class VmHost {
       try {
         session = params.id
           ? await this.resume(params.id as SessionId, reporter(event))
-          : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params) }, reporter(event));
+          : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
         return stream.end(125);
@@ -291,6 +314,19 @@ export class VmHost {
     // A session started for this shell ends with it; one the shell attached to keeps running.
     if (!existing) await session.stop();
     stream.end(exitCode);
+  }
+}
+
+/** The terminal program for `agent`, or why it cannot start, as a MethodError. */
+function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
+  const parsed = AgentSchema.parse(agent);
+  const label = codingAgent(parsed.name as AgentName).label;
+  if (image !== 'agent') throw new MethodError('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
+  try {
+    return agentTerminal(parsed.name, parsed.args, agentCredentials(parsed.name, parsed.credentials));
+  } catch (err) {
+    if (err instanceof MissingAgentKeyError) throw new MethodError('missing_key', err.message);
+    throw err;
   }
 }
 

@@ -1,13 +1,17 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import type { CallResult } from '../../electron/contract/appContract.ts';
+import type { CallResult, TerminalChoice } from '../../electron/contract/appContract.ts';
 import { useApi, usePickFolder } from '../api/ApiContext.tsx';
 import { toCallError } from '../api/callError.ts';
 
 type Image = 'agent' | 'minimal';
 type RecentFolder = CallResult<'folders.recent'>[number];
 
+/** What the new session's terminal runs; the coding agents are in the agent image only. */
+const TERMINALS: Readonly<Record<TerminalChoice, string>> = { shell: 'Shell', claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI' };
+const isTerminalChoice = (value: string): value is TerminalChoice => Object.hasOwn(TERMINALS, value);
+
 /**
- * Starts a session (sessions.start) and opens its tab. The name is optional: ids are the key. The
+ * Starts a session (sessions.start) with a shell or a coding agent on its terminal, and opens its tab. The name is optional: ids are the key. The
  * project folder is optional too (without it the session gets a fresh folder of its own): typed,
  * taken from the folders sessions were last started on, or in Electron chosen in the system's
  * picker. A folder holding the whole home folder is shared only once the user ticks that they mean it.
@@ -22,6 +26,7 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
   const [recent, setRecent] = useState<readonly RecentFolder[]>([]);
   const [askWholeHome, setAskWholeHome] = useState(false);
   const [wholeHome, setWholeHome] = useState(false);
+  const [agent, setAgent] = useState<TerminalChoice>('shell');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
@@ -49,7 +54,7 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
     setBusy(true);
     setError(null);
     try {
-      const { id } = await api.call('sessions.start', { name: name.trim() || null, image, workspace: folder.trim() || null, wholeHome });
+      const { id } = await api.call('sessions.start', { name: name.trim() || null, image: agent === 'shell' ? image : 'agent', workspace: folder.trim() || null, wholeHome, agent });
       setOpen(false);
       setName('');
       chooseFolder('');
@@ -73,7 +78,14 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
   return (
     <form className="new-session" data-testid="new-session-form" onSubmit={(e) => void submit(e)}>
       <input data-testid="new-session-name" placeholder="name (optional)" value={name} maxLength={64} autoFocus spellCheck={false} onChange={(e) => setName(e.target.value)} />
-      <select data-testid="new-session-image" value={image} onChange={(e) => setImage(e.target.value === 'minimal' ? 'minimal' : 'agent')}>
+      <select data-testid="new-session-agent" value={agent} aria-label="runs" onChange={(e) => isTerminalChoice(e.target.value) && setAgent(e.target.value)}>
+        {Object.entries(TERMINALS).map(([value, label]) => (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        ))}
+      </select>
+      <select data-testid="new-session-image" value={agent === 'shell' ? image : 'agent'} disabled={agent !== 'shell'} title={agent === 'shell' ? undefined : 'the coding agents are in the agent image'} onChange={(e) => setImage(e.target.value === 'minimal' ? 'minimal' : 'agent')}>
         <option value="agent">agent image</option>
         <option value="minimal">minimal image</option>
       </select>

@@ -1,0 +1,326 @@
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppCore } from '../../electron/app/appCore.ts';
+import type { CallResult } from '../../electron/contract/appContract.ts';
+import { capsemHome } from '../../electron/store/paths.ts';
+import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
+
+// The coding agents of the agent image, as they ship from npm, started by `capsem run --agent`
+// in a real VM on a project folder the user made, against local upstreams that speak each
+// provider's wire format (CAPSEM_RESOLVE): each is asked to make a file with one tool call, and
+// the session must show all of it: the file in the user's folder and theirs, the model calls with
+// tokens and cost, the tool call and its result under one call_id, the file change, a transcript
+// that replays the agent's screen, and a clean `capsem check`.
+
+const noAgentImage = agentImageUnavailable();
+const NO_KEYS = { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' };
+
+type Body = { model?: string; stream?: boolean; tools?: { name: string }[]; messages?: { role: string; content: unknown }[] };
+
+/** What the user can see of a session through `capsem sql`. */
+async function sql<T>(home: string, name: string, query: string): Promise<T[]> {
+  const r = await runCapsemAsync(home, ['sql', name, query, '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T[];
+}
+
+/** Everything the session's terminal showed, as the window's replay gets it. */
+async function replayedScreen(home: string, name: string): Promise<string> {
+  const id = (JSON.parse((await runCapsemAsync(home, ['list', '--json'])).stdout) as { id: string; name: string }[]).find((s) => s.name === name)!.id;
+  const core = new AppCore({ home: capsemHome({ CAPSEM_HOME: home }), checkResults: true });
+  try {
+    const attached = (await core.handle('terminal.attach', { id, size: { cols: 120, rows: 40 } })) as CallResult<'terminal.attach'>;
+    const data = attached.transcript!.events.map((e) => e[2]);
+    let from = attached.transcript!.next;
+    while (from !== null) {
+      const part = (await core.handle('terminal.replay', { id, from })) as CallResult<'terminal.replay'>;
+      data.push(...part.events.map((e) => e[2]));
+      from = part.next;
+    }
+    return data.join('');
+  } finally {
+    core.close();
+  }
+}
+
+/** The text of the user's last message. */
+function lastUserText(body: Body): string {
+  const last = (body.messages ?? []).filter((m) => m.role === 'user').at(-1);
+  if (!last) return '';
+  if (typeof last.content === 'string') return last.content;
+  return Array.isArray(last.content) ? (last.content as { type?: string; text?: string }[]).map((block) => block.text ?? '').join('') : '';
+}
+
+/** What a person sees of a terminal's output: its text without escape sequences. */
+function screenText(raw: string): string {
+  // A TUI moves the cursor right instead of writing spaces: those become spaces here.
+  const spaced = raw.replace(/\x1b\[(\d*)C/g, (_m, n: string) => ' '.repeat(Math.min(Number(n || '1'), 200)));
+  return spaced.replace(/\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]/g, '');
+}
+
+async function until<T>(what: string, found: () => T | undefined | false, timeoutMs: number, shown: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = found();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}; the screen showed:\n${shown().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function hasToolResult(body: Body): boolean {
+  return (body.messages ?? []).some((m) => Array.isArray(m.content) && (m.content as { type?: string }[]).some((block) => block.type === 'tool_result'));
+}
+
+/** An Anthropic Messages answer, streamed when the request asked for a stream, as the API does. */
+function anthropicAnswer(res: ServerResponse, body: Body, text: string, tools: { id: string; name: string; input: unknown }[], usage: { input: number; output: number }): void {
+  const model = body.model ?? 'claude-sonnet-4-6';
+  if (body.stream) return sse(res, anthropicStream(model, text, tools, usage));
+  json(res, 200, {
+    id: 'msg_test_plain', type: 'message', role: 'assistant', model,
+    content: [{ type: 'text', text }, ...tools.map((t) => ({ type: 'tool_use', ...t }))],
+    stop_reason: tools.length ? 'tool_use' : 'end_turn', stop_sequence: null,
+    usage: { input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+  });
+}
+
+type ResponsesBody = { model?: string; input?: { type?: string; call_id?: string }[] | string; tools?: { name?: string; type?: string }[] };
+
+/** An OpenAI Responses stream (server-sent events) carrying `items`, ending in response.completed with the usage. */
+function responsesAnswer(res: ServerResponse, body: ResponsesBody, n: number, items: Record<string, unknown>[], usage: { input: number; output: number }): void {
+  const response = { id: `resp_capsem_${n}`, object: 'response', created_at: 1, model: body.model ?? 'gpt-5-codex', status: 'in_progress', output: [] as unknown[] };
+  const events: { event: string; data: unknown }[] = [{ event: 'response.created', data: { type: 'response.created', sequence_number: 0, response } }];
+  items.forEach((item, i) => {
+    events.push({ event: 'response.output_item.added', data: { type: 'response.output_item.added', output_index: i, item: { ...item, status: 'in_progress' } } });
+    if (item.type === 'message') {
+      const text = (item.content as { text: string }[])[0]!.text;
+      events.push({ event: 'response.output_text.delta', data: { type: 'response.output_text.delta', item_id: item.id, output_index: i, content_index: 0, delta: text } });
+    }
+    events.push({ event: 'response.output_item.done', data: { type: 'response.output_item.done', output_index: i, item } });
+  });
+  const done = { ...response, status: 'completed', output: items, usage: { input_tokens: usage.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: usage.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: usage.input + usage.output } };
+  events.push({ event: 'response.completed', data: { type: 'response.completed', response: done } });
+  sse(res, events);
+}
+
+/** Codex's shell tool, under whichever of its names and argument shapes this Codex offers. */
+function codexShellCall(tools: readonly string[], script: string): { name: string; arguments: string } {
+  if (tools.includes('shell_command')) return { name: 'shell_command', arguments: JSON.stringify({ command: script }) };
+  if (tools.includes('exec_command')) return { name: 'exec_command', arguments: JSON.stringify({ cmd: script }) };
+  return { name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', script] }) };
+}
+
+type GeminiBody = { contents?: { role?: string; parts?: { functionResponse?: unknown }[] }[]; tools?: { functionDeclarations?: { name: string }[] }[] };
+
+/** A Gemini streamGenerateContent answer (alt=sse): one chunk with the parts and the usage. */
+function geminiAnswer(res: ServerResponse, model: string, parts: unknown[], usage: { input: number; output: number }, stream: boolean): void {
+  const chunk = { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output }, modelVersion: model, responseId: 'resp_capsem_gemini' };
+  if (stream) return sse(res, [{ data: chunk }]);
+  json(res, 200, chunk);
+}
+
+describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
+  const home = vmTestHome();
+  const project = join(USER_FOLDER, 'agent-project');
+  let anthropic: Upstream;
+  let openai: Upstream;
+  let google: Upstream;
+  let env: NodeJS.ProcessEnv;
+  /** The tools each agent offered its model, for a failure's message. */
+  const offered: Record<string, string[]> = {};
+
+  beforeAll(async () => {
+    mkdirSync(project, { recursive: true });
+    const upHome = tempHome();
+    anthropic = await startUpstream(upHome, ['api.anthropic.com'], (req, raw, res) => {
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as Body;
+      if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens')) return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
+      if (lastUserText(body).includes('Say hello')) return anthropicAnswer(res, body, 'Hello from the local upstream.', [], { input: 700, output: 8 });
+      const wantsBash = (body.tools ?? []).some((t) => t.name === 'Bash');
+      if (wantsBash && !hasToolResult(body)) {
+        return anthropicAnswer(res, body, 'I will create the file.', [{ id: 'toolu_capsem_bash_1', name: 'Bash', input: { command: 'echo made by claude > claude.txt', description: 'Create claude.txt' } }], { input: 1200, output: 40 });
+      }
+      if (wantsBash) return anthropicAnswer(res, body, 'Created claude.txt in the workspace.', [], { input: 1300, output: 12 });
+      anthropicAnswer(res, body, 'Making a file', [], { input: 50, output: 3 });
+    });
+    openai = await startUpstream(upHome, ['api.openai.com'], (req, raw, res, n) => {
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as ResponsesBody;
+      if (req.method !== 'POST' || !req.url?.startsWith('/v1/responses')) return json(res, 404, { error: { message: 'not here', type: 'invalid_request_error' } });
+      const tools = (body.tools ?? []).map((t) => t.name ?? t.type ?? '');
+      offered.codex = tools;
+      const answered = Array.isArray(body.input) && body.input.some((item) => item.type === 'function_call_output' && item.call_id === 'call_capsem_codex_1');
+      if (!answered) {
+        return responsesAnswer(res, body, n, [{ type: 'function_call', id: 'fc_capsem_1', call_id: 'call_capsem_codex_1', status: 'completed', ...codexShellCall(tools, 'echo made by codex > codex.txt') }], { input: 2100, output: 30 });
+      }
+      responsesAnswer(res, body, n, [{ type: 'message', id: 'msg_capsem_2', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Created codex.txt in the workspace.', annotations: [] }] }], { input: 2200, output: 9 });
+    });
+    google = await startUpstream(upHome, ['generativelanguage.googleapis.com'], (req, raw, res) => {
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as GeminiBody;
+      const call = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)/.exec(req.url ?? '');
+      if (!call) return json(res, 404, { error: { code: 404, message: 'not here', status: 'NOT_FOUND' } });
+      const [, model, method] = call;
+      if (method === 'countTokens') return json(res, 200, { totalTokens: 10 });
+      const tools = (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((d) => d.name));
+      if (tools.length === 0) return geminiAnswer(res, model!, [{ text: JSON.stringify({ reasoning: 'The task is done.', next_speaker: 'user' }) }], { input: 40, output: 8 }, method === 'streamGenerateContent');
+      offered.gemini = tools;
+      const answered = (body.contents ?? []).some((c) => (c.parts ?? []).some((p) => p.functionResponse !== undefined));
+      if (!answered) {
+        const write = tools.includes('write_file')
+          ? { name: 'write_file', args: { file_path: '/workspace/gemini.txt', content: 'made by gemini\n' } }
+          : { name: 'run_shell_command', args: { command: 'echo made by gemini > gemini.txt' } };
+        return geminiAnswer(res, model!, [{ functionCall: { id: 'call_capsem_gemini_1', ...write } }], { input: 900, output: 20 }, method === 'streamGenerateContent');
+      }
+      geminiAnswer(res, model!, [{ text: 'Created gemini.txt in the workspace.' }], { input: 1000, output: 9 }, method === 'streamGenerateContent');
+    });
+    upHome.remove();
+    const caFile = join(home.root, 'upstream-ca.pem');
+    writeFileSync(caFile, anthropic.caPem);
+    const resolve = [`api.anthropic.com:443=127.0.0.1:${anthropic.port}`, `api.openai.com:443=127.0.0.1:${openai.port}`, `generativelanguage.googleapis.com:443=127.0.0.1:${google.port}`];
+    env = { ...NO_KEYS, CAPSEM_RESOLVE: resolve.join(','), CAPSEM_UPSTREAM_CA_FILE: caFile };
+  });
+  afterAll(async () => {
+    await anthropic?.close();
+    await openai?.close();
+    await google?.close();
+    home.remove();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  it('Claude Code creates a file with its Bash tool: the file is the user\'s, the calls, the tool call and the file change are recorded, and the screen replays', async () => {
+    const started = Date.now();
+    const r = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'claude', '--name', 'claude1', '--workspace', project, '--', '-p', 'Create claude.txt saying "made by claude" with your Bash tool.', '--allowedTools', 'Bash', '--model', 'claude-sonnet-4-6'],
+      { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' },
+      { timeoutMs: 600_000 },
+    );
+    console.log(`Claude Code run: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toContain('Created claude.txt in the workspace.');
+
+    expect(readFileSync(join(project, 'claude.txt'), 'utf8')).toBe('made by claude\n');
+    expect(statSync(join(project, 'claude.txt')).uid).toBe(process.getuid!());
+
+    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'claude1', "SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls WHERE model = 'claude-sonnet-4-6' ORDER BY id");
+    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
+      { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1200, output_tokens: 40 },
+      { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1300, output_tokens: 12 },
+    ]);
+    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+    const linked = await sql(home.root, 'claude1', 'SELECT tc.call_id, tc.tool_name, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
+    expect(linked).toEqual([{ call_id: 'toolu_capsem_bash_1', tool_name: 'Bash', answered_later: 1 }]);
+
+    expect(await sql(home.root, 'claude1', "SELECT action, path FROM fs_events WHERE path = 'claude.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'claude.txt' }]);
+
+    expect(await replayedScreen(home.root, 'claude1')).toContain('Created claude.txt in the workspace.');
+
+    const check = await runCapsemAsync(home.root, ['check', 'claude1']);
+    expect(check.stdout, check.stdout).toContain('Findings: none');
+    expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Codex makes a file with one shell tool call over the Responses API: the same things are recorded', async () => {
+    const started = Date.now();
+    const r = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'codex', '--name', 'codex1', '--workspace', project, '--', 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', 'gpt-5-codex', 'Create codex.txt saying "made by codex".'],
+      { ...env, OPENAI_API_KEY: 'sk-proj-capsem-test-key-0123456789' },
+      { timeoutMs: 600_000 },
+    );
+    console.log(`Codex run: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.codex?.join(', ')}`).toBe(0);
+    expect(r.stdout).toContain('Created codex.txt in the workspace.');
+
+    expect(readFileSync(join(project, 'codex.txt'), 'utf8')).toBe('made by codex\n');
+    expect(statSync(join(project, 'codex.txt')).uid).toBe(process.getuid!());
+
+    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'codex1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls ORDER BY id');
+    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
+      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2100, output_tokens: 30 },
+      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2200, output_tokens: 9 },
+    ]);
+    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+    const linked = await sql<{ call_id: string }>(home.root, 'codex1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
+    expect(linked).toEqual([{ call_id: 'call_capsem_codex_1', answered_later: 1 }]);
+    expect(await sql(home.root, 'codex1', "SELECT action, path FROM fs_events WHERE path = 'codex.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'codex.txt' }]);
+    expect(await replayedScreen(home.root, 'codex1')).toContain('Created codex.txt in the workspace.');
+
+    const check = await runCapsemAsync(home.root, ['check', 'codex1']);
+    expect(check.stdout, check.stdout).toContain('Findings: none');
+    expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Gemini CLI makes a file with one tool call over streamGenerateContent: the same things are recorded', async () => {
+    const started = Date.now();
+    const r = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'gemini', '--name', 'gemini1', '--workspace', project, '--', '--yolo', '-m', 'gemini-2.5-flash', '-p', 'Create gemini.txt saying "made by gemini".'],
+      { ...env, GEMINI_API_KEY: 'AIzaCapsemTestKey0123456789' },
+      { timeoutMs: 600_000 },
+    );
+    console.log(`Gemini CLI run: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.gemini?.join(', ')}`).toBe(0);
+    expect(r.stdout).toContain('Created gemini.txt in the workspace.');
+
+    expect(readFileSync(join(project, 'gemini.txt'), 'utf8')).toBe('made by gemini\n');
+    expect(statSync(join(project, 'gemini.txt')).uid).toBe(process.getuid!());
+
+    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'gemini1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls WHERE input_tokens >= 900 ORDER BY id');
+    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
+      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 900, output_tokens: 20 },
+      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 1000, output_tokens: 9 },
+    ]);
+    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+    const linked = await sql<{ call_id: string }>(home.root, 'gemini1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
+    expect(linked).toEqual([{ call_id: 'call_capsem_gemini_1', answered_later: 1 }]);
+    expect(await sql(home.root, 'gemini1', "SELECT action, path FROM fs_events WHERE path = 'gemini.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'gemini.txt' }]);
+    expect(await replayedScreen(home.root, 'gemini1')).toContain('Created gemini.txt in the workspace.');
+
+    const check = await runCapsemAsync(home.root, ['check', 'gemini1']);
+    expect(check.stdout, check.stdout).toContain('Findings: none');
+    expect(check.code).toBe(0);
+  }, 900_000);
+
+  it('Claude Code opens at its prompt on the terminal capsem run --agent attaches, answers what is typed there, and ends the session when it exits', async () => {
+    const started = Date.now();
+    const child = spawnCapsem(home.root, ['run', '--agent', 'claude', '--name', 'claude-live', '--workspace', project], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
+    let raw = '';
+    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    try {
+      // Its prompt, with no theme, sign-in, trust or update screen before it.
+      // Its input box: the banner, then the box's rule, drawn once it takes input.
+      await until('Claude Code\'s prompt', () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
+      console.log(`Claude Code at its prompt: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      expect(screenText(raw)).not.toMatch(/Choose the text style|Do you trust the files|Do you want to use this API key|Select login method/);
+      child.stdin.write('Say hello');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      // Its renderer places words by moving the cursor, so the words are compared without the spaces.
+      await until('the answer on screen', () => screenText(raw).replace(/\s+/g, '').includes('Hellofromthelocalupstream.'), 120_000, shown);
+      child.stdin.write('/exit');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      expect(await exited, shown()).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
+    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
+    expect(screenText(await replayedScreen(home.root, 'claude-live')).replace(/\s+/g, '')).toContain('Hellofromthelocalupstream.');
+  }, 900_000);
+});
