@@ -179,4 +179,12 @@ describe('capsem record keeps provider keys on the host', () => {
     expect(leaks).toEqual([]);
     expect(USER_FOLDER).not.toContain(home.root);
   });
+
+  it('capsem doctor says which providers have a key and where it comes from, never the key', () => {
+    const doctor = runCapsem(home.root, ['doctor', '--json'], { ANTHROPIC_API_KEY: REAL.anthropic, ACME_API_KEY: REAL.acme, OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' });
+    const keys = (JSON.parse(doctor.stdout) as { check: string; level: string; detail: string }[]).filter((f) => f.check.endsWith(' key'));
+    expect(keys.map((f) => [f.check, f.level])).toEqual([['anthropic key', 'ok'], ['openai key', 'warn'], ['gemini key', 'warn'], ['acme key', 'ok']]);
+    expect(keys[0]!.detail).toMatch(/^from ANTHROPIC_API_KEY in this environment/);
+    for (const real of Object.values(REAL)) expect(doctor.stdout + doctor.stderr).not.toContain(real);
+  });
 });
