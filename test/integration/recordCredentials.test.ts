@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -178,6 +179,36 @@ describe('capsem record keeps provider keys on the host', () => {
     });
     expect(leaks).toEqual([]);
     expect(USER_FOLDER).not.toContain(home.root);
+  });
+
+  it('leaves no byte of a real key in the session events API\'s answers, raw bytes included', async () => {
+    const bin = new URL('../../bin/capsem.mjs', import.meta.url).pathname;
+    const api = spawn(process.execPath, [bin, 'api', '--port', '0'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        api.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          if (out.includes('\n')) resolve(out.split('\n')[0]!.slice('Capsem API: '.length));
+        });
+        api.on('exit', (code) => reject(new Error(`capsem api exited ${code}`)));
+      });
+      const id = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id as string;
+      const answers: string[] = [];
+      const get = async (path: string): Promise<string> => {
+        const text = await (await fetch(`${url}${path}`)).text();
+        answers.push(text);
+        return text;
+      };
+      const events = JSON.parse(await get(`/v1/sessions/${id}?limit=500`)) as { events: { seq: number }[] };
+      expect(events.events.length).toBeGreaterThan(0);
+      for (const event of events.events) await get(`/v1/sessions/${id}/events/${event.seq}?raw=1`);
+      await get(`/v1/sessions/${id}/timeline`);
+      await get('/v1/sessions');
+      for (const real of Object.values(REAL)) expect(answers.join('\n')).not.toContain(real);
+    } finally {
+      api.kill('SIGTERM');
+    }
   });
 
   it('capsem doctor says which providers have a key and where it comes from, never the key', () => {
