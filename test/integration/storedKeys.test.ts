@@ -46,6 +46,14 @@ describe('capsem keys', () => {
     }, { timeoutMs: 60_000 });
     expect(run.stdout, run.stderr).toMatch(/^KEY sk-proj-[A-Za-z0-9_-]{156} 200$/m);
     expect(upstream.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${STORED}`]);
+  });
+
+  it('substitutes on HTTP/2 too: curl --http2 carrying the stand-in gets the stored key to the provider', async () => {
+    const run = await runCapsemAsync(home.root, ['record', '--', 'sh', '-c', 'curl -sS --http2 -o /dev/null -w "%{http_version} %{http_code}" -H "authorization: Bearer $OPENAI_API_KEY" https://api.openai.com/v1/models'], {
+      OPENAI_API_KEY: '', CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: `${upstreamHome.root}/ca.pem`,
+    }, { timeoutMs: 60_000 });
+    expect(run.stdout, run.stderr).toBe('2 200');
+    expect(upstream.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${STORED}`, `Bearer ${STORED}`]);
     const rm = runCapsem(home.root, ['keys', 'rm', 'openai']);
     expect(rm.stdout).toContain('removed the stored openai key');
   });
