@@ -3,6 +3,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { DEFAULT_API_PORT } from '../api/server.ts';
+import { findKey } from '../credentials/credentialBroker.ts';
+import { FileKeyStore } from '../credentials/keyStore.ts';
+import { providersOf } from '../credentials/providers.ts';
+import { PolicyStore } from '../proxy/policy.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { probeAccelerator } from '../vm/accel.ts';
@@ -94,7 +98,30 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
   } else add({ check: 'owner', level: 'ok', detail: `nobody owns ${home.root}; the next VM command becomes its owner` });
   if (await portFree(apiPort)) add({ check: 'api port', level: 'ok', detail: `127.0.0.1:${apiPort} is free for capsem api` });
   else add({ check: 'api port', level: 'warn', detail: `127.0.0.1:${apiPort} is taken (capsem api may already run)`, fix: `capsem api --port ${apiPort + 1}, or stop what listens there (ss -ltnp 'sport = :${apiPort}')` });
+  findings.push(...providerKeyFindings(home, env));
   return findings;
+}
+
+/** Which providers have a key and where it comes from; the key itself is never read out. */
+export function providerKeyFindings(home: CapsemHome, env: NodeJS.ProcessEnv): Finding[] {
+  let providers;
+  try {
+    providers = providersOf(new PolicyStore(home).policy.credentials);
+  } catch (err) {
+    return [{ check: 'provider keys', level: 'warn', detail: (err as Error).message }];
+  }
+  const store = new FileKeyStore(home);
+  return providers.map((provider) => {
+    const check = `${provider.id} key`;
+    try {
+      const found = findKey(provider, env, store);
+      if (!found) return { check, level: 'warn', detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`, fix: `export ${provider.env[0]}=... in the shell you start capsem from` };
+      const where = found.source.kind === 'env' ? `from ${found.source.variable} in this environment` : `stored in ${found.source.store}`;
+      return { check, level: 'ok', detail: `${where}; sessions get a stand-in, the proxy adds the key on ${provider.hosts.join(', ')}` };
+    } catch (err) {
+      return { check, level: 'warn', detail: (err as Error).message };
+    }
+  });
 }
 
 export const doctorCommand: Command = {
@@ -104,7 +131,8 @@ export const doctorCommand: Command = {
 
 Checks QEMU and virtiofsd, that files the guest makes in the workspace will be yours (as an
 ordinary user: newuidmap and a subordinate id range), KVM (or why TCG is used), the guest kernel, the tools that build the
-guest images and whether they are built, who owns CAPSEM_HOME, and the API port. Each problem
+guest images and whether they are built, who owns CAPSEM_HOME, the API port, and which
+providers have a key and where it comes from (never the key). Each problem
 comes with the command that fixes it. Exits 1 when something needed is missing.`,
   async run(ctx, argv) {
     const { values } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });

@@ -6,6 +6,7 @@ import { devCommand } from './devCommand.ts';
 import { doctorCommand } from './doctorCommand.ts';
 import { exportCommand } from './exportCommand.ts';
 import { importCommand } from './importCommand.ts';
+import { keysCommand } from './keysCommand.ts';
 import { listCommand } from './listCommand.ts';
 import { ownerCommand } from './ownerCommand.ts';
 import { recordCommand } from './recordCommand.ts';
@@ -19,7 +20,7 @@ import { vacuumCommand } from './vacuumCommand.ts';
 
 const COMMANDS: readonly Command[] = [
   runCommand, shellCommand, resumeCommand, stopCommand, renameCommand, listCommand, checkCommand, sqlCommand, exportCommand, importCommand, vacuumCommand,
-  recordCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
+  recordCommand, keysCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
 ];
 
 function overview(): string {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { CredentialUse } from '../credentials/credentialBroker.ts';
 
 // One HTTP exchange as the proxy saw it, handed to the recorder when it ends: what was asked,
 // what came back, the bytes in both directions (capped), timing, the policy decision and any
@@ -45,6 +46,8 @@ export interface Exchange {
   readonly eventId: string | null;
   /** A parser of the proxy's own that failed on this exchange (a WebSocket frame, for one). */
   readonly parseError: string | null;
+  /** The session's stand-ins this request carried, and what the broker did with each. */
+  readonly credentials?: readonly CredentialUse[];
 }
 
 /** Collects a stream's bytes up to a cap while counting all of them. */

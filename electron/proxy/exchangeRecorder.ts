@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { STAND_IN_ELSEWHERE_RULE } from '../credentials/credentialBroker.ts';
 import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
@@ -23,6 +24,12 @@ const newTraceId = (): string => randomBytes(8).toString('hex');
 function header(headers: Exchange['requestHeaders'] | Exchange['responseHeaders'], name: string): string | undefined {
   const value = headers?.[name];
   return Array.isArray(value) ? value.join(', ') : value === undefined ? undefined : String(value);
+}
+
+/** The key a request used, as the ledger names it: the one substituted, else the first whose stand-in it carried. */
+function credentialRefOf(ex: Exchange): string | null {
+  const uses = ex.credentials ?? [];
+  return (uses.find((u) => u.outcome === 'substituted') ?? uses[0])?.credentialRef ?? null;
 }
 
 function preview(bytes: Buffer): string | null {
@@ -129,10 +136,12 @@ export class ExchangeRecorder {
       error_kind: ex.error?.kind ?? (response.error ? 'decode_error' : null),
       error_message: ex.error?.message ?? response.error ?? null,
       parse_error: parseError,
+      credential_ref: credentialRefOf(ex),
     });
     if (!net) return;
     const eventId = net.eventId!;
     interpretation.write(eventId);
+    this.credentialRows(ex, eventId, at);
     // Last: the bodies' memory is handed to the writer thread, after every use of it here.
     for (const [direction, captured, decoded, headers] of [
       ['request', ex.requestBody, request, ex.requestHeaders],
@@ -151,6 +160,26 @@ export class ExchangeRecorder {
         body: decoded.bytes,
         created_at: at,
       }, { handOver: true });
+    }
+  }
+
+  /**
+   * What the credential broker did on this exchange: a substitution_events row per stand-in seen,
+   * and for one seen away from its provider's hosts a security_rule_events row too (which
+   * provider's stand-in, which host, which process), refused or let through by the policy.
+   */
+  private credentialRows(ex: Exchange, eventId: string, at: string): void {
+    for (const use of ex.credentials ?? []) {
+      this.writer.append('substitution_events', {
+        net_event_id: eventId, timestamp: at, provider: use.provider, location: use.where, host: use.host,
+        outcome: use.outcome, credential_ref: use.credentialRef, process_name: ex.processName, pid: ex.pid,
+      });
+      if (use.outcome === 'substituted') continue;
+      this.writer.append('security_rule_events', {
+        event_id: eventId, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(), event_type: 'credential.stand_in_elsewhere',
+        rule_id: STAND_IN_ELSEWHERE_RULE, rule_action: use.outcome === 'refused' ? 'deny' : 'allow', detection_level: 'high',
+        event_json: JSON.stringify({ provider: use.provider, where: use.where, host: use.host, port: ex.port, process_name: ex.processName, pid: ex.pid, credential_ref: use.credentialRef }),
+      });
     }
   }
 
@@ -209,6 +238,7 @@ export class ExchangeRecorder {
     const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
     const at = ex.startedAt.toISOString();
     const identity = { trace_id: trace, turn_id: trace };
+    const credentialRef = credentialRefOf(ex);
     const usage: Record<string, number | boolean | string> = {};
     if (parsed.cacheReadTokens !== undefined) usage.cache_read = parsed.cacheReadTokens;
     if (parsed.cacheWriteTokens !== undefined) usage.cache_write = parsed.cacheWriteTokens;
@@ -222,6 +252,7 @@ export class ExchangeRecorder {
     return (eventId) => {
       const call = this.writer.append('model_calls', {
         ...identity,
+        credential_ref: credentialRef,
         net_event_id: eventId,
         host: hostOf(ex.host, ex.port, ex.scheme),
         timestamp: at,
@@ -265,7 +296,7 @@ export class ExchangeRecorder {
         if (!this.tools.firstCarried(result, answered)) continue;
         const callId = answered?.callId ?? result.providerId ?? `${result.name ?? result.answers?.name ?? 'tool'}#unmatched`;
         const contentPreview = result.content.slice(0, PREVIEW);
-        this.writer.append('tool_responses', { ...identity, timestamp: at, model_call_id: call.id, call_id: callId, content_preview: contentPreview, is_error: result.isError ? 1 : 0 });
+        this.writer.append('tool_responses', { ...identity, credential_ref: credentialRef, timestamp: at, model_call_id: call.id, call_id: callId, content_preview: contentPreview, is_error: result.isError ? 1 : 0 });
         item('tool_response', { call_id: callId, content: result.content });
         if (answered) this.writer.answerToolCall(answered.callId, contentPreview);
       }
@@ -276,7 +307,7 @@ export class ExchangeRecorder {
         // A call the provider gave no id (Gemini, Ollama) gets one unique in the session: its place and its exchange.
         const callId = tool.id !== '' ? tool.id : `${tool.name || 'tool'}#${index}@${eventId}`;
         this.writer.append('tool_calls', {
-          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: callId,
+          ...identity, credential_ref: credentialRef, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: callId,
           tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
         });
         item('tool_call', { call_id: callId, tool_name: tool.name, arguments: tool.arguments });

@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext, rootCertificates, TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { Duplex, PassThrough, type Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { STAND_IN_ELSEWHERE_RULE, type CredentialBroker, type CredentialUse, type OutgoingHeaders } from '../credentials/credentialBroker.ts';
 import type { CertificateAuthority, CipherOrder } from './certificateAuthority.ts';
 import { createEgress, EgressRefused } from './egress.ts';
 import { BodyTap, DEFAULT_BODY_CAP, EMPTY_BODY, upstreamError, type CapturedBody, type Exchange, type ExchangeError } from './exchange.ts';
@@ -56,6 +57,8 @@ export interface ProxyOptions {
   readonly onLookup?: (lookup: GuestLookup) => void;
   /** The guest's DNS lookups are resolved through this instead of the system's resolver (tests). */
   readonly lookup?: (name: string) => Promise<string[]>;
+  /** The session's credential broker: real keys for stand-ins on their providers' hosts, refusal elsewhere. */
+  readonly credentials?: CredentialBroker;
 }
 
 interface Tunnel extends TunnelEnd {
@@ -163,8 +166,11 @@ function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: 
     error: outcome.error ?? null,
     eventId: outcome.eventId ?? null,
     parseError: outcome.parseError ?? null,
+    credentials: outcome.credentials ?? NO_CREDENTIALS,
   };
 }
+
+const NO_CREDENTIALS: readonly CredentialUse[] = [];
 
 /** What a request is refused with while the session cannot be recorded. */
 function unrecordableBody(reason: string): string {
@@ -331,6 +337,15 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     return { admitted: true, request, dest: target, decision };
   }
 
+  /** The request as it goes upstream: with no broker, as it came. */
+  function brokerRequest(dest: Destination, headers: OutgoingHeaders): { readonly headers: OutgoingHeaders; readonly path: string; readonly uses: readonly CredentialUse[]; readonly refusal: string | null } {
+    return options.credentials?.request(dest.host, headers, dest.path) ?? { headers, path: dest.path, uses: NO_CREDENTIALS, refusal: null };
+  }
+
+  function credentialRefusal(message: string): ExchangeOutcome {
+    return { decision: 'denied', status: 403, matchedRule: STAND_IN_ELSEWHERE_RULE, error: { kind: 'credential_refused', message } };
+  }
+
   /** The record of a destination the egress function refused: denied, under the rule that refused it. */
   function refusedOutcome(err: EgressRefused): ExchangeOutcome {
     return { decision: 'denied', status: 403, matchedRule: err.rule, error: { kind: err.kind, message: err.message } };
@@ -353,13 +368,24 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const requestTap = new BodyTap(bodyCap);
     const origin = originOf(connection);
     const admission = admit(req, 'request', connection, headers, http2?.authority);
-    const finish = (outcome: ExchangeOutcome): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestTap.body());
+    const uses: CredentialUse[] = [];
+    const finish = (outcome: ExchangeOutcome): void => emit(admission.request, uses.length > 0 ? { ...outcome, credentials: uses } : outcome, origin, Math.round(performance.now() - t0), requestTap.body());
     if (!admission.admitted) {
       refuse(res, admission.status, admission.body);
       req.resume();
       return finish(admission.outcome);
     }
     const { dest, decision } = admission;
+    const brokered = brokerRequest(dest, forwardHeaders(headers, dest.authority));
+    uses.push(...brokered.uses);
+    if (brokered.refusal) {
+      refuse(res, 403, `capsem: ${brokered.refusal}\n`);
+      req.resume();
+      return finish(credentialRefusal(brokered.refusal));
+    }
+    const scanner = options.credentials?.bodyScanner(dest.host, bodyCap) ?? null;
+    /** A stand-in found in the body on its way elsewhere: the rest of the body is held back and the request refused. */
+    let leak: CredentialUse | null = null;
 
     // The exchange is recorded once, when the upstream side has settled: a client that hangs up
     // first only marks it, so a destination refused meanwhile is still recorded as refused.
@@ -379,6 +405,11 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     });
     const fail = (err: NodeJS.ErrnoException): void => {
       if (settled) return;
+      if (leak) {
+        const message = options.credentials!.refusal(leak);
+        if (!clientGone) refuse(res, 403, `capsem: ${message}\n`);
+        return settle(credentialRefusal(message));
+      }
       if (err instanceof EgressRefused) {
         if (!clientGone) refuse(res, 403, `capsem: ${err.message}\n`);
         return settle(refusedOutcome(err));
@@ -466,14 +497,29 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
         clientLeft();
         body.destroy(new Error('the client aborted the request body'));
       });
-      req.pipe(body);
+      if (scanner) {
+        req.on('data', (chunk: Buffer) => {
+          if (leak) return;
+          const use = scanner.push(chunk);
+          if (use) uses.push(use);
+          if (use?.outcome === 'refused') {
+            leak = use;
+            return void body.destroy(new Error('the request body carries a stand-in for a provider key'));
+          }
+          if (!body.write(chunk)) {
+            req.pause();
+            body.once('drain', () => req.resume());
+          }
+        });
+        req.on('end', () => leak || body.end());
+      } else req.pipe(body);
     } else req.resume();
     try {
       upstreamClient.dispatch(decision.explicit, {
         origin: originUrl(dest.scheme, dest.host, dest.port),
-        path: dest.path,
+        path: brokered.path,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-        headers: forwardHeaders(headers, dest.authority),
+        headers: brokered.headers,
         body,
       }, handler);
     } catch (err) {
@@ -489,21 +535,28 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     const t0 = performance.now();
     const origin = originOf(req.socket);
     const admission = admit(req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.socket, req.headers);
-    const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(admission.request, outcome, origin, Math.round(performance.now() - t0), requestBody);
+    let uses: readonly CredentialUse[] = NO_CREDENTIALS;
+    const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => emit(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
     if (!admission.admitted) {
       rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
       return record(admission.outcome);
     }
     const { dest, decision } = admission;
+    const brokered = brokerRequest(dest, req.headers as OutgoingHeaders);
+    uses = brokered.uses;
+    if (brokered.refusal) {
+      rawAnswer(client, 403, STATUS_TEXT[403]!, `capsem: ${brokered.refusal}\n`);
+      return record(credentialRefusal(brokered.refusal));
+    }
     if (declaresBody(req.headers)) {
       const message = 'an upgrade request with a body is not supported';
       rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
       return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
     }
-    relayUpgrade(egress, { bodyCap, frames: options.frames }, { req, client, head, dest, explicit: decision.explicit, t0, idleMs }).then(
+    relayUpgrade(egress, { bodyCap, frames: options.frames }, { req, client, head, dest: { ...dest, path: brokered.path }, headers: brokered.headers, explicit: decision.explicit, t0, idleMs }).then(
       (outcome) => {
         const request = outcome.websocket && outcome.status === 101 ? admission.request : { ...admission.request, kind: 'request' as const };
-        emit(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule }, origin, Math.round(performance.now() - t0), outcome.requestBody);
+        emit(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses }, origin, Math.round(performance.now() - t0), outcome.requestBody);
       },
       (err: NodeJS.ErrnoException) => {
         if (err instanceof EgressRefused) {

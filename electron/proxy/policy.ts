@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { CapsemHome } from '../store/paths.ts';
+import { credentialsSettings, DEFAULT_CREDENTIALS_SETTINGS } from '../credentials/providers.ts';
 import { canonicalHost } from './addresses.ts';
 
 // Ordered allow/deny rules on domain (exact name, IP address, `*.suffix` or `*`), port and method;
@@ -36,6 +37,8 @@ const policySchema = z.object({
   description: z.string().optional(),
   rules: z.array(ruleSchema),
   privateAddresses: z.enum(['deny', 'allow']).default('deny'),
+  /** Provider keys: each provider's API hosts, extra providers, and what a stand-in elsewhere gets (credentials/providers.ts). */
+  credentials: credentialsSettings.default(DEFAULT_CREDENTIALS_SETTINGS),
 });
 
 export type PolicyRule = z.infer<typeof ruleSchema>;

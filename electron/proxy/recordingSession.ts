@@ -1,6 +1,9 @@
 import { readFileSync, rmdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SessionId } from '../contract/ids.ts';
+import { openSessionCredentials, type SessionCredentials } from '../credentials/credentialBroker.ts';
+import { credentialRefOf, credentialRefSecret } from '../credentials/credentialRef.ts';
+import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { lossReport } from '../store/diskFailure.ts';
@@ -39,6 +42,8 @@ export interface RecordingOptions {
   readonly ca?: CertificateAuthority;
   /** More of session_meta, written when the database opens (what a resume needs even after a crash). */
   readonly meta?: Readonly<Record<string, string>>;
+  /** Where stored provider keys are kept (the app's safeStorage store); CAPSEM_HOME/keys.json when not given. */
+  readonly keyStore?: KeyStore;
 }
 
 /** How a recorded session ended, as main.db now says. */
@@ -53,8 +58,10 @@ export interface Recording {
   readonly writer: SessionWriter;
   /** Resolves once every exchange that has ended so far is committed (an exchange ends after its client has the last byte). */
   flush(): Promise<void>;
-  /** The environment for the recorded program: proxy, CA trust and the session id. */
+  /** The environment for the recorded program: proxy, CA trust, the session id, and stand-ins in place of provider keys. */
   readonly childEnv: NodeJS.ProcessEnv;
+  /** The session's provider keys: stand-ins for its programs (guestEnv), the real ones kept by the proxy's broker. */
+  readonly credentials: SessionCredentials;
   /** The user's NO_PROXY entries, kept in childEnv: the program reaches these hosts directly, unrecorded. */
   readonly unrecordedHosts: readonly string[];
   /**
@@ -108,10 +115,14 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const paths = sessionPaths(home, session.id as SessionId);
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   let opened: Awaited<ReturnType<typeof openRecorder>>;
+  let credentials: SessionCredentials;
   try {
+    credentials = openSessionCredentials({
+      env, store: options.keyStore ?? new FileKeyStore(home), settings: () => policy.policy.credentials, credentialRefOf: credentialRefOf(credentialRefSecret(home)),
+    });
     ensurePrivateDir(paths.dir);
     const meta = { ...options.meta, session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
-    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable }));
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable, credentials: credentials.broker }));
   } catch (err) {
     stopWatching();
     const reason = `the session did not start: ${(err as Error).message}`;
@@ -149,6 +160,8 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     GIT_SSL_CAINFO: caPath,
     NODE_OPTIONS: nodeOptions,
     CAPSEM_SESSION_ID: session.id,
+    // The program is recorded, not contained, but it is no more trusted with the keys than a guest.
+    ...credentials.guestEnv,
   };
   let stopped: Promise<RecordingEnd> | null = null;
   return {
@@ -156,6 +169,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     proxy,
     writer,
     childEnv,
+    credentials,
     unrecordedHosts,
     flush: async () => {
       await recorder.settled();

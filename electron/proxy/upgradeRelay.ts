@@ -44,6 +44,8 @@ export interface UpgradeRequest {
   /** Bytes the client sent past its request head. */
   readonly head: Buffer;
   readonly dest: Destination;
+  /** The request's headers as they go upstream (the credential broker's, with the real key where it belongs). */
+  readonly headers: IncomingMessage['headers'] | Record<string, string | string[]>;
   readonly explicit: boolean;
   readonly t0: number;
   /** Silence from the upstream, before its answer, after which the exchange is given up. */
@@ -77,7 +79,7 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
     return unanswered(CLIENT_GONE);
   }
   const headers: Record<string, string | string[]> = { host: dest.authority };
-  for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
+  for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
   return new Promise<UpgradeOutcome>((resolve) => {
     // No agent: given one (even `agent: false`), node:http dials on its own and ignores createConnection.
     const upstream = httpRequest({ method: req.method, path: dest.path, headers, createConnection: () => dialled.socket, timeout: request.idleMs });

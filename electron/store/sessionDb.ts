@@ -37,6 +37,13 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('dns_events', SESSION_TABLES.dns_events)) db.exec(statement);
     },
   },
+  {
+    // Keys stay on the host: what the credential broker substituted, refused or let through.
+    version: 5,
+    up: (db) => {
+      for (const statement of tableDdl('substitution_events', SESSION_TABLES.substitution_events)) db.exec(statement);
+    },
+  },
 ];
 
 /**

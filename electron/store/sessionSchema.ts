@@ -323,6 +323,27 @@ export const SESSION_TABLES = {
       error_message: text,
     },
   },
+  substitution_events: {
+    // What the credential broker did with each stand-in a request carried (net_event_id): the
+    // provider it stands for, where it was (header:NAME, query:NAME, url, body), the host, and the
+    // outcome. The key itself is named only by credential_ref, never held.
+    sequenced: false,
+    ours: true,
+    columns: {
+      id: pk,
+      event_id: eventId,
+      net_event_id: textNN,
+      timestamp: textNN,
+      provider: textNN,
+      location: textNN,
+      host: textNN,
+      outcome: { type: 'TEXT', notNull: true, check: "outcome IN ('substituted','refused','allowed-leak')" },
+      credential_ref: { ...credentialRef, notNull: true },
+      process_name: text,
+      pid: int,
+    },
+    indexes: ['net_event_id'],
+  },
   session_meta: {
     sequenced: false,
     ours: true,
