@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
-import { SessionEventStore } from './sessionEventStore.ts';
+import { SessionEventStore } from '../sessions/sessionEventStore.ts';
 
 // The live tail behind GET /v1/events. The feed notices commits to running sessions (SQLite's
 // data_version, polled), reads each new event once, and the

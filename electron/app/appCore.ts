@@ -7,6 +7,10 @@ import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
 import { importSession } from '../archive/importSession.ts';
 import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
+import { searchColumns } from '../sessions/columnSearch.ts';
+import { sessionCost } from '../sessions/cost.ts';
+import { SessionStores } from '../sessions/sessionStores.ts';
+import { sessionTimeline } from '../sessions/windowTimeline.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { recentFolders } from '../store/recentFolders.ts';
@@ -20,11 +24,7 @@ import { EventTables } from './eventTable.ts';
 import { LiveWatch } from './liveWatch.ts';
 import { exportForApp } from './sessionExport.ts';
 import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
-import { sessionCost } from './sessionCost.ts';
-import { searchSession } from './sessionSearch.ts';
 import { SessionStarts } from './sessionStarts.ts';
-import { SessionStores } from './sessionStores.ts';
-import { sessionTimeline } from './sessionTimeline.ts';
 import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
 
 // The host core behind the window, whichever door it comes through (Electron IPC or the
@@ -243,7 +243,7 @@ export class AppCore implements HostCore {
     'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
     'sessions.timeline': ({ id }) => sessionTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
-    'sessions.search': ({ id, query }) => searchSession(this.session(id), query),
+    'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {
       sessionRecord(this.mainDb, id as SessionId);
       await this.started(id);

@@ -1,7 +1,7 @@
 import type { SessionSummary, TableKind } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
 import type { EventTables } from './eventTable.ts';
-import type { SessionStores } from './sessionStores.ts';
+import type { SessionStores } from '../sessions/sessionStores.ts';
 
 // What live.subscribe starts: every `intervalMs` the list is recomputed and the sessions whose row
 // changed are sent as `session.changed`; the subscribed sessions' session.db files are probed

@@ -1,4 +1,4 @@
-import { readTimeline } from '../api/timeline.ts';
+import { readTimeline } from './timeline.ts';
 import type { Timeline } from '../contract/appContract.ts';
 import type { OpenSession } from './sessionStores.ts';
 
