@@ -8,12 +8,12 @@ import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
 import { searchBodies } from '../sessions/bodySearch.ts';
 import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
+import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
-import { liveRollup } from '../store/rollup.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
 
 // The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
@@ -163,11 +163,8 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   function listSessions(archived: boolean): unknown[] {
     const rows: Record<string, unknown>[] = [];
     for (const record of allSessions(mainDb)) {
-      const resident = existsSync(sessionPaths(home, record.id).dbPath);
+      const { onDisk: resident, totals, activity } = sessionFigures(home, record);
       if (!resident && !archived) continue;
-      const live = record.status === 'running' && resident ? liveRollup(home, record.id) : null;
-      const totals = live?.totals ?? record.totals;
-      const activity = live?.activity ?? record.activity;
       const entry: Record<string, unknown> = {
         id: record.id,
         name: record.name,

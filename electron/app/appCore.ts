@@ -10,11 +10,12 @@ import type { SessionId } from '../contract/ids.ts';
 import { searchColumns } from '../sessions/columnSearch.ts';
 import { sessionCost } from '../sessions/cost.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
+import { listSessions, summaryOf, type ListContext } from '../sessions/sessionSummary.ts';
 import { sessionTimeline } from '../sessions/windowTimeline.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { recentFolders } from '../store/recentFolders.ts';
-import { renameSession } from '../store/registry.ts';
+import { getSession, renameSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
 import type { VmHost } from '../vm/vmHost.ts';
@@ -23,7 +24,6 @@ import { EventDetails } from './eventDetail.ts';
 import { EventTables } from './eventTable.ts';
 import { LiveWatch } from './liveWatch.ts';
 import { exportForApp } from './sessionExport.ts';
-import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
 import { SessionStarts } from './sessionStarts.ts';
 import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
 
@@ -41,6 +41,12 @@ export interface AppCoreOptions {
   readonly liveIntervalMs?: number;
   /** Check every result against the contract too (tests turn this on; a mismatch is a `bad_result`). */
   readonly checkResults?: boolean;
+}
+
+function sessionRecord(mainDb: Database.Database, id: SessionId): SessionRecord {
+  const record = getSession(mainDb, id);
+  if (!record) throw new CallFailure('unknown_session', `no session with id ${id}`);
+  return record;
 }
 
 type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
