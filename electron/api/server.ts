@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
 import { searchBodies } from '../sessions/bodySearch.ts';
+import { ChangeFeed } from '../sessions/changeFeed.ts';
 import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { sessionFigures } from '../sessions/sessionSummary.ts';
@@ -134,7 +135,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const { home } = options;
   const mainDb: Database.Database = openMainDb(home);
   const hub = new LiveEventHub(options.liveLimits);
-  const feed = new LiveEventFeed(home, mainDb, hub, options.pollMs);
+  const feed = new LiveEventFeed(home, mainDb, hub, new ChangeFeed(home, options.pollMs ?? 200));
   const heartbeatMs = options.heartbeatMs ?? 30_000;
   const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
   const stores = new SessionStores(home);

@@ -7,6 +7,7 @@ import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
 import { importSession } from '../archive/importSession.ts';
 import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
+import { ChangeFeed } from '../sessions/changeFeed.ts';
 import { searchColumns } from '../sessions/columnSearch.ts';
 import { sessionCost } from '../sessions/cost.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
@@ -93,7 +94,7 @@ export class AppCore implements HostCore {
     this.watch = new LiveWatch(
       { list: () => listSessions(this.listContext()), stores: this.stores, tables: this.tables },
       { changed: (session) => this.emit('session.changed', { session }), events: (id, kinds, lastSeq) => this.emit('session.events', { id, kinds, lastSeq }) },
-      options.liveIntervalMs,
+      new ChangeFeed(options.home, options.liveIntervalMs ?? 500),
     );
   }
 
