@@ -11,7 +11,8 @@ import type { SessionStores } from '../sessions/sessionStores.ts';
 // a writer in this process is followed at once, without waiting for the round. Nothing is sent
 // when nothing moved.
 
-export interface LiveSink {
+/** Where the watch sends what moved: the window's `session.changed` and `session.events`. */
+export interface WindowSink {
   changed(session: SessionSummary): void;
   events(id: SessionId, kinds: TableKind[], lastSeq: number): void;
 }
@@ -45,7 +46,7 @@ export class LiveWatch {
 
   constructor(
     private readonly sources: LiveSources,
-    private readonly sink: LiveSink,
+    private readonly sink: WindowSink,
     private readonly changes: ChangeFeed,
   ) {}
 
