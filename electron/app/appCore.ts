@@ -12,7 +12,7 @@ import { searchColumns } from '../sessions/columnSearch.ts';
 import { sessionCost } from '../sessions/cost.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { listSessions, summaryOf, type ListContext } from '../sessions/sessionSummary.ts';
-import { sessionTimeline } from '../sessions/windowTimeline.ts';
+import { windowTimeline } from '../sessions/windowTimeline.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { recentFolders } from '../store/recentFolders.ts';
@@ -248,7 +248,7 @@ export class AppCore implements HostCore {
     'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
     'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),
     'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
-    'sessions.timeline': ({ id }) => sessionTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
+    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {
