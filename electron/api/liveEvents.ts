@@ -8,9 +8,10 @@ import { SessionEventStore } from '../sessions/sessionEventStore.ts';
 
 // The live tail behind GET /v1/events. The feed notices commits to running sessions (announced by
 // a writer in this process, else SQLite's data_version on the change feed's rounds), reads each
-// new event once, and the hub fans it out. The feed reads the database at the pace its subscribers take events, so nothing
-// piles up in memory; a subscriber that stops taking them is dropped and counted. The writer and
-// the proxy never wait on any of this: the feed is just another reader of a WAL database.
+// new event once, and the hub fans it out. The feed reads the database at the pace its subscribers
+// take events, so nothing piles up in memory; a subscriber that stops taking them is dropped and
+// counted. The writer and the proxy never wait on any of this: the feed is just another reader of
+// a WAL database.
 
 export interface LiveSink {
   write(frame: string): void;
