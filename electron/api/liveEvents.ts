@@ -3,13 +3,15 @@ import { existsSync } from 'node:fs';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
-import { SessionEventStore } from './sessionEventStore.ts';
+import type { ChangeFeed } from '../sessions/changeFeed.ts';
+import { SessionEventStore } from '../sessions/sessionEventStore.ts';
 
-// The live tail behind GET /v1/events. The feed notices commits to running sessions (SQLite's
-// data_version, polled), reads each new event once, and the
-// hub fans it out. The feed reads the database at the pace its subscribers take events, so nothing
-// piles up in memory; a subscriber that stops taking them is dropped and counted. The writer and
-// the proxy never wait on any of this: the feed is just another reader of a WAL database.
+// The live tail behind GET /v1/events. The feed notices commits to running sessions (announced by
+// a writer in this process, else SQLite's data_version on the change feed's rounds), reads each
+// new event once, and the hub fans it out. The feed reads the database at the pace its subscribers
+// take events, so nothing piles up in memory; a subscriber that stops taking them is dropped and
+// counted. The writer and the proxy never wait on any of this: the feed is just another reader of
+// a WAL database.
 
 export interface LiveSink {
   write(frame: string): void;
@@ -105,7 +107,7 @@ interface Watched {
 
 export class LiveEventFeed {
   private readonly watched = new Map<string, Watched>();
-  private timer: NodeJS.Timeout | null = null;
+  private unlisten: (() => void) | null = null;
   /** Sessions created after the feed started are followed from their first event, not their newest. */
   private readonly followSince = Date.now();
 
@@ -113,17 +115,16 @@ export class LiveEventFeed {
     private readonly home: CapsemHome,
     private readonly mainDb: Database.Database,
     private readonly hub: LiveEventHub,
-    private readonly intervalMs = 200,
+    private readonly changes: ChangeFeed,
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => this.tick(), this.intervalMs);
-    this.timer.unref();
+    this.unlisten ??= this.changes.listen(() => this.tick());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.unlisten?.();
+    this.unlisten = null;
     for (const w of this.watched.values()) w.store.close();
     this.watched.clear();
   }
@@ -164,12 +165,18 @@ export class LiveEventFeed {
   }
 
   private busy = false;
+  /** A change announced while a round ran: one more round follows it, so a commit is never left for the next poll. */
+  private again = false;
   errors = 0;
   lastError: string | null = null;
 
   tick(): void {
-    if (this.busy) return;
+    if (this.busy) {
+      this.again = true;
+      return;
+    }
     this.busy = true;
+    this.again = false;
     this.follow()
       .catch((err: unknown) => {
         // A session db that vanished or is mid-migration must not stop the tail for the others.
@@ -178,7 +185,10 @@ export class LiveEventFeed {
         this.errors += 1;
         this.lastError = (err as Error).message;
       })
-      .finally(() => (this.busy = false));
+      .finally(() => {
+        this.busy = false;
+        if (this.again && this.unlisten) this.tick();
+      });
   }
 
   private async follow(): Promise<void> {

@@ -5,15 +5,17 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
+import { searchBodies } from '../sessions/bodySearch.ts';
+import { ChangeFeed } from '../sessions/changeFeed.ts';
+import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
+import { SessionStores } from '../sessions/sessionStores.ts';
+import { sessionFigures } from '../sessions/sessionSummary.ts';
+import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
-import { liveRollup } from '../store/rollup.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
-import { searchSession } from './search.ts';
-import { SessionEventStore } from './sessionEventStore.ts';
-import { clipTimeline, readTimeline, type Timeline } from './timeline.ts';
 
 // The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
 // store. Routes take session ids only: names are resolved by the CLI and the app before they call.
@@ -22,7 +24,6 @@ export const DEFAULT_API_PORT = 47601;
 const DEFAULT_LIMIT = 500;
 const MAX_LIMIT = 2000;
 const PAGE_SLICE = 250;
-const OPEN_STORES = 16;
 
 export interface ApiOptions {
   readonly home: CapsemHome;
@@ -134,10 +135,10 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const { home } = options;
   const mainDb: Database.Database = openMainDb(home);
   const hub = new LiveEventHub(options.liveLimits);
-  const feed = new LiveEventFeed(home, mainDb, hub, options.pollMs);
+  const feed = new LiveEventFeed(home, mainDb, hub, new ChangeFeed(home, options.pollMs ?? 200));
   const heartbeatMs = options.heartbeatMs ?? 30_000;
   const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
-  const stores = new Map<string, SessionEventStore>();
+  const stores = new SessionStores(home);
   feed.start();
 
   function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
@@ -152,33 +153,19 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
     if (!existsSync(dbPath)) throw new HttpError(404, record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found');
-    let store = stores.get(id);
-    if (store) stores.delete(id);
-    else store = SessionEventStore.open(id, dbPath);
-    stores.set(id, store);
-    // Keep the connections of the sessions read most recently; reopening costs more than a read.
-    for (const [oldId, old] of stores) {
-      if (stores.size <= OPEN_STORES) break;
-      stores.delete(oldId);
-      old.close();
-    }
-    return { id, record, store };
+    return { id, record, store: stores.get(id).store };
   }
 
-  function forget(id: string): void {
-    stores.get(id)?.close();
-    stores.delete(id);
+  function forget(id: SessionId): void {
+    stores.forget(id);
     timelines.delete(id);
   }
 
   function listSessions(archived: boolean): unknown[] {
     const rows: Record<string, unknown>[] = [];
     for (const record of allSessions(mainDb)) {
-      const resident = existsSync(sessionPaths(home, record.id).dbPath);
+      const { onDisk: resident, totals, activity } = sessionFigures(home, record);
       if (!resident && !archived) continue;
-      const live = record.status === 'running' && resident ? liveRollup(home, record.id) : null;
-      const totals = live?.totals ?? record.totals;
-      const activity = live?.activity ?? record.activity;
       const entry: Record<string, unknown> = {
         id: record.id,
         name: record.name,
@@ -266,7 +253,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     let gone = false;
     res.on('close', () => (gone = !res.writableFinished));
     req.socket.on('close', () => (gone = true));
-    const result = await searchSession(store, q, () => gone);
+    const result = await searchBodies(store, q, () => gone);
     if (result && !gone) sendJson(res, 200, { ...result, schemaVersion: SCHEMA_VERSION });
   }
 
@@ -435,7 +422,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     feed,
     close: async () => {
       feed.stop();
-      for (const id of [...stores.keys()]) forget(id);
+      stores.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       mainDb.close();

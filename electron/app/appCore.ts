@@ -7,10 +7,16 @@ import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
 import { importSession } from '../archive/importSession.ts';
 import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
+import { ChangeFeed } from '../sessions/changeFeed.ts';
+import { searchColumns } from '../sessions/columnSearch.ts';
+import { sessionCost } from '../sessions/cost.ts';
+import { SessionStores } from '../sessions/sessionStores.ts';
+import { listSessions, summaryOf, type ListContext } from '../sessions/sessionSummary.ts';
+import { windowTimeline } from '../sessions/windowTimeline.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { recentFolders } from '../store/recentFolders.ts';
-import { renameSession } from '../store/registry.ts';
+import { getSession, renameSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
@@ -20,12 +26,7 @@ import { EventDetails } from './eventDetail.ts';
 import { EventTables } from './eventTable.ts';
 import { LiveWatch } from './liveWatch.ts';
 import { exportForApp } from './sessionExport.ts';
-import { listSessions, sessionRecord, summaryOf, type ListContext } from './sessionList.ts';
-import { sessionCost } from './sessionCost.ts';
-import { searchSession } from './sessionSearch.ts';
 import { SessionStarts } from './sessionStarts.ts';
-import { SessionStores } from './sessionStores.ts';
-import { sessionTimeline } from './sessionTimeline.ts';
 import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
 
 // The host core behind the window, whichever door it comes through (Electron IPC or the
@@ -44,6 +45,12 @@ export interface AppCoreOptions {
   readonly checkResults?: boolean;
   /** Where a coding agent's key comes from (agentCredentials); the app's own environment unless said. */
   readonly env?: NodeJS.ProcessEnv;
+}
+
+function sessionRecord(mainDb: Database.Database, id: SessionId): SessionRecord {
+  const record = getSession(mainDb, id);
+  if (!record) throw new CallFailure('unknown_session', `no session with id ${id}`);
+  return record;
 }
 
 type Params<N extends CallName> = z.output<(typeof CALLS)[N]['params']>;
@@ -90,7 +97,7 @@ export class AppCore implements HostCore {
     this.watch = new LiveWatch(
       { list: () => listSessions(this.listContext()), stores: this.stores, tables: this.tables },
       { changed: (session) => this.emit('session.changed', { session }), events: (id, kinds, lastSeq) => this.emit('session.events', { id, kinds, lastSeq }) },
-      options.liveIntervalMs,
+      new ChangeFeed(options.home, options.liveIntervalMs ?? 500),
     );
   }
 
@@ -246,9 +253,9 @@ export class AppCore implements HostCore {
     'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
     'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),
     'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
-    'sessions.timeline': ({ id }) => sessionTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
+    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
-    'sessions.search': ({ id, query }) => searchSession(this.session(id), query),
+    'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {
       sessionRecord(this.mainDb, id as SessionId);
       await this.started(id);

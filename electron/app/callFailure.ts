@@ -1,6 +1,7 @@
 import { MethodError } from '../owner/controlSocket.ts';
 import { IdentityError } from '../contract/ids.ts';
 import type { CallError } from '../contract/appContract.ts';
+import { SessionNotOnDiskError } from '../sessions/sessionStores.ts';
 import { NameTakenError } from '../store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../store/resolver.ts';
 import { ProjectFolderError } from '../vm/projectFolder.ts';
@@ -41,6 +42,7 @@ export function asCallError(err: unknown): CallError {
   if (err instanceof MethodError) return { code: err.code, message: err.message };
   if (err instanceof UnknownSessionError) return { code: 'unknown_name', message: err.message, candidates: err.closeMatches.map(candidateOf) };
   if (err instanceof AmbiguousSessionError) return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: err.input })) };
+  if (err instanceof SessionNotOnDiskError) return { code: 'not_on_disk', message: err.message };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };
   if (err instanceof ProjectFolderError) return { code: err.code, message: err.message };
   if (err instanceof IdentityError) return { code: 'bad_params', message: err.message };

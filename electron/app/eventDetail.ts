@@ -2,7 +2,7 @@ import type { Body, EventDetail, Frame, TableKind } from '../contract/appContrac
 import { CallFailure } from './callFailure.ts';
 import { bodyText, BodyTextCache } from './bodyText.ts';
 import { TABLE_SPECS } from './eventTable.ts';
-import type { OpenSession } from './sessionStores.ts';
+import type { OpenSession } from '../sessions/sessionStores.ts';
 
 // events.detail and events.body: one row whole, its headers, its bodies decoded, and the links
 // between a model call, the HTTP exchange that carried it and the tools it asked for.

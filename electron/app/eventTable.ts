@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { TABLE_COLUMNS, type TableKind, type TablePage, type TableRow } from '../contract/appContract.ts';
-import type { OpenSession } from './sessionStores.ts';
+import { containsPattern } from '../sessions/columnSearch.ts';
+import type { OpenSession } from '../sessions/sessionStores.ts';
 
 // events.page: one view's table straight from SQL, ordered by seq. OFFSET alone costs a step per
 // skipped row (50 ms at 100,000), so each table (and each filter) keeps a mark every STRIDE rows:
@@ -60,11 +61,6 @@ function displayArgv(value: Cell): Cell {
     // stored as plain text by another tool: shown as it is
   }
   return value;
-}
-
-/** A LIKE pattern that matches `needle` anywhere, with the LIKE wildcards in it taken literally. */
-export function containsPattern(needle: string): string {
-  return `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /**

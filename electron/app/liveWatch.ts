@@ -1,15 +1,18 @@
 import type { SessionSummary, TableKind } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
 import type { EventTables } from './eventTable.ts';
-import type { SessionStores } from './sessionStores.ts';
+import type { ChangeFeed } from '../sessions/changeFeed.ts';
+import type { SessionStores } from '../sessions/sessionStores.ts';
 
-// What live.subscribe starts: every `intervalMs` the list is recomputed and the sessions whose row
-// changed are sent as `session.changed`; the subscribed sessions' session.db files are probed
-// with data_version (a counter SQLite bumps on another connection's commit, so an idle probe is
-// one pragma) and the views that got rows are sent as `session.events`. Nothing is sent when
-// nothing moved.
+// What live.subscribe starts: on each round of the change feed the list is recomputed and the
+// sessions whose row changed are sent as `session.changed`; the subscribed sessions' session.db
+// files are probed with data_version (a counter SQLite bumps on another connection's commit, so an
+// idle probe is one pragma) and the views that got rows are sent as `session.events`. A commit by
+// a writer in this process is followed at once, without waiting for the round. Nothing is sent
+// when nothing moved.
 
-export interface LiveSink {
+/** Where the watch sends what moved: the window's `session.changed` and `session.events`. */
+export interface WindowSink {
   changed(session: SessionSummary): void;
   events(id: SessionId, kinds: TableKind[], lastSeq: number): void;
 }
@@ -34,7 +37,7 @@ function fingerprint(s: SessionSummary): string {
 }
 
 export class LiveWatch {
-  private timer: NodeJS.Timeout | null = null;
+  private unlisten: (() => void) | null = null;
   private seen: Map<string, string> | null = null;
   private readonly followed = new Map<SessionId, Followed | null>();
   private busy = false;
@@ -43,20 +46,19 @@ export class LiveWatch {
 
   constructor(
     private readonly sources: LiveSources,
-    private readonly sink: LiveSink,
-    private readonly intervalMs = 500,
+    private readonly sink: WindowSink,
+    private readonly changes: ChangeFeed,
   ) {}
 
   start(): void {
-    if (this.timer) return;
+    if (this.unlisten) return;
     this.seen = new Map(this.sources.list().map((s) => [s.id, fingerprint(s)]));
-    this.timer = setInterval(() => this.tick(), this.intervalMs);
-    this.timer.unref();
+    this.unlisten = this.changes.listen((committed) => (committed === null ? this.tick() : this.committed(committed)));
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.unlisten?.();
+    this.unlisten = null;
     this.seen = null;
   }
 
@@ -67,9 +69,12 @@ export class LiveWatch {
       if (this.followed.size <= MAX_FOLLOWED) break;
       this.followed.delete(old);
     }
+    // The baseline is taken now, as the window loads its pages: the next commit is news, even one
+    // announced before the feed's next round.
+    this.committed(id);
   }
 
-  /** One round; exposed so tests and a "refresh now" need not wait for the timer. */
+  /** One round; exposed so tests and a "refresh now" need not wait for the feed. */
   tick(): void {
     if (this.busy) return;
     this.busy = true;
@@ -77,6 +82,19 @@ export class LiveWatch {
       this.listTick();
       for (const id of this.followed.keys()) this.eventsTick(id);
       this.lastError = null;
+    } catch (err) {
+      this.lastError = err instanceof Error ? err.message : String(err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** A writer of this process committed to the session: its views are looked at now, the list at the next round. */
+  private committed(id: SessionId): void {
+    if (this.busy || !this.followed.has(id)) return;
+    this.busy = true;
+    try {
+      this.eventsTick(id);
     } catch (err) {
       this.lastError = err instanceof Error ? err.message : String(err);
     } finally {

@@ -1,4 +1,4 @@
-import type { SessionEventStore } from '../api/sessionEventStore.ts';
+import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import type { ChunkSink } from './chunkSink.ts';
 
 // JSONL: one session-api event per line, in seq order, as GET /v1/events gives them (full view).

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { existsSync, linkSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { SessionEventStore } from '../api/sessionEventStore.ts';
+import { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { CapsemHome } from '../store/paths.ts';

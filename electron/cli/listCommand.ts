@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs';
+import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { openMainDb } from '../store/mainDb.ts';
-import { sessionPaths } from '../store/paths.ts';
+import type { CapsemHome } from '../store/paths.ts';
 import { allSessions, type SessionRecord, type SessionTotals } from '../store/registry.ts';
-import { liveRollup } from '../store/rollup.ts';
 import { parseAmount, parseCommandArgs, parseCount, type Command } from './context.ts';
 import { formatCost, formatCreated, formatDuration, formatTable } from './table.ts';
 
@@ -19,22 +18,9 @@ export interface ListedSession {
   readonly totals: SessionTotals;
 }
 
-/** Ended sessions show their main.db figures; a running one is read live from its session.db. */
-function toListed(home: Parameters<typeof sessionPaths>[0], record: SessionRecord): ListedSession {
-  const onDisk = existsSync(sessionPaths(home, record.id).dbPath);
-  const live = record.status === 'running' && onDisk ? liveRollup(home, record.id) : null;
-  const end = record.stoppedAt ? Date.parse(record.stoppedAt) : Date.now();
-  return {
-    id: record.id,
-    name: record.name,
-    status: record.status,
-    statusReason: record.statusReason,
-    createdAt: record.createdAt,
-    stoppedAt: record.stoppedAt,
-    durationMs: Math.max(0, end - Date.parse(record.createdAt)),
-    onDisk,
-    totals: live?.totals ?? record.totals,
-  };
+function toListed(home: CapsemHome, record: SessionRecord): ListedSession {
+  const { onDisk, totals, durationMs } = sessionFigures(home, record);
+  return { id: record.id, name: record.name, status: record.status, statusReason: record.statusReason, createdAt: record.createdAt, stoppedAt: record.stoppedAt, durationMs, onDisk, totals };
 }
 
 export const listCommand: Command = {

@@ -3,6 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
+import { sessionCommits } from './sessionCommits.ts';
 import { insertColumns, SESSION_TABLES, type ColumnDef, type RowOf, type SessionTable } from './sessionSchema.ts';
 import type { AnsweredToolCall, BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
@@ -144,6 +145,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   private unwritableReason: string | null = null;
 
   private constructor(
+    private readonly dbPath: string,
     private readonly worker: Worker,
     private readonly limits: WriterLimits,
     ready: Extract<FromWorker, { kind: 'ready' }>,
@@ -181,7 +183,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
         worker.once('message', onMessage);
         worker.once('error', onError);
       });
-      return new SessionWriter(worker, { ...DEFAULT_WRITER_LIMITS, ...limits }, ready);
+      return new SessionWriter(dbPath, worker, { ...DEFAULT_WRITER_LIMITS, ...limits }, ready);
     } catch (err) {
       await worker.terminate();
       if (created) for (const suffix of ['', '-wal', '-shm', '-reserve']) rmSync(`${dbPath}${suffix}`, { force: true });
@@ -356,6 +358,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       this.stats.rejected += m.rejected.length;
       if (batch.lastSeq) this.stats.committedSeq = batch.lastSeq;
       this.emit('commit', { rows: m.rows, committedSeq: this.stats.committedSeq, rejected: m.rejected });
+      sessionCommits.emit('commit', this.dbPath);
     }
     const oldest = this.inFlight.size > 0 ? Math.min(...this.inFlight.keys()) : Infinity;
     for (let i = this.flushWaiters.length - 1; i >= 0; i--) {

@@ -4,8 +4,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SessionEventStore } from '../../electron/api/sessionEventStore.ts';
-import { readTimeline } from '../../electron/api/timeline.ts';
+import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
+import { readTimeline } from '../../electron/sessions/timeline.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { capsemHome, sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';

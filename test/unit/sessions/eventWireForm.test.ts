@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent } from '../../../electron/api/eventBuilders.ts';
+import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent } from '../../../electron/sessions/eventBuilders.ts';
 
 // The wire form of every event kind, each with every field set, pinned in a golden file: a
 // change to a field's name or meaning fails here first. Regenerate deliberately with

@@ -79,7 +79,7 @@ const WINDOW = 512;
  * One pass over the session in seq windows. Each window reads only the columns search needs, a
  * table at a time, and lets SQLite rule out the bodies that cannot match before any is copied out.
  */
-export async function searchSession(store: SessionEventStore, q: string, aborted: () => boolean): Promise<SearchResult | null> {
+export async function searchBodies(store: SessionEventStore, q: string, aborted: () => boolean): Promise<SearchResult | null> {
   const needle = q.toLowerCase();
   // A needle with a quote, backslash or control character could hide behind JSON escaping.
   const plainNeedle = !/["\\\u0000-\u001f]/.test(needle);

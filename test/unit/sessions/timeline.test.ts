@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { SessionEventStore } from '../../../electron/api/sessionEventStore.ts';
-import { buildTimeline, readTimeline, toolPreview } from '../../../electron/api/timeline.ts';
+import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
+import { buildTimeline, readTimeline, toolPreview } from '../../../electron/sessions/timeline.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';

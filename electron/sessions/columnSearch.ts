@@ -1,5 +1,4 @@
 import type { SearchHit, TableKind } from '../contract/appContract.ts';
-import { containsPattern } from './eventTable.ts';
 import type { OpenSession } from './sessionStores.ts';
 
 // sessions.search: the rows of every view whose text holds the query (case-insensitive for ASCII),
@@ -8,6 +7,11 @@ import type { OpenSession } from './sessionStores.ts';
 // the quick box in a tab, so it answers from the columns in one indexed pass per table.
 
 export const MAX_HITS = 200;
+
+/** A LIKE pattern that matches `needle` anywhere, with the LIKE wildcards in it taken literally. */
+export function containsPattern(needle: string): string {
+  return `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
 
 const SOURCES: readonly { kind: TableKind; table: string; seq: string; columns: readonly string[] }[] = [
   { kind: 'net', table: 'net_events', seq: 'seq', columns: ['domain', 'path', 'query', 'request_body_preview', 'response_body_preview', 'error_message'] },
@@ -25,7 +29,7 @@ function snippet(text: string, needle: string): string {
   return `${from > 0 ? '…' : ''}${text.slice(from, from + 120)}${from + 120 < text.length ? '…' : ''}`.replace(/\s+/g, ' ');
 }
 
-export function searchSession(session: OpenSession, query: string): SearchHit[] {
+export function searchColumns(session: OpenSession, query: string): SearchHit[] {
   const tables = session.tables();
   const needle = query.toLowerCase();
   const pattern = containsPattern(query);

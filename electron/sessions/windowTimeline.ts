@@ -1,11 +1,11 @@
-import { readTimeline } from '../api/timeline.ts';
+import { readTimeline } from './timeline.ts';
 import type { Timeline } from '../contract/appContract.ts';
 import type { OpenSession } from './sessionStores.ts';
 
 // sessions.timeline: the events API's timeline (turns, tools, hosts on one axis) in the window's
 // shape. A span still open (a running call) ends at its start until it finishes.
 
-export function sessionTimeline(session: OpenSession, ended: boolean): Timeline {
+export function windowTimeline(session: OpenSession, ended: boolean): Timeline {
   const tables = session.tables();
   if (!['model_calls', 'tool_calls', 'tool_responses', 'net_events'].every((t) => tables.has(t))) return { start: null, end: null, turns: [], tools: [], hosts: [] };
   const t = readTimeline(session.store, ended);
