@@ -1,7 +1,7 @@
 import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
-import { requestView } from '../telemetry/requestView.ts';
-import { lenientJson } from '../telemetry/lenientJson.ts';
+import { requestView } from '../telemetry/providers/index.ts';
+import { lenientJson } from '../telemetry/json.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
 // a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
