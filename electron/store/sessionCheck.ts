@@ -5,6 +5,7 @@ import { mcpWireCalls } from './mcpWireCalls.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
+import { MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
@@ -43,6 +44,9 @@ export const LLM_PATH_PATTERNS: readonly { provider: string; glob: string }[] = 
   { provider: 'ollama', glob: '/api/chat' },
   { provider: 'ollama', glob: '/api/generate' },
 ];
+
+/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding. */
+const FREE_PROVIDERS = MODEL_PROVIDERS.filter((p) => p.priceCatalogId === null).map((p) => `'${p.id}'`).join(', ');
 
 const CAUSES = {
   schema: 'The file was written by an older or different tool, or a migration did not run; open it with this Capsem to migrate, or compare against the spec schema.',
@@ -234,7 +238,7 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
-    const where = "coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider <> 'ollama'";
+    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})`;
     add('zero cost', count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`), 'model_calls with tokens but no cost', CAUSES.zeroCost,
       `SELECT DISTINCT provider || '/' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} LIMIT 5`);
   });
