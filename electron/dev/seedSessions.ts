@@ -6,7 +6,7 @@ import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
-import { requestView } from '../telemetry/requestView.ts';
+import { requestView } from '../telemetry/providers/index.ts';
 
 // Realistic sessions for tests, benchmarks and demos: agent turns that call a model, run tools
 // and send the results back, MCP calls, ordinary HTTPS, a denied request, file edits and full

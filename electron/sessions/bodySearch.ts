@@ -1,4 +1,4 @@
-import { requestView } from '../telemetry/requestView.ts';
+import { requestView } from '../telemetry/providers/index.ts';
 import type { SessionEventStore } from './sessionEventStore.ts';
 
 // GET /v1/sessions/{id}/search: the seqs of the events whose bodies hold q, reading only what the

@@ -1,20 +1,13 @@
 import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
-import { requestView } from '../telemetry/requestView.ts';
-import { lenientJson } from '../telemetry/lenientJson.ts';
+import { providerNamed, requestView } from '../telemetry/providers/index.ts';
+import { lenientJson } from '../telemetry/json.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
 // a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
 // the wire and nothing unknown is sent as zero.
 
 export type Row = Record<string, unknown>;
-
-const PROVIDER_HOSTS: Record<string, string> = {
-  anthropic: 'api.anthropic.com',
-  openai: 'api.openai.com',
-  google: 'generativelanguage.googleapis.com',
-  ollama: 'localhost:11434',
-};
 
 export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 export const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined);
@@ -142,7 +135,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
   });
   return ({
     ...base(sessionId, row, 'model', 'response'),
-    host: text(row.host) ?? PROVIDER_HOSTS[provider],
+    host: text(row.host) ?? providerNamed(provider)?.host,
     statusCode: status,
     durationMs: int(row.duration_ms),
     bytesUp: int(row.request_bytes),

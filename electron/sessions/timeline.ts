@@ -1,5 +1,5 @@
-import { LLM_PATH_PATTERNS } from '../store/sessionCheck.ts';
 import { hostOf } from '../telemetry/hosts.ts';
+import { detectModelApi } from '../telemetry/providers/index.ts';
 import { int, text, type Row } from './eventBuilders.ts';
 import type { SessionEventStore } from './sessionEventStore.ts';
 
@@ -45,8 +45,6 @@ export interface Timeline {
   tools: ToolSpan[];
   hosts: HostSpan[];
 }
-
-const LLM_GLOBS = LLM_PATH_PATTERNS.map((p) => new RegExp(`^${p.glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`));
 
 function plus(iso: string, ms: number | undefined): string {
   const t = Date.parse(iso);
@@ -107,7 +105,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
   });
   const hosts: HostSpan[] = input.netEvents.map((r) => {
     const path = text(r.path)?.split('?')[0] ?? '';
-    const kind: HostSpan['kind'] = r.conn_type === 'tunnel' ? 'tunnel' : LLM_GLOBS.some((g) => g.test(path)) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
+    const kind: HostSpan['kind'] = r.conn_type === 'tunnel' ? 'tunnel' : detectModelApi(path) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
     const span: HostSpan = { host: hostOf(String(r.domain), int(r.port), text(r.conn_type)), kind, start: String(r.timestamp), seq: int(r.seq)! };
     const status = int(r.status_code);
     if (status !== undefined) {

@@ -1,4 +1,4 @@
-import { lenientJson } from '../telemetry/lenientJson.ts';
+import { lenientJson } from '../telemetry/json.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
 
 // MCP tools/call requests as the network rows show them, for a file that has no security ledger to

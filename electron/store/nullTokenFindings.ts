@@ -1,4 +1,4 @@
-import { lenientJson } from '../telemetry/lenientJson.ts';
+import { lenientJson } from '../telemetry/json.ts';
 
 // Why an answered model call has no token counts, told from the evidence recorded with it, so
 // each finding names the cause that fits its rows: a stream cut short lost its last event, a body

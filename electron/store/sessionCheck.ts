@@ -5,6 +5,7 @@ import { mcpWireCalls } from './mcpWireCalls.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
+import { detectModelApi, MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
@@ -33,16 +34,8 @@ export interface CheckReport {
   readonly notes: readonly string[];
 }
 
-/** LLM API paths by provider, as the proxy classifies them (by path, not host). */
-export const LLM_PATH_PATTERNS: readonly { provider: string; glob: string }[] = [
-  { provider: 'anthropic', glob: '/v1/messages' },
-  { provider: 'openai', glob: '/v1/chat/completions' },
-  { provider: 'openai', glob: '/v1/responses' },
-  { provider: 'google', glob: '/v1beta/models/*:*enerateContent' },
-  { provider: 'google', glob: '/v1/models/*:*enerateContent' },
-  { provider: 'ollama', glob: '/api/chat' },
-  { provider: 'ollama', glob: '/api/generate' },
-];
+/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding. */
+const FREE_PROVIDERS = MODEL_PROVIDERS.filter((p) => p.priceCatalogId === null).map((p) => `'${p.id}'`).join(', ');
 
 const CAUSES = {
   schema: 'The file was written by an older or different tool, or a migration did not run; open it with this Capsem to migrate, or compare against the spec schema.',
@@ -74,6 +67,8 @@ export function checkSessionDb(dbPath: string, options: { previewRows?: number }
   } catch (err) {
     throw new Error(`${dbPath} is not a readable SQLite database: ${(err as Error).message}`);
   }
+  // The recorder's own test of which requests are model calls, so check counts exactly what it records.
+  db.function('model_provider', { deterministic: true }, (path: unknown) => (typeof path === 'string' ? (detectModelApi(path)?.provider ?? null) : null));
   try {
     return inspect(db, dbPath, options.previewRows ?? 0);
   } finally {
@@ -157,18 +152,15 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     // A request that ended before any response (the client gave up, or the exchange failed before
     // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
     const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
-    const providers = [...new Set(LLM_PATH_PATTERNS.map((p) => p.provider))];
-    for (const provider of providers) {
-      const globs = LLM_PATH_PATTERNS.filter((p) => p.provider === provider).map((p) => `path GLOB '${p.glob}'`).join(' OR ');
-      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered}`);
+    for (const { id: provider } of MODEL_PROVIDERS) {
+      const requests = count(`SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered}`);
       const calls = count(`SELECT count(*) AS n FROM model_calls WHERE provider = '${provider}'`);
       add('AI provider correlation', requests - calls, `${requests} ${provider} model API requests answered in net_events but ${calls} model_calls`, CAUSES.missingModelCalls,
-        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND (${globs}) AND ${answered} LIMIT 5`);
+        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered} LIMIT 5`);
     }
     if (!has('net_events', 'status_code')) return;
-    const allGlobs = LLM_PATH_PATTERNS.map((p) => `path GLOB '${p.glob}'`).join(' OR ');
     const kind = has('net_events', 'error_kind') ? "coalesce(error_kind, 'no error recorded')" : "'no error recorded'";
-    const unanswered = db.prepare(`SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND (${allGlobs}) AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`).all() as { kind: string; n: number }[];
+    const unanswered = db.prepare(`SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) IS NOT NULL AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`).all() as { kind: string; n: number }[];
     const total = unanswered.reduce((sum, k) => sum + k.n, 0);
     if (total > 0) {
       notes.push(`${total} model API ${total === 1 ? 'request' : 'requests'} ended before any response (${unanswered.map((k) => `${k.kind}: ${k.n}`).join(', ')}): nothing came back, so there is no model call to record`);
@@ -234,7 +226,7 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
-    const where = "coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider <> 'ollama'";
+    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})`;
     add('zero cost', count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`), 'model_calls with tokens but no cost', CAUSES.zeroCost,
       `SELECT DISTINCT provider || '/' || coalesce(model, '?') AS s FROM model_calls WHERE ${where} LIMIT 5`);
   });

@@ -1,3 +1,4 @@
+import { arr, isObject, lenientJson, type Json } from './json.ts';
 import { parseSse } from './sse.ts';
 
 // MCP over HTTP (JSON-RPC 2.0; the response is JSON or, in the Streamable HTTP transport, an SSE
@@ -17,8 +18,6 @@ export interface McpMessage {
   readonly facts: Record<string, unknown>;
 }
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const idOf = (v: unknown): string | undefined => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
 const FACT_CAP = 4096;
 
@@ -28,22 +27,14 @@ function capped(value: unknown): unknown {
 }
 
 function responses(contentType: string | undefined, body: Uint8Array): Json[] {
-  const text = Buffer.from(body).toString('utf8');
-  const parse = (t: string): unknown => {
-    try {
-      return JSON.parse(t);
-    } catch {
-      return undefined;
-    }
-  };
-  const values = /text\/event-stream/i.test(contentType ?? '') ? parseSse(body).events.map((e) => parse(e.data)) : [parse(text)];
+  const values = /text\/event-stream/i.test(contentType ?? '') ? parseSse(body).events.map((e) => lenientJson(e.data)) : [lenientJson(Buffer.from(body).toString('utf8'))];
   return values.flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isObject);
 }
 
 /** Text of a tools/call result: its text content blocks, else its JSON. */
 function resultText(result: unknown): string | undefined {
   if (!isObject(result)) return result === undefined ? undefined : JSON.stringify(result);
-  const blocks = Array.isArray(result.content) ? result.content.filter(isObject) : [];
+  const blocks = arr(result.content).filter(isObject);
   const text = blocks.map((b) => (typeof b.text === 'string' ? b.text : '')).filter(Boolean).join('\n');
   return text || JSON.stringify(result);
 }

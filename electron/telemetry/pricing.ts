@@ -1,4 +1,5 @@
 import { calcPrice } from '@pydantic/genai-prices';
+import { providerNamed } from './providers/index.ts';
 
 // Cost from the bundled pydantic/genai-prices dataset, used offline. Cache reads and writes are
 // priced at their own rates. An unknown model costs 0 and says so; `capsem check` reports it.
@@ -18,7 +19,10 @@ export interface Price {
 }
 
 export function priceOf(provider: string, model: string | undefined, usage: PricedUsage, at = new Date()): Price {
-  if (!model || provider === 'ollama') return { usd: 0, known: false };
+  // A provider unknown here is looked up in the catalog under its own name.
+  const declared = providerNamed(provider);
+  const catalogId = declared ? declared.priceCatalogId : provider;
+  if (!model || catalogId === null) return { usd: 0, known: false };
   const cacheRead = usage.cacheReadTokens ?? 0;
   const cacheWrite = usage.cacheWriteTokens ?? 0;
   try {
@@ -31,7 +35,7 @@ export function priceOf(provider: string, model: string | undefined, usage: Pric
         output_tokens: usage.outputTokens ?? 0,
       },
       model,
-      { providerId: provider, timestamp: at },
+      { providerId: catalogId, timestamp: at },
     );
     return result ? { usd: result.total_price, known: true } : { usd: 0, known: false };
   } catch {

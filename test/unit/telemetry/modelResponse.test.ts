@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { detectModelApi, parseModelResponse } from '../../../electron/telemetry/modelResponse.ts';
+import { detectModelApi, parseModelResponse } from '../../../electron/telemetry/providers/index.ts';
 import { anthropicStream, openaiChatStream } from '../../helpers/mockUpstreams.ts';
 
 const sse = (events: { event?: string; data: unknown }[]): Buffer =>

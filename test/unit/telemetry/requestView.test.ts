@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { requestView } from '../../../electron/telemetry/requestView.ts';
+import { requestView } from '../../../electron/telemetry/providers/index.ts';
 
 describe('requestView', () => {
   it('reads an Anthropic Messages request: system first, tool_use history, tool results, tools, settings', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { requestView } from '../../../electron/telemetry/requestView.ts';
+import { requestView } from '../../../electron/telemetry/providers/index.ts';
 import { conversationLinks } from '../../../electron/telemetry/toolLinks.ts';
 
 // Links from tool results to the calls they answer, read from the conversation a request re-sends.

@@ -1,0 +1,199 @@
+import { arr, argsText, isObject, lenientJson, num, obj, str, type Json } from '../json.ts';
+import { emptyResponse, errorOf, setUsage, type ModelResponse, type ToolCallOut } from '../modelResponse.ts';
+import { emptyView, message, settings, textOf, turn, type RequestView } from '../requestView.ts';
+import type { SseEvent } from '../sse.ts';
+import type { ModelProvider } from './provider.ts';
+
+// OpenAI's two model APIs, Chat Completions and Responses, each at /v1/... or bare behind a base
+// URL that already ends in /v1. Chat Completions' message shape is also Ollama's /api/chat.
+
+// --- Chat Completions ---------------------------------------------------------------------------
+
+/** OpenAI Chat Completions, and Ollama's /api/chat, which shares its message shape. */
+export function chatRequest(body: Json, options: Json = {}): RequestView {
+  const view = emptyView();
+  for (const m of arr(body.messages)) {
+    if (!isObject(m)) continue;
+    const role = str(m.role) ?? 'user';
+    const calls = arr(m.tool_calls).filter(isObject);
+    const turnCalls = calls.map((c) => {
+      const fn = isObject(c.function) ? c.function : {};
+      return { id: str(c.id) ?? null, name: str(fn.name) ?? '', arguments: argsText(fn.arguments) };
+    });
+    turnCalls.forEach((c, i) => view.historyToolCalls.push({ id: c.id ?? `${c.name || 'call'}#${i}`, name: c.name, arguments: c.arguments }));
+    const toolUseId = role === 'tool' ? str(m.tool_call_id) : undefined;
+    if (role === 'tool') view.toolResults.push({ toolUseId: toolUseId ?? '', content: textOf(m.content) });
+    // Ollama's tool messages carry no call id, at most the tool's name (tool_name).
+    const results = role === 'tool' ? [{ id: toolUseId ?? null, name: str(m.tool_name) ?? str(m.name) ?? null, content: textOf(m.content), isError: false }] : [];
+    view.turns.push(turn(role, role === 'tool' ? '' : m.content, turnCalls, results));
+    view.messages.push(message(role, m.content, {
+      toolCallNames: calls.map((c) => (isObject(c.function) ? str(c.function.name) : undefined)).join(','),
+      toolUseIds: calls.map((c) => str(c.id)).filter(Boolean).join(','),
+      toolUseId,
+    }));
+  }
+  for (const t of arr(body.tools)) {
+    if (!isObject(t)) continue;
+    const fn = isObject(t.function) ? t.function : t;
+    view.tools.push({ name: str(fn.name) ?? '', description: str(fn.description), parameters: fn.parameters });
+  }
+  return settings(view, {
+    temperature: body.temperature ?? options.temperature,
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? options.num_predict,
+    topP: body.top_p ?? options.top_p,
+    stream: body.stream,
+    toolChoice: body.tool_choice,
+  });
+}
+
+function openaiUsage(out: ModelResponse, usage: unknown): void {
+  const u = obj(usage);
+  setUsage(out, { prompt: num(u.prompt_tokens), cached: num(obj(u.prompt_tokens_details).cached_tokens), output: num(u.completion_tokens), reasoning: num(obj(u.completion_tokens_details).reasoning_tokens) });
+}
+
+function chatJson(body: Json): ModelResponse {
+  const out = emptyResponse(false);
+  out.model = str(body.model);
+  out.messageId = str(body.id);
+  const choice = obj(arr(body.choices)[0]);
+  const message = obj(choice.message);
+  out.text = str(message.content) ?? '';
+  out.thinking = str(message.reasoning_content) ?? str(message.reasoning) ?? '';
+  out.stopReason = str(choice.finish_reason);
+  for (const call of arr(message.tool_calls).filter(isObject)) {
+    const fn = obj(call.function);
+    out.toolCalls.push({ id: str(call.id) ?? '', name: str(fn.name) ?? '', arguments: argsText(fn.arguments) });
+  }
+  openaiUsage(out, body.usage);
+  return out;
+}
+
+function chatStream(events: SseEvent[]): ModelResponse {
+  const out = emptyResponse(true);
+  const calls = new Map<number, ToolCallOut>();
+  for (const e of events) {
+    if (e.data.trim() === '[DONE]') {
+      out.complete = true;
+      continue;
+    }
+    const d = obj(lenientJson(e.data));
+    if (d.error) out.error = errorOf(d);
+    out.model ??= str(d.model);
+    out.messageId ??= str(d.id);
+    for (const choice of arr(d.choices).filter(isObject)) {
+      const delta = obj(choice.delta);
+      out.text += str(delta.content) ?? '';
+      out.thinking += str(delta.reasoning_content) ?? str(delta.reasoning) ?? '';
+      out.stopReason = str(choice.finish_reason) ?? out.stopReason;
+      for (const part of arr(delta.tool_calls).filter(isObject)) {
+        const index = num(part.index) ?? calls.size;
+        const fn = obj(part.function);
+        let call = calls.get(index);
+        if (!call) {
+          call = { id: str(part.id) ?? '', name: str(fn.name) ?? '', arguments: '' };
+          calls.set(index, call);
+          out.toolCalls.push(call);
+        }
+        if (str(part.id)) call.id = str(part.id)!;
+        if (str(fn.name)) call.name = str(fn.name)!;
+        call.arguments += str(fn.arguments) ?? '';
+      }
+    }
+    if (d.usage) openaiUsage(out, d.usage);
+  }
+  if (out.complete && out.inputTokens === undefined && out.outputTokens === undefined) out.usageUnreported = true;
+  return out;
+}
+
+// --- Responses ----------------------------------------------------------------------------------
+
+function responsesRequest(body: Json): RequestView {
+  const view = emptyView();
+  if (typeof body.instructions === 'string') {
+    view.messages.push(message('system', body.instructions));
+    view.turns.push(turn('system', body.instructions));
+  }
+  if (typeof body.input === 'string') {
+    view.messages.push(message('user', body.input));
+    view.turns.push(turn('user', body.input));
+  }
+  for (const item of arr(body.input)) {
+    if (!isObject(item)) continue;
+    const type = str(item.type) ?? 'message';
+    const last = view.turns.at(-1);
+    if (type === 'function_call') {
+      const call = { id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: argsText(item.arguments) };
+      view.historyToolCalls.push(call);
+      view.messages.push(message('assistant', '', { toolCallNames: call.name, toolUseIds: call.id }));
+      // Calls made side by side come as consecutive items: one assistant turn.
+      const turnCall = { id: call.id || null, name: call.name, arguments: call.arguments };
+      if (last?.role === 'assistant' && last.calls.length > 0 && last.results.length === 0) last.calls.push(turnCall);
+      else view.turns.push(turn('assistant', '', [turnCall]));
+    } else if (type === 'function_call_output') {
+      const id = str(item.call_id) ?? '';
+      view.toolResults.push({ toolUseId: id, content: textOf(item.output) });
+      view.messages.push(message('tool', item.output, { toolUseIds: id, toolUseId: id }));
+      view.turns.push(turn('tool', '', [], [{ id: id || null, name: null, content: textOf(item.output), isError: false }]));
+    } else if (type === 'message') {
+      view.messages.push(message(str(item.role) ?? 'user', item.content));
+      view.turns.push(turn(str(item.role) ?? 'user', item.content));
+    }
+  }
+  for (const t of arr(body.tools)) {
+    if (isObject(t)) view.tools.push({ name: str(t.name) ?? str(t.type) ?? '', description: str(t.description), parameters: t.parameters });
+  }
+  return settings(view, { temperature: body.temperature, maxTokens: body.max_output_tokens, topP: body.top_p, stream: body.stream, toolChoice: body.tool_choice });
+}
+
+function responsesUsage(out: ModelResponse, usage: unknown): void {
+  const u = obj(usage);
+  setUsage(out, { prompt: num(u.input_tokens), cached: num(obj(u.input_tokens_details).cached_tokens), output: num(u.output_tokens), reasoning: num(obj(u.output_tokens_details).reasoning_tokens) });
+}
+
+function responsesJson(body: Json, streamed = false): ModelResponse {
+  const out = emptyResponse(streamed);
+  out.complete = true;
+  out.model = str(body.model);
+  out.messageId = str(body.id);
+  out.stopReason = str(body.status);
+  for (const item of arr(body.output).filter(isObject)) {
+    if (item.type === 'message') {
+      for (const part of arr(item.content).filter(isObject)) if (part.type === 'output_text') out.text += str(part.text) ?? '';
+    } else if (item.type === 'function_call') {
+      out.toolCalls.push({ id: str(item.call_id) ?? str(item.id) ?? '', name: str(item.name) ?? '', arguments: argsText(item.arguments) });
+    } else if (item.type === 'reasoning') {
+      for (const part of arr(item.summary).filter(isObject)) out.thinking += str(part.text) ?? '';
+    }
+  }
+  if (out.toolCalls.length > 0 && out.stopReason === 'completed') out.stopReason = 'tool_calls';
+  responsesUsage(out, body.usage);
+  if (body.error) out.error = errorOf(body);
+  return out;
+}
+
+function responsesStream(events: SseEvent[]): ModelResponse {
+  let last: Json | undefined;
+  const partial = emptyResponse(true);
+  for (const e of events) {
+    const d = obj(lenientJson(e.data));
+    const type = str(d.type) ?? e.event;
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') last = obj(d.response);
+    else if (type === 'response.created') partial.model = str(obj(d.response).model);
+    else if (type === 'response.output_text.delta') partial.text += str(d.delta) ?? '';
+    else if (type === 'response.output_item.done') {
+      const item = obj(d.item);
+      if (item.type === 'function_call') partial.toolCalls.push({ id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: argsText(item.arguments) });
+    } else if (type === 'error') partial.error = errorOf(d) ?? str(d.message) ?? 'stream error';
+  }
+  return last ? responsesJson(last, true) : partial;
+}
+
+export const openai: ModelProvider = {
+  id: 'openai',
+  host: 'api.openai.com',
+  priceCatalogId: 'openai',
+  endpoints: [
+    { flavor: 'chat', path: /^(?:\/v1)?\/chat\/completions$/, request: chatRequest, response: { stream: chatStream, json: (body) => chatJson(obj(body)) } },
+    { flavor: 'responses', path: /^(?:\/v1)?\/responses$/, request: responsesRequest, response: { stream: responsesStream, json: (body) => responsesJson(obj(body)) } },
+  ],
+};
