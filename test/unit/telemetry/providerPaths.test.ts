@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionEventStore } from '../../../electron/api/sessionEventStore.ts';
-import { readTimeline } from '../../../electron/api/timeline.ts';
+import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
+import { readTimeline } from '../../../electron/sessions/timeline.ts';
 import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
 import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
