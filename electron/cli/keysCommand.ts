@@ -16,12 +16,12 @@ export const keysCommand: Command = {
 capsem keys set PROVIDER < file-holding-the-key
 capsem keys rm PROVIDER
 
-Provider keys never enter a session: its programs get a per-session stand-in, and the proxy puts
-the real key on requests to that provider's own API hosts. A key comes from the environment of
+A program recorded by capsem record gets a per-session stand-in for each provider key, and the
+proxy puts the real key on requests to that provider's own API hosts. VM sessions do not get
+stand-ins yet: their coding agent still receives the real key (see SECURITY.md). A key comes from the environment of
 the shell that starts the session (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or
 GOOGLE_API_KEY, and those the policy file's "credentials.providers" name), else from this store:
-CAPSEM_HOME/keys.json, mode 0600, readable by you alone but not encrypted (the desktop app keeps
-its keys encrypted by the system keychain instead). list says which providers have a key and
+CAPSEM_HOME/keys.json, mode 0600, readable by you alone but not encrypted. list says which providers have a key and
 where it comes from; it never prints a key. set reads the key from standard input.`,
   run(ctx, argv) {
     const { positionals } = parseCommandArgs(this, argv, {});

@@ -5,8 +5,8 @@ import type { CapsemHome } from '../store/paths.ts';
 
 // Keys the user stored in Capsem rather than exported in the shell, one per provider. The core
 // reads them through KeyStore; this file's store keeps them in CAPSEM_HOME/keys.json, mode 0600
-// (readable by the user alone, not encrypted), and the Electron shell brings one that encrypts
-// them with the system's keychain (safeStorage).
+// (readable by the user alone, not encrypted); an Electron shell store that encrypts them with the
+// system's keychain (safeStorage) can take its place through the same interface.
 
 export interface KeyStore {
   /** Where keys are kept, said plainly to the user (`capsem doctor`, `capsem keys`, Settings). */

@@ -42,7 +42,7 @@ export interface RecordingOptions {
   readonly ca?: CertificateAuthority;
   /** More of session_meta, written when the database opens (what a resume needs even after a crash). */
   readonly meta?: Readonly<Record<string, string>>;
-  /** Where stored provider keys are kept (the app's safeStorage store); CAPSEM_HOME/keys.json when not given. */
+  /** Where stored provider keys are kept; CAPSEM_HOME/keys.json when not given. */
   readonly keyStore?: KeyStore;
 }
 

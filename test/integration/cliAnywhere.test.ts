@@ -126,6 +126,9 @@ describe('capsem on the PATH, run from a user\'s project folder', () => {
     const doctor = await capsem(['doctor']);
     expect(doctor.stdout).toMatch(new RegExp(`^OK\\s+owner\\s+nobody owns ${home.root}`, 'm'));
     expect(doctor.code, doctor.stdout).toBe(/^FAIL/m.test(doctor.stdout) ? 1 : 0);
+    const keys = await capsem(['keys', 'list']);
+    expect(keys.code, keys.stderr).toBe(0);
+    expect(keys.stdout).toMatch(/anthropic/i);
   }, 120_000);
 
   it('api serves the sessions until SIGTERM', async () => {
