@@ -113,8 +113,9 @@ export function TerminalView({ sessionId, visible, starting }: Props) {
     cleanups.push(
       api.on('terminal.screen', (event) => {
         if (event.id !== sessionId) return;
-        term.reset();
-        term.write(event.data, () => drawn(event.data.length));
+        // A full reset (RIS) queued with the writes, not term.reset(): that acts at once, while an
+        // earlier screen may still be waiting in xterm's write queue and would be drawn after it.
+        term.write(`\x1bc${event.data}`, () => drawn(event.data.length));
       }),
     );
     cleanups.push(api.on('terminal.output', (event) => event.id === sessionId && term.write(event.data, () => drawn(event.data.length))));
