@@ -48,6 +48,43 @@ async function replayedScreen(home: string, name: string): Promise<string> {
   }
 }
 
+interface ModelCallFigures {
+  readonly provider: string;
+  readonly model: string;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+}
+
+/** What every agent run must leave behind: its file (the user's), the tool round's calls with cost, the call linked to its result, the file change, the replayed answer, and a clean check. */
+async function expectRecordedRun(home: string, project: string, run: {
+  readonly session: string;
+  readonly file: string;
+  readonly content: string;
+  readonly answer: string;
+  /** Narrows model_calls to the tool round: agents make side calls of their own. */
+  readonly callsWhere: string;
+  readonly calls: readonly ModelCallFigures[];
+  /** The tool_calls columns the link is checked on, besides answered_later. */
+  readonly linkColumns: string;
+  readonly linked: readonly Record<string, unknown>[];
+}): Promise<void> {
+  expect(readFileSync(join(project, run.file), 'utf8')).toBe(run.content);
+  expect(statSync(join(project, run.file)).uid).toBe(process.getuid!());
+
+  const calls = await sql<ModelCallFigures & { estimated_cost_usd: number }>(home, run.session, `SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls ${run.callsWhere} ORDER BY id`);
+  expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual(run.calls);
+  expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
+
+  const linked = await sql(home, run.session, `SELECT ${run.linkColumns}, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id`);
+  expect(linked).toEqual(run.linked);
+  expect(await sql(home, run.session, `SELECT action, path FROM fs_events WHERE path = '${run.file}' ORDER BY seq LIMIT 1`)).toEqual([{ action: 'created', path: run.file }]);
+  expect(await replayedScreen(home, run.session)).toContain(run.answer);
+
+  const check = await runCapsemAsync(home, ['check', run.session]);
+  expect(check.stdout, check.stdout).toContain('Findings: none');
+  expect(check.code).toBe(0);
+}
+
 /** The text of the user's last message. */
 function lastUserText(body: Body): string {
   const last = (body.messages ?? []).filter((m) => m.role === 'user').at(-1);
@@ -203,26 +240,15 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout).toContain('Created claude.txt in the workspace.');
 
-    expect(readFileSync(join(project, 'claude.txt'), 'utf8')).toBe('made by claude\n');
-    expect(statSync(join(project, 'claude.txt')).uid).toBe(process.getuid!());
-
-    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'claude1', "SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls WHERE model = 'claude-sonnet-4-6' ORDER BY id");
-    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
-      { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1200, output_tokens: 40 },
-      { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1300, output_tokens: 12 },
-    ]);
-    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
-
-    const linked = await sql(home.root, 'claude1', 'SELECT tc.call_id, tc.tool_name, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
-    expect(linked).toEqual([{ call_id: 'toolu_capsem_bash_1', tool_name: 'Bash', answered_later: 1 }]);
-
-    expect(await sql(home.root, 'claude1', "SELECT action, path FROM fs_events WHERE path = 'claude.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'claude.txt' }]);
-
-    expect(await replayedScreen(home.root, 'claude1')).toContain('Created claude.txt in the workspace.');
-
-    const check = await runCapsemAsync(home.root, ['check', 'claude1']);
-    expect(check.stdout, check.stdout).toContain('Findings: none');
-    expect(check.code).toBe(0);
+    await expectRecordedRun(home.root, project, {
+      session: 'claude1', file: 'claude.txt', content: 'made by claude\n', answer: 'Created claude.txt in the workspace.',
+      callsWhere: "WHERE model = 'claude-sonnet-4-6'",
+      calls: [
+        { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1200, output_tokens: 40 },
+        { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1300, output_tokens: 12 },
+      ],
+      linkColumns: 'tc.call_id, tc.tool_name', linked: [{ call_id: 'toolu_capsem_bash_1', tool_name: 'Bash', answered_later: 1 }],
+    });
   }, 900_000);
 
   it('Codex makes a file with one shell tool call over the Responses API: the same things are recorded', async () => {
@@ -237,24 +263,15 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.codex?.join(', ')}`).toBe(0);
     expect(r.stdout).toContain('Created codex.txt in the workspace.');
 
-    expect(readFileSync(join(project, 'codex.txt'), 'utf8')).toBe('made by codex\n');
-    expect(statSync(join(project, 'codex.txt')).uid).toBe(process.getuid!());
-
-    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'codex1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls ORDER BY id');
-    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
-      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2100, output_tokens: 30 },
-      { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2200, output_tokens: 9 },
-    ]);
-    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
-
-    const linked = await sql<{ call_id: string }>(home.root, 'codex1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
-    expect(linked).toEqual([{ call_id: 'call_capsem_codex_1', answered_later: 1 }]);
-    expect(await sql(home.root, 'codex1', "SELECT action, path FROM fs_events WHERE path = 'codex.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'codex.txt' }]);
-    expect(await replayedScreen(home.root, 'codex1')).toContain('Created codex.txt in the workspace.');
-
-    const check = await runCapsemAsync(home.root, ['check', 'codex1']);
-    expect(check.stdout, check.stdout).toContain('Findings: none');
-    expect(check.code).toBe(0);
+    await expectRecordedRun(home.root, project, {
+      session: 'codex1', file: 'codex.txt', content: 'made by codex\n', answer: 'Created codex.txt in the workspace.',
+      callsWhere: '',
+      calls: [
+        { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2100, output_tokens: 30 },
+        { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2200, output_tokens: 9 },
+      ],
+      linkColumns: 'tc.call_id', linked: [{ call_id: 'call_capsem_codex_1', answered_later: 1 }],
+    });
   }, 900_000);
 
   it('Gemini CLI makes a file with one tool call over streamGenerateContent: the same things are recorded', async () => {
@@ -269,24 +286,15 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     expect(r.code, `${r.stdout}\n${r.stderr}\ntools offered: ${offered.gemini?.join(', ')}`).toBe(0);
     expect(r.stdout).toContain('Created gemini.txt in the workspace.');
 
-    expect(readFileSync(join(project, 'gemini.txt'), 'utf8')).toBe('made by gemini\n');
-    expect(statSync(join(project, 'gemini.txt')).uid).toBe(process.getuid!());
-
-    const calls = await sql<{ provider: string; model: string; input_tokens: number; output_tokens: number; estimated_cost_usd: number }>(home.root, 'gemini1', 'SELECT provider, model, input_tokens, output_tokens, estimated_cost_usd FROM model_calls WHERE input_tokens >= 900 ORDER BY id');
-    expect(calls.map(({ estimated_cost_usd: _cost, ...c }) => c)).toEqual([
-      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 900, output_tokens: 20 },
-      { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 1000, output_tokens: 9 },
-    ]);
-    expect(calls.every((c) => c.estimated_cost_usd > 0)).toBe(true);
-
-    const linked = await sql<{ call_id: string }>(home.root, 'gemini1', 'SELECT tc.call_id, tr.model_call_id > tc.model_call_id AS answered_later FROM tool_calls tc JOIN tool_responses tr ON tr.call_id = tc.call_id');
-    expect(linked).toEqual([{ call_id: 'call_capsem_gemini_1', answered_later: 1 }]);
-    expect(await sql(home.root, 'gemini1', "SELECT action, path FROM fs_events WHERE path = 'gemini.txt' ORDER BY seq LIMIT 1")).toEqual([{ action: 'created', path: 'gemini.txt' }]);
-    expect(await replayedScreen(home.root, 'gemini1')).toContain('Created gemini.txt in the workspace.');
-
-    const check = await runCapsemAsync(home.root, ['check', 'gemini1']);
-    expect(check.stdout, check.stdout).toContain('Findings: none');
-    expect(check.code).toBe(0);
+    await expectRecordedRun(home.root, project, {
+      session: 'gemini1', file: 'gemini.txt', content: 'made by gemini\n', answer: 'Created gemini.txt in the workspace.',
+      callsWhere: 'WHERE input_tokens >= 900',
+      calls: [
+        { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 900, output_tokens: 20 },
+        { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 1000, output_tokens: 9 },
+      ],
+      linkColumns: 'tc.call_id', linked: [{ call_id: 'call_capsem_gemini_1', answered_later: 1 }],
+    });
   }, 900_000);
 
   it('Claude Code opens at its prompt on the terminal capsem run --agent attaches, answers what is typed there, and ends the session when it exits', async () => {
