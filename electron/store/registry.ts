@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { asDisplayName, newSessionId, type DisplayName, type SessionId } from '../contract/ids.ts';
+import { asDisplayName, type DisplayName, type SessionId } from '../contract/ids.ts';
+import { newSessionId } from './newSessionId.ts';
 import type { SessionStatus } from './mainDb.ts';
 
 /** One row of main.db's sessions table, as the rest of the code sees it. */
