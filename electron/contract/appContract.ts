@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 
 // The one contract between the renderer and the host core: every call the window can make and
 // every event it can receive. The Electron preload exposes exactly these as `window.capsem`; browser
@@ -6,7 +7,8 @@ import { z } from 'zod';
 // with these schemas before it acts; results are typed from them too. Sessions are addressed by id
 // only: a display name is turned into an id by `sessions.resolve`, once, at the edge.
 
-export const SessionIdParam = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a session id (a UUID), not a display name');
+/** A session id in a call's params: a string on the wire, a SessionId to the handler that parsed it. */
+export const SessionIdParam = z.string().regex(SESSION_ID_PATTERN, 'a session id (a UUID), not a display name').transform(asSessionId);
 const Seq = z.number().int().min(0);
 const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) });
 
