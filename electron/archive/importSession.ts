@@ -100,7 +100,7 @@ function freeName(mainDb: Database.Database, wanted: string | null): DisplayName
 }
 
 function freeId(home: CapsemHome, mainDb: Database.Database, wanted: string | null): SessionId {
-  const known = (id: string): boolean => mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id as SessionId).dir);
+  const known = (id: SessionId): boolean => mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id).dir);
   if (wanted && isSessionId(wanted) && !known(wanted)) return wanted;
   for (;;) {
     const id = newSessionId();

@@ -49,7 +49,8 @@ export class NameTakenError extends Error {
 }
 
 interface SessionRow {
-  id: string;
+  /** main.db holds only ids minted by newSessionId or checked by asSessionId (imports). */
+  id: SessionId;
   name: string | null;
   resumable: number;
   mode: string;
@@ -80,7 +81,7 @@ interface SessionRow {
 
 function toRecord(row: SessionRow): SessionRecord {
   return {
-    id: row.id as SessionId,
+    id: row.id,
     name: row.name as DisplayName | null,
     resumable: row.resumable === 1,
     mode: row.mode,
