@@ -1,3 +1,4 @@
+import type { VmRunRequest } from '../owner/vmMethods.ts';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
@@ -35,7 +36,7 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
-    const params = { name: (values.name as string | undefined) ?? null, image, ...projectFolderParams(ctx, values), argv: command };
+    const params: VmRunRequest = { name: (values.name as string | undefined) ?? null, image, ...projectFolderParams(ctx, values), argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
       const output = commandOutput();
       const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
