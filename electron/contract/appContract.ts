@@ -202,7 +202,7 @@ export const CALLS = {
    * a dropped file's path from the preload's capsemFiles.pathFor). Every checksum is verified and
    * nothing is written unless all of it is good; a refusal is `bad_archive` with the reason. The
    * new session is read-only (status stopped, mode imported). Browser mode uploads to
-   * BROWSER_IMPORT_PATH instead, which stages the file and makes this same call.
+   * BROWSER_IMPORT_PATH (browserMode.ts) instead, which stages the file and makes this same call.
    */
   'sessions.import': { params: z.strictObject({ path: z.string().min(1).max(4096) }), result: z.strictObject({ id: z.string(), name: z.string().nullable() }) },
   /** Writes the session archive; the result names the file. */
@@ -322,17 +322,3 @@ export interface HostCore {
    */
   subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void | Promise<void>): () => void;
 }
-
-/** Browser mode: the WebSocket's path on the UI server and the query parameter carrying the per-run token. */
-export const BROWSER_WS_PATH = '/ws';
-export const BROWSER_TOKEN_PARAM = 'token';
-/** Browser mode: a JSON document `{ kind: 'browser', reason }` saying why the app runs in a browser. */
-export const BROWSER_MODE_PATH = '/mode.json';
-/**
- * Browser mode: `POST /import?token=…&name=<file name>` with the file as the body (Content-Length
- * required, at most BROWSER_IMPORT_MAX_BYTES), answered with `{ id, name }` or a CallError as JSON.
- */
-export const BROWSER_IMPORT_PATH = '/import';
-export const BROWSER_IMPORT_MAX_BYTES = 16 * 2 ** 30;
-/** The largest WebSocket message either side sends (terminal input is capped far below it). */
-export const BROWSER_MAX_MESSAGE_BYTES = 1 << 20;
