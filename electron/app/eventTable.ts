@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { TABLE_COLUMNS, type TableKind, type TablePage, type TableRow } from '../contract/appContract.ts';
+import type { TableKind, TablePage, TableRow } from '../contract/appContract.ts';
+import { TABLE_COLUMNS } from '../contract/tableColumns.ts';
 import type { OpenSession } from './sessionStores.ts';
 
 // events.page: one view's table straight from SQL, ordered by seq. OFFSET alone costs a step per

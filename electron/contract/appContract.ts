@@ -68,18 +68,9 @@ export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 export const TableKindSchema = z.enum(['net', 'model', 'tool', 'file', 'exec']);
 export type TableKind = z.infer<typeof TableKindSchema>;
 
-/** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS). */
+/** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS in tableColumns.ts). */
 export const TableRowSchema = z.object({ seq: z.number(), id: z.number(), eventId: z.string(), at: z.string(), columns: z.record(z.string(), z.union([z.string(), z.number(), z.null()])) });
 export type TableRow = z.infer<typeof TableRowSchema>;
-
-/** The columns each view's table has, in display order. */
-export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
-  net: ['method', 'domain', 'path', 'status_code', 'decision', 'bytes_sent', 'bytes_received', 'duration_ms', 'process_name'],
-  model: ['provider', 'model', 'input_tokens', 'output_tokens', 'cache_read', 'cache_write', 'estimated_cost_usd', 'stop_reason', 'duration_ms'],
-  tool: ['origin', 'tool_name', 'status', 'duration_ms', 'response_preview', 'model_call_seq'],
-  file: ['action', 'path', 'size'],
-  exec: ['argv', 'exit_code', 'duration_ms', 'stdout_bytes', 'stderr_bytes'],
-};
 
 export const TablePageSchema = z.object({ rows: z.array(TableRowSchema), total: z.number(), nextOffset: z.number().nullable() });
 export type TablePage = z.infer<typeof TablePageSchema>;
