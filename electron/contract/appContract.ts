@@ -16,7 +16,7 @@ export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vac
 
 /**
  * Lines of scrollback a terminal keeps: the window's xterm and the host's copy of a live terminal
- * alike. A type too, so the renderer (which imports types only) cannot drift from it.
+ * alike. A type too, so the renderer (which takes only types from this module, keeping zod out of its bundle) cannot drift from it.
  */
 export type TerminalScrollbackLines = 10_000;
 export const TERMINAL_SCROLLBACK_LINES: TerminalScrollbackLines = 10_000;
