@@ -7,6 +7,12 @@ const nodeBuiltins = [
   'worker_threads', 'stream', 'zlib', 'url', 'util', 'events', 'better-sqlite3',
 ];
 
+const coreImports = {
+  paths: [{ name: 'electron', message: 'Only electron/shell/ may import electron; the core runs under plain Node.' }],
+  patterns: [{ group: ['electron/*'], message: 'Only electron/shell/ may import electron.' },
+    { group: ['**/shell/**'], message: 'The core never depends on the Electron shell; imports go shell -> core.' }],
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'out/**', 'test-output/**'] },
   ...tseslint.configs.recommended,
@@ -20,11 +26,14 @@ export default tseslint.config(
   {
     files: ['electron/**/*.ts'],
     ignores: ['electron/shell/**'],
+    rules: { 'no-restricted-imports': ['error', coreImports] },
+  },
+  {
+    files: ['electron/contract/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
-        paths: [{ name: 'electron', message: 'Only electron/shell/ may import electron; the core runs under plain Node.' }],
-        patterns: [{ group: ['electron/*'], message: 'Only electron/shell/ may import electron.' },
-          { group: ['**/shell/**'], message: 'The core never depends on the Electron shell; imports go shell -> core.' }],
+        ...coreImports,
+        patterns: [...coreImports.patterns, { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' }],
       }],
     },
   },
@@ -34,7 +43,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', {
         paths: [{ name: 'electron', message: 'The renderer talks to the host through window.capsem only.' }],
         patterns: [{ group: nodeBuiltins, message: 'The renderer never touches Node: use the typed contract.' },
-          { group: ['**/electron/**'], allowTypeImports: true, message: 'The renderer may import contract types only.' }],
+          { group: ['**/electron/**', '!**/electron/contract', '!**/electron/contract/**'], allowTypeImports: true, message: 'The renderer may import the contract, and only types from the rest of the core.' }],
       }],
     },
   },

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
+import { BROWSER_IMPORT_PATH, BROWSER_WS_PATH } from './electron/contract/browserMode.ts';
 
 // The renderer is a static bundle: the Electron shell loads it from disk and browser mode serves
 // it from loopback, so asset paths are relative (base './'). In dev, the core helper runs a dev
@@ -31,7 +32,7 @@ export default defineConfig({
   server: {
     host: '127.0.0.1',
     proxy: corePort
-      ? { '/ws': { target: `http://127.0.0.1:${corePort}`, ws: true }, '/import': { target: `http://127.0.0.1:${corePort}` } }
+      ? { [BROWSER_WS_PATH]: { target: `http://127.0.0.1:${corePort}`, ws: true }, [BROWSER_IMPORT_PATH]: { target: `http://127.0.0.1:${corePort}` } }
       : undefined,
   },
 });

@@ -106,7 +106,7 @@ interface Watched {
 }
 
 export class LiveEventFeed {
-  private readonly watched = new Map<string, Watched>();
+  private readonly watched = new Map<SessionId, Watched>();
   private unlisten: (() => void) | null = null;
   /** Sessions created after the feed started are followed from their first event, not their newest. */
   private readonly followSince = Date.now();
@@ -130,10 +130,10 @@ export class LiveEventFeed {
   }
 
   /** Starts following a session: from its first event if it began after the feed did, else from its newest. */
-  private watch(sessionId: string, createdAt: string): Watched | undefined {
+  private watch(sessionId: SessionId, createdAt: string): Watched | undefined {
     const seen = this.watched.get(sessionId);
     if (seen) return seen;
-    const { dbPath } = sessionPaths(this.home, sessionId as SessionId);
+    const { dbPath } = sessionPaths(this.home, sessionId);
     if (!existsSync(dbPath)) return undefined;
     const store = SessionEventStore.open(sessionId, dbPath);
     // A writer that has created the file but not yet its schema: look again on the next tick.
@@ -192,7 +192,7 @@ export class LiveEventFeed {
   }
 
   private async follow(): Promise<void> {
-    const rows = this.mainDb.prepare("SELECT id, created_at AS createdAt FROM sessions WHERE status = 'running'").all() as { id: string; createdAt: string }[];
+    const rows = this.mainDb.prepare("SELECT id, created_at AS createdAt FROM sessions WHERE status = 'running'").all() as { id: SessionId; createdAt: string }[];
     const running = new Set(rows.map((r) => r.id));
     for (const { id, createdAt } of rows) {
       const w = this.watch(id, createdAt);

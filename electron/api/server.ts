@@ -149,7 +149,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
         ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (capsem list shows both)`
         : 'session not found');
     }
-    const id = lower as SessionId;
+    const id = lower;
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
     if (!existsSync(dbPath)) throw new HttpError(404, record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found');
@@ -284,9 +284,9 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     } else {
       const lower = rawId.toLowerCase();
       if (!isSessionId(lower)) throw new HttpError(404, 'session not found');
-      const known = getSession(mainDb, lower as SessionId) !== null || existsSync(sessionPaths(home, lower as SessionId).dir);
+      const known = getSession(mainDb, lower) !== null || existsSync(sessionPaths(home, lower).dir);
       if (!known) throw new HttpError(404, 'session not found');
-      targets = [lower as SessionId];
+      targets = [lower];
     }
     let sessions = 0;
     let archivedSessions = 0;

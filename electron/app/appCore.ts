@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ArchiveRejectedError } from '../archive/archiveFormat.ts';
 import { importSession } from '../archive/importSession.ts';
 import { CALLS, type CallName, type CallResult, type EventName, type EventPayload, type HostCore } from '../contract/appContract.ts';
-import type { SessionId } from '../contract/ids.ts';
+import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { ChangeFeed } from '../sessions/changeFeed.ts';
 import { searchColumns } from '../sessions/columnSearch.ts';
 import { sessionCost } from '../sessions/cost.ts';
@@ -170,7 +170,7 @@ export class AppCore implements HostCore {
   }
 
   /** Waits for a start under way; a start that failed is `start_failed`, saying why. */
-  private async started(id: string): Promise<void> {
+  private async started(id: SessionId): Promise<void> {
     const outcome = await this.starts.outcomeOf(id);
     if (outcome && 'error' in outcome) throw new CallFailure('start_failed', outcome.error.message);
   }
@@ -180,10 +180,10 @@ export class AppCore implements HostCore {
   }
 
   private listContext(): ListContext {
-    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds(), starting: (id) => this.starts.progressOf(id) };
+    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds(), starting: (id) => (isSessionId(id) ? this.starts.progressOf(id) : null) };
   }
 
-  private liveSession(id: string) {
+  private liveSession(id: SessionId) {
     return this.vmHost?.live.find((s) => s.id === id && s.running);
   }
 
@@ -193,14 +193,14 @@ export class AppCore implements HostCore {
   }
 
   /** The session's store, after checking main.db knows the id (so an unknown id is `unknown_session`). */
-  private session(id: string) {
-    sessionRecord(this.mainDb, id as SessionId);
-    return this.stores.get(id as SessionId);
+  private session(id: SessionId) {
+    sessionRecord(this.mainDb, id);
+    return this.stores.get(id);
   }
 
   private readonly handlers: Handlers = {
     'sessions.list': () => listSessions(this.listContext()),
-    'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id as SessionId)),
+    'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id)),
     'sessions.resolve': ({ query }) => ({ id: resolveSession(this.options.home, this.mainDb, query) }),
     'sessions.start': async ({ name, image, workspace, wholeHome, agent }) => {
       const vms = this.requireVms();
@@ -213,10 +213,10 @@ export class AppCore implements HostCore {
     },
     'folders.recent': () => recentFolders(this.options.home),
     'sessions.stop': async ({ id }) => {
-      sessionRecord(this.mainDb, id as SessionId);
+      sessionRecord(this.mainDb, id);
       // A session still starting is stopped once it runs; one whose start failed has ended already.
       await this.starts.outcomeOf(id);
-      const record = sessionRecord(this.mainDb, id as SessionId);
+      const record = sessionRecord(this.mainDb, id);
       const live = this.liveSession(id);
       if (!live) {
         if (record.status === 'running' && !this.vmHost) throw new CallFailure('not_available', this.vmUnavailableReason);
@@ -226,14 +226,14 @@ export class AppCore implements HostCore {
       return { status: end.status };
     },
     'sessions.resume': async ({ id }) => {
-      sessionRecord(this.mainDb, id as SessionId);
+      sessionRecord(this.mainDb, id);
       if (this.starts.isStarting(id)) return { id };
       const vms = this.requireVms();
-      return { id: await this.starts.begin((report) => vms.resume(id as SessionId, report)) };
+      return { id: await this.starts.begin((report) => vms.resume(id, report)) };
     },
     'sessions.rename': ({ id, name }) => {
-      sessionRecord(this.mainDb, id as SessionId);
-      return summaryOf(this.listContext(), renameSession(this.mainDb, id as SessionId, name));
+      sessionRecord(this.mainDb, id);
+      return summaryOf(this.listContext(), renameSession(this.mainDb, id, name));
     },
     'sessions.import': async ({ path }) => {
       if (!isAbsolute(path)) throw new CallFailure('bad_params', `sessions.import: the path must be absolute, not "${path.slice(0, 200)}"`);
@@ -247,49 +247,49 @@ export class AppCore implements HostCore {
       }
     },
     'sessions.export': ({ id, format }) => {
-      sessionRecord(this.mainDb, id as SessionId);
-      return exportForApp(this.options.home, this.mainDb, id as SessionId, format);
+      sessionRecord(this.mainDb, id);
+      return exportForApp(this.options.home, this.mainDb, id, format);
     },
     'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
     'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),
     'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
-    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), sessionRecord(this.mainDb, id as SessionId).status !== 'running'),
+    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), sessionRecord(this.mainDb, id).status !== 'running'),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {
-      sessionRecord(this.mainDb, id as SessionId);
+      sessionRecord(this.mainDb, id);
       await this.started(id);
       const live = this.liveSession(id);
       if (live) {
         await this.terminals.attachLive(live, size);
         return { live: true, transcript: null };
       }
-      return { live: false, transcript: await recordedTranscript(sessionPaths(this.options.home, id as SessionId).ptyLogPath) };
+      return { live: false, transcript: await recordedTranscript(sessionPaths(this.options.home, id).ptyLogPath) };
     },
     'terminal.replay': ({ id, from }) => {
-      sessionRecord(this.mainDb, id as SessionId);
-      return recordedTranscriptPart(sessionPaths(this.options.home, id as SessionId).ptyLogPath, from);
+      sessionRecord(this.mainDb, id);
+      return recordedTranscriptPart(sessionPaths(this.options.home, id).ptyLogPath, from);
     },
     'terminal.input': ({ id, data }) => {
-      this.terminals.input(id as SessionId, data);
+      this.terminals.input(id, data);
       return {};
     },
     'terminal.ack': ({ id, chars }) => {
-      this.terminals.drawn(id as SessionId, chars);
+      this.terminals.drawn(id, chars);
       return {};
     },
     'terminal.resize': ({ id, size }) => {
-      this.terminals.resize(id as SessionId, size.cols, size.rows);
+      this.terminals.resize(id, size.cols, size.rows);
       return {};
     },
     'terminal.detach': ({ id }) => {
-      this.terminals.detach(id as SessionId);
+      this.terminals.detach(id);
       return {};
     },
     'live.subscribe': ({ id }) => {
       if (id !== null) {
-        sessionRecord(this.mainDb, id as SessionId);
-        this.watch.follow(id as SessionId);
+        sessionRecord(this.mainDb, id);
+        this.watch.follow(id);
       }
       this.watch.start();
       return {};

@@ -2,10 +2,8 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import {
-  BROWSER_IMPORT_MAX_BYTES, BROWSER_IMPORT_PATH, BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH, WireRequestSchema,
-  type EventName, type EventPayload, type HostCore, type WireMessage,
-} from '../contract/appContract.ts';
+import { WireRequestSchema, type EventName, type EventPayload, type HostCore, type WireMessage } from '../contract/appContract.ts';
+import { BROWSER_IMPORT_MAX_BYTES, BROWSER_IMPORT_PATH, BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH } from '../contract/browserMode.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { asCallError } from './callFailure.ts';
 import { handleImportUpload } from './importUpload.ts';

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { TABLE_COLUMNS, type TableKind, type TablePage, type TableRow } from '../contract/appContract.ts';
+import type { TableKind, TablePage, TableRow } from '../contract/appContract.ts';
+import { TABLE_COLUMNS, type TableColumn } from '../contract/tableColumns.ts';
 import { containsPattern } from '../sessions/columnSearch.ts';
 import type { OpenSession } from '../sessions/sessionStores.ts';
 
@@ -13,7 +14,7 @@ interface TableSpec {
   readonly table: string;
   /** The order and the seq a row is addressed by; exec_events has no seq, so its id stands in. */
   readonly seq: string;
-  /** SQL for each column in TABLE_COLUMNS order, over the table aliased `t`. */
+  /** SQL for each of the view's TABLE_COLUMNS (the compiler checks there is one for each), over the table aliased `t`. */
   readonly columns: Readonly<Record<string, string>>;
   /** The columns a filter looks in: the ones shown as text. */
   readonly text: readonly string[];
@@ -47,7 +48,7 @@ export const TABLE_SPECS: Record<TableKind, TableSpec> = {
     columns: { argv: 't.argv', exit_code: 't.exit_code', duration_ms: 't.duration_ms', stdout_bytes: 't.stdout_bytes', stderr_bytes: 't.stderr_bytes' },
     text: ['t.argv'],
   },
-};
+} satisfies { readonly [K in TableKind]: TableSpec & { readonly columns: Readonly<Record<TableColumn<K>, string>> } };
 
 type Cell = string | number | null;
 

@@ -83,20 +83,20 @@ export class SessionStarts {
   }
 
   /** What a start under way is doing, or null. */
-  progressOf(id: string): StartProgress | null {
-    return this.starting.get(id as SessionId)?.progress ?? null;
+  progressOf(id: SessionId): StartProgress | null {
+    return this.starting.get(id)?.progress ?? null;
   }
 
   /** How a start under way ends, how a recent one failed, or null. */
-  outcomeOf(id: string): Promise<StartOutcome> | null {
-    const failure = this.failures.get(id as SessionId);
+  outcomeOf(id: SessionId): Promise<StartOutcome> | null {
+    const failure = this.failures.get(id);
     if (failure) return Promise.resolve({ error: failure });
-    return this.starting.get(id as SessionId)?.outcome ?? null;
+    return this.starting.get(id)?.outcome ?? null;
   }
 
   /** A start is under way for this session. */
-  isStarting(id: string): boolean {
-    return this.starting.has(id as SessionId);
+  isStarting(id: SessionId): boolean {
+    return this.starting.has(id);
   }
 
   private update(id: SessionId, progress: StartProgress): void {

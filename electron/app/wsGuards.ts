@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { BROWSER_TOKEN_PARAM } from '../contract/appContract.ts';
+import { BROWSER_TOKEN_PARAM } from '../contract/browserMode.ts';
 
 // Who may open the browser-mode socket. Loopback is not enough: any web page the user visits can
 // aim a WebSocket at 127.0.0.1, and a DNS-rebinding page can even make its own name resolve there.

@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { asDisplayName, isSessionId, newSessionId, type DisplayName, type SessionId } from '../contract/ids.ts';
+import { asDisplayName, isSessionId, type DisplayName, type SessionId } from '../contract/ids.ts';
 import { siblingModule, startModuleWorker } from '../store/moduleWorker.ts';
+import { newSessionId } from '../store/newSessionId.ts';
 import { makePrivateFiles, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { writeRollup } from '../store/rollup.ts';
 import { ArchiveRejectedError, DEFAULT_IMPORT_LIMITS, type ImportLimits, type Manifest } from './archiveFormat.ts';
@@ -99,7 +100,7 @@ function freeName(mainDb: Database.Database, wanted: string | null): DisplayName
 }
 
 function freeId(home: CapsemHome, mainDb: Database.Database, wanted: string | null): SessionId {
-  const known = (id: string): boolean => mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id as SessionId).dir);
+  const known = (id: SessionId): boolean => mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id).dir);
   if (wanted && isSessionId(wanted) && !known(wanted)) return wanted;
   for (;;) {
     const id = newSessionId();

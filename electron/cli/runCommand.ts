@@ -1,4 +1,5 @@
 import { AGENT_NAMES } from '../contract/agents.ts';
+import type { VmRunRequest } from '../owner/vmMethods.ts';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
@@ -60,7 +61,7 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
       return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
     }
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
-    const params = { name, image, ...projectFolderParams(ctx, values), argv: command };
+    const params: VmRunRequest = { name, image, ...projectFolderParams(ctx, values), argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
       const output = commandOutput();
       const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });

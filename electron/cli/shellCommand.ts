@@ -1,3 +1,4 @@
+import type { VmResize, VmShellRequest } from '../owner/vmMethods.ts';
 import { commandOutput } from './commandOutput.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
@@ -32,23 +33,19 @@ ${PROJECT_FOLDER_USAGE}`,
  * changes followed; returns the shell's exit code. Both directions go at the pace of their
  * reader: input piped in waits for the guest to take it, output for stdout to drain.
  */
-export async function attachTerminal(
-  ctx: CliContext,
-  command: string,
-  params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean; agent?: { name: string; args: string[]; credentials: Record<string, string> } },
-): Promise<number> {
+export async function attachTerminal(ctx: CliContext, command: string, params: Omit<VmShellRequest, 'cols' | 'rows'>): Promise<number> {
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {
     const output = commandOutput();
-    const stream = await client.stream('vm.shell', { ...params, ...size() }, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
+    const stream = await client.stream('vm.shell', { ...params, ...size() } satisfies VmShellRequest, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
     let attached = true;
     const onInput = (b: Buffer): void => {
       if (stream.write(b)) return;
       stdin.pause();
       stream.whenDrained(() => attached && stdin.resume());
     };
-    const onResize = (): void => stream.event({ type: 'resize', ...size() });
+    const onResize = (): void => stream.event({ type: 'resize', ...size() } satisfies VmResize);
     if (stdin.isTTY) stdin.setRawMode(true);
     stdin.on('data', onInput);
     stdin.once('end', () => stream.end());

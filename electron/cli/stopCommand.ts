@@ -1,5 +1,6 @@
 import { ControlCallError } from '../owner/controlClient.ts';
 import { findOwner } from '../owner/ownership.ts';
+import type { VmStopRequest } from '../owner/vmMethods.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { resolveTarget } from './sessionTarget.ts';
 
@@ -19,7 +20,7 @@ session is rolled up.`,
     const owner = await findOwner(ctx.home);
     if (!owner) throw new Error(`session ${label} is not running: no app or capsem command owns ${ctx.home.root}`);
     try {
-      await owner.client.call('vm.stop', { id: target.id });
+      await owner.client.call('vm.stop', { id: target.id } satisfies VmStopRequest);
     } catch (err) {
       if (err instanceof ControlCallError && err.code === 'not_running') throw new Error(`session ${label} is not running`);
       if (err instanceof ControlCallError && err.code === 'unknown_method') throw new Error(`the owner of ${ctx.home.root} (pid ${owner.info.pid}, ${owner.info.command}) runs no VMs`);

@@ -1,8 +1,10 @@
+import { z } from 'zod';
 import { ControlClient } from '../owner/controlClient.ts';
 import { withOwnership } from '../owner/ownership.ts';
+import { VmStreamEvent } from '../owner/vmMethods.ts';
 import type { JsonValue } from '../owner/wire.ts';
 import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
-import { VmHost, type RunEvent } from '../vm/vmHost.ts';
+import { VmHost } from '../vm/vmHost.ts';
 import { progressLine } from '../vm/progressLine.ts';
 import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
@@ -56,7 +58,13 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
 export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void | Promise<void> {
   const progress = progressLine(stderr);
   return (raw) => {
-    const event = raw as unknown as RunEvent;
+    const parsed = VmStreamEvent.safeParse(raw);
+    if (!parsed.success) {
+      progress.finish();
+      ctx.err(`capsem: ignored an event from the owner that is not a VM stream event: ${z.prettifyError(parsed.error)}`);
+      return;
+    }
+    const event = parsed.data;
     if (event.type === 'progress') {
       progress.update(event);
       return;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AGENT_NAMES } from './agents.ts';
+import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 
 // The one contract between the renderer and the host core: every call the window can make and
 // every event it can receive. The Electron preload exposes exactly these as `window.capsem`; browser
@@ -7,7 +8,8 @@ import { AGENT_NAMES } from './agents.ts';
 // with these schemas before it acts; results are typed from them too. Sessions are addressed by id
 // only: a display name is turned into an id by `sessions.resolve`, once, at the edge.
 
-export const SessionIdParam = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a session id (a UUID), not a display name');
+/** A session id in a call's params: a string on the wire, a SessionId to the handler that parsed it. */
+export const SessionIdParam = z.string().regex(SESSION_ID_PATTERN, 'a session id (a UUID), not a display name').transform(asSessionId);
 const Seq = z.number().int().min(0);
 const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) });
 
@@ -15,7 +17,7 @@ export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vac
 
 /**
  * Lines of scrollback a terminal keeps: the window's xterm and the host's copy of a live terminal
- * alike. A type too, so the renderer (which imports types only) cannot drift from it.
+ * alike. A type too, so the renderer (which takes only types from this module, keeping zod out of its bundle) cannot drift from it.
  */
 export type TerminalScrollbackLines = 10_000;
 export const TERMINAL_SCROLLBACK_LINES: TerminalScrollbackLines = 10_000;
@@ -67,18 +69,9 @@ export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 export const TableKindSchema = z.enum(['net', 'model', 'tool', 'file', 'exec']);
 export type TableKind = z.infer<typeof TableKindSchema>;
 
-/** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS). */
+/** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS in tableColumns.ts). */
 export const TableRowSchema = z.object({ seq: z.number(), id: z.number(), eventId: z.string(), at: z.string(), columns: z.record(z.string(), z.union([z.string(), z.number(), z.null()])) });
 export type TableRow = z.infer<typeof TableRowSchema>;
-
-/** The columns each view's table has, in display order. */
-export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
-  net: ['method', 'domain', 'path', 'status_code', 'decision', 'bytes_sent', 'bytes_received', 'duration_ms', 'process_name'],
-  model: ['provider', 'model', 'input_tokens', 'output_tokens', 'cache_read', 'cache_write', 'estimated_cost_usd', 'stop_reason', 'duration_ms'],
-  tool: ['origin', 'tool_name', 'status', 'duration_ms', 'response_preview', 'model_call_seq'],
-  file: ['action', 'path', 'size'],
-  exec: ['argv', 'exit_code', 'duration_ms', 'stdout_bytes', 'stderr_bytes'],
-};
 
 export const TablePageSchema = z.object({ rows: z.array(TableRowSchema), total: z.number(), nextOffset: z.number().nullable() });
 export type TablePage = z.infer<typeof TablePageSchema>;
@@ -208,7 +201,7 @@ export const CALLS = {
    * a dropped file's path from the preload's capsemFiles.pathFor). Every checksum is verified and
    * nothing is written unless all of it is good; a refusal is `bad_archive` with the reason. The
    * new session is read-only (status stopped, mode imported). Browser mode uploads to
-   * BROWSER_IMPORT_PATH instead, which stages the file and makes this same call.
+   * BROWSER_IMPORT_PATH (browserMode.ts) instead, which stages the file and makes this same call.
    */
   'sessions.import': { params: z.strictObject({ path: z.string().min(1).max(4096) }), result: z.strictObject({ id: z.string(), name: z.string().nullable() }) },
   /** Writes the session archive; the result names the file. */
@@ -328,17 +321,3 @@ export interface HostCore {
    */
   subscribe(listener: <N extends EventName>(name: N, payload: EventPayload<N>) => void | Promise<void>): () => void;
 }
-
-/** Browser mode: the WebSocket's path on the UI server and the query parameter carrying the per-run token. */
-export const BROWSER_WS_PATH = '/ws';
-export const BROWSER_TOKEN_PARAM = 'token';
-/** Browser mode: a JSON document `{ kind: 'browser', reason }` saying why the app runs in a browser. */
-export const BROWSER_MODE_PATH = '/mode.json';
-/**
- * Browser mode: `POST /import?token=…&name=<file name>` with the file as the body (Content-Length
- * required, at most BROWSER_IMPORT_MAX_BYTES), answered with `{ id, name }` or a CallError as JSON.
- */
-export const BROWSER_IMPORT_PATH = '/import';
-export const BROWSER_IMPORT_MAX_BYTES = 16 * 2 ** 30;
-/** The largest WebSocket message either side sends (terminal input is capped far below it). */
-export const BROWSER_MAX_MESSAGE_BYTES = 1 << 20;

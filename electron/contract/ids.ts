@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-
 // Two brands so the compiler refuses to pass a display name where a session id belongs: the bug
 // this prevents (a route keyed by name serving another session's rows) is the one the spec names.
 declare const sessionIdBrand: unique symbol;
@@ -7,7 +5,8 @@ declare const displayNameBrand: unique symbol;
 export type SessionId = string & { readonly [sessionIdBrand]: true };
 export type DisplayName = string & { readonly [displayNameBrand]: true };
 
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A session id's shape: a lowercase UUID. */
+export const SESSION_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DISPLAY_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export class IdentityError extends Error {
@@ -15,11 +14,7 @@ export class IdentityError extends Error {
 }
 
 export function isSessionId(value: string): value is SessionId {
-  return SESSION_ID.test(value);
-}
-
-export function newSessionId(): SessionId {
-  return randomUUID() as SessionId;
+  return SESSION_ID_PATTERN.test(value);
 }
 
 /** The one way a string becomes a SessionId; a display name is refused with a hint to resolve it. */

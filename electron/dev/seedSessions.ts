@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { SessionId } from '../contract/ids.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
@@ -256,7 +255,7 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
     for (let i = 0; i < options.sessions; i++) {
       const start = Date.now() - (options.sessions - i) * dayMs + rng.int(0, 3_600_000);
       const record = registerSession(mainDb, { name: names[i] ?? null, mode: 'seed', command: 'claude', createdAt: new Date(start).toISOString() });
-      const paths = sessionPaths(home, record.id as SessionId);
+      const paths = sessionPaths(home, record.id);
       let writer: SessionWriter | null = null;
       try {
         ensurePrivateDir(paths.dir);

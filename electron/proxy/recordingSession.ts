@@ -1,6 +1,5 @@
 import { readFileSync, rmdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { SessionId } from '../contract/ids.ts';
 import { openSessionCredentials, type SessionCredentials } from '../credentials/credentialBroker.ts';
 import { credentialRefOf, credentialRefSecret } from '../credentials/credentialRef.ts';
 import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
@@ -112,7 +111,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   const policy = new PolicyStore(home);
   const session = options.session ?? registerRecordedSession(home, options);
   const stopWatching = policy.watch();
-  const paths = sessionPaths(home, session.id as SessionId);
+  const paths = sessionPaths(home, session.id);
   const bodyCap = options.bodyCap ?? DEFAULT_BODY_CAP;
   let opened: Awaited<ReturnType<typeof openRecorder>>;
   let credentials: SessionCredentials;
@@ -128,7 +127,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     const reason = `the session did not start: ${(err as Error).message}`;
     // A session entered here is ended here; one the caller entered is the caller's to end.
     if (!options.session) {
-      endFailedStart(home, session.id as SessionId, reason, { releaseName: true });
+      endFailedStart(home, session.id, reason, { releaseName: true });
       try {
         rmdirSync(paths.dir);
       } catch {
@@ -195,7 +194,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
           : { status: end.status, reason: end.reason ?? null };
         const db = openMainDb(home);
         try {
-          rollUpSession(home, db, session.id as SessionId, ended);
+          rollUpSession(home, db, session.id, ended);
         } finally {
           db.close();
         }

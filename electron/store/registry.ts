@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { asDisplayName, newSessionId, type DisplayName, type SessionId } from '../contract/ids.ts';
+import { asDisplayName, type DisplayName, type SessionId } from '../contract/ids.ts';
+import { newSessionId } from './newSessionId.ts';
 import type { SessionStatus } from './mainDb.ts';
 
 /** One row of main.db's sessions table, as the rest of the code sees it. */
@@ -48,7 +49,8 @@ export class NameTakenError extends Error {
 }
 
 interface SessionRow {
-  id: string;
+  /** main.db holds only ids minted by newSessionId or checked by asSessionId (imports). */
+  id: SessionId;
   name: string | null;
   resumable: number;
   mode: string;
@@ -79,7 +81,7 @@ interface SessionRow {
 
 function toRecord(row: SessionRow): SessionRecord {
   return {
-    id: row.id as SessionId,
+    id: row.id,
     name: row.name as DisplayName | null,
     resumable: row.resumable === 1,
     mode: row.mode,

@@ -74,10 +74,10 @@ export function resolveSession(home: CapsemHome, db: Database.Database, input: s
   }
   const named = db
     .prepare('SELECT id, resumable, created_at AS createdAt FROM sessions WHERE name = ? ORDER BY resumable DESC, created_at DESC')
-    .all(trimmed) as { id: string; resumable: number; createdAt: string }[];
+    .all(trimmed) as { id: SessionId; resumable: number; createdAt: string }[];
   const holder = named.find((row) => row.resumable === 1);
-  if (holder) return holder.id as SessionId;
-  if (named.length === 1) return named[0]!.id as SessionId;
+  if (holder) return holder.id;
+  if (named.length === 1) return named[0]!.id;
   if (named.length > 1) throw new AmbiguousSessionError(trimmed, named);
   throw new UnknownSessionError(trimmed, closeMatches(db, trimmed));
 }

@@ -6,14 +6,17 @@ import { codingAgent, type AgentName } from './codingAgents.ts';
 // stand-ins from here, which the proxy swaps for the real key on that provider's hosts.
 
 /** Where each agent's key comes from on the host, first found wins, and the name the agent reads in the guest. */
-const KEYS: Record<AgentName, { readonly from: readonly string[]; readonly guest: string; readonly example: string }> = {
+const KEYS = {
   claude: { from: ['ANTHROPIC_API_KEY'], guest: 'ANTHROPIC_API_KEY', example: 'sk-ant-...' },
   codex: { from: ['OPENAI_API_KEY'], guest: 'OPENAI_API_KEY', example: 'sk-...' },
   gemini: { from: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], guest: 'GEMINI_API_KEY', example: 'AIza...' },
-};
+} as const satisfies Record<AgentName, { readonly from: readonly string[]; readonly guest: string; readonly example: string }>;
+
+/** A variable agentCredentials reads or returns, by name, so a request's credentials type as plain JSON. */
+export type CredentialVariable = (typeof KEYS)[AgentName]['from'][number] | (typeof KEYS)[AgentName]['guest'];
 
 /** Every variable agentCredentials reads or returns: the only ones a request may carry as credentials. */
-export const CREDENTIAL_VARIABLES = [...new Set(Object.values(KEYS).flatMap((k) => [...k.from, k.guest]))];
+export const CREDENTIAL_VARIABLES: readonly CredentialVariable[] = [...new Set(Object.values(KEYS).flatMap((k) => [...k.from, k.guest]))];
 
 /** The agent's key, under the name the agent reads it by. */
 export type AgentCredentials = Readonly<Record<string, string>>;

@@ -1,10 +1,10 @@
 import { constants, homedir } from 'node:os';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { SessionId } from '../contract/ids.ts';
 import { defineMethod, MethodError, type MethodRegistry, type OwnerStream } from '../owner/controlSocket.ts';
-import type { JsonValue } from '../owner/wire.ts';
+import { VmAgentParams, VmResizeEvent, VmRunParams, VmShellParams, VmStopParams, type AgentRequest, type RunEvent } from '../owner/vmMethods.ts';
 import { existsSync, statSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
@@ -14,8 +14,8 @@ import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
-import { AGENT_NAMES, type AgentName } from '../contract/agents.ts';
-import { agentCredentials, CREDENTIAL_VARIABLES, MissingAgentKeyError } from './agentCredentials.ts';
+import type { AgentName } from '../contract/agents.ts';
+import { agentCredentials, MissingAgentKeyError } from './agentCredentials.ts';
 import { agentTerminal, codingAgent } from './codingAgents.ts';
 import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
@@ -38,42 +38,6 @@ export interface VmHostOptions {
   readonly plan?: PlanFor;
   readonly hostEnv?: NodeJS.ProcessEnv;
 }
-
-const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
-/** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
-const AgentSchema = z.strictObject({
-  name: z.enum(AGENT_NAMES),
-  args: z.array(z.string().max(65_536)).max(1024).default([]),
-  credentials: z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192)).default({}),
-});
-export type AgentRequest = z.input<typeof AgentSchema>;
-/** A new session's project folder, as the client resolved it against its user's current folder. */
-const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absolute path').optional();
-/** The user said to share the folder even though it holds their whole home (--yes-whole-home). */
-const WholeHomeSchema = z.boolean().default(false);
-const RunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, workspace: WorkspaceSchema, wholeHome: WholeHomeSchema, argv: z.array(z.string()).min(1) });
-const ShellParams = z.strictObject({
-  id: z.string().optional(),
-  /** With `id`: boot that session again when it is not running (capsem resume). */
-  resume: z.boolean().default(false),
-  name: z.string().min(1).max(64).nullable().default(null),
-  image: ImageSchema,
-  workspace: WorkspaceSchema,
-  wholeHome: WholeHomeSchema,
-  cols: z.number().int().min(1).max(1000).default(80),
-  rows: z.number().int().min(1).max(1000).default(24),
-  /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
-  agent: AgentSchema.optional(),
-});
-const ResizeEvent = z.strictObject({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) });
-const StopParams = z.strictObject({ id: z.string().min(1) });
-
-/** A status line, a stderr chunk (base64) or the session's identity, as stream events; the stream's bytes are stdout. */
-export type RunEvent =
-  | { readonly type: 'status'; readonly line: string }
-  | ({ readonly type: 'progress' } & ImageProgress)
-  | { readonly type: 'stderr'; readonly data: string }
-  | { readonly type: 'session'; readonly id: string; readonly name: string | null };
 
 /** A folder to share at /workspace, and whether the user confirmed sharing one that holds their whole home. */
 export interface ProjectFolderChoice {
@@ -207,25 +171,25 @@ export class VmHost {
   methods(): MethodRegistry {
     return {
       'vm.list': () => this.live.map((s) => ({ id: s.id, name: s.name })),
-      'vm.stop': defineMethod(StopParams, async ({ id }) => {
-        const session = this.sessions.get(id as SessionId);
+      'vm.stop': defineMethod(VmStopParams, async ({ id }) => {
+        const session = this.sessions.get(id);
         if (!session) throw new MethodError('not_running', `session ${id} is not running`);
         const end = await session.stop();
         return { id, status: end.status };
       }),
-      'vm.run': defineMethod(RunParams, async (params, call) => {
+      'vm.run': defineMethod(VmRunParams, async (params, call) => {
         const stream = call.openStream({ onClose: () => void session?.stop() });
         let session: VmSession | null = null;
         void this.run(stream, params, (s) => (session = s));
         return { stream: stream.id };
       }),
-      'vm.shell': defineMethod(ShellParams, async (params, call) => {
-        const existing = params.id ? this.sessions.get(params.id as SessionId) : undefined;
+      'vm.shell': defineMethod(VmShellParams, async (params, call) => {
+        const existing = params.id ? this.sessions.get(params.id) : undefined;
         if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
         if (params.agent) agentProgram(params.image, params.agent);
-        if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
+        if (params.id && !existing) resumableSession(this.options.home, params.id);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;
         const shellUp = new Promise<void>((resolve) => (attached = resolve));
@@ -235,7 +199,7 @@ export class VmHost {
           // Input that comes while the VM boots (typed ahead, or piped in) waits for the shell: it used to be dropped.
           onData: (bytes) => (attach ? forward(bytes) : shellUp.then(() => forward(bytes))),
           onEvent: (event) => {
-            const resize = ResizeEvent.safeParse(event);
+            const resize = VmResizeEvent.safeParse(event);
             if (resize.success) attach?.resize(resize.data.cols, resize.data.rows);
           },
           onClose: () => attach?.stream.destroy(),
@@ -249,8 +213,8 @@ export class VmHost {
     };
   }
 
-  private async run(stream: OwnerStream, params: z.output<typeof RunParams>, started: (s: VmSession) => void): Promise<void> {
-    const event = (e: RunEvent): boolean => stream.event(e as unknown as JsonValue);
+  private async run(stream: OwnerStream, params: z.output<typeof VmRunParams>, started: (s: VmSession) => void): Promise<void> {
+    const event = (e: RunEvent): boolean => stream.event(e);
     let session: VmSession;
     try {
       session = await this.start({ name: params.name, image: params.image, command: params.argv, workspace: workspaceOf(params) }, reporter(event));
@@ -282,13 +246,13 @@ export class VmHost {
     stream.end(125);
   }
 
-  private async shell(stream: OwnerStream, params: z.output<typeof ShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {
-    const event = (e: RunEvent): boolean => stream.event(e as unknown as JsonValue);
+  private async shell(stream: OwnerStream, params: z.output<typeof VmShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {
+    const event = (e: RunEvent): boolean => stream.event(e);
     let session = existing;
     if (!session) {
       try {
         session = params.id
-          ? await this.resume(params.id as SessionId, reporter(event))
+          ? await this.resume(params.id, reporter(event))
           : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
@@ -319,7 +283,7 @@ export class VmHost {
 
 /** The terminal program for `agent`, or why it cannot start, as a MethodError. */
 function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
-  const parsed = AgentSchema.parse(agent);
+  const parsed = VmAgentParams.parse(agent);
   const label = codingAgent(parsed.name as AgentName).label;
   if (image !== 'agent') throw new MethodError('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
   try {

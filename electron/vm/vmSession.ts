@@ -169,7 +169,7 @@ export class VmSession {
   ) {}
 
   get id(): SessionId {
-    return this.recording.session.id as SessionId;
+    return this.recording.session.id;
   }
 
   get name(): string | null {
@@ -183,8 +183,8 @@ export class VmSession {
   static async start(options: VmSessionOptions): Promise<VmSession> {
     const status = options.onStatus ?? (() => {});
     const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
-    const paths = sessionPaths(options.home, record.id as SessionId);
-    options.onRegistered?.(record.id as SessionId);
+    const paths = sessionPaths(options.home, record.id);
+    options.onRegistered?.(record.id);
     const runDir = join(options.home.runDir, 'vms', record.id);
     let recorded: PromiseSettledResult<Recording> | null = null;
     let launched: PromiseSettledResult<{ plan: BootPlan; vm: VmInstance }> | null = null;
@@ -196,7 +196,7 @@ export class VmSession {
       // A disk made for a session that never ran holds nothing; a resumed session's holds its past.
       if (!options.resume && launch?.plan.sessionDisk) rmSync(launch.plan.sessionDisk, { force: true });
       if (recorded?.status === 'fulfilled') await recorded.value.stop({ status: 'crashed', reason });
-      endFailedStart(options.home, record.id as SessionId, reason, { releaseName: !options.resume });
+      endFailedStart(options.home, record.id, reason, { releaseName: !options.resume });
       const tail = serialTail(paths.serialLogPath);
       throw new BootError(`${message}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
     };

@@ -1,11 +1,9 @@
 import type { CallResult, CapsemApi } from '../../electron/contract/appContract.ts';
+import { BROWSER_IMPORT_PATH, BROWSER_TOKEN_PARAM } from '../../electron/contract/browserMode.ts';
 import { CapsemCallError } from './callError.ts';
 import { WireClient, socketUrl, takeToken, type ConnectionState } from './wireClient.ts';
 
 export type Imported = CallResult<'sessions.import'>;
-
-/** The contract's BROWSER_IMPORT_PATH (the renderer imports contract types only, so it is spelled here). */
-const IMPORT_PATH = '/import';
 
 /** The API, how this page imports a file, and in browser mode the socket whose state the banner shows. */
 export interface Connection {
@@ -33,10 +31,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** Browser mode: the page has no paths, so the file is uploaded to the UI server (same token as the socket). */
 export function importByUpload(token: string | null): (file: File) => Promise<Imported> {
   return async (file) => {
-    const query = new URLSearchParams({ ...(token ? { token } : {}), name: file.name });
+    const query = new URLSearchParams({ ...(token ? { [BROWSER_TOKEN_PARAM]: token } : {}), name: file.name });
     let response: Response;
     try {
-      response = await fetch(`${IMPORT_PATH}?${query.toString()}`, { method: 'POST', body: file, headers: { 'content-type': 'application/octet-stream' }, cache: 'no-store', referrerPolicy: 'no-referrer' });
+      response = await fetch(`${BROWSER_IMPORT_PATH}?${query.toString()}`, { method: 'POST', body: file, headers: { 'content-type': 'application/octet-stream' }, cache: 'no-store', referrerPolicy: 'no-referrer' });
     } catch (e) {
       throw new CapsemCallError({ code: 'disconnected', message: `could not upload ${file.name}: ${e instanceof Error ? e.message : String(e)}` });
     }

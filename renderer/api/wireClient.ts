@@ -1,4 +1,5 @@
 import type { CallName, CallParams, CallResult, CapsemApi, EventName, EventPayload } from '../../electron/contract/appContract.ts';
+import { BROWSER_TOKEN_PARAM, BROWSER_WS_PATH } from '../../electron/contract/browserMode.ts';
 import { CapsemCallError } from './callError.ts';
 
 // Browser mode: the same CapsemApi as the Electron preload, carried as WireRequest/WireMessage
@@ -178,11 +179,11 @@ const TOKEN_KEY = 'capsem.token';
 export function takeToken(): string | null {
   const url = new URL(window.location.href);
   const hash = new URLSearchParams(url.hash.replace(/^#/, ''));
-  const token = url.searchParams.get('token') ?? hash.get('token');
+  const token = url.searchParams.get(BROWSER_TOKEN_PARAM) ?? hash.get(BROWSER_TOKEN_PARAM);
   if (token) {
     sessionStorage.setItem(TOKEN_KEY, token);
-    url.searchParams.delete('token');
-    hash.delete('token');
+    url.searchParams.delete(BROWSER_TOKEN_PARAM);
+    hash.delete(BROWSER_TOKEN_PARAM);
     url.hash = hash.toString();
     window.history.replaceState(null, '', url.toString());
     return token;
@@ -192,6 +193,6 @@ export function takeToken(): string | null {
 
 export function socketUrl(token: string | null): string {
   const scheme = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const query = token ? `?token=${encodeURIComponent(token)}` : '';
-  return `${scheme}//${window.location.host}/ws${query}`;
+  const query = token ? `?${BROWSER_TOKEN_PARAM}=${encodeURIComponent(token)}` : '';
+  return `${scheme}//${window.location.host}${BROWSER_WS_PATH}${query}`;
 }

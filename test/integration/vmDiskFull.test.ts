@@ -12,7 +12,8 @@ import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { capsemHome, ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
 import { getSession } from '../../electron/store/registry.ts';
-import { VmHost, type RunEvent } from '../../electron/vm/vmHost.ts';
+import { VmStreamEvent } from '../../electron/owner/vmMethods.ts';
+import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../helpers/smallDisk.ts';
@@ -75,7 +76,7 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
         stdout += bytes.toString();
       },
       onEvent: (raw) => {
-        const event = raw as unknown as RunEvent;
+        const event = VmStreamEvent.parse(raw);
         if (event.type === 'stderr') stderr.push(Buffer.from(event.data, 'base64').toString());
         if (event.type === 'status') status.push(event.line);
         if (event.type === 'session') sessionId = event.id;

@@ -26,10 +26,21 @@ describe('import boundaries', () => {
     }
   });
 
-  it('lets the renderer import contract types only', async () => {
-    expect(await messages("import type { SessionId } from '../../electron/contract/ids.ts';\nexport type A = SessionId;\n", 'renderer/src/ok.ts')).toEqual([]);
-    expect(await messages("import { asSessionId } from '../../electron/contract/ids.ts';\nexport const a = asSessionId;\n", 'renderer/src/leak.ts')).toEqual([
-      expect.stringMatching(/contract types only/),
+  it('lets the renderer import the contract, and only types from the rest of the core', async () => {
+    expect(await messages("import { asSessionId } from '../../electron/contract/ids.ts';\nexport const a = asSessionId;\n", 'renderer/src/ok.ts')).toEqual([]);
+    expect(await messages("import type { SessionRecord } from '../../electron/store/registry.ts';\nexport type A = SessionRecord;\n", 'renderer/src/ok.ts')).toEqual([]);
+    expect(await messages("import { getSession } from '../../electron/store/registry.ts';\nexport const a = getSession;\n", 'renderer/src/leak.ts')).toEqual([
+      expect.stringMatching(/only types from the rest of the core/),
+    ]);
+  });
+
+  it('refuses Node built-ins in the contract, which the renderer imports', async () => {
+    for (const mod of ['node:crypto', 'crypto', 'node:path', 'better-sqlite3']) {
+      const found = await messages(`import x from '${mod}';\nexport const a = x;\n`, 'electron/contract/leak.ts');
+      expect(found, mod).toEqual([expect.stringMatching(/contract never touches Node/)]);
+    }
+    expect(await messages("import { app } from 'electron';\nexport const a = app;\n", 'electron/contract/leak.ts')).toEqual([
+      expect.stringMatching(/Only electron\/shell\/ may import electron/),
     ]);
   });
 });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { asDisplayName, asSessionId, IdentityError, isSessionId, newSessionId, type SessionId } from '../../../electron/contract/ids.ts';
+import { asDisplayName, asSessionId, IdentityError, isSessionId, type SessionId } from '../../../electron/contract/ids.ts';
 import { openMainDb } from '../../../electron/store/mainDb.ts';
+import { newSessionId } from '../../../electron/store/newSessionId.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { getSession, NameTakenError, registerSession, releaseName, renameSession } from '../../../electron/store/registry.ts';
 import { AmbiguousSessionError, resolveSession, UnknownSessionError } from '../../../electron/store/resolver.ts';
@@ -19,12 +20,6 @@ afterEach(() => {
 });
 
 describe('session ids and display names', () => {
-  it('mints opaque, distinct UUID ids', () => {
-    const ids = new Set(Array.from({ length: 1000 }, () => newSessionId()));
-    expect(ids.size).toBe(1000);
-    for (const id of ids) expect(isSessionId(id)).toBe(true);
-  });
-
   it('refuses a display name where an id is required, and says to resolve it', () => {
     expect(() => asSessionId('co-work1')).toThrow(/display name, not a session id; resolve the name first/);
     expect(() => sessionPaths(home, 'co-work1' as SessionId)).toThrow(IdentityError);
