@@ -25,8 +25,8 @@ export class MissingAgentKeyError extends Error {
 
 /**
  * The real key `agent` needs, from `env` (the host's environment, or credentials already taken
- * from one: the result passed back in gives itself), for the session's broker and never the guest. Throws MissingAgentKeyError, one line with the
- * fix, when none is set or it cannot be a key.
+ * from one: the result passed back in gives itself), for the session's broker and never the
+ * guest. Throws MissingAgentKeyError, one line with the fix, when none is set or it cannot be a key.
  */
 export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>): AgentCredentials {
   const key = KEYS[agent];
