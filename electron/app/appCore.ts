@@ -19,6 +19,7 @@ import { recentFolders } from '../store/recentFolders.ts';
 import { getSession, renameSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
+import { FileKeyStore } from '../credentials/keyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
@@ -207,8 +208,8 @@ export class AppCore implements HostCore {
       // Checked here first for the window's wording of the confirmation; the VM host checks again.
       const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
       const choice = folder === null ? null : { path: folder, wholeHome };
-      // The key comes from the environment the app was started in; a missing one is refused before anything starts.
-      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env) } };
+      // The key comes from the environment the app was started in, else the stored keys; a missing one is refused before anything starts.
+      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env, new FileKeyStore(this.options.home)) } };
       return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice, ...request }, report)) };
     },
     'folders.recent': () => recentFolders(this.options.home),

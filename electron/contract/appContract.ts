@@ -184,7 +184,8 @@ export const CALLS = {
    * entered: one that holds the user's whole home fails with `whole_home` until the user confirms
    * it (`wholeHome`); a missing one is `not_found`, a file `not_a_folder`, Capsem's own data `capsem_data`.
    * `agent` is what its terminal runs: a login shell or a coding agent (agent image only; its key
-   * from the app's environment, and a missing key fails the call with nothing entered).
+   * from the app's environment or the stored keys, kept by the session's proxy while the guest gets
+   * a stand-in, and a missing key fails the call with nothing entered).
    */
   'sessions.start': {
     params: z.strictObject({

@@ -1,3 +1,4 @@
+import type { KeyStore } from '../credentials/keyStore.ts';
 import { codingAgent, type AgentName } from './codingAgents.ts';
 
 // The one place a provider key goes from the host towards the guest. The real key (agentCredentials)
@@ -6,11 +7,11 @@ import { codingAgent, type AgentName } from './codingAgents.ts';
 // 20 characters, to approve it. The proxy swaps the stand-in for the real key on the provider's
 // own hosts only.
 
-/** Where each agent's key comes from on the host, first found wins, and the name the agent reads in the guest. */
-const KEYS: Record<AgentName, { readonly from: readonly string[]; readonly guest: string; readonly example: string }> = {
-  claude: { from: ['ANTHROPIC_API_KEY'], guest: 'ANTHROPIC_API_KEY', example: 'sk-ant-...' },
-  codex: { from: ['OPENAI_API_KEY'], guest: 'OPENAI_API_KEY', example: 'sk-...' },
-  gemini: { from: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], guest: 'GEMINI_API_KEY', example: 'AIza...' },
+/** Where each agent's key comes from on the host (first found wins, else the store under `provider`), and the name the agent reads in the guest. */
+const KEYS: Record<AgentName, { readonly from: readonly string[]; readonly provider: string; readonly guest: string; readonly example: string }> = {
+  claude: { from: ['ANTHROPIC_API_KEY'], provider: 'anthropic', guest: 'ANTHROPIC_API_KEY', example: 'sk-ant-...' },
+  codex: { from: ['OPENAI_API_KEY'], provider: 'openai', guest: 'OPENAI_API_KEY', example: 'sk-...' },
+  gemini: { from: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], provider: 'gemini', guest: 'GEMINI_API_KEY', example: 'AIza...' },
 };
 
 /** Every variable agentCredentials reads or returns: the only ones a request may carry as credentials. */
@@ -26,17 +27,27 @@ export class MissingAgentKeyError extends Error {
 /**
  * The real key `agent` needs, from `env` (the host's environment, or credentials already taken
  * from one: the result passed back in gives itself), for the session's broker and never the
- * guest. Throws MissingAgentKeyError, one line with the fix, when none is set or it cannot be a key.
+ * guest. None when `store` (the one the session's broker reads) holds the key instead. Throws
+ * MissingAgentKeyError, one line with the fix, when neither has it or it cannot be a key.
  */
-export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>): AgentCredentials {
+export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>, store: KeyStore | null = null): AgentCredentials {
   const key = KEYS[agent];
   const name = key.from.find((variable) => (env[variable] ?? '').trim() !== '');
   const value = name ? env[name]!.trim() : '';
   if (!name) {
+    if (storedKey(store, key.provider)) return {};
     throw new MissingAgentKeyError(`${codingAgent(agent).label} needs ${key.from.join(' or ')}, and it is not set: export ${key.from[0]}=${key.example} in the shell you start capsem (or the app) from, then start again`);
   }
   if (value.length > 4096 || /[\0-\x1f\x7f]/.test(value)) throw new MissingAgentKeyError(`${name} holds ${value.length > 4096 ? 'more than 4096 characters' : 'control characters'}, which no API key has: set it to the key alone, then start again`);
   return { [key.guest]: value };
+}
+
+function storedKey(store: KeyStore | null, provider: string): boolean {
+  try {
+    return store?.get(provider) != null;
+  } catch (err) {
+    throw new MissingAgentKeyError(`the stored keys cannot be read: ${(err as Error).message}`);
+  }
 }
 
 /**

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { FileKeyStore } from '../../electron/credentials/keyStore.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
+import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -86,12 +88,12 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
     rmSync(outside, { recursive: true, force: true });
   });
 
-  it('hands the agent, the commands beside it and its settings a stand-in; the provider gets the real key; elsewhere the stand-in is refused and recorded', async () => {
-    const workspace = join(outside, 'ws');
+  /** The VM host of a session whose guest is the agent run on this machine, with the fake claude on its PATH. */
+  async function vmHost(folder: string): Promise<VmHost> {
+    const workspace = join(outside, folder);
     mkdirSync(workspace);
     const proxyPort = await freePort();
-    // The owner's environment holds no key: the caller's (the CLI's, sent as credentials) is the one used.
-    const host = new VmHost({
+    return new VmHost({
       home,
       backend: () => new HostAgentBackend(workspace),
       hostEnv: { PATH: process.env.PATH, CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${upPort},elsewhere.test:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
@@ -100,19 +102,30 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
         guestEnv: { HOME: guestHome, CURL_CA_BUNDLE: caPem, PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` },
       }),
     });
-    const session = await host.start({ name: null, image: 'agent', command: ['shell'], agent: { name: 'claude', args: [], credentials: { ANTHROPIC_API_KEY: REAL_KEY } } }, { status: () => {}, progress: () => {} });
-    const standIn = session.recording.credentials.guestEnv.ANTHROPIC_API_KEY!;
-    expect(standIn).toMatch(/^sk-ant-api03-/);
-    expect(standIn).not.toBe(REAL_KEY);
+  }
 
+  /** What the agent's terminal showed once it finished its requests. */
+  async function agentScreen(session: VmSession): Promise<{ seen: () => string; pty: ReturnType<VmSession['attachPty']> }> {
     const pty = session.attachPty({ cols: 200, rows: 24 });
     let seen = '';
     pty.stream.on('data', (c: Buffer) => (seen += c.toString()));
     const deadline = Date.now() + 20_000;
     while (!seen.includes('finished') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(seen).toContain(`agent key=${standIn}\r\n`);
-    expect(seen).toContain('provider=200');
-    expect(seen).toContain('elsewhere=403');
+    return { seen: () => seen, pty };
+  }
+
+  it('hands the agent, the commands beside it and its settings a stand-in; the provider gets the real key; elsewhere the stand-in is refused and recorded', async () => {
+    // The owner's environment holds no key: the caller's (the CLI's, sent as credentials) is the one used.
+    const host = await vmHost('ws');
+    const session = await host.start({ name: null, image: 'agent', command: ['shell'], agent: { name: 'claude', args: [], credentials: { ANTHROPIC_API_KEY: REAL_KEY } } }, { status: () => {}, progress: () => {} });
+    const standIn = session.recording.credentials.guestEnv.ANTHROPIC_API_KEY!;
+    expect(standIn).toMatch(/^sk-ant-api03-/);
+    expect(standIn).not.toBe(REAL_KEY);
+
+    const { seen, pty } = await agentScreen(session);
+    expect(seen()).toContain(`agent key=${standIn}\r\n`);
+    expect(seen()).toContain('provider=200');
+    expect(seen()).toContain('elsewhere=403');
     expect(seenKeys).toEqual([REAL_KEY]);
 
     // A command run beside the agent gets the stand-in too, never the key.
@@ -140,5 +153,21 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
     expect(filesHolding(home.root, REAL_KEY)).toEqual([]);
     expect(filesHolding(guestHome, REAL_KEY)).toEqual([]);
     expect(filesHolding(guestHome, REAL_KEY.slice(-20))).toEqual([]);
+  }, 60_000);
+
+  it('starts the agent on a key kept by capsem keys when the caller has none in its environment, and the guest still gets a stand-in', async () => {
+    const stored = `sk-ant-api03-${randomBytes(60).toString('base64url')}AA`;
+    new FileKeyStore(home).set('anthropic', stored);
+    const host = await vmHost('ws-stored');
+    const session = await host.start({ name: null, image: 'agent', command: ['shell'], agent: { name: 'claude', args: [], credentials: {} } }, { status: () => {}, progress: () => {} });
+    const standIn = session.recording.credentials.guestEnv.ANTHROPIC_API_KEY!;
+    const { seen, pty } = await agentScreen(session);
+    expect(seen()).toContain(`agent key=${standIn}\r\n`);
+    expect(seen()).toContain('provider=200');
+    expect(seenKeys.at(-1)).toBe(stored);
+    pty.stream.write('\r');
+    await session.stop();
+    expect(filesHolding(guestHome, stored)).toEqual([]);
+    expect(filesHolding(join(home.root, 'sessions'), stored)).toEqual([]);
   }, 60_000);
 });
