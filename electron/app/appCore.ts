@@ -19,6 +19,10 @@ import { recentFolders } from '../store/recentFolders.ts';
 import { getSession, renameSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
+import { findKey } from '../credentials/credentialBroker.ts';
+import { checkKey, FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
+import { providersOf } from '../credentials/providers.ts';
+import { PolicyStore } from '../proxy/policy.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
@@ -45,6 +49,8 @@ export interface AppCoreOptions {
   readonly checkResults?: boolean;
   /** Where a coding agent's key comes from (agentCredentials); the app's own environment unless said. */
   readonly env?: NodeJS.ProcessEnv;
+  /** Where keys the user adds in Settings are kept; CAPSEM_HOME/keys.json (0600) unless said. */
+  readonly keyStore?: KeyStore;
 }
 
 function sessionRecord(mainDb: Database.Database, id: SessionId): SessionRecord {
@@ -192,6 +198,17 @@ export class AppCore implements HostCore {
     return this.vmHost;
   }
 
+  private get keyStore(): KeyStore {
+    return this.options.keyStore ?? new FileKeyStore(this.options.home);
+  }
+
+  /** `provider` when new sessions know it (built in or named by the policy file), else `not_found`. */
+  private knownProvider(provider: string): string {
+    const ids = providersOf(new PolicyStore(this.options.home).policy.credentials).map((p) => p.id);
+    if (!ids.includes(provider)) throw new CallFailure('not_found', `no provider "${provider}": one of ${ids.join(', ')}`);
+    return provider;
+  }
+
   /** The session's store, after checking main.db knows the id (so an unknown id is `unknown_session`). */
   private session(id: SessionId) {
     sessionRecord(this.mainDb, id);
@@ -207,11 +224,30 @@ export class AppCore implements HostCore {
       // Checked here first for the window's wording of the confirmation; the VM host checks again.
       const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
       const choice = folder === null ? null : { path: folder, wholeHome };
-      // The key comes from the environment the app was started in; a missing one is refused before anything starts.
-      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env) } };
+      // The key comes from the environment the app was started in, else the stored keys; a missing one is refused before anything starts.
+      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env, this.keyStore) } };
       return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice, ...request }, report)) };
     },
     'folders.recent': () => recentFolders(this.options.home),
+    'keys.list': () => {
+      const env = this.options.env ?? process.env;
+      const providers = providersOf(new PolicyStore(this.options.home).policy.credentials).map((p) => {
+        const found = findKey(p, env, this.keyStore);
+        return { id: p.id, source: found ? found.source.kind : ('none' as const), variable: found?.source.kind === 'env' ? found.source.variable : null };
+      });
+      return { store: this.keyStore.description, providers };
+    },
+    'keys.set': ({ provider, key }) => {
+      let checked: string;
+      try {
+        checked = checkKey(key);
+      } catch (err) {
+        throw new CallFailure('bad_params', (err as Error).message);
+      }
+      this.keyStore.set(this.knownProvider(provider), checked);
+      return {};
+    },
+    'keys.remove': ({ provider }) => ({ removed: this.keyStore.remove(this.knownProvider(provider)) }),
     'sessions.stop': async ({ id }) => {
       sessionRecord(this.mainDb, id);
       // A session still starting is stopped once it runs; one whose start failed has ended already.

@@ -177,7 +177,8 @@ export const CALLS = {
    * entered: one that holds the user's whole home fails with `whole_home` until the user confirms
    * it (`wholeHome`); a missing one is `not_found`, a file `not_a_folder`, Capsem's own data `capsem_data`.
    * `agent` is what its terminal runs: a login shell or a coding agent (agent image only; its key
-   * from the app's environment, and a missing key fails the call with nothing entered).
+   * from the app's environment or the stored keys, kept by the session's proxy while the guest gets
+   * a stand-in, and a missing key fails the call with nothing entered).
    */
   'sessions.start': {
     params: z.strictObject({
@@ -189,6 +190,21 @@ export const CALLS = {
     }),
     result: z.strictObject({ id: z.string() }),
   },
+  /**
+   * The providers new sessions can have a key for, where each one's key comes from (the app's
+   * environment, the stored keys, or none), and where stored keys are kept, said plainly. Never a key.
+   */
+  'keys.list': {
+    params: z.strictObject({}),
+    result: z.strictObject({
+      store: z.string(),
+      providers: z.array(z.strictObject({ id: z.string(), source: z.enum(['env', 'stored', 'none']), variable: z.string().nullable() })),
+    }),
+  },
+  /** Stores (adds or replaces) a provider's key for the sessions started from now on; a bad key is `bad_params`, an unknown provider `not_found`. */
+  'keys.set': { params: z.strictObject({ provider: z.string().min(1).max(64), key: z.string().min(1).max(4096) }), result: z.strictObject({}) },
+  /** Removes a provider's stored key; `removed` is false when none was stored. */
+  'keys.remove': { params: z.strictObject({ provider: z.string().min(1).max(64) }), result: z.strictObject({ removed: z.boolean() }) },
   /** The project folders sessions were last started on, newest first, and whether each is still there. */
   'folders.recent': { params: z.strictObject({}), result: z.array(z.strictObject({ path: z.string(), exists: z.boolean() })) },
   /** Stops a running session; one still starting is stopped once its start is done. */

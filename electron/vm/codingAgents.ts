@@ -113,7 +113,7 @@ export function isAgentName(text: string): text is AgentName {
   return (AGENT_NAMES as readonly string[]).includes(text);
 }
 
-/** What a session's terminal runs for `agent`: its command with the user's arguments, its key, its settings. */
+/** What a session's terminal runs for `agent`: its command with the user's arguments, its key's stand-in (agentStandIn), its settings. */
 export function agentTerminal(name: AgentName, args: readonly string[], credentials: AgentCredentials): TerminalProgram {
   const agent = AGENTS[name];
   return { argv: [agent.command, ...args], env: { ...agent.env, ...credentials }, homeFiles: agent.homeFiles(credentials) };

@@ -15,7 +15,8 @@ import { getSession, type SessionRecord } from '../store/registry.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
 import type { AgentName } from '../contract/agents.ts';
-import { agentCredentials, MissingAgentKeyError } from './agentCredentials.ts';
+import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
+import { agentCredentials, agentStandIn, MissingAgentKeyError, type AgentCredentials } from './agentCredentials.ts';
 import { agentTerminal, codingAgent } from './codingAgents.ts';
 import type { ExitStatus } from './mux.ts';
 import type { ImageKind, ImageProgress } from './guestImage.ts';
@@ -120,16 +121,19 @@ export class VmHost {
     params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId; agent?: AgentRequest },
     report: StartReporter,
   ): Promise<VmSession> {
-    const terminal = params.agent ? agentProgram(params.image, params.agent) : undefined;
+    const agent = params.agent ? agentProgram(params.image, params.agent, new FileKeyStore(this.options.home)) : undefined;
     // Checked before anything is registered: a folder that cannot be shared leaves no session behind.
     const projectFolder = params.workspace
       ? checkProjectFolder(params.workspace.path, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: params.workspace.wholeHome, confirmHint: 'add --yes-whole-home' })
       : null;
     const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
     const session = await VmSession.start({
-      home: this.options.home, name: params.name, command: terminal ? terminal.argv : params.command, backend: this.options.backend(), plan, hostEnv: this.options.hostEnv, onStatus: (line) => report.status(line),
+      home: this.options.home, name: params.name, command: agent ? agent.argv : params.command, backend: this.options.backend(), plan,
+      // The caller's key, taken from its environment, is for the session's broker: it wins over the owner's own (and over a stored one).
+      hostEnv: agent ? { ...(this.options.hostEnv ?? process.env), ...agent.keys } : this.options.hostEnv,
+      onStatus: (line) => report.status(line),
       onRegistered: (id) => report.registered?.(id),
-      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(terminal ? { terminal } : {}),
+      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(agent ? { terminal: agent.terminal } : {}),
     });
     if (projectFolder) {
       try {
@@ -188,7 +192,7 @@ export class VmHost {
         if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
-        if (params.agent) agentProgram(params.image, params.agent);
+        if (params.agent) agentProgram(params.image, params.agent, new FileKeyStore(this.options.home));
         if (params.id && !existing) resumableSession(this.options.home, params.id);
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;
@@ -281,17 +285,30 @@ export class VmHost {
   }
 }
 
-/** The terminal program for `agent`, or why it cannot start, as a MethodError. */
-function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
+/** A coding agent's session: its command line, its real key (for the broker alone) and its terminal program once the stand-ins exist. */
+interface AgentProgram {
+  readonly argv: readonly string[];
+  readonly keys: AgentCredentials;
+  readonly terminal: (standIns: Readonly<Record<string, string>>) => TerminalProgram;
+}
+
+/** What `agent` needs to start, or why it cannot, as a MethodError; `store` is the one the session's broker reads. */
+function agentProgram(image: ImageKind, agent: AgentRequest, store: KeyStore): AgentProgram {
   const parsed = VmAgentParams.parse(agent);
   const label = codingAgent(parsed.name as AgentName).label;
   if (image !== 'agent') throw new MethodError('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
+  let keys: AgentCredentials;
   try {
-    return agentTerminal(parsed.name, parsed.args, agentCredentials(parsed.name, parsed.credentials));
+    keys = agentCredentials(parsed.name, parsed.credentials, store);
   } catch (err) {
     if (err instanceof MissingAgentKeyError) throw new MethodError('missing_key', err.message);
     throw err;
   }
+  return {
+    argv: [codingAgent(parsed.name).command, ...parsed.args],
+    keys,
+    terminal: (standIns) => agentTerminal(parsed.name, parsed.args, agentStandIn(parsed.name, standIns)),
+  };
 }
 
 function workspaceOf(params: { readonly workspace?: string; readonly wholeHome: boolean }): ProjectFolderChoice | null {

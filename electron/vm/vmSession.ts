@@ -90,8 +90,11 @@ export interface VmSessionOptions {
    * shares its own fresh folder, paths.workspaceDir.
    */
   readonly projectFolder?: string | null;
-  /** The terminal's program; a login shell unless said. */
-  readonly terminal?: TerminalProgram;
+  /**
+   * The terminal's program, a login shell unless said; made once the session's proxy has its
+   * keys, from their stand-ins (Recording.credentials.guestEnv), the only keys the guest gets.
+   */
+  readonly terminal?: (standIns: Readonly<Record<string, string>>) => TerminalProgram;
 }
 
 export interface SessionEnd {
@@ -166,6 +169,7 @@ export class VmSession {
     readonly boot: Readonly<Record<string, string>>,
     private readonly options: VmSessionOptions,
     private readonly sessionDisk: string | null,
+    private readonly program: TerminalProgram | null,
   ) {}
 
   get id(): SessionId {
@@ -242,6 +246,13 @@ export class VmSession {
       return bootFailed(launched.reason);
     }
     const recording = recorded.value;
+    let program: TerminalProgram | null;
+    try {
+      program = options.terminal ? options.terminal(recording.credentials.guestEnv) : null;
+    } catch (err) {
+      const reason = `the session did not start: ${(err as Error).message}`;
+      return fail(reason, reason);
+    }
     const { plan } = launched.value;
     const booted = launched.value.vm;
     try {
@@ -255,14 +266,15 @@ export class VmSession {
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
         type: 'config', time_ms: Date.now(), hostname: 'capsem', workspace: plan.guestWorkspace, proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
-        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...guestCryptoEnv(booted.accelerator.accel), ...plan.guestEnv },
+        // Every program in the guest gets the stand-ins, as `capsem record` gives its command: a real key never leaves the host.
+        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...guestCryptoEnv(booted.accelerator.accel), ...plan.guestEnv, ...recording.credentials.guestEnv },
       });
       const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
       const readyMs = performance.now() - t0;
       const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
-      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null);
-      if (options.terminal?.homeFiles.length) await session.writeHomeFiles(options.terminal.homeFiles);
+      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null, program);
+      if (program?.homeFiles.length) await session.writeHomeFiles(program.homeFiles);
       session.watch();
       return session;
     } catch (err) {
@@ -322,7 +334,7 @@ export class VmSession {
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
     const terminal = (this.terminal ??= { transcript: new PtyTranscript(this.paths.ptyLogPath, size, term), screen: new TerminalScreen(size), size, view: null, closed: false });
     const previous = terminal.view;
-    const program = this.options.terminal;
+    const program = this.program;
     const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
     const resize = (cols: number, rows: number): void => {
       if (terminal.closed || (cols === terminal.size.cols && rows === terminal.size.rows)) return;

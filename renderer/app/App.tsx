@@ -8,6 +8,7 @@ import { SessionList } from '../sessions/SessionList.tsx';
 import { useSessionStore } from '../sessions/useSessionStore.ts';
 import { ConnectionBanner } from './ConnectionBanner.tsx';
 import { DropOverlay, ImportBar, ImportButton, useFileImport } from './ImportDrop.tsx';
+import { KeysSettings } from '../settings/KeysSettings.tsx';
 import { TabBar } from './TabBar.tsx';
 
 /**
@@ -18,19 +19,24 @@ export function App() {
   const api = useApi();
   const store = useSessionStore();
   const [tabs, setTabs] = useState<readonly string[]>([]);
-  const [active, setActive] = useState<string | null>(null);
+  const [active, setActiveTab] = useState<string | null>(null);
+  const [settingsOpen, setSettingsOpen] = useState(false);
+  const setActive = useCallback((id: string | null | ((was: string | null) => string | null)) => {
+    setSettingsOpen(false);
+    setActiveTab(id);
+  }, []);
 
   const open = useCallback((id: string) => {
     setTabs((current) => (current.includes(id) ? current : [...current, id]));
     setActive(id);
-  }, []);
+  }, [setActive]);
 
   const close = useCallback((id: string) => {
     setTabs((current) => {
       const index = current.indexOf(id);
       const next = current.filter((t) => t !== id);
       // Closing the active tab moves to its neighbour, as editors do.
-      setActive((was) => (was === id ? (next[Math.min(index, next.length - 1)] ?? null) : was));
+      setActiveTab((was) => (was === id ? (next[Math.min(index, next.length - 1)] ?? null) : was));
       return next;
     });
   }, []);
@@ -76,13 +82,16 @@ export function App() {
           <ResolveProblem problem={openProblem.error} onOpen={openCandidate} testIdPrefix="open" onDismiss={() => setOpenProblem(null)} />
         </div>
       )}
-      <TabBar tabs={tabs} active={active} byId={store.byId} onSelect={setActive} onClose={close} />
+      <TabBar tabs={tabs} active={active} byId={store.byId} onSelect={setActive} onClose={close} settingsOpen={settingsOpen} onSettings={() => setSettingsOpen(true)} />
       <main className="panes">
-        <section className="pane" hidden={active !== null}>
+        <section className="pane" hidden={!settingsOpen} data-testid="settings-pane">
+          {settingsOpen && <KeysSettings />}
+        </section>
+        <section className="pane" hidden={settingsOpen || active !== null}>
           <SessionList store={store} onOpen={open} actions={<ImportButton busy={imports.busy !== null} onFiles={imports.importFiles} />} />
         </section>
         {tabs.map((id) => (
-          <section key={id} className="pane" hidden={active !== id} data-testid="session-pane" data-session-id={id}>
+          <section key={id} className="pane" hidden={settingsOpen || active !== id} data-testid="session-pane" data-session-id={id}>
             <SessionTab id={id} session={store.byId.get(id) ?? null} visible={active === id} onSummary={store.upsert} />
           </section>
         ))}

@@ -7,14 +7,17 @@ interface Props {
   readonly byId: ReadonlyMap<string, SessionSummary>;
   readonly onSelect: (id: string | null) => void;
   readonly onClose: (id: string) => void;
+  /** Settings is shown in place of every tab while open. */
+  readonly settingsOpen: boolean;
+  readonly onSettings: () => void;
 }
 
-/** The list tab (fixed, first) and one closable tab per open session id. */
-export function TabBar({ tabs, active, byId, onSelect, onClose }: Props) {
+/** The list tab (fixed, first), one closable tab per open session id, and Settings (last). */
+export function TabBar({ tabs, active, byId, onSelect, onClose, settingsOpen, onSettings }: Props) {
   const titles = tabTitles(tabs, byId);
   return (
     <nav className="tabs" role="tablist">
-      <button type="button" role="tab" aria-selected={active === null} className={active === null ? 'tab active' : 'tab'} data-testid="tab-list" onClick={() => onSelect(null)}>
+      <button type="button" role="tab" aria-selected={!settingsOpen && active === null} className={!settingsOpen && active === null ? 'tab active' : 'tab'} data-testid="tab-list" onClick={() => onSelect(null)}>
         Sessions
       </button>
       {tabs.map((id) => {
@@ -24,8 +27,8 @@ export function TabBar({ tabs, active, byId, onSelect, onClose }: Props) {
             key={id}
             role="tab"
             tabIndex={0}
-            aria-selected={active === id}
-            className={active === id ? 'tab active' : 'tab'}
+            aria-selected={!settingsOpen && active === id}
+            className={!settingsOpen && active === id ? 'tab active' : 'tab'}
             data-testid="tab"
             data-session-id={id}
             title={id}
@@ -50,6 +53,9 @@ export function TabBar({ tabs, active, byId, onSelect, onClose }: Props) {
           </div>
         );
       })}
+      <button type="button" role="tab" aria-selected={settingsOpen} className={settingsOpen ? 'tab active tab-settings' : 'tab tab-settings'} data-testid="tab-settings" onClick={onSettings}>
+        Settings
+      </button>
     </nav>
   );
 }

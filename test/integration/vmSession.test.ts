@@ -204,7 +204,7 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     mkdirSync(guestHome);
     const program = 'echo "started as $0 in $(basename "$PWD") with key=$AGENT_KEY"; cat "$HOME/.tool/settings.json"; printf "ask> "; read line; echo "asked: $line"; exit 3';
     const { session } = await start(null, {
-      terminal: { argv: ['sh', '-c', program, 'tool'], env: { AGENT_KEY: 'k-123' }, homeFiles: [{ path: '.tool/settings.json', content: '{"trusted":true}\n' }] },
+      terminal: () => ({ argv: ['sh', '-c', program, 'tool'], env: { AGENT_KEY: 'k-123' }, homeFiles: [{ path: '.tool/settings.json', content: '{"trusted":true}\n' }] }),
     }, { HOME: guestHome });
     expect(readFileSync(join(guestHome, '.tool/settings.json'), 'utf8')).toBe('{"trusted":true}\n');
     const pty = session.attachPty({ cols: 80, rows: 24 });
