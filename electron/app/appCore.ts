@@ -20,6 +20,7 @@ import { getSession, renameSession, type SessionRecord } from '../store/registry
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
+import { readVmSessionMeta } from '../vm/vmSessionMeta.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -229,7 +230,10 @@ export class AppCore implements HostCore {
       sessionRecord(this.mainDb, id as SessionId);
       if (this.starts.isStarting(id)) return { id };
       const vms = this.requireVms();
-      return { id: await this.starts.begin((report) => vms.resume(id as SessionId, report)) };
+      // Like sessions.start, the agent the session ran is refused before anything boots when the app has no key for it.
+      const agent = this.liveSession(id) ? undefined : readVmSessionMeta(sessionPaths(this.options.home, id as SessionId).dbPath).vm_terminal_agent;
+      const credentials = agent ? agentCredentials(agent, this.options.env ?? process.env) : {};
+      return { id: await this.starts.begin((report) => vms.resume(id as SessionId, report, credentials)) };
     },
     'sessions.rename': ({ id, name }) => {
       sessionRecord(this.mainDb, id as SessionId);

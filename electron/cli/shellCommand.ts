@@ -35,7 +35,7 @@ ${PROJECT_FOLDER_USAGE}`,
 export async function attachTerminal(
   ctx: CliContext,
   command: string,
-  params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean; agent?: { name: string; args: string[]; credentials: Record<string, string> } },
+  params: { id?: string; resume?: boolean; name?: string | null; image?: string; workspace?: string; wholeHome?: boolean; agent?: { name: string; args: string[]; credentials: Record<string, string> }; credentials?: Record<string, string> },
 ): Promise<number> {
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });

@@ -116,5 +116,5 @@ export function isAgentName(text: string): text is AgentName {
 /** What a session's terminal runs for `agent`: its command with the user's arguments, its key, its settings. */
 export function agentTerminal(name: AgentName, args: readonly string[], credentials: AgentCredentials): TerminalProgram {
   const agent = AGENTS[name];
-  return { argv: [agent.command, ...args], env: { ...agent.env, ...credentials }, homeFiles: agent.homeFiles(credentials) };
+  return { agent: name, argv: [agent.command, ...args], env: { ...agent.env, ...credentials }, homeFiles: agent.homeFiles(credentials) };
 }

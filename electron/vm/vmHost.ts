@@ -12,7 +12,6 @@ import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
-import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
 import { AGENT_NAMES, type AgentName } from '../contract/agents.ts';
 import { agentCredentials, CREDENTIAL_VARIABLES, MissingAgentKeyError } from './agentCredentials.ts';
@@ -23,6 +22,7 @@ import { imageBootPlan, SESSION_DISK_FILE } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
 import { checkProjectFolder } from './projectFolder.ts';
 import { VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
+import { readVmSessionMeta } from './vmSessionMeta.ts';
 import type { SessionPaths } from '../store/paths.ts';
 
 // The owner's live VMs, keyed by session id, and the control-socket methods that reach them:
@@ -41,10 +41,11 @@ export interface VmHostOptions {
 
 const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
 /** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
+const CredentialsSchema = z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192));
 const AgentSchema = z.strictObject({
   name: z.enum(AGENT_NAMES),
   args: z.array(z.string().max(65_536)).max(1024).default([]),
-  credentials: z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192)).default({}),
+  credentials: CredentialsSchema.default({}),
 });
 export type AgentRequest = z.input<typeof AgentSchema>;
 /** A new session's project folder, as the client resolved it against its user's current folder. */
@@ -64,6 +65,8 @@ const ShellParams = z.strictObject({
   rows: z.number().int().min(1).max(1000).default(24),
   /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
   agent: AgentSchema.optional(),
+  /** With `resume`: the key of the coding agent the session ran, from the resuming caller's environment. */
+  credentials: CredentialsSchema.default({}),
 });
 const ResizeEvent = z.strictObject({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) });
 const StopParams = z.strictObject({ id: z.string().min(1) });
@@ -186,13 +189,15 @@ export class VmHost {
    * Boots an ended session again on its own disk, workspace and session.db (its seq continues);
    * a session already running here is returned as it is, never booted twice.
    */
-  async resume(id: SessionId, report: StartReporter): Promise<VmSession> {
+  async resume(id: SessionId, report: StartReporter, callerEnv: Readonly<Record<string, string | undefined>> = {}): Promise<VmSession> {
     const live = this.sessions.get(id);
     if (live) return live;
-    const { record, image, projectFolder } = resumableSession(this.options.home, id);
+    const { record, image, projectFolder, agent } = resumableSession(this.options.home, id);
     // Sharing it was the user's choice when the session started; resuming does not ask again.
     const workspace = projectFolder ? { path: projectFolder, wholeHome: true } : null;
-    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id }, report);
+    // The agent starts again without the arguments it first had: a one-shot prompt (-p) is not sent twice.
+    const terminal = agent ? { agent: { name: agent, credentials: resumeCredentials(agent, callerEnv) } } : {};
+    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id, ...terminal }, report);
   }
 
   /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
@@ -225,7 +230,10 @@ export class VmHost {
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
         if (params.agent) agentProgram(params.image, params.agent);
-        if (params.id && !existing) resumableSession(this.options.home, params.id as SessionId);
+        if (params.id && !existing) {
+          const { agent } = resumableSession(this.options.home, params.id as SessionId);
+          if (agent) resumeCredentials(agent, params.credentials);
+        }
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;
         const shellUp = new Promise<void>((resolve) => (attached = resolve));
@@ -288,7 +296,7 @@ export class VmHost {
     if (!session) {
       try {
         session = params.id
-          ? await this.resume(params.id as SessionId, reporter(event))
+          ? await this.resume(params.id as SessionId, reporter(event), params.credentials)
           : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
@@ -330,12 +338,22 @@ function agentProgram(image: ImageKind, agent: AgentRequest): TerminalProgram {
   }
 }
 
+/** The key of the agent a resumed session ran, from the resuming caller's environment; missing_key when it is not there. */
+function resumeCredentials(agent: AgentName, callerEnv: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  try {
+    return { ...agentCredentials(agent, callerEnv) };
+  } catch (err) {
+    if (err instanceof MissingAgentKeyError) throw new MethodError('missing_key', err.message);
+    throw err;
+  }
+}
+
 function workspaceOf(params: { readonly workspace?: string; readonly wholeHome: boolean }): ProjectFolderChoice | null {
   return params.workspace ? { path: params.workspace, wholeHome: params.wholeHome } : null;
 }
 
-/** A session that can be booted again, the image it ran and the project folder it shared; otherwise why not, as a MethodError. */
-function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null } {
+/** A session that can be booted again, the image it ran, the project folder it shared and the agent on its terminal; otherwise why not, as a MethodError. */
+function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null; agent: AgentName | null } {
   const db = openMainDb(home);
   let record: SessionRecord | null;
   try {
@@ -349,7 +367,7 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   if (!record.resumable) throw new MethodError('not_resumable', `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`);
   const paths = sessionPaths(home, id);
   if (!existsSync(paths.dbPath)) throw new MethodError('not_resumable', `session ${label} has no session.db on disk any more`);
-  const meta = vmMeta(paths.dbPath);
+  const meta = readVmSessionMeta(paths.dbPath);
   // Sessions from before the image was kept ran the agent image.
   const image = meta.vm_image === 'minimal' ? 'minimal' : 'agent';
   if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE))) throw new MethodError('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
@@ -357,7 +375,7 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   if (projectFolder !== null && !isFolder(projectFolder)) {
     throw new MethodError('workspace_gone', `session ${label} shared the project folder ${projectFolder}, which is gone; put the folder back there and resume again, or start a new session on another folder`);
   }
-  return { record, image, projectFolder };
+  return { record, image, projectFolder, agent: meta.vm_terminal_agent ?? null };
 }
 
 function isFolder(path: string): boolean {
@@ -365,16 +383,5 @@ function isFolder(path: string): boolean {
     return statSync(path).isDirectory();
   } catch {
     return false;
-  }
-}
-
-/** What a VM session keeps in its session_meta for booting it again: vm_image, vm_workspace. */
-function vmMeta(dbPath: string): { vm_image?: string; vm_workspace?: string } {
-  const db = openSessionDbReadOnly(dbPath);
-  try {
-    const rows = db.prepare("SELECT key, value FROM session_meta WHERE key IN ('vm_image', 'vm_workspace')").all() as { key: 'vm_image' | 'vm_workspace'; value: string | null }[];
-    return Object.fromEntries(rows.filter((r) => typeof r.value === 'string').map((r) => [r.key, r.value]));
-  } finally {
-    db.close();
   }
 }

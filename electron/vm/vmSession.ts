@@ -1,6 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
+import type { AgentName } from '../contract/agents.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { BodyTap } from '../proxy/exchange.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
@@ -55,6 +56,8 @@ export interface HomeFile {
 
 /** What the session's terminal runs instead of a login shell (a coding agent, for one). */
 export interface TerminalProgram {
+  /** The coding agent it is, kept in session_meta as vm_terminal_agent so a resume starts it again. */
+  readonly agent?: AgentName;
   readonly argv: readonly string[];
   /** Added for this program alone to the guest's environment. */
   readonly env: Readonly<Record<string, string>>;
@@ -207,7 +210,7 @@ export class VmSession {
     // Boot figures count from the launch: a first run's image build is its own stage, reported as such.
     let t0 = performance.now();
     const workspace = options.projectFolder ?? paths.workspaceDir;
-    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}) };
+    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}), ...(options.terminal?.agent ? { vm_terminal_agent: options.terminal.agent } : {}) };
     try {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
