@@ -323,4 +323,30 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
     expect(screenText(await replayedScreen(home.root, 'claude-live')).replace(/\s+/g, '')).toContain('Hellofromthelocalupstream.');
   }, 900_000);
+  it('capsem resume of the Claude Code session starts Claude Code again, not a login shell, with the key from the resuming shell', async () => {
+    // The session the test above ended: its session_meta names the agent, never its key.
+    const meta = await sql<{ key: string; value: string }>(home.root, 'claude-live', "SELECT key, value FROM session_meta WHERE key = 'vm_terminal_agent' OR value LIKE '%capsem-test-key%'");
+    expect(meta).toEqual([{ key: 'vm_terminal_agent', value: 'claude' }]);
+    const child = spawnCapsem(home.root, ['resume', 'claude-live'], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
+    let raw = '';
+    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    try {
+      await until("Claude Code's prompt after resume", () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
+      child.stdin.write('/exit');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      expect(await exited, shown()).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
+    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
+  }, 900_000);
 });
