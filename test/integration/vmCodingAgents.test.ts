@@ -8,6 +8,7 @@ import { capsemHome } from '../../electron/store/paths.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { screenText, until } from '../helpers/terminalText.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
 // The coding agents of the agent image, as they ship from npm, started by `capsem run --agent`
@@ -54,23 +55,6 @@ function lastUserText(body: Body): string {
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return Array.isArray(last.content) ? (last.content as { type?: string; text?: string }[]).map((block) => block.text ?? '').join('') : '';
-}
-
-/** What a person sees of a terminal's output: its text without escape sequences. */
-function screenText(raw: string): string {
-  // A TUI moves the cursor right instead of writing spaces: those become spaces here.
-  const spaced = raw.replace(/\x1b\[(\d*)C/g, (_m, n: string) => ' '.repeat(Math.min(Number(n || '1'), 200)));
-  return spaced.replace(/\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]/g, '');
-}
-
-async function until<T>(what: string, found: () => T | undefined | false, timeoutMs: number, shown: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = found();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}; the screen showed:\n${shown().slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function hasToolResult(body: Body): boolean {
