@@ -22,7 +22,7 @@ first had), its API key taken from this environment as capsem run --agent takes 
     const { positionals } = parseCommandArgs(this, argv, {});
     if (positionals.length !== 1) throw new UsageError('resume takes one session id or name (see capsem resume --help)');
     const { id, record } = resolveTarget(ctx.home, positionals[0]!);
-    const agent = readVmSessionMeta(sessionPaths(ctx.home, id).dbPath).vm_terminal_agent;
+    const agent = record?.mode === 'vm' ? readVmSessionMeta(sessionPaths(ctx.home, id).dbPath).vm_terminal_agent : undefined;
     // Before anything boots, so a missing key leaves the session as it was; one still running needs no key to attach to.
     const credentials = agent && record?.status !== 'running' ? agentCredentials(agent, process.env) : {};
     return attachTerminal(ctx, `capsem resume ${positionals[0]}`, { id, resume: true, credentials: { ...credentials } });

@@ -40,8 +40,8 @@ export interface VmHostOptions {
 }
 
 const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
-/** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
 const CredentialsSchema = z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [string, ...string[]]), z.string().max(8192));
+/** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
 const AgentSchema = z.strictObject({
   name: z.enum(AGENT_NAMES),
   args: z.array(z.string().max(65_536)).max(1024).default([]),

@@ -17,6 +17,14 @@ export interface VmSessionMeta {
 
 export function readVmSessionMeta(dbPath: string): VmSessionMeta {
   if (!existsSync(dbPath)) return {};
+  try {
+    return metaOf(dbPath);
+  } catch (err) {
+    throw new Error(`${dbPath} cannot be read to boot its session again: ${(err as Error).message}`);
+  }
+}
+
+function metaOf(dbPath: string): VmSessionMeta {
   const db = openSessionDbReadOnly(dbPath);
   try {
     const rows = db.prepare(`SELECT key, value FROM session_meta WHERE key IN (${KEYS.map(() => '?').join(', ')})`).all(...KEYS) as { key: (typeof KEYS)[number]; value: unknown }[];

@@ -137,6 +137,16 @@ describe('resuming a coding agent session without its key', () => {
     expect(statusOf(home, id)).toBe('stopped');
   });
 
+  it('capsem resume of a session whose session.db is not a database says so in one line, and boots nothing', async () => {
+    const id = stoppedAgentSession(home, 'garbled', 'claude');
+    const { dbPath } = sessionPaths(home, id);
+    writeFileSync(dbPath, 'not a database, whatever its name says '.repeat(200));
+    const r = await runCapsemAsync(home.root, ['resume', 'garbled'], { ...NO_KEYS, ...NO_VM });
+    expect(r.stderr).toBe(`capsem: ${dbPath} cannot be read to boot its session again: file is not a database\n`);
+    expect(r.code).toBe(1);
+    expect(statusOf(home, id)).toBe('stopped');
+  });
+
   it("the app's sessions.resume answers missing_key for the agent the session ran", async () => {
     const id = stoppedAgentSession(home, 'codex-work', 'codex');
     const vmHost = new VmHost({
