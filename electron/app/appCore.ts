@@ -24,6 +24,7 @@ import { checkKey, FileKeyStore, type KeyStore } from '../credentials/keyStore.t
 import { providersOf } from '../credentials/providers.ts';
 import { PolicyStore } from '../proxy/policy.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
+import { readVmSessionMeta } from '../vm/vmSessionMeta.ts';
 import type { VmHost } from '../vm/vmHost.ts';
 import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from './eventDetail.ts';
@@ -265,7 +266,10 @@ export class AppCore implements HostCore {
       sessionRecord(this.mainDb, id);
       if (this.starts.isStarting(id)) return { id };
       const vms = this.requireVms();
-      return { id: await this.starts.begin((report) => vms.resume(id, report)) };
+      // Like sessions.start, the agent the session ran is refused before anything boots when the app has no key for it.
+      const agent = this.liveSession(id) ? undefined : readVmSessionMeta(sessionPaths(this.options.home, id).dbPath).vm_terminal_agent;
+      const credentials = agent ? agentCredentials(agent, this.options.env ?? process.env, this.keyStore) : {};
+      return { id: await this.starts.begin((report) => vms.resume(id, report, credentials)) };
     },
     'sessions.rename': ({ id, name }) => {
       sessionRecord(this.mainDb, id);

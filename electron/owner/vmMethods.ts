@@ -14,11 +14,13 @@ const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absol
 /** The user said to share the folder even though it holds their whole home (--yes-whole-home). */
 const WholeHomeSchema = z.boolean().default(false);
 const TerminalSide = z.number().int().min(1).max(1000);
+/** A coding agent's key, under the variables agentCredentials reads or returns. */
+const CredentialsSchema = z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]), z.string().max(8192));
 /** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
 export const VmAgentParams = z.strictObject({
   name: z.enum(AGENT_NAMES),
   args: z.array(z.string().max(65_536)).max(1024).default([]),
-  credentials: z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]), z.string().max(8192)).default({}),
+  credentials: CredentialsSchema.default({}),
 });
 export type AgentRequest = z.input<typeof VmAgentParams>;
 
@@ -39,6 +41,8 @@ export const VmShellParams = z.strictObject({
   rows: TerminalSide.default(24),
   /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
   agent: VmAgentParams.optional(),
+  /** With `resume`: the key of the coding agent the session ran, from the resuming caller's environment. */
+  credentials: CredentialsSchema.default({}),
 });
 export type VmShellRequest = z.input<typeof VmShellParams>;
 

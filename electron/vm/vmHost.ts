@@ -12,7 +12,6 @@ import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
-import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { VmBackend } from './backend.ts';
 import type { AgentName } from '../contract/agents.ts';
 import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
@@ -24,6 +23,7 @@ import { imageBootPlan, SESSION_DISK_FILE } from './imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
 import { checkProjectFolder } from './projectFolder.ts';
 import { VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
+import { readVmSessionMeta } from './vmSessionMeta.ts';
 import type { SessionPaths } from '../store/paths.ts';
 
 // The owner's live VMs, keyed by session id, and the control-socket methods that reach them:
@@ -133,7 +133,7 @@ export class VmHost {
       hostEnv: agent ? { ...(this.options.hostEnv ?? process.env), ...agent.keys } : this.options.hostEnv,
       onStatus: (line) => report.status(line),
       onRegistered: (id) => report.registered?.(id),
-      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(agent ? { terminal: agent.terminal } : {}),
+      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(agent ? { terminal: agent.terminal, agent: agent.name } : {}),
     });
     if (projectFolder) {
       try {
@@ -154,13 +154,15 @@ export class VmHost {
    * Boots an ended session again on its own disk, workspace and session.db (its seq continues);
    * a session already running here is returned as it is, never booted twice.
    */
-  async resume(id: SessionId, report: StartReporter): Promise<VmSession> {
+  async resume(id: SessionId, report: StartReporter, callerEnv: Readonly<Record<string, string | undefined>> = {}): Promise<VmSession> {
     const live = this.sessions.get(id);
     if (live) return live;
-    const { record, image, projectFolder } = resumableSession(this.options.home, id);
+    const { record, image, projectFolder, agent } = resumableSession(this.options.home, id);
     // Sharing it was the user's choice when the session started; resuming does not ask again.
     const workspace = projectFolder ? { path: projectFolder, wholeHome: true } : null;
-    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id }, report);
+    // The agent starts again without the arguments it first had: a one-shot prompt (-p) is not sent twice.
+    const terminal = agent ? { agent: { name: agent, credentials: resumeCredentials(agent, callerEnv, new FileKeyStore(this.options.home)) } } : {};
+    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id, ...terminal }, report);
   }
 
   /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
@@ -193,7 +195,10 @@ export class VmHost {
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
         if (params.agent) agentProgram(params.image, params.agent, new FileKeyStore(this.options.home));
-        if (params.id && !existing) resumableSession(this.options.home, params.id);
+        if (params.id && !existing) {
+          const { agent } = resumableSession(this.options.home, params.id);
+          if (agent) resumeCredentials(agent, params.credentials, new FileKeyStore(this.options.home));
+        }
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;
         const shellUp = new Promise<void>((resolve) => (attached = resolve));
@@ -256,7 +261,7 @@ export class VmHost {
     if (!session) {
       try {
         session = params.id
-          ? await this.resume(params.id, reporter(event))
+          ? await this.resume(params.id, reporter(event), params.credentials)
           : await this.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
       } catch (err) {
         event(stderrEvent(`capsem: ${(err as Error).message}\n`));
@@ -287,6 +292,7 @@ export class VmHost {
 
 /** A coding agent's session: its command line, its real key (for the broker alone) and its terminal program once the stand-ins exist. */
 interface AgentProgram {
+  readonly name: AgentName;
   readonly argv: readonly string[];
   readonly keys: AgentCredentials;
   readonly terminal: (standIns: Readonly<Record<string, string>>) => TerminalProgram;
@@ -305,18 +311,29 @@ function agentProgram(image: ImageKind, agent: AgentRequest, store: KeyStore): A
     throw err;
   }
   return {
+    name: parsed.name,
     argv: [codingAgent(parsed.name).command, ...parsed.args],
     keys,
     terminal: (standIns) => agentTerminal(parsed.name, parsed.args, agentStandIn(parsed.name, standIns)),
   };
 }
 
+/** The key of the agent a resumed session ran, from the resuming caller's environment (none when `store` holds it); missing_key when neither has it. */
+function resumeCredentials(agent: AgentName, callerEnv: Readonly<Record<string, string | undefined>>, store: KeyStore): Record<string, string> {
+  try {
+    return { ...agentCredentials(agent, callerEnv, store) };
+  } catch (err) {
+    if (err instanceof MissingAgentKeyError) throw new MethodError('missing_key', err.message);
+    throw err;
+  }
+}
+
 function workspaceOf(params: { readonly workspace?: string; readonly wholeHome: boolean }): ProjectFolderChoice | null {
   return params.workspace ? { path: params.workspace, wholeHome: params.wholeHome } : null;
 }
 
-/** A session that can be booted again, the image it ran and the project folder it shared; otherwise why not, as a MethodError. */
-function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null } {
+/** A session that can be booted again, the image it ran, the project folder it shared and the agent on its terminal; otherwise why not, as a MethodError. */
+function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null; agent: AgentName | null } {
   const db = openMainDb(home);
   let record: SessionRecord | null;
   try {
@@ -330,7 +347,7 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   if (!record.resumable) throw new MethodError('not_resumable', `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`);
   const paths = sessionPaths(home, id);
   if (!existsSync(paths.dbPath)) throw new MethodError('not_resumable', `session ${label} has no session.db on disk any more`);
-  const meta = vmMeta(paths.dbPath);
+  const meta = readVmSessionMeta(paths.dbPath);
   // Sessions from before the image was kept ran the agent image.
   const image = meta.vm_image === 'minimal' ? 'minimal' : 'agent';
   if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE))) throw new MethodError('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
@@ -338,7 +355,7 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   if (projectFolder !== null && !isFolder(projectFolder)) {
     throw new MethodError('workspace_gone', `session ${label} shared the project folder ${projectFolder}, which is gone; put the folder back there and resume again, or start a new session on another folder`);
   }
-  return { record, image, projectFolder };
+  return { record, image, projectFolder, agent: meta.vm_terminal_agent ?? null };
 }
 
 function isFolder(path: string): boolean {
@@ -346,16 +363,5 @@ function isFolder(path: string): boolean {
     return statSync(path).isDirectory();
   } catch {
     return false;
-  }
-}
-
-/** What a VM session keeps in its session_meta for booting it again: vm_image, vm_workspace. */
-function vmMeta(dbPath: string): { vm_image?: string; vm_workspace?: string } {
-  const db = openSessionDbReadOnly(dbPath);
-  try {
-    const rows = db.prepare("SELECT key, value FROM session_meta WHERE key IN ('vm_image', 'vm_workspace')").all() as { key: 'vm_image' | 'vm_workspace'; value: string | null }[];
-    return Object.fromEntries(rows.filter((r) => typeof r.value === 'string').map((r) => [r.key, r.value]));
-  } finally {
-    db.close();
   }
 }

@@ -1,6 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
+import type { AgentName } from '../contract/agents.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { BodyTap } from '../proxy/exchange.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
@@ -95,6 +96,8 @@ export interface VmSessionOptions {
    * keys, from their stand-ins (Recording.credentials.guestEnv), the only keys the guest gets.
    */
   readonly terminal?: (standIns: Readonly<Record<string, string>>) => TerminalProgram;
+  /** The coding agent `terminal` runs, kept in session_meta as vm_terminal_agent so a resume starts it again. */
+  readonly agent?: AgentName;
 }
 
 export interface SessionEnd {
@@ -211,7 +214,7 @@ export class VmSession {
     // Boot figures count from the launch: a first run's image build is its own stage, reported as such.
     let t0 = performance.now();
     const workspace = options.projectFolder ?? paths.workspaceDir;
-    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}) };
+    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}), ...(options.agent ? { vm_terminal_agent: options.agent } : {}) };
     try {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.

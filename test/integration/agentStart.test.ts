@@ -1,6 +1,13 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
+import type { SessionId } from '../../electron/contract/ids.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';
+import { getSession, registerSession } from '../../electron/store/registry.ts';
+import { openSessionDbForWriting } from '../../electron/store/sessionDb.ts';
+import { SESSION_DISK_FILE } from '../../electron/vm/imagePlan.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
@@ -76,6 +83,88 @@ describe("the app's sessions.start with an agent", () => {
       expect(await core.handle('sessions.list', {})).toEqual([]);
     } finally {
       core.close();
+    }
+  });
+});
+
+/**
+ * What a named Claude Code session leaves on disk once it has stopped: its registry row, its disk
+ * and a session.db whose session_meta names the image and the agent (never its key).
+ */
+function stoppedAgentSession(home: CapsemHome, name: string, agent: string): SessionId {
+  const db = openMainDb(home);
+  let id: SessionId;
+  try {
+    id = registerSession(db, { name, mode: 'vm', command: agent }).id as SessionId;
+    db.prepare("UPDATE sessions SET status = 'stopped' WHERE id = ?").run(id);
+  } finally {
+    db.close();
+  }
+  const paths = sessionPaths(home, id);
+  ensurePrivateDir(paths.dir);
+  writeFileSync(join(paths.dir, SESSION_DISK_FILE), '');
+  const sessionDb = openSessionDbForWriting(paths.dbPath);
+  try {
+    const meta = sessionDb.prepare('INSERT INTO session_meta (key, value) VALUES (?, ?)');
+    meta.run('vm_image', 'agent');
+    meta.run('vm_terminal_agent', agent);
+  } finally {
+    sessionDb.close();
+  }
+  return id;
+}
+
+function statusOf(home: CapsemHome, id: SessionId): string | undefined {
+  const db = openMainDb(home);
+  try {
+    return getSession(db, id)?.status;
+  } finally {
+    db.close();
+  }
+}
+
+describe('resuming a coding agent session without its key', () => {
+  const home = tempHome();
+  afterAll(() => home.remove());
+  // No QEMU: were the key not checked first, the resume would get as far as looking for a VM.
+  const NO_VM = { CAPSEM_QEMU: join(home.root, 'no-qemu-here') };
+
+  it('capsem resume says which key the agent needs in one line, and boots nothing', async () => {
+    const id = stoppedAgentSession(home, 'claude-work', 'claude');
+    const r = await runCapsemAsync(home.root, ['resume', 'claude-work'], { ...NO_KEYS, ...NO_VM });
+    expect(r.stderr).toBe('capsem: Claude Code needs ANTHROPIC_API_KEY, and it is not set: export ANTHROPIC_API_KEY=sk-ant-... in the shell you start capsem (or the app) from, then start again\n');
+    expect(r.code).toBe(1);
+    expect(statusOf(home, id)).toBe('stopped');
+  });
+
+  it('capsem resume of a session whose session.db is not a database says so in one line, and boots nothing', async () => {
+    const id = stoppedAgentSession(home, 'garbled', 'claude');
+    const { dbPath } = sessionPaths(home, id);
+    writeFileSync(dbPath, 'not a database, whatever its name says '.repeat(200));
+    const r = await runCapsemAsync(home.root, ['resume', 'garbled'], { ...NO_KEYS, ...NO_VM });
+    expect(r.stderr).toBe(`capsem: ${dbPath} cannot be read to boot its session again: file is not a database\n`);
+    expect(r.code).toBe(1);
+    expect(statusOf(home, id)).toBe('stopped');
+  });
+
+  it("the app's sessions.resume answers missing_key for the agent the session ran", async () => {
+    const id = stoppedAgentSession(home, 'codex-work', 'codex');
+    const vmHost = new VmHost({
+      home,
+      backend: () => {
+        throw new Error('this test boots nothing');
+      },
+    });
+    const core = new AppCore({ home, vmHost, checkResults: true, env: { ...NO_KEYS, ANTHROPIC_API_KEY: 'sk-ant-present' } });
+    try {
+      await expect(core.handle('sessions.resume', { id })).rejects.toMatchObject({
+        code: 'missing_key',
+        message: 'Codex needs OPENAI_API_KEY, and it is not set: export OPENAI_API_KEY=sk-... in the shell you start capsem (or the app) from, then start again',
+      });
+      expect(statusOf(home, id)).toBe('stopped');
+    } finally {
+      core.close();
+      await vmHost.stopAll();
     }
   });
 });

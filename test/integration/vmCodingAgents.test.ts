@@ -8,6 +8,7 @@ import { capsemHome } from '../../electron/store/paths.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { screenText, until } from '../helpers/terminalText.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
 // The coding agents of the agent image, as they ship from npm, started by `capsem run --agent`
@@ -91,23 +92,6 @@ function lastUserText(body: Body): string {
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return Array.isArray(last.content) ? (last.content as { type?: string; text?: string }[]).map((block) => block.text ?? '').join('') : '';
-}
-
-/** What a person sees of a terminal's output: its text without escape sequences. */
-function screenText(raw: string): string {
-  // A TUI moves the cursor right instead of writing spaces: those become spaces here.
-  const spaced = raw.replace(/\x1b\[(\d*)C/g, (_m, n: string) => ' '.repeat(Math.min(Number(n || '1'), 200)));
-  return spaced.replace(/\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHM]/g, '');
-}
-
-async function until<T>(what: string, found: () => T | undefined | false, timeoutMs: number, shown: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = found();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}; the screen showed:\n${shown().slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 function hasToolResult(body: Body): boolean {
@@ -330,5 +314,31 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
     const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
     expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
     expect(screenText(await replayedScreen(home.root, 'claude-live')).replace(/\s+/g, '')).toContain('Hellofromthelocalupstream.');
+  }, 900_000);
+  it('capsem resume of the Claude Code session starts Claude Code again, not a login shell, with the key from the resuming shell', async () => {
+    // The session the test above ended: its session_meta names the agent, never its key.
+    const meta = await sql<{ key: string; value: string }>(home.root, 'claude-live', "SELECT key, value FROM session_meta WHERE key = 'vm_terminal_agent' OR value LIKE '%capsem-test-key%'");
+    expect(meta).toEqual([{ key: 'vm_terminal_agent', value: 'claude' }]);
+    const child = spawnCapsem(home.root, ['resume', 'claude-live'], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
+    let raw = '';
+    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    try {
+      await until("Claude Code's prompt after resume", () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
+      child.stdin.write('/exit');
+      await new Promise((r) => setTimeout(r, 500));
+      child.stdin.write('\r');
+      expect(await exited, shown()).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
+    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
   }, 900_000);
 });
