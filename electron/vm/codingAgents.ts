@@ -62,6 +62,8 @@ const CODEX: CodingAgent = {
       path: '.codex/config.toml',
       content: [
         'model_provider = "openai-https"',
+        // A ChatGPT sign-in would keep its token in the guest, beyond the broker: the key is the only way in.
+        'forced_login_method = "api"',
         'check_for_update_on_startup = false',
         '',
         '[model_providers.openai-https]',
@@ -92,7 +94,8 @@ const GEMINI: CodingAgent = {
     {
       path: '.gemini/settings.json',
       content: json({
-        security: { auth: { selectedType: 'gemini-api-key' } },
+        // A Google sign-in would keep its token in the guest, beyond the broker: the key is the only way in.
+        security: { auth: { selectedType: 'gemini-api-key', enforcedType: 'gemini-api-key' } },
         ui: { theme: 'Default' },
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
         privacy: { usageStatisticsEnabled: false },
