@@ -1,7 +1,7 @@
 import { AGENT_NAMES } from '../contract/agents.ts';
 import type { VmRunRequest } from '../owner/vmMethods.ts';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
-import { FileKeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
 import { commandOutput } from './commandOutput.ts';
@@ -56,8 +56,9 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
       if (!isAgentName(agent)) throw new UsageError(`--agent takes ${AGENT_NAMES.join(', ')}, not "${agent}"`);
       if (dash < 0 && positionals.length > 0) throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
       if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
-      // Before anything starts, so a missing key leaves no session behind.
-      const credentials = agentCredentials(agent, process.env, new FileKeyStore(ctx.home));
+      // Before anything starts, so a missing key leaves no session behind. A key only the app can
+      // read is the owner's to check: the app reads it, a CLI owner refuses.
+      const credentials = agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner');
       const folder = projectFolderParams(ctx, values);
       return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
     }
