@@ -34,7 +34,8 @@ capsem shell, the app shows it live and its transcript is kept. It opens at its 
 first-run screens are answered by its settings files; updates and telemetry are off); the
 session ends when it exits, with its exit code. AGENT_ARGS go to the agent, for example
 capsem run --agent claude --workspace . -- -p "fix the failing test". Its API key comes from this
-environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini).
+environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini),
+else from the stored keys (capsem keys); one stored encrypted by the app is used while the app runs.
 
   --name N         give the session a display name (resume and list by it)
   --image KIND     agent (default): Debian with bash, git, curl, python3, Node 22 and the agents
