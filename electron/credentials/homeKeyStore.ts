@@ -55,6 +55,13 @@ export class HomeKeyStore implements KeyStore {
   }
 
   locked(provider: string): boolean {
-    return !this.encrypted && this.encryptedFile.ciphertext(provider) !== null && this.plain.get(provider) === null;
+    return this.lockedProviders().includes(provider);
+  }
+
+  /** The providers whose only stored key this process cannot read. */
+  lockedProviders(): string[] {
+    if (this.encrypted) return [];
+    const readable = new Set(this.plain.providers());
+    return this.encryptedFile.providers().filter((provider) => !readable.has(provider));
   }
 }

@@ -74,4 +74,11 @@ describe('keys the app stores encrypted', () => {
     expect(run.stderr).toBe(`capsem: Claude Code needs ANTHROPIC_API_KEY: it is not set here, and the anthropic key is ${LOCKED}: start the Capsem app and run this again, or export ANTHROPIC_API_KEY=sk-ant-..., or store it with capsem keys set anthropic\n`);
     expect(run.code).not.toBe(0);
   });
+
+  it('are named by capsem record, whose session goes without them, so a refused request is no mystery', async () => {
+    const run = await runCapsemAsync(home.root, ['record', '--', 'true'], NO_KEYS, { timeoutMs: 30_000 });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(`capsem record: the anthropic key is ${LOCKED}, so this session has none for anthropic: export it, or store it with capsem keys set anthropic\n`);
+    expect(run.stderr).not.toContain('the openai key');
+  });
 });
