@@ -6,6 +6,9 @@ import { errorText } from '../api/callError.ts';
 type KeyList = CallResult<'keys.list'>;
 type Source = KeyList['providers'][number];
 
+/** A key is stored for this provider, whether or not this process can read it. */
+const isStored = (p: Source): boolean => p.source === 'stored' || p.source === 'locked';
+
 function sourceText(p: Source): string {
   if (p.source === 'env') return `from ${p.variable ?? 'the environment'} (wins over a stored key)`;
   if (p.source === 'locked') return 'stored by the desktop app, encrypted; readable only while the app runs';
@@ -69,9 +72,9 @@ export function KeysSettings() {
               </td>
               <td>
                 <button type="button" data-testid="key-save" disabled={!(drafts[p.id] ?? '').trim()} onClick={() => void save(p.id)}>
-                  {p.source === 'stored' ? 'Replace' : 'Add'}
+                  {isStored(p) ? 'Replace' : 'Add'}
                 </button>
-                <button type="button" data-testid="key-remove" disabled={p.source !== 'stored' && p.source !== 'locked'} onClick={() => void remove(p.id)}>
+                <button type="button" data-testid="key-remove" disabled={!isStored(p)} onClick={() => void remove(p.id)}>
                   Remove
                 </button>
               </td>
