@@ -20,7 +20,8 @@ import { getSession, renameSession, type SessionRecord } from '../store/registry
 import { resolveSession } from '../store/resolver.ts';
 import { checkProjectFolder } from '../vm/projectFolder.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
-import { checkKey, FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
+import { checkKey, type KeyStore } from '../credentials/keyStore.ts';
 import { providersOf } from '../credentials/providers.ts';
 import { PolicyStore } from '../proxy/policy.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
@@ -50,7 +51,7 @@ export interface AppCoreOptions {
   readonly checkResults?: boolean;
   /** Where a coding agent's key comes from (agentCredentials); the app's own environment unless said. */
   readonly env?: NodeJS.ProcessEnv;
-  /** Where keys the user adds in Settings are kept; CAPSEM_HOME/keys.json (0600) unless said. */
+  /** Where keys the user adds in Settings are kept (the VM host's store, so sessions read them); CAPSEM_HOME's, without a cipher (keys.json, 0600), unless said. */
   readonly keyStore?: KeyStore;
 }
 
@@ -200,7 +201,7 @@ export class AppCore implements HostCore {
   }
 
   private get keyStore(): KeyStore {
-    return this.options.keyStore ?? new FileKeyStore(this.options.home);
+    return this.options.keyStore ?? new HomeKeyStore(this.options.home);
   }
 
   /** `provider` when new sessions know it (built in or named by the policy file), else `not_found`. */
@@ -234,7 +235,8 @@ export class AppCore implements HostCore {
       const env = this.options.env ?? process.env;
       const providers = providersOf(new PolicyStore(this.options.home).policy.credentials).map((p) => {
         const found = findKey(p, env, this.keyStore);
-        return { id: p.id, source: found ? found.source.kind : ('none' as const), variable: found?.source.kind === 'env' ? found.source.variable : null };
+        const source = found ? found.source.kind : this.keyStore.locked(p.id) ? ('locked' as const) : ('none' as const);
+        return { id: p.id, source, variable: found?.source.kind === 'env' ? found.source.variable : null };
       });
       return { store: this.keyStore.description, providers };
     },

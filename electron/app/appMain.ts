@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import type { HostCore } from '../contract/appContract.ts';
+import type { KeyCipher } from '../credentials/encryptedKeyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { capsemHome, ensureHome, type CapsemHome } from '../store/paths.ts';
 import { AppCore } from './appCore.ts';
 import { AlreadyRunningError, ownHome, type VmChoice } from './appOwnership.ts';
@@ -30,6 +32,8 @@ export interface CoreStartOptions {
   readonly vm?: VmChoice;
   readonly command?: string;
   readonly note?: (text: string) => void;
+  /** The system keychain, from the Electron shell: stored keys are encrypted with it. None in browser mode. */
+  readonly cipher?: KeyCipher | null;
 }
 
 export interface StartedCore extends RunningCore {
@@ -40,10 +44,12 @@ export interface StartedCore extends RunningCore {
 export async function startAppCore(options: CoreStartOptions): Promise<StartedCore> {
   const home = capsemHome(options.home === undefined ? process.env : { ...process.env, CAPSEM_HOME: options.home });
   ensureHome(home);
-  const core = new AppCore({ home });
+  // One store for Settings and the VM host, so a key saved in the window is the one sessions read.
+  const keyStore = new HomeKeyStore(home, options.cipher ?? null);
+  const core = new AppCore({ home, keyStore });
   let owner;
   try {
-    owner = await ownHome(home, core, options.command ?? 'capsem desktop app', options.vm, options.note);
+    owner = await ownHome(home, core, options.command ?? 'capsem desktop app', { ...options.vm, keyStore }, options.note);
   } catch (err) {
     core.close();
     throw err;

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { DEFAULT_API_PORT } from '../api/server.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
-import { FileKeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import { providersOf } from '../credentials/providers.ts';
 import { PolicyStore } from '../proxy/policy.ts';
 import { findOwner } from '../owner/ownership.ts';
@@ -110,11 +110,14 @@ export function providerKeyFindings(home: CapsemHome, env: NodeJS.ProcessEnv): F
   } catch (err) {
     return [{ check: 'provider keys', level: 'warn', detail: (err as Error).message }];
   }
-  const store = new FileKeyStore(home);
+  const store = new HomeKeyStore(home);
   return providers.map((provider) => {
     const check = `${provider.id} key`;
     try {
       const found = findKey(provider, env, store);
+      if (!found && store.locked(provider.id)) {
+        return { check, level: 'warn', detail: `${LOCKED_KEY_TEXT}; a session this command owns cannot use it`, fix: `start the Capsem app (capsem commands then run through it), or export ${provider.env[0]}=... in the shell you start capsem from` };
+      }
       if (!found) return { check, level: 'warn', detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`, fix: `export ${provider.env[0]}=... in the shell you start capsem from` };
       const where = found.source.kind === 'env' ? `from ${found.source.variable} in this environment` : `stored in ${found.source.store}`;
       return { check, level: 'ok', detail: `${where}; sessions get a stand-in, the proxy adds the key on ${provider.hosts.join(', ')}` };

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { basename } from 'node:path';
 import { constants } from 'node:os';
+import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import { withOwnership } from '../owner/ownership.ts';
 import { CANNOT_RECORD_EXIT, startRecording } from '../proxy/recordingSession.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
@@ -66,10 +67,15 @@ async function stopChild(ctx: CliContext, child: ChildProcess, program: string, 
 }
 
 async function recordLocally(ctx: CliContext, name: string | null, command: readonly string[]): Promise<number> {
-  const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) } });
+  const keyStore = new HomeKeyStore(ctx.home);
+  const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) }, keyStore });
   const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
   const program = basename(command[0]!);
   ctx.err(`capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`);
+  const brokered = new Set(recording.credentials.broker.keys.map((k) => k.provider.id));
+  for (const provider of keyStore.lockedProviders().filter((p) => !brokered.has(p))) {
+    ctx.err(`capsem record: the ${provider} key is ${LOCKED_KEY_TEXT}, so this session has none for ${provider}: export it, or store it with capsem keys set ${provider}`);
+  }
   if (recording.unrecordedHosts.length > 0) ctx.err(`capsem record: NO_PROXY=${recording.unrecordedHosts.join(',')}: requests to these hosts go directly and are not recorded`);
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);

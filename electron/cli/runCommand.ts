@@ -1,7 +1,7 @@
 import { AGENT_NAMES } from '../contract/agents.ts';
 import type { VmRunRequest } from '../owner/vmMethods.ts';
 import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
-import { FileKeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
 import { commandOutput } from './commandOutput.ts';
@@ -34,7 +34,8 @@ capsem shell, the app shows it live and its transcript is kept. It opens at its 
 first-run screens are answered by its settings files; updates and telemetry are off); the
 session ends when it exits, with its exit code. AGENT_ARGS go to the agent, for example
 capsem run --agent claude --workspace . -- -p "fix the failing test". Its API key comes from this
-environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini).
+environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY or GOOGLE_API_KEY (gemini),
+else from the stored keys (capsem keys); one stored encrypted by the app is used while the app runs.
 
   --name N         give the session a display name (resume and list by it)
   --image KIND     agent (default): Debian with bash, git, curl, python3, Node 22 and the agents
@@ -56,8 +57,9 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
       if (!isAgentName(agent)) throw new UsageError(`--agent takes ${AGENT_NAMES.join(', ')}, not "${agent}"`);
       if (dash < 0 && positionals.length > 0) throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
       if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
-      // Before anything starts, so a missing key leaves no session behind.
-      const credentials = agentCredentials(agent, process.env, new FileKeyStore(ctx.home));
+      // Before anything starts, so a missing key leaves no session behind. A key only the app can
+      // read is the owner's to check: the app reads it, a CLI owner refuses.
+      const credentials = agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner');
       const folder = projectFolderParams(ctx, values);
       return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
     }

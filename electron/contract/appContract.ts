@@ -192,13 +192,15 @@ export const CALLS = {
   },
   /**
    * The providers new sessions can have a key for, where each one's key comes from (the app's
-   * environment, the stored keys, or none), and where stored keys are kept, said plainly. Never a key.
+   * environment, the stored keys, or none; `locked` when the only key is stored encrypted by the
+   * desktop app and this process has no keychain to read it, as in browser mode), and where stored
+   * keys are kept and how they are protected, said plainly. Never a key.
    */
   'keys.list': {
     params: z.strictObject({}),
     result: z.strictObject({
       store: z.string(),
-      providers: z.array(z.strictObject({ id: z.string(), source: z.enum(['env', 'stored', 'none']), variable: z.string().nullable() })),
+      providers: z.array(z.strictObject({ id: z.string(), source: z.enum(['env', 'stored', 'locked', 'none']), variable: z.string().nullable() })),
     }),
   },
   /** Stores (adds or replaces) a provider's key for the sessions started from now on; a bad key is `bad_params`, an unknown provider `not_found`. */

@@ -2,7 +2,8 @@ import { readFileSync, rmdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openSessionCredentials, type SessionCredentials } from '../credentials/credentialBroker.ts';
 import { credentialRefOf, credentialRefSecret } from '../credentials/credentialRef.ts';
-import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
+import type { KeyStore } from '../credentials/keyStore.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { lossReport } from '../store/diskFailure.ts';
@@ -41,7 +42,7 @@ export interface RecordingOptions {
   readonly ca?: CertificateAuthority;
   /** More of session_meta, written when the database opens (what a resume needs even after a crash). */
   readonly meta?: Readonly<Record<string, string>>;
-  /** Where stored provider keys are kept; CAPSEM_HOME/keys.json when not given. */
+  /** Where stored provider keys are kept; CAPSEM_HOME's, without a cipher, when not given. */
   readonly keyStore?: KeyStore;
 }
 
@@ -117,7 +118,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   let credentials: SessionCredentials;
   try {
     credentials = openSessionCredentials({
-      env, store: options.keyStore ?? new FileKeyStore(home), settings: () => policy.policy.credentials, credentialRefOf: credentialRefOf(credentialRefSecret(home)),
+      env, store: options.keyStore ?? new HomeKeyStore(home), settings: () => policy.policy.credentials, credentialRefOf: credentialRefOf(credentialRefSecret(home)),
     });
     ensurePrivateDir(paths.dir);
     const meta = { ...options.meta, session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };

@@ -1,10 +1,11 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BrowserWindow, app, dialog, ipcMain, protocol, session, shell, type IpcMainInvokeEvent, type WebContents } from 'electron';
+import { BrowserWindow, app, dialog, ipcMain, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import type { EventName, EventPayload, HostCore } from '../contract/appContract.ts';
 import { APP_ENTRY_URL, appResponseHeaders, isAppUrl, isInsideRoot, resolveAppAsset } from './appProtocol.ts';
 import { importCore, type RunningCore } from './coreLoader.ts';
 import { checkExternalLink } from './externalLinks.ts';
+import { keychainCipher } from './keychainCipher.ts';
 import { FORBIDDEN_SENDER, answerCall, isTrustedSender } from './ipcBridge.ts';
 import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, IPC_PICK_FOLDER, type CallAnswer, type EventMessage } from './ipcChannels.ts';
 import { CAPSEM_SCHEME, SecondInstanceDataSchema, parseLaunchArgs, parseSessionLink, type LaunchRequest, type OpenRequest } from './launchArgs.ts';
@@ -64,7 +65,9 @@ function focusWindow(): void {
 
 async function startCore(): Promise<RunningCore> {
   const core = await importCore(APP_ROOT);
-  return core.startAppCore({ home: process.env.CAPSEM_HOME, resourcesDir: app.isPackaged ? process.resourcesPath : null, command: 'capsem desktop app', note: log });
+  const keychain = keychainCipher(safeStorage, process.platform);
+  log(keychain.note);
+  return core.startAppCore({ home: process.env.CAPSEM_HOME, resourcesDir: app.isPackaged ? process.resourcesPath : null, command: 'capsem desktop app', note: log, cipher: keychain.cipher });
 }
 
 function coreForCalls(): Promise<HostCore> {

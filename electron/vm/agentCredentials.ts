@@ -1,3 +1,4 @@
+import { LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
 import { codingAgent, type AgentName } from './codingAgents.ts';
 
@@ -28,17 +29,28 @@ export class MissingAgentKeyError extends Error {
 }
 
 /**
+ * What to do when the only key is one this process cannot read (stored encrypted by the app):
+ * `refuse` where the session's broker reads this process's store (the owner), `leave-to-owner`
+ * in a client, whose owner may be the app, which can read it (and refuses itself if it cannot).
+ */
+export type WhenKeyLocked = 'refuse' | 'leave-to-owner';
+
+/**
  * The real key `agent` needs, from `env` (the host's environment, or credentials already taken
  * from one: the result passed back in gives itself), for the session's broker and never the
  * guest. None when `store` (the one the session's broker reads) holds the key instead. Throws
  * MissingAgentKeyError, one line with the fix, when neither has it or it cannot be a key.
  */
-export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>, store: KeyStore | null = null): AgentCredentials {
+export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>, store: KeyStore | null = null, whenLocked: WhenKeyLocked = 'refuse'): AgentCredentials {
   const key = KEYS[agent];
   const name = key.from.find((variable) => (env[variable] ?? '').trim() !== '');
   const value = name ? env[name]!.trim() : '';
   if (!name) {
     if (storedKey(store, key.provider)) return {};
+    if (store?.locked(key.provider)) {
+      if (whenLocked === 'leave-to-owner') return {};
+      throw new MissingAgentKeyError(`${codingAgent(agent).label} needs ${key.from[0]}: it is not set here, and the ${key.provider} key is ${LOCKED_KEY_TEXT}: start the Capsem app and run this again, or export ${key.from[0]}=${key.example}, or store it with capsem keys set ${key.provider}`);
+    }
     throw new MissingAgentKeyError(`${codingAgent(agent).label} needs ${key.from.join(' or ')}, and it is not set: export ${key.from[0]}=${key.example} in the shell you start capsem (or the app) from, then start again`);
   }
   if (value.length > 4096 || /[\0-\x1f\x7f]/.test(value)) throw new MissingAgentKeyError(`${name} holds ${value.length > 4096 ? 'more than 4096 characters' : 'control characters'}, which no API key has: set it to the key alone, then start again`);

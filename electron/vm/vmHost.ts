@@ -14,7 +14,8 @@ import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
 import type { VmBackend } from './backend.ts';
 import type { AgentName } from '../contract/agents.ts';
-import { FileKeyStore, type KeyStore } from '../credentials/keyStore.ts';
+import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
+import type { KeyStore } from '../credentials/keyStore.ts';
 import { agentCredentials, agentStandIn, MissingAgentKeyError, type AgentCredentials } from './agentCredentials.ts';
 import { agentTerminal, codingAgent } from './codingAgents.ts';
 import type { ExitStatus } from './mux.ts';
@@ -38,6 +39,8 @@ export interface VmHostOptions {
   readonly backend: () => VmBackend;
   readonly plan?: PlanFor;
   readonly hostEnv?: NodeJS.ProcessEnv;
+  /** The stored keys agents are checked against and sessions' brokers read; CAPSEM_HOME's, without a cipher, unless said. */
+  readonly keyStore?: KeyStore;
 }
 
 /** A folder to share at /workspace, and whether the user confirmed sharing one that holds their whole home. */
@@ -104,8 +107,11 @@ export class VmHost {
   /** What the start-up cleanup found from a killed earlier run. */
   readonly leftovers: ReturnType<typeof cleanLeftovers>;
 
+  private readonly keyStore: KeyStore;
+
   constructor(private readonly options: VmHostOptions) {
     this.leftovers = cleanLeftovers(options.home);
+    this.keyStore = options.keyStore ?? new HomeKeyStore(options.home);
   }
 
   get live(): readonly VmSession[] {
@@ -121,7 +127,7 @@ export class VmHost {
     params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId; agent?: AgentRequest },
     report: StartReporter,
   ): Promise<VmSession> {
-    const agent = params.agent ? agentProgram(params.image, params.agent, new FileKeyStore(this.options.home)) : undefined;
+    const agent = params.agent ? agentProgram(params.image, params.agent, this.keyStore) : undefined;
     // Checked before anything is registered: a folder that cannot be shared leaves no session behind.
     const projectFolder = params.workspace
       ? checkProjectFolder(params.workspace.path, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: params.workspace.wholeHome, confirmHint: 'add --yes-whole-home' })
@@ -133,6 +139,7 @@ export class VmHost {
       hostEnv: agent ? { ...(this.options.hostEnv ?? process.env), ...agent.keys } : this.options.hostEnv,
       onStatus: (line) => report.status(line),
       onRegistered: (id) => report.registered?.(id),
+      keyStore: this.keyStore,
       image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(agent ? { terminal: agent.terminal, agent: agent.name } : {}),
     });
     if (projectFolder) {
@@ -161,7 +168,7 @@ export class VmHost {
     // Sharing it was the user's choice when the session started; resuming does not ask again.
     const workspace = projectFolder ? { path: projectFolder, wholeHome: true } : null;
     // The agent starts again without the arguments it first had: a one-shot prompt (-p) is not sent twice.
-    const terminal = agent ? { agent: { name: agent, credentials: resumeCredentials(agent, callerEnv, new FileKeyStore(this.options.home)) } } : {};
+    const terminal = agent ? { agent: { name: agent, credentials: resumeCredentials(agent, callerEnv, this.keyStore) } } : {};
     return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id, ...terminal }, report);
   }
 
@@ -194,10 +201,10 @@ export class VmHost {
         if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
         if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
         if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
-        if (params.agent) agentProgram(params.image, params.agent, new FileKeyStore(this.options.home));
+        if (params.agent) agentProgram(params.image, params.agent, this.keyStore);
         if (params.id && !existing) {
           const { agent } = resumableSession(this.options.home, params.id);
-          if (agent) resumeCredentials(agent, params.credentials, new FileKeyStore(this.options.home));
+          if (agent) resumeCredentials(agent, params.credentials, this.keyStore);
         }
         let attach: ReturnType<VmSession['attachPty']> | null = null;
         let attached!: () => void;

@@ -2,6 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
 import type { AgentName } from '../contract/agents.ts';
+import type { KeyStore } from '../credentials/keyStore.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { BodyTap } from '../proxy/exchange.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
@@ -72,6 +73,8 @@ export interface VmSessionOptions {
   readonly plan: (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
   /** The host's environment: CAPSEM_RESOLVE and CAPSEM_UPSTREAM_CA_FILE apply to the session's proxy. */
   readonly hostEnv?: NodeJS.ProcessEnv;
+  /** The stored keys the session's broker reads (the owner's, so it reads what the owner checked). */
+  readonly keyStore?: KeyStore;
   readonly memoryMiB?: number;
   /** Virtual CPUs; DEFAULT_VM_CPUS unless said. */
   readonly cpus?: number;
@@ -222,7 +225,7 @@ export class VmSession {
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
       // proxy is needed only once the guest has booted.
       [recorded, launched] = await Promise.allSettled([
-        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta }),
+        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta, keyStore: options.keyStore }),
         (async () => {
           const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
             throw new ImageNotReady(err instanceof Error ? err.message : String(err));

@@ -6,8 +6,12 @@ import { errorText } from '../api/callError.ts';
 type KeyList = CallResult<'keys.list'>;
 type Source = KeyList['providers'][number];
 
+/** A key is stored for this provider, whether or not this process can read it. */
+const isStored = (p: Source): boolean => p.source === 'stored' || p.source === 'locked';
+
 function sourceText(p: Source): string {
   if (p.source === 'env') return `from ${p.variable ?? 'the environment'} (wins over a stored key)`;
+  if (p.source === 'locked') return 'stored by the desktop app, encrypted; readable only while the app runs';
   return p.source === 'stored' ? 'stored' : 'no key';
 }
 
@@ -43,7 +47,7 @@ export function KeysSettings() {
       <h2>Provider keys</h2>
       <p>
         Keys never enter a session: its programs get a stand-in, and the proxy puts the real key on requests to that provider&apos;s own API hosts.
-        {list && <> Stored keys are kept in <span data-testid="keys-store">{list.store}</span>.</>}
+        {list && <> Stored keys: <span data-testid="keys-store">{list.store}</span>.</>}
       </p>
       {problem && (
         <p role="alert" className="keys-problem" data-testid="keys-problem">
@@ -68,9 +72,9 @@ export function KeysSettings() {
               </td>
               <td>
                 <button type="button" data-testid="key-save" disabled={!(drafts[p.id] ?? '').trim()} onClick={() => void save(p.id)}>
-                  {p.source === 'stored' ? 'Replace' : 'Add'}
+                  {isStored(p) ? 'Replace' : 'Add'}
                 </button>
-                <button type="button" data-testid="key-remove" disabled={p.source !== 'stored'} onClick={() => void remove(p.id)}>
+                <button type="button" data-testid="key-remove" disabled={!isStored(p)} onClick={() => void remove(p.id)}>
                   Remove
                 </button>
               </td>

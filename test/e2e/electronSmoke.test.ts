@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { _electron, type ElectronApplication, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { electronRuntime } from '../helpers/electronRuntime.ts';
 
 // The real app in the real Electron runtime, driven by Playwright: the window loads from
 // capsem://app/, window.capsem is the preload's API and nothing of Node leaks into the page, a
@@ -12,21 +13,6 @@ import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vit
 // binary, which `npm i electron` downloads from GitHub; where that download is impossible the
 // tests skip and say so.
 const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** The Electron binary, found the way scripts/start.mjs finds it, or why there is none. */
-function electronRuntime(): { readonly ok: true; readonly binary: string } | { readonly ok: false; readonly why: string } {
-  const dir = join(root, 'node_modules', 'electron');
-  if (!existsSync(dir)) return { ok: false, why: 'no Electron runtime: the electron package is not installed' };
-  const pathFile = join(dir, 'path.txt');
-  if (!existsSync(pathFile)) return { ok: false, why: 'no Electron runtime: node_modules/electron has no binary (its download host is unreachable here)' };
-  const binary = join(dir, 'dist', readFileSync(pathFile, 'utf8').trim());
-  try {
-    accessSync(binary, constants.X_OK);
-  } catch {
-    return { ok: false, why: `no Electron runtime: ${binary} is missing or not executable` };
-  }
-  return { ok: true, binary };
-}
 
 const runtime = electronRuntime();
 const needsRuntime = (ctx: TestContext): void => {

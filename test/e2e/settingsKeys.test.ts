@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
+import { HomeKeyStore } from '../../electron/credentials/homeKeyStore.ts';
 import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import { chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { testKeyCipher } from '../helpers/testKeyCipher.ts';
 
 // Settings → Keys in the real renderer (browser mode, Chromium driven by Playwright) over the real
 // core: a key is added, replaced and removed per provider, the view says where keys are kept
@@ -68,5 +70,17 @@ describe.skipIf(missing !== null)(`Settings → Keys in browser mode${missing ? 
     await row('anthropic').getByTestId('key-remove').click();
     await expect.poll(() => row('anthropic').getByTestId('key-source').textContent()).toBe('no key');
     expect(readFileSync(join(home.root, 'keys.json'), 'utf8')).not.toContain('in-settings');
+  }, 60_000);
+
+  it('shows a key the desktop app stored encrypted as readable only while the app runs, and removes it', async () => {
+    new HomeKeyStore(home, testKeyCipher()).set('gemini', 'AIzaSy-stored-by-the-desktop-app-0123');
+    await page.reload();
+    await page.getByTestId('tab-settings').click();
+    const row = page.locator('[data-testid=key-row][data-provider=gemini]');
+    await expect.poll(() => row.getByTestId('key-source').textContent()).toBe('stored by the desktop app, encrypted; readable only while the app runs');
+    expect(await page.getByTestId('keys-store').textContent()).toContain(`keys stored by the app are encrypted in ${join(home.root, 'keys.encrypted.json')}, readable only while the app runs`);
+    expect(await row.getByTestId('key-save').textContent()).toBe('Replace');
+    await row.getByTestId('key-remove').click();
+    await expect.poll(() => row.getByTestId('key-source').textContent()).toBe('no key');
   }, 60_000);
 });

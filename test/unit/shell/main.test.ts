@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { CoreStartOptions } from '../../../electron/app/appMain.ts';
 import type { EventName, EventPayload, HostCore } from '../../../electron/contract/appContract.ts';
 
 // The main process against a stand-in for Electron (the real one needs its runtime, which this
@@ -92,6 +93,12 @@ const fake = vi.hoisted(() => {
       },
     },
     shell: { openExternal: (url: string) => (state.opened.push(url), Promise.resolve()) },
+    safeStorage: {
+      isEncryptionAvailable: () => true,
+      getSelectedStorageBackend: () => 'gnome_libsecret',
+      encryptString: (text: string) => Buffer.from(`sealed:${text}`),
+      decryptString: (bytes: Buffer) => bytes.toString().replace(/^sealed:/, ''),
+    },
   };
   return { electron, appHandlers, contentsHandlers, windows, sent, mainFrame, state };
 });
@@ -101,10 +108,12 @@ const core = vi.hoisted(() => ({
   calls: [] as [string, unknown][],
   listener: null as null | (<N extends EventName>(name: N, payload: EventPayload<N>) => void),
   stopped: 0,
+  options: null as null | CoreStartOptions,
 }));
 vi.mock('../../../electron/shell/coreLoader.ts', () => ({
   importCore: async () => ({
-    startAppCore: async () => {
+    startAppCore: async (options: CoreStartOptions) => {
+      core.options = options;
       const host: HostCore = {
         handle: async (name, params) => {
           core.calls.push([name, params]);
@@ -182,6 +191,12 @@ describe('main process', () => {
     const res = await fake.state.protocolHandler!(new Request('capsem://session/co-work1'));
     expect(res.status).toBe(404);
     expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
+  });
+
+  it("starts the core with the system keychain as the stored keys' cipher", () => {
+    const cipher = core.options!.cipher!;
+    expect(cipher.name).toBe(process.platform === 'linux' ? 'the system keychain (Electron safeStorage, gnome_libsecret)' : expect.stringContaining('Electron safeStorage'));
+    expect(cipher.decrypt(cipher.encrypt('sk-ant-key-0123456789'))).toBe('sk-ant-key-0123456789');
   });
 
   it('forwards calls from our main frame only', async () => {
