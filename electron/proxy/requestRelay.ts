@@ -1,8 +1,8 @@
 import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
-import { PassThrough, type Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { CredentialUse } from '../credentials/credentialBroker.ts';
+import type { BodyScanner, CredentialUse } from '../credentials/credentialBroker.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
 import { STREAM_BUFFER } from './connections.ts';
 import { EgressRefused } from './egress.ts';
@@ -39,6 +39,76 @@ export interface RequestPath extends ProxyPath {
  * both sides.
  */
 const COALESCE_BYTES = 64 << 10;
+
+/** The part of a client's socket that corking a response's writes uses. */
+interface CorkableSocket {
+  cork(): void;
+  uncork(): void;
+  readonly writableLength: number;
+}
+
+export interface CoalescedBody {
+  /** Writes a piece; false when the client is full and the upstream should wait for 'drain'. */
+  write(chunk: Buffer): boolean;
+  end(): void;
+}
+
+/**
+ * A response body whose pieces, read from upstream in one turn of the event loop, go to the client
+ * as one write: its socket is corked until the turn ends or COALESCE_BYTES wait. An HTTP/2 response
+ * shares its connection with others, so only HTTP/1.1's (`corkable`) is corked.
+ */
+export function coalescedBody(res: Pick<Writable, 'write' | 'end'> & { readonly socket?: CorkableSocket | null }, corkable: boolean): CoalescedBody {
+  let corked = false;
+  const release = (): void => {
+    if (!corked) return;
+    corked = false;
+    res.socket?.uncork();
+  };
+  return {
+    write(chunk) {
+      if (!corked && corkable && res.socket) {
+        corked = true;
+        res.socket.cork();
+        setImmediate(release);
+      }
+      if (!res.write(chunk)) {
+        release();
+        return false;
+      }
+      if (corked && (res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
+      return true;
+    },
+    end() {
+      // Ended while still corked, the end (an empty write, or the last chunk marker) joins the
+      // body's write instead of costing a write system call of its own.
+      res.end();
+      release();
+    },
+  };
+}
+
+/**
+ * Feeds a request body to the upstream's stream through the credential scanner: a stand-in refused
+ * on its way elsewhere destroys the stream there, and the rest of the body is held back.
+ */
+export function scanBody(req: Pick<Readable, 'on' | 'pause' | 'resume'>, body: PassThrough, scanner: BodyScanner, sighted: (use: CredentialUse) => void): void {
+  let leaked = false;
+  req.on('data', (chunk: Buffer) => {
+    if (leaked) return;
+    const use = scanner.push(chunk);
+    if (use) sighted(use);
+    if (use?.outcome === 'refused') {
+      leaked = true;
+      return void body.destroy(new Error('the request body carries a stand-in for a provider key'));
+    }
+    if (!body.write(chunk)) {
+      req.pause();
+      body.once('drain', () => req.resume());
+    }
+  });
+  req.on('end', () => leaked || body.end());
+}
 
 /** Serves one request; a bug of ours costs that request, never the proxy. */
 export function serveRequest(path: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
@@ -120,15 +190,7 @@ function relayRequest(path: RequestPath, req: ClientRequest, res: ClientResponse
     refuse(res, 502, `capsem: ${error.message}\n`);
     settle({ status: 502, error });
   };
-  // Held (corked) until the end of this event-loop turn, so a turn's body pieces go out as one write.
-  let corked = false;
-  const release = (): void => {
-    if (!corked) return;
-    corked = false;
-    res.socket?.uncork();
-  };
-  // Either protocol's response is a Writable, written to as one.
-  const sink: Writable = res;
+  const responseBody = coalescedBody(res, http2 === null);
   const handler: Dispatcher.DispatchHandlers = {
     onConnect: (abort) => {
       abortUpstream = abort;
@@ -155,25 +217,11 @@ function relayRequest(path: RequestPath, req: ClientRequest, res: ClientResponse
     },
     onData: (chunk) => {
       responseTap!.push(chunk);
-      // An HTTP/2 response shares its connection with others: only HTTP/1.1's is corked.
-      if (!corked && http2 === null && res.socket) {
-        corked = true;
-        res.socket.cork();
-        setImmediate(release);
-      }
-      if (!sink.write(chunk)) {
-        release();
-        return false;
-      }
-      if (corked && (res.socket?.writableLength ?? 0) >= COALESCE_BYTES) release();
-      return true;
+      return responseBody.write(chunk);
     },
     onComplete: () => {
       if (settled) return;
-      // Ended while still corked, the end (an empty write, or the last chunk marker) joins the
-      // body's write instead of costing a write system call of its own.
-      res.end();
-      release();
+      responseBody.end();
       settle(received());
     },
   };
@@ -193,20 +241,10 @@ function relayRequest(path: RequestPath, req: ClientRequest, res: ClientResponse
       body.destroy(new Error('the client aborted the request body'));
     });
     if (scanner) {
-      req.on('data', (chunk: Buffer) => {
-        if (leak) return;
-        const use = scanner.push(chunk);
-        if (use) uses.push(use);
-        if (use?.outcome === 'refused') {
-          leak = use;
-          return void body.destroy(new Error('the request body carries a stand-in for a provider key'));
-        }
-        if (!body.write(chunk)) {
-          req.pause();
-          body.once('drain', () => req.resume());
-        }
+      scanBody(req, body, scanner, (use) => {
+        uses.push(use);
+        if (use.outcome === 'refused') leak = use;
       });
-      req.on('end', () => leak || body.end());
     } else req.pipe(body);
   } else req.resume();
   try {

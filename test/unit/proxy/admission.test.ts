@@ -9,14 +9,12 @@ import { proxyUrl } from '../../../electron/proxy/proxyAuth.ts';
 // session's credentials, a session that can no longer record, where the request goes, the policy
 // on that destination, and the credential broker.
 
-const document = parsePolicy(JSON.stringify({
-  version: 1,
-  rules: [
-    { id: 'deny-evil', action: 'deny', domains: ['evil.example'] },
-    { id: 'allow-api', action: 'allow', domains: ['api.example.com'] },
-    { id: 'allow-all', action: 'allow', domains: ['*'] },
-  ],
-}), 'test');
+const rules = [
+  { id: 'deny-evil', action: 'deny', domains: ['evil.example'] },
+  { id: 'allow-api', action: 'allow', domains: ['api.example.com'] },
+  { id: 'allow-all', action: 'allow', domains: ['*'] },
+];
+const document = parsePolicy(JSON.stringify({ version: 1, rules }), 'test');
 const policy = { decide: (host: string, port: number, method: string) => decide(document, host, port, method) };
 
 function basic(token: string): string {
