@@ -23,9 +23,9 @@ export interface ProxyPath {
 }
 
 /** Why a request or tunnel is turned away before its destination is read: no credentials (407), or a session that cannot be recorded (507); null to go on. */
-export function entryRefusal(path: ProxyPath, connection: object, headers: IncomingHttpHeaders): Refused | null {
-  if (!path.connections.authorised(connection, headers)) return { status: 407, body: AUTH_REFUSAL, headers: AUTH_CHALLENGE };
-  const unrecordable = path.refusal?.();
+export function entryRefusal(proxy: ProxyPath, connection: object, headers: IncomingHttpHeaders): Refused | null {
+  if (!proxy.connections.authorised(connection, headers)) return { status: 407, body: AUTH_REFUSAL, headers: AUTH_CHALLENGE };
+  const unrecordable = proxy.refusal?.();
   return unrecordable ? { status: 507, body: unrecordableBody(unrecordable) } : null;
 }
 

@@ -107,12 +107,12 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
   };
 
-  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => serveRequest(path, req, res, null));
+  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => serveRequest(proxy, req, res, null));
   const http2Clients = startHttp2Clients((req, res) => {
     const { stream } = req;
-    serveRequest(path, req, res, { connection: stream.session ?? stream, headers: http1Headers(req.headers), authority: req.headers[':authority'], hasBody: !stream.endAfterHeaders });
+    serveRequest(proxy, req, res, { connection: stream.session ?? stream, headers: http1Headers(req.headers), authority: req.headers[':authority'], hasBody: !stream.endAfterHeaders });
   });
-  const path: RequestPath & UpgradePath & TunnelPath = {
+  const proxy: RequestPath & UpgradePath & TunnelPath = {
     connections,
     policy: options.policy,
     credentials: options.credentials,
@@ -130,7 +130,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
 
   mitm.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     try {
-      serveUpgrade(path, req, client, head);
+      serveUpgrade(proxy, req, client, head);
     } catch {
       client.destroy();
     }
@@ -147,7 +147,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   });
   mitm.on('connect', (req: IncomingMessage, clientSocket: Duplex, head: Buffer) => {
     try {
-      serveConnect(path, req, clientSocket, head);
+      serveConnect(proxy, req, clientSocket, head);
     } catch {
       clientSocket.destroy();
     }
@@ -180,7 +180,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
       const target = transparentTarget(destination, (address) => standIns.nameAt(address));
       if (!target) return void socket.destroy();
       try {
-        enterTunnel(path, socket, Buffer.alloc(0), target, origin, cipherOrder);
+        enterTunnel(proxy, socket, Buffer.alloc(0), target, origin, cipherOrder);
       } catch {
         socket.destroy();
       }

@@ -16,7 +16,7 @@ import { headersFromRaw, originOf as originUrl, type UpstreamClient } from './up
 // copy of each body goes to the recorder, and recorded once when the upstream side has settled.
 
 /** A request from node:http's server, or node:http2's in its compatibility API. */
-export type ClientRequest = IncomingMessage | Http2ServerRequest;
+type ClientRequest = IncomingMessage | Http2ServerRequest;
 
 /** What an HTTP/2 request says elsewhere than an HTTP/1.1 request says it; HTTP/1.1 requests have none. */
 export interface Http2Facts {
@@ -111,30 +111,30 @@ export function scanBody(req: Pick<Readable, 'on' | 'pause' | 'resume'>, body: P
 }
 
 /** Serves one request; a bug of ours costs that request, never the proxy. */
-export function serveRequest(path: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
+export function serveRequest(proxy: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
   try {
-    relayRequest(path, req, res, http2);
+    relayRequest(proxy, req, res, http2);
   } catch (err) {
     refuse(res, 500, `capsem: the proxy failed on this request: ${(err as Error).message}\n`);
   }
 }
 
 /** One request, from either protocol's server: admitted, sent upstream, streamed back and recorded. */
-function relayRequest(path: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
-  const { bodyCap, credentials } = path;
+function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
+  const { bodyCap, credentials } = proxy;
   const connection = http2 ? http2.connection : req.socket;
   const headers = http2 ? http2.headers : req.headers;
-  const turnedAway = entryRefusal(path, connection, headers);
+  const turnedAway = entryRefusal(proxy, connection, headers);
   if (turnedAway) {
     req.resume();
     return refuse(res, turnedAway.status, turnedAway.body, turnedAway.headers);
   }
   const t0 = performance.now();
   const requestTap = new BodyTap(bodyCap);
-  const origin = path.connections.originOf(connection);
-  const admission = admit(path.policy, path.connections.tunnelOf(connection), req, 'request', headers, http2?.authority);
+  const origin = proxy.connections.originOf(connection);
+  const admission = admit(proxy.policy, proxy.connections.tunnelOf(connection), req, 'request', headers, http2?.authority);
   const uses: CredentialUse[] = [];
-  const finish = (outcome: ExchangeOutcome): void => path.record(admission.request, uses.length > 0 ? { ...outcome, credentials: uses } : outcome, origin, Math.round(performance.now() - t0), requestTap.body());
+  const finish = (outcome: ExchangeOutcome): void => proxy.record(admission.request, uses.length > 0 ? { ...outcome, credentials: uses } : outcome, origin, Math.round(performance.now() - t0), requestTap.body());
   if (!admission.admitted) {
     refuse(res, admission.status, admission.body);
     req.resume();
@@ -248,7 +248,7 @@ function relayRequest(path: RequestPath, req: ClientRequest, res: ClientResponse
     } else req.pipe(body);
   } else req.resume();
   try {
-    path.upstreamClient.dispatch(decision.explicit, {
+    proxy.upstreamClient.dispatch(decision.explicit, {
       origin: originUrl(dest.scheme, dest.host, dest.port),
       path: brokered.path,
       method: (req.method ?? 'GET') as Dispatcher.HttpMethod,

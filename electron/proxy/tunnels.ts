@@ -40,7 +40,7 @@ export interface TunnelPath extends ProxyPath {
   serveHttp2(socket: Duplex): object | null;
 }
 
-export const TLS_PORTS = new Set([443, 8443]);
+const TLS_PORTS = new Set([443, 8443]);
 /** How long a transparent connection may stay silent before it is taken for a protocol that is neither TLS nor HTTP. */
 const SILENCE_MS = 10_000;
 
@@ -94,21 +94,21 @@ export function transparentTarget(destination: TransparentDestination, nameAt: (
 }
 
 /** CONNECT: answered 200 once the client may use the proxy, then the tunnel is served. */
-export function serveConnect(path: TunnelPath, req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
+export function serveConnect(proxy: TunnelPath, req: IncomingMessage, clientSocket: Duplex, head: Buffer): void {
   clientSocket.on('error', () => clientSocket.destroy());
-  const turnedAway = entryRefusal(path, req.socket, req.headers);
+  const turnedAway = entryRefusal(proxy, req.socket, req.headers);
   if (turnedAway) return rawAnswer(clientSocket, turnedAway.status, STATUS_TEXT[turnedAway.status]!, turnedAway.body, turnedAway.headers);
   const authority = parseAuthority(req.url ?? '', 443);
-  const origin = path.connections.originOf(req.socket);
-  const cipherOrder = path.connections.cipherOrderOf(req.socket);
+  const origin = proxy.connections.originOf(req.socket);
+  const cipherOrder = proxy.connections.cipherOrderOf(req.socket);
   if (!authority) return rawAnswer(clientSocket, 400, STATUS_TEXT[400]!, 'capsem: CONNECT needs host:port\n');
   clientSocket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-  enterTunnel(path, clientSocket, head, { ...authority, transparent: false }, origin, cipherOrder);
+  enterTunnel(proxy, clientSocket, head, { ...authority, transparent: false }, origin, cipherOrder);
 }
 
 /** A transparent connection that carried neither TLS nor HTTP: refused, and recorded as such. */
-function refuseOpaque(path: TunnelPath, target: TunnelTarget, origin: ConnectionOrigin, message: string): void {
-  path.record(
+function refuseOpaque(proxy: TunnelPath, target: TunnelTarget, origin: ConnectionOrigin, message: string): void {
+  proxy.record(
     { startedAt: new Date(), host: target.host, port: target.port, scheme: TLS_PORTS.has(target.port) ? 'https' : 'http', kind: 'malformed', method: '(none)', path: '', query: null, requestHeaders: {} },
     { decision: 'denied', matchedRule: 'proxy.not-http', error: { kind: 'bad_request', message } },
     origin,
@@ -121,22 +121,22 @@ function refuseOpaque(path: TunnelPath, target: TunnelTarget, origin: Connection
  * held to the tunnel's destination. A transparent connection's name is its TLS SNI when it
  * sends one, else the name its address stands in for, else the address.
  */
-export function enterTunnel(path: TunnelPath, clientSocket: Duplex, head: Buffer, target: TunnelTarget, origin: ConnectionOrigin, cipherOrder: CipherOrder): void {
+export function enterTunnel(proxy: TunnelPath, clientSocket: Duplex, head: Buffer, target: TunnelTarget, origin: ConnectionOrigin, cipherOrder: CipherOrder): void {
   const serve = (socket: Duplex, tls: TLSSocket | null, http2: boolean): void => {
     const tunnel: Tunnel = { host: tls && target.transparent ? (sniName(tls) ?? target.host) : target.host, port: target.port, tls: tls !== null, origin };
     if (http2) {
-      const session = path.serveHttp2(socket);
+      const session = proxy.serveHttp2(socket);
       if (!session) return void socket.destroy();
-      path.connections.enter(session, tunnel);
+      proxy.connections.enter(session, tunnel);
       return;
     }
-    path.connections.enter(socket, tunnel);
-    path.serveHttp1(socket);
+    proxy.connections.enter(socket, tunnel);
+    proxy.serveHttp1(socket);
   };
   const start = async (first: Buffer | null): Promise<void> => {
     if (first === null || first[0] === 0x16) {
       // The target's leaf is the default: a client dialling an IP address sends no SNI.
-      const fallback = await path.ca.contextFor(target.host, cipherOrder);
+      const fallback = await proxy.ca.contextFor(target.host, cipherOrder);
       // With no byte read yet, TLS wraps the socket's own handle (the fast path); once a byte
       // has been read it must be put back in front, through a JavaScript stream.
       const transport = first === null ? (clientSocket as Socket) : (withPrefix(clientSocket, first) as Socket);
@@ -147,13 +147,13 @@ export function enterTunnel(path: TunnelPath, clientSocket: Duplex, head: Buffer
         secureContext: fallback,
         ALPNProtocols: ['h2', 'http/1.1'],
         SNICallback: (servername, cb) => {
-          path.ca.contextFor(servername || target.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
+          proxy.ca.contextFor(servername || target.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
         },
       });
       let secure = false;
       tls.on('error', (err: NodeJS.ErrnoException) => {
         // A CONNECT tunnel has its client's word for what it carries; a transparent one only its first byte.
-        if (target.transparent && !secure) refuseOpaque(path, target, origin, `the TLS handshake failed: ${err.code ?? err.message}`);
+        if (target.transparent && !secure) refuseOpaque(proxy, target, origin, `the TLS handshake failed: ${err.code ?? err.message}`);
         tls.destroy();
       });
       // Which server takes the connection is known once the handshake has chosen the protocol.
@@ -176,7 +176,7 @@ export function enterTunnel(path: TunnelPath, clientSocket: Duplex, head: Buffer
   else {
     // A protocol whose server speaks first (SSH, SMTP) would wait here for ever.
     const silence = setTimeout(() => {
-      refuseOpaque(path, target, origin, `the client sent nothing within ${SILENCE_MS / 1000} s: only TLS and HTTP are carried (a protocol whose server speaks first is not)`);
+      refuseOpaque(proxy, target, origin, `the client sent nothing within ${SILENCE_MS / 1000} s: only TLS and HTTP are carried (a protocol whose server speaks first is not)`);
       clientSocket.destroy();
     }, SILENCE_MS);
     clientSocket.once('close', () => clearTimeout(silence));

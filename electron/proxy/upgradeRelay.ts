@@ -65,21 +65,21 @@ export interface UpgradePath extends ProxyPath {
 }
 
 /** One upgrade request from node:http's server: let in, relayed, answered and recorded. */
-export function serveUpgrade(path: UpgradePath, req: IncomingMessage, client: Duplex, head: Buffer): void {
+export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: Duplex, head: Buffer): void {
   client.on('error', () => client.destroy());
-  const turnedAway = entryRefusal(path, req.socket, req.headers);
+  const turnedAway = entryRefusal(proxy, req.socket, req.headers);
   if (turnedAway) return rawAnswer(client, turnedAway.status, STATUS_TEXT[turnedAway.status]!, turnedAway.body, turnedAway.headers);
   const t0 = performance.now();
-  const origin = path.connections.originOf(req.socket);
-  const admission = admit(path.policy, path.connections.tunnelOf(req.socket), req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.headers);
+  const origin = proxy.connections.originOf(req.socket);
+  const admission = admit(proxy.policy, proxy.connections.tunnelOf(req.socket), req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.headers);
   let uses: readonly CredentialUse[] = NO_CREDENTIALS;
-  const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => path.record(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
+  const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => proxy.record(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
   if (!admission.admitted) {
     rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
     return record(admission.outcome);
   }
   const { dest, decision } = admission;
-  const brokered = brokerRequest(path.credentials, dest, req.headers as OutgoingHeaders);
+  const brokered = brokerRequest(proxy.credentials, dest, req.headers as OutgoingHeaders);
   uses = brokered.uses;
   if (brokered.refusal) {
     rawAnswer(client, 403, STATUS_TEXT[403]!, `capsem: ${brokered.refusal}\n`);
@@ -90,10 +90,10 @@ export function serveUpgrade(path: UpgradePath, req: IncomingMessage, client: Du
     rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
     return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
   }
-  relayUpgrade(path.egress, { bodyCap: path.bodyCap, frames: path.frames }, { req, client, head, dest: { ...dest, path: brokered.path }, headers: brokered.headers, explicit: decision.explicit, t0, idleMs: path.idleMs }).then(
+  relayUpgrade(proxy.egress, { bodyCap: proxy.bodyCap, frames: proxy.frames }, { req, client, head, dest: { ...dest, path: brokered.path }, headers: brokered.headers, explicit: decision.explicit, t0, idleMs: proxy.idleMs }).then(
     (outcome) => {
       const request = outcome.websocket && outcome.status === 101 ? admission.request : { ...admission.request, kind: 'request' as const };
-      path.record(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses }, origin, Math.round(performance.now() - t0), outcome.requestBody);
+      proxy.record(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses }, origin, Math.round(performance.now() - t0), outcome.requestBody);
     },
     (err: NodeJS.ErrnoException) => {
       if (err instanceof EgressRefused) {

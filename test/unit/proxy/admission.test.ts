@@ -22,34 +22,34 @@ function basic(token: string): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
 }
 
-function pathWith(refusal: string | null = null): ProxyPath {
+function proxyWith(refusal: string | null = null): ProxyPath {
   return { connections: new ProxyConnections('tok'), policy, refusal: () => refusal, bodyCap: 1024, record: () => undefined };
 }
 
 describe('entry gates', () => {
   it('asks a connection without the session credentials for them (407), and counts it', () => {
-    const path = pathWith();
-    const refused = entryRefusal(path, {}, {});
+    const proxy = proxyWith();
+    const refused = entryRefusal(proxy, {}, {});
     expect(refused?.status).toBe(407);
     expect(refused?.headers).toEqual({ 'proxy-authenticate': 'Basic realm="capsem"' });
     expect(refused?.body).toContain('HTTPS_PROXY');
-    expect(entryRefusal(path, {}, { 'proxy-authorization': basic('not-it') })?.status).toBe(407);
-    expect(path.connections.unauthenticated).toBe(2);
+    expect(entryRefusal(proxy, {}, { 'proxy-authorization': basic('not-it') })?.status).toBe(407);
+    expect(proxy.connections.unauthenticated).toBe(2);
   });
 
   it('lets a connection in once it has authenticated, and then without credentials', () => {
-    const path = pathWith();
+    const proxy = proxyWith();
     const connection = {};
-    expect(entryRefusal(path, connection, { 'proxy-authorization': basic('tok') })).toBeNull();
-    expect(entryRefusal(path, connection, {})).toBeNull();
-    expect(path.connections.unauthenticated).toBe(0);
+    expect(entryRefusal(proxy, connection, { 'proxy-authorization': basic('tok') })).toBeNull();
+    expect(entryRefusal(proxy, connection, {})).toBeNull();
+    expect(proxy.connections.unauthenticated).toBe(0);
   });
 
   it('refuses every request with 507 while the session cannot be recorded, naming why', () => {
-    const path = pathWith('the disk is full');
+    const proxy = proxyWith('the disk is full');
     const connection = {};
-    path.connections.adopt(connection, { processName: 'curl' }, 'aes-gcm-first');
-    const refused = entryRefusal(path, connection, {});
+    proxy.connections.adopt(connection, { processName: 'curl' }, 'aes-gcm-first');
+    const refused = entryRefusal(proxy, connection, {});
     expect(refused).toEqual({ status: 507, body: 'capsem: this session cannot be recorded: the disk is full; request refused\n' });
   });
 });
