@@ -13,7 +13,7 @@ export type CanonicalHost =
 /** Characters a host never holds; the URL parser would otherwise read them as other URL parts. */
 const NOT_HOST = /[\s/\\?#@]/;
 
-/** Recent answers: a client names the same few hosts on every request, and a URL parse costs a few us. */
+/** Recent answers: a client names the same few hosts on every request, and each answer takes a URL parse. */
 const recent = new Map<string, CanonicalHost | null>();
 const RECENT = 1024;
 

@@ -48,7 +48,7 @@ const LEAF_CACHE = 1000;
  *  - `aes-gcm-first`: Node's defaults with AES-128-GCM first. Clients (curl) offer AES-256 first,
  *    and AES-128 is as safe and faster wherever AES runs in hardware.
  *  - `chacha20-first`: for a guest whose CPU is emulated (TCG). There AES-NI is one helper call
- *    per instruction, and scalar ChaCha20-Poly1305 decrypts about three times faster than AES-GCM.
+ *    per instruction, and scalar ChaCha20-Poly1305 decrypts faster than AES-GCM.
  */
 export type CipherOrder = 'aes-gcm-first' | 'chacha20-first';
 const firstOf = (suite: string): string => [suite, ...DEFAULT_CIPHERS.split(':').filter((c) => c !== suite)].join(':');

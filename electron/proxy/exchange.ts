@@ -74,6 +74,54 @@ export class BodyTap {
 
 export const EMPTY_BODY: CapturedBody = { bytes: Buffer.alloc(0), total: 0, truncated: false };
 
+/** What an exchange knows when its request arrives. */
+export type ExchangeRequest = Pick<Exchange, 'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'>;
+/** How it ended; what a site does not know stays unanswered (null or empty). */
+export type ExchangeOutcome = Partial<Omit<Exchange, keyof ExchangeRequest | 'processName' | 'pid' | 'durationMs' | 'requestBody'>> & Pick<Exchange, 'decision'>;
+
+/** Who a connection belongs to: the guest process a VM named, or the command capsem record runs. */
+export interface ConnectionOrigin {
+  readonly processName?: string;
+  readonly pid?: number;
+}
+
+/** Hands an exchange to the recorder with the process it came from, found when the request arrived (the request may have let go of its socket by the end). */
+export type RecordExchange = (request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs?: number, requestBody?: CapturedBody) => void;
+
+export const NO_CREDENTIALS: readonly CredentialUse[] = [];
+
+/**
+ * One exchange with its fields always in one order: built by object spreads, its shape varied with
+ * each site's fields and every exchange took V8's slow copying path.
+ */
+export function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs: number, requestBody: CapturedBody): Exchange {
+  return {
+    startedAt: request.startedAt,
+    host: request.host,
+    port: request.port,
+    scheme: request.scheme,
+    kind: request.kind,
+    method: request.method,
+    path: request.path,
+    query: request.query,
+    requestHeaders: request.requestHeaders,
+    responseHeaders: outcome.responseHeaders ?? null,
+    status: outcome.status ?? null,
+    requestBody,
+    responseBody: outcome.responseBody ?? EMPTY_BODY,
+    durationMs,
+    ttfbMs: outcome.ttfbMs ?? null,
+    decision: outcome.decision,
+    matchedRule: outcome.matchedRule ?? null,
+    processName: origin.processName ?? null,
+    pid: origin.pid ?? null,
+    error: outcome.error ?? null,
+    eventId: outcome.eventId ?? null,
+    parseError: outcome.parseError ?? null,
+    credentials: outcome.credentials ?? NO_CREDENTIALS,
+  };
+}
+
 // Recorded verbatim: headers that say what a request is, never who sent it. Everything else is
 // recorded as a hash, so a key or token never reaches the database but equal values still match.
 const VERBATIM = new Set([

@@ -32,6 +32,12 @@ export interface TunnelEnd {
   readonly tls: boolean;
 }
 
+/** A request target's path and query, apart. */
+export function splitTarget(target: string): { path: string; query: string | null } {
+  const q = target.indexOf('?');
+  return q >= 0 ? { path: target.slice(0, q), query: target.slice(q + 1) } : { path: target, query: null };
+}
+
 const defaultPort = (scheme: 'https' | 'http'): number => (scheme === 'https' ? 443 : 80);
 
 const AUTHORITY = /^(\[[0-9A-Fa-f:.]+\]|[^\s[\]:/\\?#@]+)(?::(\d{1,5}))?$/;

@@ -1,15 +1,21 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { CredentialUse, OutgoingHeaders } from '../credentials/credentialBroker.ts';
 import { UpgradedStreamLedger, type FrameRow } from '../telemetry/upgradedStream.ts';
-import type { Egress } from './egress.ts';
-import { BodyTap, EMPTY_BODY, type CapturedBody, type ExchangeError } from './exchange.ts';
+import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
+import { EgressRefused, type Egress } from './egress.ts';
+import { BodyTap, EMPTY_BODY, NO_CREDENTIALS, upstreamError, type CapturedBody, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
+import { declaresBody } from './forwardHeaders.ts';
+import { credentialRefusal, rawAnswer, refusedOutcome, STATUS_TEXT } from './refusals.ts';
 import type { Destination } from './requestTarget.ts';
 
 // A request that asks to switch protocols (a WebSocket, h2c, anything with Connection: Upgrade),
-// dialled through the same egress function as every other request. The upstream's answer decides
-// what is relayed and recorded: a 101 becomes a relayed connection whose frames are recorded as
-// they pass, any other status an ordinary response whose body is recorded like any other.
+// let in by the same gates as every other request (admission.ts) and dialled through the same
+// egress function. The upstream's answer decides what is relayed and recorded: a 101 becomes a
+// relayed connection whose frames are recorded as they pass, any other status an ordinary
+// response whose body is recorded like any other. Node's server has let go of the socket, so every
+// refusal is written onto it raw.
 
 /** Extensions are not offered upstream: a compressed frame (permessage-deflate) could not be recorded as what it says. */
 const NOT_FORWARDED = new Set(['proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'expect', 'sec-websocket-extensions', 'host']);
@@ -50,6 +56,55 @@ export interface UpgradeRequest {
   readonly t0: number;
   /** Silence from the upstream, before its answer, after which the exchange is given up. */
   readonly idleMs: number;
+}
+
+export interface UpgradePath extends ProxyPath {
+  readonly egress: Egress;
+  readonly frames?: FrameSink;
+  readonly idleMs: number;
+}
+
+/** One upgrade request from node:http's server: let in, relayed, answered and recorded. */
+export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: Duplex, head: Buffer): void {
+  client.on('error', () => client.destroy());
+  const turnedAway = entryRefusal(proxy, req.socket, req.headers);
+  if (turnedAway) return rawAnswer(client, turnedAway.status, STATUS_TEXT[turnedAway.status]!, turnedAway.body, turnedAway.headers);
+  const t0 = performance.now();
+  const origin = proxy.connections.originOf(req.socket);
+  const admission = admit(proxy.policy, proxy.connections.tunnelOf(req.socket), req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.headers);
+  let uses: readonly CredentialUse[] = NO_CREDENTIALS;
+  const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => proxy.record(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
+  if (!admission.admitted) {
+    rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
+    return record(admission.outcome);
+  }
+  const { dest, decision } = admission;
+  const brokered = brokerRequest(proxy.credentials, dest, req.headers as OutgoingHeaders);
+  uses = brokered.uses;
+  if (brokered.refusal) {
+    rawAnswer(client, 403, STATUS_TEXT[403]!, `capsem: ${brokered.refusal}\n`);
+    return record(credentialRefusal(brokered.refusal));
+  }
+  if (declaresBody(req.headers)) {
+    const message = 'an upgrade request with a body is not supported';
+    rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
+    return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
+  }
+  relayUpgrade(proxy.egress, { bodyCap: proxy.bodyCap, frames: proxy.frames }, { req, client, head, dest: { ...dest, path: brokered.path }, headers: brokered.headers, explicit: decision.explicit, t0, idleMs: proxy.idleMs }).then(
+    (outcome) => {
+      const request = outcome.websocket && outcome.status === 101 ? admission.request : { ...admission.request, kind: 'request' as const };
+      proxy.record(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses }, origin, Math.round(performance.now() - t0), outcome.requestBody);
+    },
+    (err: NodeJS.ErrnoException) => {
+      if (err instanceof EgressRefused) {
+        rawAnswer(client, 403, STATUS_TEXT[403]!, `capsem: ${err.message}\n`);
+        return record(refusedOutcome(err));
+      }
+      const error = upstreamError(err, `${dest.host}:${dest.port}`);
+      rawAnswer(client, 502, STATUS_TEXT[502]!, `capsem: ${error.message}\n`);
+      record({ decision: 'allowed', status: 502, matchedRule: decision.rule, error });
+    },
+  );
 }
 
 function headLines(statusLine: string, headers: IncomingMessage['headers'], drop: ReadonlySet<string> = new Set()): string {

@@ -2,11 +2,11 @@ import { isIP } from 'node:net';
 import { Agent, type buildConnector, type Dispatcher } from 'undici';
 import type { Egress } from './egress.ts';
 
-// The proxy's side toward real servers: undici's HTTP/1.1 client, which took about a quarter less CPU
-// per request than node:http's, over sockets from the one egress function (egress.ts), so the
-// address the policy checks is the address connected to and upstream TLS verifies the name asked
-// for. Connections are pooled per origin and per kind of decision: a host a rule names exactly may
-// be dialled in private space, one allowed through `*` may not, and the two never share a socket.
+// The proxy's side toward real servers: undici's HTTP/1.1 client, which takes less CPU per request
+// than node:http's, over sockets from the one egress function (egress.ts), so the address the
+// policy checks is the address connected to and upstream TLS verifies the name asked for.
+// Connections are pooled per origin and per kind of decision: a host a rule names exactly may be
+// dialled in private space, one allowed through `*` may not, and the two never share a socket.
 
 export interface UpstreamClientOptions {
   readonly egress: Egress;

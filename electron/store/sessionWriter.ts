@@ -23,10 +23,8 @@ export interface WriterLimits {
 export const DEFAULT_WRITER_LIMITS: WriterLimits = {
   maxBatchRows: 4096,
   maxBatchBytes: 8 << 20,
-  // Each batch costs a round trip to the writer thread and a commit, about 1 ms of CPU in all: at
-  // 15 ms the proxy spent 20-50 us more CPU per recorded request and served 9-18% fewer requests/s
-  // than at 50 ms in three of four interleaved A/B runs (the same in the fourth). A person watching
-  // a live session sees no difference.
+  // Each batch costs a round trip to the writer thread and a commit: shorter batches cost the proxy
+  // CPU on every recorded request, and a person watching a live session sees no difference.
   maxBatchDelayMs: 50,
   highWaterBytes: 64 << 20,
   hardLimitBytes: 256 << 20,
@@ -109,8 +107,8 @@ const TRANSFER_FROM = 16 << 10;
 /**
  * A byte cell as the writer thread should get it: a view that spans its whole ArrayBuffer.
  * postMessage copies a view's entire buffer, so a 200-byte body sliced from Node's 8 KiB Buffer
- * pool cost 8 KiB of copying (posting took 23 us per proxied exchange, 13 without it). A narrower
- * view is copied out at its own size, never more than the clone would have copied.
+ * pool would cost 8 KiB of copying. A narrower view is copied out at its own size, never more than
+ * the clone would have copied.
  */
 function wholeBuffer(value: Uint8Array): Uint8Array {
   const whole = value.byteOffset === 0 && value.buffer instanceof ArrayBuffer && value.byteLength === value.buffer.byteLength;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalHost, isPrivateAddress } from '../../../electron/proxy/addresses.ts';
 import { decide, decideAddress, parsePolicy } from '../../../electron/proxy/policy.ts';
-import { absoluteTarget, tunnelledTarget } from '../../../electron/proxy/requestTarget.ts';
+import { absoluteTarget, splitTarget, tunnelledTarget } from '../../../electron/proxy/requestTarget.ts';
 
 // Every spelling of a destination is one destination: the policy, the private-address check and
 // the Host check all compare canonical forms, so no spelling slips past a rule written in another.
@@ -123,5 +123,13 @@ describe('request targets and their Host', () => {
     for (const target of ['http://a:99999/', 'http://[::1/', 'http://user:pw@host/', '/relative', '*', 'http://exa mple/']) {
       expect(absoluteTarget(target, undefined), target).toMatchObject({ status: 400 });
     }
+  });
+});
+
+describe('request targets', () => {
+  it('splits a target at its first question mark into path and query, and gives no query without one', () => {
+    expect(splitTarget('/v1/messages?beta=true&x=?')).toEqual({ path: '/v1/messages', query: 'beta=true&x=?' });
+    expect(splitTarget('/v1/messages?')).toEqual({ path: '/v1/messages', query: '' });
+    expect(splitTarget('/v1/messages')).toEqual({ path: '/v1/messages', query: null });
   });
 });
