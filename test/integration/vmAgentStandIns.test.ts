@@ -9,12 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { FileKeyStore } from '../../electron/credentials/keyStore.ts';
+import { HomeKeyStore } from '../../electron/credentials/homeKeyStore.ts';
+import { FileKeyStore, type KeyStore } from '../../electron/credentials/keyStore.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { testKeyCipher } from '../helpers/testKeyCipher.ts';
 
 // A coding agent's session, VM side of the credential broker, with the real guest agent run as a
 // host process (no VM; the real Claude Code in a real VM is in vmCodingAgents.test.ts): the key the
@@ -89,12 +91,13 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
   });
 
   /** The VM host of a session whose guest is the agent run on this machine, with the fake claude on its PATH. */
-  async function vmHost(folder: string): Promise<VmHost> {
+  async function vmHost(folder: string, keyStore?: KeyStore): Promise<VmHost> {
     const workspace = join(outside, folder);
     mkdirSync(workspace);
     const proxyPort = await freePort();
     return new VmHost({
       home,
+      ...(keyStore ? { keyStore } : {}),
       backend: () => new HostAgentBackend(workspace),
       hostEnv: { PATH: process.env.PATH, CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${upPort},elsewhere.test:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
       plan: () => async (_paths, caPem) => ({
@@ -169,5 +172,27 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
     await session.stop();
     expect(filesHolding(guestHome, stored)).toEqual([]);
     expect(filesHolding(join(home.root, 'sessions'), stored)).toEqual([]);
+  }, 60_000);
+
+  it("starts the agent on a key the app keeps encrypted, its broker reading the app's store; a host without the keychain refuses it in one line", async () => {
+    const encrypted = `sk-ant-api03-${randomBytes(60).toString('base64url')}AA`;
+    const keychain = new HomeKeyStore(home, testKeyCipher());
+    keychain.set('anthropic', encrypted);
+    const agent = { name: 'claude', args: [], credentials: {} } as const;
+
+    const locked = await vmHost('ws-locked');
+    await expect(locked.start({ name: null, image: 'agent', command: ['shell'], agent }, { status: () => {}, progress: () => {} })).rejects.toThrow(/encrypted/);
+
+    const host = await vmHost('ws-encrypted', keychain);
+    const session = await host.start({ name: null, image: 'agent', command: ['shell'], agent }, { status: () => {}, progress: () => {} });
+    const standIn = session.recording.credentials.guestEnv.ANTHROPIC_API_KEY!;
+    const { seen, pty } = await agentScreen(session);
+    expect(seen()).toContain(`agent key=${standIn}\r\n`);
+    expect(seen()).toContain('provider=200');
+    expect(seenKeys.at(-1)).toBe(encrypted);
+    pty.stream.write('\r');
+    await session.stop();
+    expect(filesHolding(home.root, encrypted)).toEqual([]);
+    expect(filesHolding(guestHome, encrypted)).toEqual([]);
   }, 60_000);
 });
