@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
@@ -6,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
+import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
@@ -43,13 +43,6 @@ function answer(res: ServerResponse, body: Body, text: string, tools: { id: stri
 
 function hasToolResult(body: Body): boolean {
   return (body.messages ?? []).some((m) => Array.isArray(m.content) && (m.content as { type?: string }[]).some((block) => block.type === 'tool_result'));
-}
-
-/** The files under `path` holding `needle` byte for byte (grep -r does not follow the images symlink). */
-function filesHolding(path: string, needle: string): string[] {
-  const r = spawnSync('grep', ['-rlaF', '--', needle, path], { encoding: 'utf8' });
-  if (r.status === 2) throw new Error(`grep failed over ${path}: ${r.stderr}`);
-  return r.stdout.split('\n').filter(Boolean);
 }
 
 describe.skipIf(noAgentImage !== null)(`keys never enter the VM: Claude Code in a real VM${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createSecureContext } from 'node:tls';
@@ -11,10 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { HomeKeyStore } from '../../electron/credentials/homeKeyStore.ts';
 import { FileKeyStore, type KeyStore } from '../../electron/credentials/keyStore.ts';
+import type { AgentRequest } from '../../electron/owner/vmMethods.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
+import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { testKeyCipher } from '../helpers/testKeyCipher.ts';
 
@@ -27,17 +29,6 @@ const missing = buildAgent();
 const curl = spawnSync('sh', ['-c', 'command -v curl'], { stdio: 'ignore' }).status === 0 ? null : 'curl is not installed';
 const skip = missing ?? curl;
 const REAL_KEY = `sk-ant-api03-${randomBytes(60).toString('base64url')}AA`;
-
-/** Every file under `dir` that holds `needle`, byte for byte. */
-function filesHolding(dir: string, needle: string): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue;
-    const path = join(entry.parentPath, entry.name);
-    if (readFileSync(path).includes(Buffer.from(needle))) found.push(path);
-  }
-  return found;
-}
 
 describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never the key${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const home = tempHome();
@@ -178,7 +169,7 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
     const encrypted = `sk-ant-api03-${randomBytes(60).toString('base64url')}AA`;
     const keychain = new HomeKeyStore(home, testKeyCipher());
     keychain.set('anthropic', encrypted);
-    const agent = { name: 'claude', args: [], credentials: {} } as const;
+    const agent: AgentRequest = { name: 'claude', args: [], credentials: {} };
 
     const locked = await vmHost('ws-locked');
     await expect(locked.start({ name: null, image: 'agent', command: ['shell'], agent }, { status: () => {}, progress: () => {} })).rejects.toThrow(/encrypted/);

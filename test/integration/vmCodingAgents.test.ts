@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
@@ -7,6 +7,7 @@ import type { CallResult } from '../../electron/contract/appContract.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
+import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { screenText, until } from '../helpers/terminalText.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
@@ -49,6 +50,12 @@ async function replayedScreen(home: string, name: string): Promise<string> {
   }
 }
 
+/** The key a request carries where its provider takes it: x-api-key, a Bearer token, x-goog-api-key or a key= query. */
+function keyOf(req: IncomingMessage): string {
+  const bearer = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+  return String(req.headers['x-api-key'] ?? bearer ?? req.headers['x-goog-api-key'] ?? new URL(req.url ?? '/', 'https://upstream.test').searchParams.get('key') ?? '');
+}
+
 interface ModelCallFigures {
   readonly provider: string;
   readonly model: string;
@@ -68,6 +75,10 @@ async function expectRecordedRun(home: string, project: string, run: {
   /** The tool_calls columns the link is checked on, besides answered_later. */
   readonly linkColumns: string;
   readonly linked: readonly Record<string, unknown>[];
+  /** The host's key, which the provider alone gets: the agent in the guest has a stand-in. */
+  readonly key: string;
+  /** The keys the provider's upstream was sent during the run. */
+  readonly sent: readonly string[];
 }): Promise<void> {
   expect(readFileSync(join(project, run.file), 'utf8')).toBe(run.content);
   expect(statSync(join(project, run.file)).uid).toBe(process.getuid!());
@@ -80,6 +91,10 @@ async function expectRecordedRun(home: string, project: string, run: {
   expect(linked).toEqual(run.linked);
   expect(await sql(home, run.session, `SELECT action, path FROM fs_events WHERE path = '${run.file}' ORDER BY seq LIMIT 1`)).toEqual([{ action: 'created', path: run.file }]);
   expect(await replayedScreen(home, run.session)).toContain(run.answer);
+
+  expect(new Set(run.sent)).toEqual(new Set([run.key]));
+  expect(await sql(home, run.session, 'SELECT DISTINCT outcome FROM substitution_events')).toEqual([{ outcome: 'substituted' }]);
+  expect(filesHolding(home, run.key)).toEqual([]);
 
   const check = await runCapsemAsync(home, ['check', run.session]);
   expect(check.stdout, check.stdout).toContain('Findings: none');
@@ -154,11 +169,14 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
   let env: NodeJS.ProcessEnv;
   /** The tools each agent offered its model, for a failure's message. */
   const offered: Record<string, string[]> = {};
+  /** The keys each provider's upstream was sent, by provider. */
+  const sent: Record<'anthropic' | 'openai' | 'google', string[]> = { anthropic: [], openai: [], google: [] };
 
   beforeAll(async () => {
     mkdirSync(project, { recursive: true });
     const upHome = tempHome();
     anthropic = await startUpstream(upHome, ['api.anthropic.com'], (req, raw, res) => {
+      sent.anthropic.push(keyOf(req));
       const body = (typeof raw === 'object' && raw !== null ? raw : {}) as Body;
       if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens')) return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
       if (lastUserText(body).includes('Say hello')) return anthropicAnswer(res, body, 'Hello from the local upstream.', [], { input: 700, output: 8 });
@@ -170,6 +188,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
       anthropicAnswer(res, body, 'Making a file', [], { input: 50, output: 3 });
     });
     openai = await startUpstream(upHome, ['api.openai.com'], (req, raw, res, n) => {
+      sent.openai.push(keyOf(req));
       const body = (typeof raw === 'object' && raw !== null ? raw : {}) as ResponsesBody;
       if (req.method !== 'POST' || !req.url?.startsWith('/v1/responses')) return json(res, 404, { error: { message: 'not here', type: 'invalid_request_error' } });
       const tools = (body.tools ?? []).map((t) => t.name ?? t.type ?? '');
@@ -181,6 +200,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
       responsesAnswer(res, body, n, [{ type: 'message', id: 'msg_capsem_2', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Created codex.txt in the workspace.', annotations: [] }] }], { input: 2200, output: 9 });
     });
     google = await startUpstream(upHome, ['generativelanguage.googleapis.com'], (req, raw, res) => {
+      sent.google.push(keyOf(req));
       const body = (typeof raw === 'object' && raw !== null ? raw : {}) as GeminiBody;
       const call = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)/.exec(req.url ?? '');
       if (!call) return json(res, 404, { error: { code: 404, message: 'not here', status: 'NOT_FOUND' } });
@@ -232,6 +252,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
         { provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 1300, output_tokens: 12 },
       ],
       linkColumns: 'tc.call_id, tc.tool_name', linked: [{ call_id: 'toolu_capsem_bash_1', tool_name: 'Bash', answered_later: 1 }],
+      key: 'sk-ant-api03-capsem-test-key-0123456789', sent: sent.anthropic,
     });
   }, 900_000);
 
@@ -255,6 +276,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
         { provider: 'openai', model: 'gpt-5-codex', input_tokens: 2200, output_tokens: 9 },
       ],
       linkColumns: 'tc.call_id', linked: [{ call_id: 'call_capsem_codex_1', answered_later: 1 }],
+      key: 'sk-proj-capsem-test-key-0123456789', sent: sent.openai,
     });
   }, 900_000);
 
@@ -278,6 +300,7 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
         { provider: 'google', model: 'gemini-2.5-flash', input_tokens: 1000, output_tokens: 9 },
       ],
       linkColumns: 'tc.call_id', linked: [{ call_id: 'call_capsem_gemini_1', answered_later: 1 }],
+      key: 'AIzaCapsemTestKey0123456789', sent: sent.google,
     });
   }, 900_000);
 
