@@ -8,7 +8,7 @@ import { VmHost } from '../../electron/vm/vmHost.ts';
 import { anthropicStream, json, sse, startUpstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { screenText, until } from '../helpers/terminalText.ts';
+import { capsemTerminal, CLAUDE_PROMPT } from '../helpers/terminalText.ts';
 import { agentImageUnavailable, guestRun, vmTestHome } from '../helpers/vmTestHome.ts';
 import { figure, median, printFigures } from './report.ts';
 
@@ -28,8 +28,6 @@ const CLAUDE_BINARY = 'opt/capsem/agents/node_modules/@anthropic-ai/claude-code-
 const EXECS = 60;
 const KEY = 'sk-ant-api03-capsem-bench-key-0123456789';
 const NO_KEYS = { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' };
-/** Claude Code's banner, then its input box's rule, drawn once it takes input. */
-const PROMPT = /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/;
 const ms = (v: number): string => `${v.toFixed(0)} ms`;
 
 function skip(reason: string): boolean {
@@ -40,25 +38,15 @@ function skip(reason: string): boolean {
 /** One `capsem run --agent claude`: milliseconds from its start to the prompt on screen; then /exit. */
 async function toPrompt(home: string, env: NodeJS.ProcessEnv): Promise<number> {
   const t = performance.now();
-  const child = spawnCapsem(home, ['run', '--agent', 'claude'], env);
-  let raw = '';
-  child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const terminal = capsemTerminal(spawnCapsem(home, ['run', '--agent', 'claude'], env));
   try {
-    await until("Claude Code's prompt", () => PROMPT.test(screenText(raw)), 300_000, () => `${screenText(raw)}\n--- stderr:\n${stderr}`);
+    await terminal.waitFor("Claude Code's prompt", CLAUDE_PROMPT, 300_000);
     const took = performance.now() - t;
-    child.stdin.write('/exit');
-    await new Promise((r) => setTimeout(r, 500));
-    child.stdin.write('\r');
-    await exited;
+    await terminal.typeLine('/exit');
+    await terminal.exited;
     return took;
   } finally {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await terminal.close();
   }
 }
 

@@ -11,6 +11,7 @@ import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { readVmSessionMeta } from '../../electron/vm/vmSessionMeta.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { CLAUDE_PROMPT } from '../helpers/terminalText.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
@@ -79,7 +80,7 @@ describe.skipIf(missing !== null)(`a Claude Code session started from New sessio
     const pane = page.locator(`[data-testid=session-pane][data-session-id="${id}"]`);
     const screen = pane.locator('[data-testid=terminal] .xterm-rows');
     // Its banner in /workspace, then its input box's rule, drawn once it takes input.
-    await expect.poll(() => screen.innerText().catch(() => ''), { timeout: 300_000, interval: 500 }).toMatch(/Claude Code[\s\S]*\/workspace[\s\S]*─{20}/);
+    await expect.poll(() => screen.innerText().catch(() => ''), { timeout: 300_000, interval: 500 }).toMatch(CLAUDE_PROMPT);
     expect(await screen.innerText()).not.toMatch(/Choose the text style|Do you trust the files|Do you want to use this API key|Select login method/);
     const meta = readVmSessionMeta(sessionPaths(home, id as SessionId).dbPath);
     expect(meta).toMatchObject({ vm_workspace: project, vm_terminal_agent: 'claude' });

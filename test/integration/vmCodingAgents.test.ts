@@ -9,7 +9,7 @@ import { anthropicStream, json, sse, startUpstream, type Upstream } from '../hel
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { screenText, until } from '../helpers/terminalText.ts';
+import { capsemTerminal, CLAUDE_PROMPT, screenText, until } from '../helpers/terminalText.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
 // The coding agents of the agent image, as they ship from npm, started by `capsem run --agent`
@@ -29,6 +29,11 @@ async function sql<T>(home: string, name: string, query: string): Promise<T[]> {
   const r = await runCapsemAsync(home, ['sql', name, query, '--json']);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as T[];
+}
+
+async function expectStopped(home: string, name: string): Promise<void> {
+  const sessions = JSON.parse((await runCapsemAsync(home, ['list', '--json'])).stdout) as { name: string; status: string }[];
+  expect(sessions.find((s) => s.name === name)).toMatchObject({ status: 'stopped' });
 }
 
 /** Everything the session's terminal showed, as the window's replay gets it. */
@@ -306,62 +311,36 @@ describe.skipIf(noAgentImage !== null)(`coding agents in a real VM, agent image$
 
   it('Claude Code opens at its prompt on the terminal capsem run --agent attaches, answers what is typed there, and ends the session when it exits', async () => {
     const started = Date.now();
-    const child = spawnCapsem(home.root, ['run', '--agent', 'claude', '--name', 'claude-live', '--workspace', project], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
-    let raw = '';
-    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((r) => child.once('exit', r));
-    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    const terminal = capsemTerminal(spawnCapsem(home.root, ['run', '--agent', 'claude', '--name', 'claude-live', '--workspace', project], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' }));
     try {
       // Its prompt, with no theme, sign-in, trust or update screen before it.
-      // Its input box: the banner, then the box's rule, drawn once it takes input.
-      await until('Claude Code\'s prompt', () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
+      await terminal.waitFor("Claude Code's prompt", CLAUDE_PROMPT, 180_000);
       console.log(`Claude Code at its prompt: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      expect(screenText(raw)).not.toMatch(/Choose the text style|Do you trust the files|Do you want to use this API key|Select login method/);
-      child.stdin.write('Say hello');
-      await new Promise((r) => setTimeout(r, 500));
-      child.stdin.write('\r');
+      expect(terminal.screen()).not.toMatch(/Choose the text style|Do you trust the files|Do you want to use this API key|Select login method/);
+      await terminal.typeLine('Say hello');
       // Its renderer places words by moving the cursor, so the words are compared without the spaces.
-      await until('the answer on screen', () => screenText(raw).replace(/\s+/g, '').includes('Hellofromthelocalupstream.'), 120_000, shown);
-      child.stdin.write('/exit');
-      await new Promise((r) => setTimeout(r, 500));
-      child.stdin.write('\r');
-      expect(await exited, shown()).toBe(0);
+      await until('the answer on screen', () => terminal.screen().replace(/\s+/g, '').includes('Hellofromthelocalupstream.'), 120_000, terminal.shown);
+      await terminal.typeLine('/exit');
+      expect(await terminal.exited, terminal.shown()).toBe(0);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await terminal.close();
     }
-    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
-    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
+    await expectStopped(home.root, 'claude-live');
     expect(screenText(await replayedScreen(home.root, 'claude-live')).replace(/\s+/g, '')).toContain('Hellofromthelocalupstream.');
   }, 900_000);
+
   it('capsem resume of the Claude Code session starts Claude Code again, not a login shell, with the key from the resuming shell', async () => {
     // The session the test above ended: its session_meta names the agent, never its key.
     const meta = await sql<{ key: string; value: string }>(home.root, 'claude-live', "SELECT key, value FROM session_meta WHERE key = 'vm_terminal_agent' OR value LIKE '%capsem-test-key%'");
     expect(meta).toEqual([{ key: 'vm_terminal_agent', value: 'claude' }]);
-    const child = spawnCapsem(home.root, ['resume', 'claude-live'], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' });
-    let raw = '';
-    child.stdout.on('data', (c: Buffer) => (raw += c.toString()));
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((r) => child.once('exit', r));
-    const shown = () => `${screenText(raw)}\n--- stderr:\n${stderr}`;
+    const terminal = capsemTerminal(spawnCapsem(home.root, ['resume', 'claude-live'], { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' }));
     try {
-      await until("Claude Code's prompt after resume", () => /Claude Code[\s\S]*\/workspace[\s\S]*─{20}/.test(screenText(raw)), 180_000, shown);
-      child.stdin.write('/exit');
-      await new Promise((r) => setTimeout(r, 500));
-      child.stdin.write('\r');
-      expect(await exited, shown()).toBe(0);
+      await terminal.waitFor("Claude Code's prompt after resume", CLAUDE_PROMPT, 180_000);
+      await terminal.typeLine('/exit');
+      expect(await terminal.exited, terminal.shown()).toBe(0);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await terminal.close();
     }
-    const sessions = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { name: string; status: string }[];
-    expect(sessions.find((s) => s.name === 'claude-live')).toMatchObject({ status: 'stopped' });
+    await expectStopped(home.root, 'claude-live');
   }, 900_000);
 });
