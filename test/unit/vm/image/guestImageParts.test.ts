@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { elfInterpreter } from '../../../electron/vm/imageElf.ts';
-import { readRecipe } from '../../../electron/vm/imageRecipe.ts';
-import { formatProgress, progressLine } from '../../../electron/vm/progressLine.ts';
+import { elfInterpreter } from '../../../../electron/vm/image/imageElf.ts';
+import { readRecipe } from '../../../../electron/vm/image/imageRecipe.ts';
+import { formatProgress, progressLine } from '../../../../electron/vm/progressLine.ts';
 
 describe('elfInterpreter', () => {
   it('finds the loader of a dynamic executable and none in a script or junk', () => {
