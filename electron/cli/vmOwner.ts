@@ -5,7 +5,7 @@ import { VmStreamEvent } from '../owner/vmMethods.ts';
 import type { JsonValue } from '../owner/wire.ts';
 import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
 import { VmHost } from '../vm/vmHost.ts';
-import { progressLine } from '../vm/progressLine.ts';
+import { progressLine } from './progressLine.ts';
 import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
 
