@@ -1,4 +1,5 @@
 import { findOwner, becomeOwner, type Ownership } from '../owner/ownership.ts';
+import { vmHostMethods } from '../owner/vmHostMethods.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import type { VmBackend } from '../vm/backend.ts';
@@ -55,7 +56,7 @@ export async function ownHome(home: CapsemHome, core: AppCore, command: string, 
     if (owned.tookOver) note(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
     host = new VmHost({ home, backend: vm.backend ?? qemu, plan: vm.plan, keyStore: vm.keyStore });
     if (host.leftovers.folders > 0) note(`cleaned up after an earlier run that was killed: ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
-    for (const [name, handler] of Object.entries(host.methods())) owned.server.register(name, handler);
+    for (const [name, handler] of Object.entries(vmHostMethods(host))) owned.server.register(name, handler);
     core.setVmHost(host);
   };
 

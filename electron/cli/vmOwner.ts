@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ControlClient } from '../owner/controlClient.ts';
 import { withOwnership } from '../owner/ownership.ts';
+import { vmHostMethods } from '../owner/vmHostMethods.ts';
 import { VmStreamEvent } from '../owner/vmMethods.ts';
 import type { JsonValue } from '../owner/wire.ts';
 import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
@@ -27,7 +28,7 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
     async (owner) => {
       const host = new VmHost({ home: ctx.home, backend: qemuOrExplain });
       if (host.leftovers.folders > 0) ctx.err(`capsem: cleaned up after an earlier run that was killed: ${host.leftovers.killed.length} process(es), ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
-      for (const [name, handler] of Object.entries(host.methods())) owner.server.register(name, handler);
+      for (const [name, handler] of Object.entries(vmHostMethods(host))) owner.server.register(name, handler);
       // Told to go, an owner stops its VMs in order first, so their sessions end as stopped, not crashed.
       const terminate = (): void => {
         ctx.err(`capsem: stopping ${host.live.length} VM(s) before exiting`);
