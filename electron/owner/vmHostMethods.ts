@@ -2,7 +2,7 @@ import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { z } from 'zod';
-import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
+import { CANNOT_RECORD_EXIT } from '../recording/sessionRecording.ts';
 import { MissingAgentKeyError } from '../vm/agentCredentials.ts';
 import type { ExitStatus } from '../vm/mux.ts';
 import { SessionStartRefused } from '../vm/sessionStartRefused.ts';
