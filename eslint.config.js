@@ -13,6 +13,54 @@ const coreImports = {
     { group: ['**/shell/**'], message: 'The core never depends on the Electron shell; imports go shell -> core.' }],
 };
 
+// The directions between electron/'s folders, as VS Code's layer check states its own: each folder
+// lists the folders it may import, and every other folder here is refused. The CLI and the app sit
+// on top, as transports over everything below; the API is a transport over the session read model
+// (sessions/). The owner serves the VM host's methods; the VM runs a session's recording
+// (recording/), which drives the proxy; the proxy reads credentials and parses traffic with
+// telemetry/. store/ holds the databases every capability writes or reads; contract/ is the bottom,
+// imported by all and by the renderer. No folder here imports cli/ or app/; the shell, above them,
+// is not listed (the core never imports it).
+const FOLDER_DIRECTIONS = {
+  cli: ['api', 'archive', 'dev', 'owner', 'vm', 'recording', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
+  app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
+  api: ['sessions', 'store', 'contract'],
+  owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'contract'],
+  archive: ['sessions', 'store', 'telemetry', 'contract'],
+  dev: ['store', 'telemetry', 'contract'],
+  vm: ['recording', 'proxy', 'credentials', 'store', 'contract'],
+  recording: ['proxy', 'credentials', 'store', 'telemetry', 'contract'],
+  proxy: ['credentials', 'store', 'telemetry', 'contract'],
+  sessions: ['store', 'telemetry', 'contract'],
+  credentials: ['store', 'contract'],
+  store: ['telemetry', 'contract'],
+  telemetry: ['contract'],
+  contract: [],
+};
+
+/** Single files a folder may import from a folder it otherwise may not. */
+const DIRECTION_EXCEPTIONS = {
+  // An export is stamped with the version owner.info reports.
+  archive: ['owner/capsemVersion.ts'],
+};
+
+const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };
+
+function folderImports(folder) {
+  const allowed = FOLDER_DIRECTIONS[folder];
+  const refused = Object.keys(FOLDER_DIRECTIONS).filter((other) => other !== folder && !allowed.includes(other));
+  const extra = folder === 'contract' ? [contractNodePattern] : [];
+  const exceptions = (DIRECTION_EXCEPTIONS[folder] ?? []).map((file) => `!**/${file}`);
+  const may = allowed.length > 0 ? `imports only ${allowed.map((f) => `${f}/`).join(', ')}` : 'imports no other folder';
+  return {
+    ...coreImports,
+    patterns: [...coreImports.patterns, ...extra, {
+      group: [...refused.map((other) => `**/${other}/**`), ...exceptions],
+      message: `electron/${folder}/ ${may} (the folder directions in eslint.config.js).`,
+    }],
+  };
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'out/**', 'test-output/**'] },
   ...tseslint.configs.recommended,
@@ -28,15 +76,10 @@ export default tseslint.config(
     ignores: ['electron/shell/**'],
     rules: { 'no-restricted-imports': ['error', coreImports] },
   },
-  {
-    files: ['electron/contract/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        ...coreImports,
-        patterns: [...coreImports.patterns, { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' }],
-      }],
-    },
-  },
+  ...Object.keys(FOLDER_DIRECTIONS).map((folder) => ({
+    files: [`electron/${folder}/**/*.ts`],
+    rules: { 'no-restricted-imports': ['error', folderImports(folder)] },
+  })),
   {
     files: ['renderer/**/*.ts', 'renderer/**/*.tsx'],
     rules: {

@@ -5,9 +5,10 @@ import { z } from 'zod';
 import type { HostCore } from '../contract/appContract.ts';
 import type { KeyCipher } from '../credentials/encryptedKeyStore.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
+import type { VmChoice } from '../owner/vmHosting.ts';
 import { capsemHome, ensureHome, type CapsemHome } from '../store/paths.ts';
 import { AppCore } from './appCore.ts';
-import { AlreadyRunningError, ownHome, type VmChoice } from './appOwnership.ts';
+import { AlreadyRunningError, ownHome } from './appOwnership.ts';
 import { startBrowserServer } from './browserServer.ts';
 
 // The desktop app's core, started as the owner of CAPSEM_HOME. The Electron shell calls

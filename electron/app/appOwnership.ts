@@ -1,23 +1,14 @@
 import { findOwner, becomeOwner, type Ownership } from '../owner/ownership.ts';
-import type { KeyStore } from '../credentials/keyStore.ts';
+import { hostVms, type VmChoice } from '../owner/vmHosting.ts';
 import type { CapsemHome } from '../store/paths.ts';
-import type { VmBackend } from '../vm/backend.ts';
-import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
-import { VmHost, type PlanFor } from '../vm/vmHost.ts';
+import type { VmHost } from '../vm/vmHost.ts';
 import type { AppCore } from './appCore.ts';
 
-// The app owns CAPSEM_HOME while it runs: it hosts the VMs and serves the control socket, with
-// VmHost's methods registered, so `capsem run` in a terminal starts its VM here and the session
+// The app owns CAPSEM_HOME while it runs: it hosts the VMs and serves the control socket the way a
+// CLI owner does (owner/vmHosting.ts), so `capsem run` in a terminal starts its VM here and the session
 // shows live in the window. When a CLI owns the home (a `capsem run` started before the app), the
 // app does not wait for it: it starts browse-only (every recorded session can be opened; starting
 // and stopping VMs say why not), and takes ownership as soon as the CLI lets go.
-
-export interface VmChoice {
-  readonly backend?: () => VmBackend;
-  readonly plan?: PlanFor;
-  /** The app's stored keys, which its sessions' brokers read. */
-  readonly keyStore?: KeyStore;
-}
 
 export class AlreadyRunningError extends Error {
   override name = 'AlreadyRunningError';
@@ -27,12 +18,6 @@ export class AlreadyRunningError extends Error {
   ) {
     super(message);
   }
-}
-
-function qemu(): VmBackend {
-  const paths = findQemu();
-  if (!paths) throw new Error('qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86); run capsem doctor');
-  return new QemuBackend(paths);
 }
 
 export interface AppOwnership {
@@ -53,9 +38,8 @@ export async function ownHome(home: CapsemHome, core: AppCore, command: string, 
   const take = (owned: Ownership): void => {
     ownership = owned;
     if (owned.tookOver) note(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
-    host = new VmHost({ home, backend: vm.backend ?? qemu, plan: vm.plan, keyStore: vm.keyStore });
+    host = hostVms(owned, home, vm);
     if (host.leftovers.folders > 0) note(`cleaned up after an earlier run that was killed: ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
-    for (const [name, handler] of Object.entries(host.methods())) owned.server.register(name, handler);
     core.setVmHost(host);
   };
 

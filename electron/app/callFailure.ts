@@ -6,6 +6,7 @@ import { NameTakenError } from '../store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../store/resolver.ts';
 import { ProjectFolderError } from '../vm/projectFolder.ts';
 import { MissingAgentKeyError } from '../vm/agentCredentials.ts';
+import { SessionStartRefused } from '../vm/sessionStartRefused.ts';
 
 // What a call reports when it fails: a code the window branches on and a message it shows. Errors
 // the core means (bad params, an unknown name) carry their own code; anything else is `failed`
@@ -45,6 +46,7 @@ export function asCallError(err: unknown): CallError {
   if (err instanceof SessionNotOnDiskError) return { code: 'not_on_disk', message: err.message };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };
   if (err instanceof ProjectFolderError) return { code: err.code, message: err.message };
+  if (err instanceof SessionStartRefused) return { code: err.code, message: err.message };
   if (err instanceof IdentityError) return { code: 'bad_params', message: err.message };
   if (err instanceof MissingAgentKeyError) return { code: 'missing_key', message: err.message };
   return { code: 'failed', message: err instanceof Error ? err.message : String(err) };

@@ -11,7 +11,7 @@ import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { probeAccelerator } from '../vm/accel.ts';
 import { hostFacts, planOwnership, type OwnershipFacts } from '../vm/fileOwnership.ts';
-import { findHostKernel } from '../vm/guestImage.ts';
+import { findHostKernel } from '../vm/image/guestImage.ts';
 import { findQemu } from '../vm/qemuBackend.ts';
 import { parseCommandArgs, type Command } from './context.ts';
 

@@ -3,7 +3,7 @@ import { EXPORT_EXTENSIONS, EXPORT_FORMATS, exportSession, type ExportFormat } f
 import { openMainDb } from '../store/mainDb.ts';
 import { getSession } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
-import { progressLine } from '../vm/progressLine.ts';
+import { progressLine } from './progressLine.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 
 /** Stages of a long archive job and the share of the bar each takes. */

@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { constants } from 'node:os';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import { withOwnership } from '../owner/ownership.ts';
-import { CANNOT_RECORD_EXIT, startRecording } from '../proxy/recordingSession.ts';
+import { CANNOT_RECORD_EXIT, startRecording } from '../recording/sessionRecording.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 
 /** How long a command told to stop (SIGTERM) has before it is killed. */

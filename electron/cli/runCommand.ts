@@ -1,6 +1,6 @@
 import { AGENT_NAMES } from '../contract/agents.ts';
 import type { VmRunRequest } from '../owner/vmMethods.ts';
-import { CANNOT_RECORD_EXIT } from '../proxy/recordingSession.ts';
+import { CANNOT_RECORD_EXIT } from '../recording/sessionRecording.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { ControlClient } from '../owner/controlClient.ts';
 import { withOwnership } from '../owner/ownership.ts';
+import { hostVms } from '../owner/vmHosting.ts';
 import { VmStreamEvent } from '../owner/vmMethods.ts';
 import type { JsonValue } from '../owner/wire.ts';
-import { findQemu, QemuBackend } from '../vm/qemuBackend.ts';
-import { VmHost } from '../vm/vmHost.ts';
-import { progressLine } from '../vm/progressLine.ts';
+import { progressLine } from './progressLine.ts';
 import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
 
@@ -14,20 +13,13 @@ import type { CliContext } from './context.ts';
 // command takes the same path either way; other CLIs started meanwhile go through it. An owner CLI
 // stays until the VMs it serves for others have ended.
 
-export function qemuOrExplain(): QemuBackend {
-  const paths = findQemu();
-  if (!paths) throw new Error('qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86); run capsem doctor');
-  return new QemuBackend(paths);
-}
-
 export async function throughVmOwner(ctx: CliContext, command: string, use: (client: ControlClient) => Promise<number>): Promise<number> {
   return withOwnership(
     ctx.home,
     { kind: 'cli', command },
     async (owner) => {
-      const host = new VmHost({ home: ctx.home, backend: qemuOrExplain });
+      const host = hostVms(owner, ctx.home);
       if (host.leftovers.folders > 0) ctx.err(`capsem: cleaned up after an earlier run that was killed: ${host.leftovers.killed.length} process(es), ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
-      for (const [name, handler] of Object.entries(host.methods())) owner.server.register(name, handler);
       // Told to go, an owner stops its VMs in order first, so their sessions end as stopped, not crashed.
       const terminate = (): void => {
         ctx.err(`capsem: stopping ${host.live.length} VM(s) before exiting`);

@@ -1,12 +1,12 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { AGENT_NAMES } from '../contract/agents.ts';
 import { SessionIdParam } from '../contract/appContract.ts';
-import { CREDENTIAL_VARIABLES, type CredentialVariable } from '../vm/agentCredentials.ts';
+import { AgentCredentialsSchema, AgentRequestSchema } from '../vm/agentRequest.ts';
 
-// The owner socket's vm.* methods as both ends see them: the owner (vm/vmHost.ts) parses params and
-// stream input with these schemas, and the CLI builds its params from their input types and parses
-// the owner's stream events with them, so neither end casts what the other sent.
+// The owner socket's vm.* methods as both ends see them: the owner (owner/vmHostMethods.ts)
+// parses params and stream input with these schemas, and the CLI builds its params from their
+// input types and parses the owner's stream events with them, so neither end casts what the other
+// sent.
 
 const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
 /** A new session's project folder, as the client resolved it against its user's current folder. */
@@ -14,15 +14,6 @@ const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absol
 /** The user said to share the folder even though it holds their whole home (--yes-whole-home). */
 const WholeHomeSchema = z.boolean().default(false);
 const TerminalSide = z.number().int().min(1).max(1000);
-/** A coding agent's key, under the variables agentCredentials reads or returns. */
-const CredentialsSchema = z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]), z.string().max(8192));
-/** A coding agent for the session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
-export const VmAgentParams = z.strictObject({
-  name: z.enum(AGENT_NAMES),
-  args: z.array(z.string().max(65_536)).max(1024).default([]),
-  credentials: CredentialsSchema.default({}),
-});
-export type AgentRequest = z.input<typeof VmAgentParams>;
 
 /** vm.run: boot a new session, run argv in it, stream its output, stop. */
 export const VmRunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, workspace: WorkspaceSchema, wholeHome: WholeHomeSchema, argv: z.array(z.string()).min(1) });
@@ -40,9 +31,9 @@ export const VmShellParams = z.strictObject({
   cols: TerminalSide.default(80),
   rows: TerminalSide.default(24),
   /** A new session whose terminal runs this agent instead of a login shell (capsem run --agent). */
-  agent: VmAgentParams.optional(),
+  agent: AgentRequestSchema.optional(),
   /** With `resume`: the key of the coding agent the session ran, from the resuming caller's environment. */
-  credentials: CredentialsSchema.default({}),
+  credentials: AgentCredentialsSchema.default({}),
 });
 export type VmShellRequest = z.input<typeof VmShellParams>;
 

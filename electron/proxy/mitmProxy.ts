@@ -33,8 +33,6 @@ import { startUpstreamClient } from './upstreamClient.ts';
 // (tunnels.ts), the gates every request passes (admission.ts), one request to one exchange
 // (requestRelay.ts) and upgrades (upgradeRelay.ts).
 
-export type { ConnectionOrigin } from './exchange.ts';
-
 export interface ProxyOptions {
   readonly ca: CertificateAuthority;
   readonly policy: PolicyStore;

@@ -1,6 +1,6 @@
 import { AGENT_NAMES, type AgentName } from '../contract/agents.ts';
 import type { AgentCredentials } from './agentCredentials.ts';
-import { GUEST_WORKSPACE } from './imagePlan.ts';
+import { GUEST_WORKSPACE } from './image/imagePlan.ts';
 import type { HomeFile, TerminalProgram } from './vmSession.ts';
 
 // The coding agents the agent image carries (build/guest/agents/, pinned), listed once. Each opens

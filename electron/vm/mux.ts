@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
+import type { FsChange } from '../recording/fsEventRows.ts';
 import { encodeFrame, encodeJsonFrame, encodeResize, encodeU32, FrameDecoder, FrameType, MAX_PAYLOAD, PROTOCOL_VERSION, ProtocolError, type Frame } from './frame.ts';
 
 // The host end of the agent's multiplexed port (native/agent/PROTOCOL.md): the handshake, control
@@ -20,14 +21,6 @@ export interface Hello {
 export interface ControlMessage {
   readonly type: string;
   readonly [field: string]: unknown;
-}
-
-export interface FsChange {
-  readonly action: 'created' | 'modified' | 'deleted';
-  readonly path: string;
-  readonly size: number | null;
-  readonly is_dir: boolean;
-  readonly ts_ms: number;
 }
 
 export interface ExitStatus {

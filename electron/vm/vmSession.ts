@@ -4,16 +4,15 @@ import type { SessionId } from '../contract/ids.ts';
 import type { AgentName } from '../contract/agents.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
-import { BodyTap } from '../proxy/exchange.ts';
-import { registerRecordedSession, startRecording, type Recording } from '../proxy/recordingSession.ts';
+import { registerRecordedSession, startRecording, type Recording } from '../recording/sessionRecording.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
-import { FsEventRows } from './fsEventRows.ts';
-import { AgentMux, type ControlMessage, type ExitStatus, type FsChange, type MuxStream } from './mux.ts';
+import { execOutputTap, GuestActivity } from '../recording/guestActivity.ts';
+import { AgentMux, type ControlMessage, type ExitStatus, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 import { PtyView } from './ptyView.ts';
 import { TerminalScreen } from './terminalScreen.ts';
@@ -26,12 +25,6 @@ import { TerminalScreen } from './terminalScreen.ts';
 export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
-const PREVIEW = 256;
-/**
- * The agent sends a batch of file changes as back-to-back frames of 256; a pause this long ends the
- * batch, and its summarised changes (.git/, node_modules/) become their rows.
- */
-const FS_BATCH_QUIET_MS = 50;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -159,8 +152,7 @@ export class VmSession {
   private heartbeat: NodeJS.Timeout | null = null;
   private missedPings = 0;
   private terminal: SessionTerminal | null = null;
-  private readonly fsRows = new FsEventRows();
-  private fsBatchEnd: NodeJS.Timeout | null = null;
+  private readonly activity: GuestActivity;
   private endResolve!: (end: SessionEnd) => void;
   /** Resolves once the session has ended and been rolled up, however it ended. */
   readonly ended: Promise<SessionEnd> = new Promise((r) => (this.endResolve = r));
@@ -176,7 +168,9 @@ export class VmSession {
     private readonly options: VmSessionOptions,
     private readonly sessionDisk: string | null,
     private readonly program: TerminalProgram | null,
-  ) {}
+  ) {
+    this.activity = new GuestActivity(recording.writer);
+  }
 
   get id(): SessionId {
     return this.recording.session.id;
@@ -311,8 +305,8 @@ export class VmSession {
     const t0 = performance.now();
     const stream = this.mux.open({ kind: 'exec', argv, env: options.env, cwd: options.cwd, stdin: options.stdin ?? false });
     if (!options.stdin) stream.end();
-    const out = new BodyTap(PREVIEW * 4);
-    const err = new BodyTap(PREVIEW * 4);
+    const out = execOutputTap();
+    const err = execOutputTap();
     stream.on('data', (c: Buffer) => out.push(c));
     stream.stderr.on('data', (c: Buffer) => err.push(c));
     const result = new Promise<ExecResult>((resolve, reject) => {
@@ -321,7 +315,7 @@ export class VmSession {
         if (settled) return;
         settled = true;
         const durationMs = Math.round(performance.now() - t0);
-        this.recordExec(argv, options.cwd, started, status, durationMs, out, err, failure);
+        if (this.state !== 'ended') this.activity.exec({ argv, cwd: options.cwd, started, status, durationMs, out, err, failure });
         if (status) resolve({ ...status, stdoutBytes: out.total, stderrBytes: err.total, durationMs });
         else reject(failure ?? new Error('the command ended without an exit status'));
       };
@@ -395,7 +389,7 @@ export class VmSession {
       if (meta.kind === 'dns') return this.recording.proxy.answerLookups(stream, origin, meta.transport);
       this.recording.proxy.adopt(stream, origin, guestCipherOrder(this.vm.accelerator.accel), meta.destination);
     });
-    this.mux.on('fs', (changes) => this.recordFs(changes));
+    this.mux.on('fs', (changes) => this.activity.fs(changes));
     // A session that cannot be recorded must not run on unrecorded: the proxy already refuses the
     // guest's new connections; the VM is stopped in order and the session ends crashed with the loss.
     void this.recording.failed.then((reason) => {
@@ -436,7 +430,7 @@ export class VmSession {
   private async finish(end: SessionEnd): Promise<SessionEnd> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
-    this.recordFsSummaries();
+    this.activity.endFsBatch();
     if (this.terminal) {
       this.terminal.closed = true;
       this.terminal.transcript.close();
@@ -449,34 +443,6 @@ export class VmSession {
     this.endResolve(recorded);
     return recorded;
   }
-
-  private recordFs(changes: readonly FsChange[]): void {
-    for (const row of this.fsRows.take(changes)) this.recording.writer.append('fs_events', row);
-    if (!this.fsRows.holding) return;
-    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
-    this.fsBatchEnd = setTimeout(() => this.recordFsSummaries(), FS_BATCH_QUIET_MS);
-    this.fsBatchEnd.unref();
-  }
-
-  private recordFsSummaries(): void {
-    if (this.fsBatchEnd) clearTimeout(this.fsBatchEnd);
-    this.fsBatchEnd = null;
-    for (const row of this.fsRows.flush()) this.recording.writer.append('fs_events', row);
-  }
-
-  private recordExec(argv: readonly string[], cwd: string | undefined, started: Date, status: ExitStatus | null, durationMs: number, out: BodyTap, err: BodyTap, failure: Error | null): void {
-    if (this.state === 'ended') return;
-    this.recording.writer.append('exec_events', {
-      timestamp: started.toISOString(), argv: JSON.stringify(argv), cwd: cwd ?? null, exit_code: status?.code ?? null, signal: status?.signal ?? null,
-      duration_ms: durationMs, stdout_bytes: out.total, stderr_bytes: err.total, stdout_preview: previewOf(out), stderr_preview: previewOf(err),
-      error_message: failure?.message ?? null,
-    });
-  }
-}
-
-/** The start of a command's output as text, for exec_events; null when it printed nothing. */
-function previewOf(tap: BodyTap): string | null {
-  return tap.total === 0 ? null : tap.body().bytes.toString('utf8').slice(0, PREVIEW);
 }
 
 function describeExit(what: string, exit: VmExit): string {

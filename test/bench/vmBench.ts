@@ -9,9 +9,9 @@ import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.
 import type { SessionPaths } from '../../electron/store/paths.ts';
 import { probeAccelerator, tscKhz, type AcceleratorChoice } from '../../electron/vm/accel.ts';
 import { agentBinary } from '../../electron/vm/agentBinary.ts';
-import { ensureImage, verifyImage, type GuestImage, type ImageKind } from '../../electron/vm/guestImage.ts';
+import { ensureImage, verifyImage, type GuestImage, type ImageKind } from '../../electron/vm/image/guestImage.ts';
 import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
-import { imageBootPlan } from '../../electron/vm/imagePlan.ts';
+import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import { findQemu, QemuBackend, qemuArgs, socketsIn, type QemuPaths } from '../../electron/vm/qemuBackend.ts';
 import { DEFAULT_VM_CPUS, VmSession, type BootPlan } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';

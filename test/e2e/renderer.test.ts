@@ -17,7 +17,7 @@ import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { rollUpSession } from '../../electron/store/rollup.ts';
 import { openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
-import type { ImageProgress } from '../../electron/vm/guestImage.ts';
+import type { ImageProgress } from '../../electron/vm/image/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';

@@ -1,7 +1,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findHostKernel } from '../../electron/vm/guestImage.ts';
+import { findHostKernel } from '../../electron/vm/image/guestImage.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';

@@ -7,7 +7,7 @@ import { openMainDb } from '../../electron/store/mainDb.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { openSessionDbForWriting } from '../../electron/store/sessionDb.ts';
-import { SESSION_DISK_FILE } from '../../electron/vm/imagePlan.ts';
+import { SESSION_DISK_FILE } from '../../electron/vm/image/imagePlan.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { HostAgentBackend } from '../helpers/hostAgentBackend.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';

@@ -14,8 +14,8 @@ import {
   writeSessionDiskCa,
   type GuestImage,
   type ImageProgress,
-} from '../../electron/vm/guestImage.ts';
-import { readManifest } from '../../electron/vm/imageManifest.ts';
+} from '../../electron/vm/image/guestImage.ts';
+import { readManifest } from '../../electron/vm/image/imageManifest.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Builds the minimal image into a throwaway CAPSEM_HOME, checks the cache and the manifest, and boots

@@ -3,8 +3,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { installCodingAgents } from '../../electron/vm/imageCodingAgents.ts';
-import { AGENTS_LOCK, AGENTS_PACKAGE, defaultRecipeDir, readRecipe } from '../../electron/vm/imageRecipe.ts';
+import { installCodingAgents } from '../../electron/vm/image/imageCodingAgents.ts';
+import { AGENTS_LOCK, AGENTS_PACKAGE, defaultRecipeDir, readRecipe } from '../../electron/vm/image/imageRecipe.ts';
 
 // The agent image's coding agents come from the npm registry through `npm ci` of the pinned
 // lockfile: a tarball that is not the one the lockfile's sha512 names (tampered with, or a

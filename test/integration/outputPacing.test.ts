@@ -10,6 +10,7 @@ import { AppCore } from '../../electron/app/appCore.ts';
 import { UNDRAWN_WINDOW } from '../../electron/app/terminals.ts';
 import { startBrowserServer } from '../../electron/app/browserServer.ts';
 import { startControlServer } from '../../electron/owner/controlSocket.ts';
+import { vmHostMethods } from '../../electron/owner/vmHostMethods.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
 import { STREAM_WINDOW } from '../../electron/vm/mux.ts';
@@ -101,7 +102,7 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
     const { host, backend } = liveHost();
     ensurePrivateDir(home.runDir);
     const path = join(home.runDir, `control-${channel}.sock`);
-    const server = await startControlServer({ path, info: { pid: process.pid, kind: 'app', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' }, methods: host.methods() });
+    const server = await startControlServer({ path, info: { pid: process.pid, kind: 'app', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' }, methods: vmHostMethods(host) });
     const client = connect(path);
     try {
       await new Promise((r) => client.once('connect', r));
@@ -128,7 +129,7 @@ describe.skipIf(missing !== null)(`guest output at its consumer's pace, with the
     const { host } = liveHost();
     ensurePrivateDir(home.runDir);
     const path = join(home.runDir, 'control-input.sock');
-    const server = await startControlServer({ path, info: { pid: process.pid, kind: 'app', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' }, methods: host.methods() });
+    const server = await startControlServer({ path, info: { pid: process.pid, kind: 'app', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' }, methods: vmHostMethods(host) });
     const client = connect(path);
     let answered = false;
     let shown = '';

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { ProxyAgent, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkSessionDb } from '../../electron/store/sessionCheck.ts';
-import { startRecording, type Recording } from '../../electron/proxy/recordingSession.ts';
+import { startRecording, type Recording } from '../../electron/recording/sessionRecording.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { ControlClient } from '../../electron/owner/controlClient.ts';
 import { startControlServer, type ControlServer } from '../../electron/owner/controlSocket.ts';
+import { vmHostMethods } from '../../electron/owner/vmHostMethods.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { capsemHome, ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
@@ -62,7 +63,7 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
       plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: work, guestProxyPort: await freePort(), guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
     });
     ensurePrivateDir(home.runDir);
-    server = await startControlServer({ path: join(home.runDir, 'control.sock'), info: { pid: process.pid, kind: 'cli', command: 'test', startedAt: new Date().toISOString(), version: '0.0.0' }, methods: host.methods() });
+    server = await startControlServer({ path: join(home.runDir, 'control.sock'), info: { pid: process.pid, kind: 'cli', command: 'test', startedAt: new Date().toISOString(), version: '0.0.0' }, methods: vmHostMethods(host) });
     const client = await ControlClient.connect(server.path);
     const upload = `i=0; refused=0
       while [ $i -lt 120 ] && [ $refused -lt 3 ]; do

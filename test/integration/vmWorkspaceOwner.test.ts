@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBinary } from '../../electron/vm/agentBinary.ts';
-import { ensureImage } from '../../electron/vm/guestImage.ts';
+import { ensureImage } from '../../electron/vm/image/guestImage.ts';
 import { runCapsemAsync } from '../helpers/runCapsem.ts';
 import { asUser, ensureTestUser, type TestUser } from '../helpers/unprivilegedUser.ts';
 import { vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';

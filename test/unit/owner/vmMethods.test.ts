@@ -5,6 +5,7 @@ import { commandOutput } from '../../../electron/cli/commandOutput.ts';
 import { vmEventPrinter } from '../../../electron/cli/vmOwner.ts';
 import { ControlClient } from '../../../electron/owner/controlClient.ts';
 import { startControlServer, type ControlServer } from '../../../electron/owner/controlSocket.ts';
+import { vmHostMethods } from '../../../electron/owner/vmHostMethods.ts';
 import type { JsonValue } from '../../../electron/owner/wire.ts';
 import { ensurePrivateDir } from '../../../electron/store/paths.ts';
 import { VmHost } from '../../../electron/vm/vmHost.ts';
@@ -26,7 +27,7 @@ beforeAll(async () => {
     },
   });
   const info = { pid: process.pid, kind: 'cli', command: 'test', startedAt: new Date(0).toISOString(), version: '0.0.0' } as const;
-  server = await startControlServer({ path: join(home.runDir, 'control.sock'), info, methods: host.methods() });
+  server = await startControlServer({ path: join(home.runDir, 'control.sock'), info, methods: vmHostMethods(host) });
   client = await ControlClient.connect(server.path);
 });
 
@@ -47,6 +48,19 @@ describe('the owner refuses malformed vm.* params', () => {
     ['vm.shell', { agent: { name: 'claude', credentials: { LD_PRELOAD: '/tmp/x.so' } } }, /at agent\.credentials/],
   ] as const)('%s %j', async (method, params, reason) => {
     await expect(client.call(method, params as unknown as JsonValue)).rejects.toMatchObject({ code: 'invalid_params', message: expect.stringMatching(reason) });
+  });
+});
+
+describe('the owner answers a start it refuses with the code the client branches on', () => {
+  const absent = '0b7c2f4e-1d2a-4c3b-9e8f-7a6b5c4d3e2f';
+  it.each([
+    ['vm.stop', { id: absent }, 'not_running'],
+    ['vm.shell', { id: absent }, 'not_running'],
+    ['vm.shell', { id: absent, resume: true }, 'unknown_session'],
+    ['vm.shell', { image: 'minimal', agent: { name: 'claude' } }, 'bad_params'],
+    ['vm.shell', { agent: { name: 'claude' } }, 'missing_key'],
+  ] as const)('%s %j', async (method, params, code) => {
+    await expect(client.call(method, params as unknown as JsonValue)).rejects.toMatchObject({ code });
   });
 });
 

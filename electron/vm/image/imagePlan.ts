@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CapsemHome, SessionPaths } from '../store/paths.ts';
-import { agentBinary } from './agentBinary.ts';
+import type { CapsemHome, SessionPaths } from '../../store/paths.ts';
+import { agentBinary } from '../agentBinary.ts';
 import { ensureImage, ensureSessionDisk, imageDisks, verifyImage, type ImageKind, type ImageProgress } from './guestImage.ts';
-import type { BootPlan } from './vmSession.ts';
+import type { BootPlan } from '../vmSession.ts';
 
 // What a session boots: the cached image of its kind (built on first use, verified by SHA-256
 // before every boot) and, for the agent image, the session's own writable disk, kept in the

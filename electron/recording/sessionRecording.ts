@@ -12,16 +12,18 @@ import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import type { RowOf } from '../store/sessionSchema.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
-import { caFiles, CertificateAuthority } from './certificateAuthority.ts';
-import { DEFAULT_BODY_CAP } from './exchange.ts';
-import { ExchangeRecorder } from './exchangeRecorder.ts';
-import { startMitmProxy, type ConnectionOrigin, type ProxyHandle, type ProxyOptions } from './mitmProxy.ts';
-import type { GuestLookup } from './guestDns.ts';
-import { PolicyStore } from './policy.ts';
-import { parseResolveMap } from './resolveMap.ts';
+import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
+import { DEFAULT_BODY_CAP, type ConnectionOrigin } from '../proxy/exchange.ts';
+import { ExchangeRecorder } from '../proxy/exchangeRecorder.ts';
+import { startMitmProxy, type ProxyHandle, type ProxyOptions } from '../proxy/mitmProxy.ts';
+import type { GuestLookup } from '../proxy/guestDns.ts';
+import { PolicyStore } from '../proxy/policy.ts';
+import { parseResolveMap } from '../proxy/resolveMap.ts';
 
-// A recorded session without a VM: a new session, the proxy in front of it, and the environment
-// that sends a program's traffic through the proxy and makes it trust the local CA.
+// A session's recording, for a VM (vm/vmSession.ts) and for `capsem record`'s local command alike:
+// the session entered in main.db, its writer, the proxy in front of it, and at the end every row
+// committed and the session rolled up. For a local command, also the environment that sends its
+// traffic through the proxy and makes it trust the local CA.
 
 const NODE_PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FsEventRows, summarisedFolder } from '../../../electron/vm/fsEventRows.ts';
-import type { FsChange } from '../../../electron/vm/mux.ts';
+import { FsEventRows, summarisedFolder, type FsChange } from '../../../electron/recording/fsEventRows.ts';
 
 // The guest's file changes as fs_events rows: the user's own paths one row each, the churn inside
 // .git/ and node_modules/ one row per batch, folder and action. The real thing (git and an npm-like

@@ -1,5 +1,3 @@
-import type { FsChange } from './mux.ts';
-
 // The guest's file changes as fs_events rows. Paths stay as the agent reports them, relative to
 // /workspace. git and package managers write hundreds of files at a time under .git/ and
 // node_modules/ (a commit's objects, an install's packages); one row each would bury the user's
@@ -7,6 +5,15 @@ import type { FsChange } from './mux.ts';
 // action, its path the folder ('node_modules/', 'web/.git/'), `entries` the number of paths it
 // stands for and `size` their bytes. Summarised on the host, not in the agent: the rule is cheap to
 // change here, and the agent's frames already carry every path.
+
+/** A file change as the guest agent reports it in an fs event. */
+export interface FsChange {
+  readonly action: 'created' | 'modified' | 'deleted';
+  readonly path: string;
+  readonly size: number | null;
+  readonly is_dir: boolean;
+  readonly ts_ms: number;
+}
 
 /** Folders whose insides are summarised wherever they sit in the workspace. */
 const SUMMARISED = new Set(['.git', 'node_modules']);

@@ -31,7 +31,7 @@ export function recipeFileNames(kind: ImageKind): readonly string[] {
 }
 
 export function defaultRecipeDir(): string {
-  return fileURLToPath(new URL('../../build/guest/', import.meta.url));
+  return fileURLToPath(new URL('../../../build/guest/', import.meta.url));
 }
 
 function listLines(text: string): string[] {

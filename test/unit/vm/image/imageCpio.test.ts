@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { writeNewc } from '../../../electron/vm/imageCpio.ts';
+import { writeNewc } from '../../../../electron/vm/image/imageCpio.ts';
 
 interface Parsed {
   name: string;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
+import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../../store/paths.ts';
 import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
 import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
@@ -10,7 +10,6 @@ import { describeFiles, MANIFEST_NAME, readManifest, sha256File, verifyManifestF
 import { installCodingAgents } from './imageCodingAgents.ts';
 import { AGENTS_LOCK, AGENTS_PACKAGE, defaultRecipeDir, readRecipe, recipeFileNames, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
 import { debootstrap, removeBuildTree, squashRootfs } from './imageRootfs.ts';
-import type { ProgressReport } from './progressLine.ts';
 
 export { createSessionDisk, ensureSessionDisk, writeSessionDiskCa, DEFAULT_SESSION_DISK_BYTES, SESSION_DISK_CA_PATH } from './sessionDiskImage.ts';
 export { findHostKernel, type HostKernel } from './imageKernel.ts';
@@ -39,8 +38,11 @@ export interface GuestImage {
 
 export type ImageStage = 'inputs' | 'cache' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
 
-export interface ImageProgress extends ProgressReport {
+/** One report from a build: its stage, a line for people, and the whole build's fraction done (0..1). */
+export interface ImageProgress {
   readonly stage: ImageStage;
+  readonly message: string;
+  readonly fraction: number;
 }
 
 export interface EnsureImageOptions {

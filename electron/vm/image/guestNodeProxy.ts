@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 // what it imports, and loads it into every Node program (NODE_OPTIONS=--import, set by init).
 
 export const GUEST_NODE_DIR = 'lib/capsem/node';
-const PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
+const PRELOAD = fileURLToPath(new URL('../../../resources/node-proxy-preload.mjs', import.meta.url));
 /** The global http/https agents the preload imports, beside it under its own name. */
-const AGENTS = fileURLToPath(new URL('../../resources/node-proxy-agents.mjs', import.meta.url));
+const AGENTS = fileURLToPath(new URL('../../../resources/node-proxy-agents.mjs', import.meta.url));
 
 export interface GuestFile {
   /** Where it goes in the initramfs, relative to its root. */
