@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { HomeKeyStore } from '../../electron/credentials/homeKeyStore.ts';
 import { FileKeyStore, type KeyStore } from '../../electron/credentials/keyStore.ts';
-import type { AgentRequest } from '../../electron/owner/vmMethods.ts';
+import type { AgentRequest } from '../../electron/vm/agentRequest.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
