@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -156,6 +157,19 @@ describe('GET /v1/usage', () => {
     const reply = await call(api.url, `/v1/usage?group=${encodeURIComponent('<script>x</script>')}`);
     expect(reply.status).toBe(400);
     expect(reply.body).not.toContain('script');
+  });
+
+  it('answers any parameters with 200 or a 400 in JSON, never a 500', async () => {
+    const value = fc.oneof(fc.constantFrom('10m', '1h', '6h', '6h1m', 'today', '7d', 'month', '1m', '0s', '1e3m', 'model', 'host', '', running), fc.string({ maxLength: 12 }));
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.constantFrom('window', 'resolution', 'group', 'session'), value), async (params) => {
+        const reply = await call(api.url, `/v1/usage?${new URLSearchParams(params).toString()}`);
+        expect([200, 400], reply.body).toContain(reply.status);
+        const body = JSON.parse(reply.body) as { error?: string };
+        if (reply.status === 400) expect(typeof body.error).toBe('string');
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('refuses methods other than GET', async () => {
