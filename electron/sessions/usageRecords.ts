@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { SessionId } from '../contract/ids.ts';
 import { allSessions, type SessionRecord } from '../store/registry.ts';
+import type { AiUsageRow } from '../store/rollup.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { lenientJson } from '../telemetry/json.ts';
 import { priceOf } from '../telemetry/pricing.ts';
@@ -57,18 +58,6 @@ export interface CallRow {
   output_tokens: number | null;
   usage_details: string | null;
   estimated_cost_usd: number | null;
-}
-
-export interface LedgerRow {
-  session_id: string;
-  provider: string;
-  model: string;
-  call_count: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  estimated_cost: number;
 }
 
 /** Whether the pricing data knows a provider's model; asked once per pair per answer. */
@@ -181,7 +170,7 @@ export function requestRecords(session: string, nets: readonly NetRow[], calls: 
 }
 
 /** A gone session's ledger rows, at the session's end: all the ledger can say of when they happened. */
-export function ledgerRecords(session: SessionRecord, rows: readonly LedgerRow[], known: PriceKnown): UsageRecord[] {
+export function ledgerRecords(session: SessionRecord, rows: readonly AiUsageRow[], known: PriceKnown): UsageRecord[] {
   const at = Date.parse(session.stoppedAt ?? session.activity.lastEventAt ?? session.updatedAt);
   if (Number.isNaN(at)) return [];
   const host = session.activity.inferenceHost ?? undefined;
@@ -228,10 +217,10 @@ export function readRequestRecords(open: OpenSession, session: string, since: st
 }
 
 /** main.db's ledger rows for one session. */
-export function readLedgerRows(mainDb: Database.Database, session: string): LedgerRow[] {
+export function readLedgerRows(mainDb: Database.Database, session: string): AiUsageRow[] {
   return mainDb
-    .prepare('SELECT session_id, provider, model, call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, estimated_cost FROM ai_usage WHERE session_id = ?')
-    .all(session) as LedgerRow[];
+    .prepare('SELECT provider, model, call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, estimated_cost, total_duration_ms FROM ai_usage WHERE session_id = ?')
+    .all(session) as AiUsageRow[];
 }
 
 /**

@@ -60,7 +60,7 @@ describe('usage records from main.db ledger', () => {
   } as unknown as SessionRecord;
 
   it("places a gone session's model rows at its end, with the session's host and agent", () => {
-    const [r] = ledgerRecords(session, [{ session_id: session.id, provider: 'openai', model: 'gpt-4o', call_count: 3, input_tokens: 30, output_tokens: 9, cache_read_tokens: 1, cache_write_tokens: 0, estimated_cost: 0.5 }], known);
+    const [r] = ledgerRecords(session, [{ provider: 'openai', model: 'gpt-4o', call_count: 3, input_tokens: 30, output_tokens: 9, cache_read_tokens: 1, cache_write_tokens: 0, estimated_cost: 0.5, total_duration_ms: 1_200 }], known);
     expect(r).toEqual({
       at: Date.parse(AT), session: session.id, requests: 3, errors: 0, tokens: 40, costMicros: 500_000, pricedRequests: 3, priceableRequests: 3,
       model: 'gpt-4o', endpoint: 'api.openai.com', host: 'api.openai.com', agent: 'codex',
