@@ -11,11 +11,15 @@ import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
+import { collectUsageRecords } from '../sessions/usageRecords.ts';
+import { PolicyStore } from '../proxy/policy.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
+import { pluginCatalog, recordingPipeline } from './pipeline.ts';
+import { answerUsage } from './usage.ts';
 
 // The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
 // store. Routes take session ids only: names are resolved by the CLI and the app before they call.
@@ -54,6 +58,9 @@ GET    /v1/sessions/{id}/timeline          turns, tools and hosts on one time ax
 GET    /v1/sessions/{id}/search?q=         seqs of events whose bodies hold q
 GET    /v1/events                          live events (SSE); ?session=<id>
 GET    /v1/status                          live-tail counters
+GET    /v1/usage                           usage over a window; ?window= ?resolution= ?group= ?session=
+GET    /v1/pipeline                        the recording pipeline's steps and their config
+GET    /v1/plugins                         the catalog of those steps and their actions
 DELETE /v1/sessions                        erase every ended session (when allowed)
 DELETE /v1/sessions/{id}                   erase one ended session (when allowed)
 `;
@@ -346,6 +353,20 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     if (path === '/v1/events') {
       only(['GET']);
       return liveTail(req, res, url);
+    }
+    if (path === '/v1/usage') {
+      only(['GET']);
+      const answer = answerUsage(url.searchParams, new Date(), (since, session) => collectUsageRecords(mainDb, stores, since, session));
+      return sendJson(res, answer.status, answer.body);
+    }
+    if (path === '/v1/pipeline') {
+      only(['GET']);
+      const policy = new PolicyStore(home);
+      return sendJson(res, 200, recordingPipeline(policy.policy, policy.path));
+    }
+    if (path === '/v1/plugins') {
+      only(['GET']);
+      return sendJson(res, 200, pluginCatalog());
     }
     if (parts[0] === 'v1' && parts[1] === 'sessions') {
       if (parts.length === 2) {

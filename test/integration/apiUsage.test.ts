@@ -1,0 +1,229 @@
+import fc from 'fast-check';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
+import type { UsageSnapshot } from '../../electron/api/usage.ts';
+import type { SessionId } from '../../electron/contract/ids.ts';
+import { openMainDb } from '../../electron/store/mainDb.ts';
+import { sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';
+import type { SessionWriter } from '../../electron/store/sessionWriter.ts';
+import { call } from '../helpers/apiClient.ts';
+import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+
+// GET /v1/usage, /v1/pipeline and /v1/plugins through the real server on loopback, over sessions
+// recorded as the proxy records them: a running one, one with an unpriced model, and one whose
+// session.db was vacuumed so only main.db's ledger still knows its spend.
+
+const home = tempHome();
+let api: ApiServer;
+let running: SessionId;
+let unpriced: SessionId;
+let vacuumed: SessionId;
+
+function exchange(writer: SessionWriter, model: string | null, fields: { status?: number; cost?: number; host?: string; agent?: string } = {}): void {
+  const host = fields.host ?? 'api.anthropic.com';
+  const net = writer.append('net_events', {
+    timestamp: now(), domain: host, port: 443, decision: 'allowed', process_name: fields.agent ?? 'claude', method: 'POST', path: '/v1/messages',
+    status_code: fields.status ?? 200, duration_ms: 300,
+  });
+  if (model === null) return;
+  writer.append('model_calls', {
+    net_event_id: net!.eventId, host, timestamp: now(), provider: 'anthropic', model, process_name: fields.agent ?? 'claude', method: 'POST', path: '/v1/messages',
+    status_code: fields.status ?? 200, input_tokens: 1_000, output_tokens: 200, usage_details: JSON.stringify({ cache_read: 5_000 }), estimated_cost_usd: fields.cost ?? 0.0075, duration_ms: 300,
+  });
+}
+
+/** Ends a session and then drops its session.db, as vacuuming does: only main.db's ledger is left. */
+async function vacuum(id: SessionId, end: () => Promise<void>, target: CapsemHome): Promise<void> {
+  await end();
+  rmSync(sessionPaths(target, id).dbPath, { force: true });
+  const db = openMainDb(target);
+  db.prepare("UPDATE sessions SET status = 'vacuumed', vacuumed_at = ? WHERE id = ?").run(now(), id);
+  db.close();
+}
+
+async function usage(query: string): Promise<UsageSnapshot> {
+  const reply = await call(api.url, `/v1/usage${query}`);
+  expect(reply.status, reply.body).toBe(200);
+  expect(reply.headers['content-type']).toMatch(/^application\/json/);
+  return reply.json<UsageSnapshot>();
+}
+
+beforeAll(async () => {
+  const a = await liveSession(home, 'work');
+  exchange(a.writer, 'claude-sonnet-4-20250514');
+  exchange(a.writer, 'claude-sonnet-4-20250514', { status: 529, cost: 0 });
+  exchange(a.writer, null, { host: 'registry.npmjs.org', agent: 'npm' });
+  await a.writer.flush();
+  running = a.id;
+
+  const b = await liveSession(home, 'house');
+  exchange(b.writer, 'house-model-7', { host: 'llm.corp.example', cost: 0 });
+  await b.writer.flush();
+  unpriced = b.id;
+
+  const c = await liveSession(home, 'old');
+  exchange(c.writer, 'claude-sonnet-4-20250514', { cost: 0.25 });
+  await c.writer.flush();
+  vacuumed = c.id;
+  await vacuum(c.id, c.end, home);
+
+  api = await startApiServer({ home, port: 0 });
+}, 60_000);
+
+afterAll(async () => {
+  await api.close();
+  home.remove();
+});
+
+describe('GET /v1/usage', () => {
+  it('answers the last ten minutes by default, per minute, from the sessions on disk', async () => {
+    const s = await usage('');
+    expect(s).toMatchObject({ window: '10m', bucketSeconds: 60, group: 'none', priced: true });
+    expect(s.buckets).toHaveLength(10);
+    // Four exchanges on disk; the vacuumed session's spend sits at its end in the ledger, which is now too.
+    expect(s.totals).toMatchObject({ requests: 5, errors: 1, pricedRequests: 3, priceableRequests: 4 });
+    expect(s.totals.costMicros).toBe(7_500 + 250_000);
+    expect(s.totals.tokens).toBe(4 * 6_200);
+    expect(s.buckets.reduce((n, b) => n + b.requests, 0)).toBe(5);
+    expect(s.unpricedBy).toEqual({ 'llm.corp.example house-model-7': 1 });
+  });
+
+  it('breaks the window down by the group asked for', async () => {
+    const series = async (group: string): Promise<Record<string, { requests: number }>> => {
+      const s = await usage(`?group=${group}&resolution=10m`);
+      expect(s.group).toBe(group);
+      expect(s.buckets).toHaveLength(1);
+      return s.buckets[0]!.series ?? {};
+    };
+    expect(Object.keys(await series('model')).sort()).toEqual(['claude-sonnet-4-20250514', 'house-model-7']);
+    expect((await series('model'))['claude-sonnet-4-20250514']!.requests).toBe(3);
+    expect(Object.keys(await series('session')).sort()).toEqual([running, unpriced, vacuumed].sort());
+    expect(Object.keys(await series('status')).sort()).toEqual(['200', '529']);
+    expect(Object.keys(await series('host')).sort()).toEqual(['api.anthropic.com', 'llm.corp.example', 'registry.npmjs.org']);
+    expect(Object.keys(await series('endpoint')).sort()).toEqual(['api.anthropic.com', 'llm.corp.example']);
+    expect(Object.keys(await series('agent')).sort()).toEqual(['claude', 'npm']);
+  });
+
+  it('keeps to one session, and says priced:false where nothing in it had a price', async () => {
+    const one = await usage(`?session=${running}&window=1h&resolution=5m`);
+    expect(one).toMatchObject({ window: '1h', bucketSeconds: 300, session: running });
+    expect(one.buckets).toHaveLength(12);
+    expect(one.totals.requests).toBe(3);
+    const house = await usage(`?session=${unpriced}`);
+    expect(house.priced).toBe(false);
+    expect(house.totals).not.toHaveProperty('costMicros');
+    expect(house.totals.priceableRequests).toBe(1);
+    expect(house.unpricedBy).toEqual({ 'llm.corp.example house-model-7': 1 });
+    const nobody = await usage('?session=no-such-session');
+    expect(nobody).toMatchObject({ priced: false, totals: { requests: 0 }, session: 'no-such-session' });
+  });
+
+  it('serves today, 7d and month as one bucket spanning the window, ledger included', async () => {
+    for (const window of ['today', '7d', 'month']) {
+      const s = await usage(`?window=${window}&group=model`);
+      expect(s.window).toBe(window);
+      expect(s.buckets).toHaveLength(1);
+      expect(s.bucketSeconds).toBeGreaterThan(0);
+      expect(s.totals.costMicros).toBe(257_500);
+      expect(s.buckets[0]!.series!['claude-sonnet-4-20250514']!.requests).toBe(3);
+    }
+  });
+
+  it.each([
+    ['window=abc', 'bad window'],
+    ['window=', undefined],
+    ['window=7h', 'exceeds 6h'],
+    ['window=30s', 'shorter than the 1m bucket'],
+    ['window=90s', 'not a whole number of minutes'],
+    ['resolution=soon', 'bad resolution'],
+    ['resolution=30s', 'finer than the 1m'],
+    ['window=10m&resolution=1h', 'exceeds the window'],
+    ['window=10m&resolution=3m', 'does not divide the window'],
+    ['group=plugin', 'unknown group'],
+    ['session=' + 'a'.repeat(129), 'session id too long'],
+    ['window=today&session=abc', 'cannot be combined with a symbolic window'],
+  ])('answers ?%s with the spec error', async (query, reason) => {
+    const reply = await call(api.url, `/v1/usage?${query}`);
+    if (reason === undefined) return expect(reply.status).toBe(200);
+    expect(reply.status).toBe(400);
+    expect(reply.headers['content-type']).toMatch(/^application\/json/);
+    expect(reply.json<{ error: string }>().error).toContain(reason);
+  });
+
+  it('never echoes the query in an error', async () => {
+    const reply = await call(api.url, `/v1/usage?group=${encodeURIComponent('<script>x</script>')}`);
+    expect(reply.status).toBe(400);
+    expect(reply.body).not.toContain('script');
+  });
+
+  it('answers any parameters with 200 or a 400 in JSON, never a 500', async () => {
+    const value = fc.oneof(fc.constantFrom('10m', '1h', '6h', '6h1m', 'today', '7d', 'month', '1m', '0s', '1e3m', 'model', 'host', '', running), fc.string({ maxLength: 12 }));
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.constantFrom('window', 'resolution', 'group', 'session'), value), async (params) => {
+        const reply = await call(api.url, `/v1/usage?${new URLSearchParams(params).toString()}`);
+        expect([200, 400], reply.body).toContain(reply.status);
+        const body = JSON.parse(reply.body) as { error?: string };
+        if (reply.status === 400) expect(typeof body.error).toBe('string');
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('refuses methods other than GET', async () => {
+    const reply = await call(api.url, '/v1/usage', { method: 'POST' });
+    expect(reply.status).toBe(405);
+    expect(reply.headers.allow).toBe('GET');
+  });
+
+  it('answers 503 when main.db\'s ledger cannot be read, rather than a total missing its spend', async () => {
+    const broken = tempHome();
+    const gone = await liveSession(broken, 'gone');
+    exchange(gone.writer, 'claude-sonnet-4-20250514');
+    await gone.writer.flush();
+    await vacuum(gone.id, gone.end, broken);
+    const db = openMainDb(broken);
+    db.exec('DROP TABLE ai_usage');
+    db.close();
+    const server = await startApiServer({ home: broken, port: 0 });
+    try {
+      const reply = await call(server.url, '/v1/usage?window=today');
+      expect(reply.status).toBe(503);
+      expect(reply.json()).toEqual({ error: 'cost history unavailable' });
+    } finally {
+      await server.close();
+      broken.remove();
+    }
+  });
+});
+
+describe('GET /v1/pipeline and /v1/plugins', () => {
+  it('lists the recording steps in order with the policy in use as their config', async () => {
+    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'only-anthropic', action: 'allow', domains: ['api.anthropic.com'] }, { id: 'rest', action: 'deny', domains: ['*'] }] }));
+    const reply = await call(api.url, '/v1/pipeline');
+    expect(reply.status).toBe(200);
+    const pipeline = reply.json<{ inbound: unknown[]; outbound: { name: string; direction: string; position: number; capabilities: string[]; config: Record<string, unknown> }[] }>();
+    expect(pipeline.inbound).toEqual([]);
+    expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}`)).toEqual(['0:policy:outbound', '1:credential:outbound', '2:recorder:outbound']);
+    expect(pipeline.outbound[0]!.config).toMatchObject({ source: join(home.root, 'policy.json'), rules: [{ id: 'only-anthropic' }, { id: 'rest' }] });
+    for (const p of pipeline.outbound) expect(p).not.toHaveProperty('onError');
+  });
+
+  it('catalogs each step with its actions', async () => {
+    const reply = await call(api.url, '/v1/plugins');
+    expect(reply.status).toBe(200);
+    const { plugins } = reply.json<{ plugins: { name: string; actions: string[]; active: boolean }[] }>();
+    expect(plugins.map((p) => [p.name, p.actions, p.active])).toEqual([
+      ['policy', ['allow', 'deny'], true],
+      ['credential', ['modify', 'deny', 'skip'], true],
+      ['recorder', ['observe'], true],
+    ]);
+  });
+
+  it('names the new routes in the index', async () => {
+    const index = (await call(api.url, '/')).body;
+    for (const route of ['/v1/usage', '/v1/pipeline', '/v1/plugins']) expect(index).toContain(route);
+  });
+});
