@@ -24,7 +24,7 @@ const coreImports = {
 const FOLDER_DIRECTIONS = {
   cli: ['api', 'archive', 'dev', 'owner', 'vm', 'recording', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
   app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
-  api: ['sessions', 'store', 'contract'],
+  api: ['sessions', 'credentials', 'store', 'contract'],
   owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'contract'],
   archive: ['sessions', 'store', 'telemetry', 'contract'],
   dev: ['store', 'telemetry', 'contract'],
@@ -42,6 +42,8 @@ const FOLDER_DIRECTIONS = {
 const DIRECTION_EXCEPTIONS = {
   // An export is stamped with the version owner.info reports.
   archive: ['owner/capsemVersion.ts'],
+  // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
+  api: ['proxy/policy.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };
