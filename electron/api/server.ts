@@ -258,17 +258,17 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   }
 
   function liveTail(req: IncomingMessage, res: ServerResponse, url: URL): void {
-    const only = url.searchParams.get('session') ?? undefined;
-    if (only !== undefined && !isSessionId(only.toLowerCase())) throw new HttpError(404, 'session not found: ?session= takes a session id; resolve a display name first');
+    // Any string filters: an unknown id matches nothing, where a 404 would send a client into a reconnect loop.
+    const only = url.searchParams.get('session')?.toLowerCase();
     // Subscribe before the first byte so no event can fall between the two.
-    const unsubscribe = hub.subscribe(only?.toLowerCase(), {
+    const unsubscribe = hub.subscribe(only, {
       write: (frame) => void res.write(frame),
       buffered: () => res.writableLength,
       close: () => res.destroy(),
     });
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     res.write(': ok\n\n');
-    const heartbeat = setInterval(() => res.write(': ping\n\n'), heartbeatMs);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatMs);
     req.socket.setNoDelay(true);
     res.on('close', () => {
       clearInterval(heartbeat);
