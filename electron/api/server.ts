@@ -112,10 +112,11 @@ function parseLimit(value: string | null): number {
   return n < 1 ? DEFAULT_LIMIT : Math.min(n, MAX_LIMIT);
 }
 
-function parseSeq(value: string | null, what: string): number | undefined {
-  if (value === null) return undefined;
-  if (!/^\d+$/.test(value)) throw new HttpError(400, `${what} must be a positive integer`);
-  return Number(value);
+/** A positive seq, or undefined for anything else: a bad cursor serves the tail, and a bad event seq is not found. */
+function parseSeq(value: string | null): number | undefined {
+  if (value === null || !/^\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return n > 0 && Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** Writes, waiting for the socket to drain when its buffer is full, so a page streams in bounded memory. */
@@ -191,7 +192,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
     const { id, record, store } = sessionStore(rawId);
     const limit = parseLimit(url.searchParams.get('limit'));
-    const before = parseSeq(url.searchParams.get('before'), 'before');
+    const before = parseSeq(url.searchParams.get('before'));
     const summary = url.searchParams.get('view') === 'summary';
     const bounds = store.bounds();
     const refs = store.page(before, limit);
@@ -217,7 +218,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   function eventDetail(res: ServerResponse, url: URL, rawId: string, rawSeq: string): void {
     const { store } = sessionStore(rawId);
-    const seq = parseSeq(rawSeq, 'seq');
+    const seq = parseSeq(rawSeq);
     const ref = seq === undefined ? undefined : store.at(seq);
     if (!ref) throw new HttpError(404, 'event not found');
     const raw = url.searchParams.get('raw') === '1';

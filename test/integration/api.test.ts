@@ -95,7 +95,15 @@ describe('GET /v1/sessions/{id}', () => {
       const page = (await call(api.url, `/v1/sessions/${named}?limit=${bad}`)).json<Page>();
       expect(page.events.length, bad).toBe(Math.min(500, (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.length));
     }
-    expect((await call(api.url, `/v1/sessions/${named}?before=x`)).status).toBe(400);
+  });
+
+  it('serves the tail with 200 for a bad before (abc, empty, negative, fractional, zero)', async () => {
+    const tail = (await call(api.url, `/v1/sessions/${named}?limit=7`)).json<Page>();
+    for (const bad of ['abc', '', '-3', '2.5', '0', '1e3']) {
+      const reply = await call(api.url, `/v1/sessions/${named}?limit=7&before=${bad}`);
+      expect(reply.status, bad).toBe(200);
+      expect(reply.json<Page>().events.map((e) => e.seq), bad).toEqual(tail.events.map((e) => e.seq));
+    }
   });
 
   it('summary drops exactly the listed fields and nothing else, and says so', async () => {
@@ -168,7 +176,11 @@ describe('GET /v1/sessions/{id}/events/{seq}', () => {
     const missing = await call(api.url, `/v1/sessions/${named}/events/999999`);
     expect(missing.status).toBe(404);
     expect(missing.json()).toEqual({ error: 'event not found' });
-    expect((await call(api.url, `/v1/sessions/${named}/events/0`)).status).toBe(404);
+    for (const bad of ['0', 'abc', '-1', '1.5', '1e1']) {
+      const reply = await call(api.url, `/v1/sessions/${named}/events/${bad}`);
+      expect(reply.status, bad).toBe(404);
+      expect(reply.json(), bad).toEqual({ error: 'event not found' });
+    }
   });
 });
 
