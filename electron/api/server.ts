@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
+import { sizeOf } from '../archive/vacuumSessions.ts';
+import { vacuumedFiles } from '../archive/vacuumedFiles.ts';
 import { searchBodies } from '../sessions/bodySearch.ts';
 import { ChangeFeed } from '../sessions/changeFeed.ts';
 import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
@@ -22,6 +24,17 @@ import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
 
 export const DEFAULT_API_PORT = 47601;
 const DEFAULT_LIMIT = 500;
+/**
+ * Our archive is the vacuumed sessions, and nothing prunes it: a session leaves it only when it
+ * is erased. 0 says "no bound" in both figures.
+ */
+const ARCHIVE_BOUNDS = { maxBytes: 0, retentionDays: 0 } as const;
+
+interface ArchiveFigures {
+  readonly bytes: number;
+  readonly maxBytes: number;
+  readonly retentionDays: number;
+}
 const MAX_LIMIT = 2000;
 const PAGE_SLICE = 250;
 
@@ -47,14 +60,14 @@ export interface ApiServer {
 const INDEX = `Capsem session events API
 GET    /                                   this index
 GET    /healthz                            liveness
-GET    /v1/sessions                        sessions (?archived=true adds ended ones whose events are gone)
+GET    /v1/sessions                        sessions (?archived=true adds vacuumed ones, resident:false)
 GET    /v1/sessions/{id}                   newest events; ?limit=N ?before=<seq> ?view=summary
 GET    /v1/sessions/{id}/events/{seq}      one full event (?raw=1 adds the captured bytes)
 GET    /v1/sessions/{id}/timeline          turns, tools and hosts on one time axis; ?from= ?to=
 GET    /v1/sessions/{id}/search?q=         seqs of events whose bodies hold q
 GET    /v1/events                          live events (SSE); ?session=<id>
 GET    /v1/status                          live-tail counters
-DELETE /v1/sessions                        erase every ended session (when allowed)
+DELETE /v1/sessions                        erase every session but the running ones (when allowed)
 DELETE /v1/sessions/{id}                   erase one ended session (when allowed)
 `;
 
@@ -162,9 +175,12 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     timelines.delete(id);
   }
 
-  function listSessions(archived: boolean): unknown[] {
+  function listSessions(archived: boolean): { sessions: unknown[]; archive?: ArchiveFigures } {
     const rows: Record<string, unknown>[] = [];
+    let archiveBytes = 0;
     for (const record of allSessions(mainDb)) {
+      // Erased means gone: its figures stay in main.db for the cost ledger, but it is no session to list.
+      if (record.status === 'erased') continue;
       const { onDisk: resident, totals, activity } = sessionFigures(home, record);
       if (!resident && !archived) continue;
       const entry: Record<string, unknown> = {
@@ -183,10 +199,14 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       }
       if (activity.inferenceHost) entry.inferenceHost = activity.inferenceHost;
       if (totals.requests > 0 && activity.lastEventAt) entry.lastRequestAt = activity.lastEventAt;
-      if (archived) entry.resident = resident;
+      if (!resident) {
+        entry.resident = false;
+        archiveBytes += sizeOf(Object.values(vacuumedFiles(sessionPaths(home, record.id))));
+      }
       rows.push(entry);
     }
-    return rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
+    const sessions = rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
+    return archived ? { sessions, archive: { bytes: archiveBytes, ...ARCHIVE_BOUNDS } } : { sessions };
   }
 
   async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
@@ -280,12 +300,16 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   function erase(res: ServerResponse, rawId: string | undefined): void {
     if (!options.allowDelete) throw new HttpError(403, 'forbidden: erasing sessions is not allowed by this server\'s configuration (capsem api --allow-delete)');
     let targets: SessionId[];
+    let keptRunning = 0;
     if (rawId === undefined) {
-      targets = allSessions(mainDb).filter((r) => r.status !== 'running').map((r) => r.id);
+      const records = allSessions(mainDb);
+      keptRunning = records.filter((r) => r.status === 'running').length;
+      targets = records.filter((r) => r.status !== 'running').map((r) => r.id);
     } else {
       const lower = rawId.toLowerCase();
       if (!isSessionId(lower)) throw new HttpError(404, 'session not found');
-      const known = getSession(mainDb, lower) !== null || existsSync(sessionPaths(home, lower).dir);
+      const record = getSession(mainDb, lower);
+      const known = (record !== null && record.status !== 'erased') || existsSync(sessionPaths(home, lower).dir);
       if (!known) throw new HttpError(404, 'session not found');
       targets = [lower];
     }
@@ -304,7 +328,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
         throw err;
       }
     }
-    sendJson(res, 200, { sessions, archivedSessions, bytes });
+    sendJson(res, 200, rawId === undefined ? { sessions, archivedSessions, bytes, keptRunning } : { sessions, archivedSessions, bytes });
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -352,7 +376,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       if (parts.length === 2) {
         only(['GET', 'DELETE']);
         if (method === 'DELETE') return erase(res, undefined);
-        return sendJson(res, 200, { sessions: listSessions(url.searchParams.get('archived') === 'true') });
+        return sendJson(res, 200, listSessions(url.searchParams.get('archived') === 'true'));
       }
       const id = parts[2]!;
       if (parts.length === 3) {

@@ -74,7 +74,8 @@ async function gzipFile(source: string, destination: string): Promise<number> {
   return statSync(destination).size;
 }
 
-function sizeOf(paths: readonly string[]): number {
+/** The bytes the files hold; a missing one counts nothing. */
+export function sizeOf(paths: readonly string[]): number {
   return paths.reduce((sum, p) => sum + (existsSync(p) ? statSync(p).size : 0), 0);
 }
 
