@@ -5,36 +5,23 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
-import { sizeOf } from '../archive/vacuumSessions.ts';
-import { vacuumedFiles } from '../archive/vacuumedFiles.ts';
 import { searchBodies } from '../sessions/bodySearch.ts';
 import { ChangeFeed } from '../sessions/changeFeed.ts';
 import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
-import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
+import { SessionListReader } from './sessionList.ts';
 
 // The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
 // store. Routes take session ids only: names are resolved by the CLI and the app before they call.
 
 export const DEFAULT_API_PORT = 47601;
 const DEFAULT_LIMIT = 500;
-/**
- * Our archive is the vacuumed sessions, and nothing prunes it: a session leaves it only when it
- * is erased. 0 says "no bound" in both figures.
- */
-const ARCHIVE_BOUNDS = { maxBytes: 0, retentionDays: 0 } as const;
-
-interface ArchiveFigures {
-  readonly bytes: number;
-  readonly maxBytes: number;
-  readonly retentionDays: number;
-}
 const MAX_LIMIT = 2000;
 const PAGE_SLICE = 250;
 
@@ -153,6 +140,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const heartbeatMs = options.heartbeatMs ?? 30_000;
   const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
   const stores = new SessionStores(home);
+  const listing = new SessionListReader(home, mainDb, stores);
   feed.start();
 
   function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
@@ -172,41 +160,8 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   function forget(id: SessionId): void {
     stores.forget(id);
+    listing.forget(id);
     timelines.delete(id);
-  }
-
-  function listSessions(archived: boolean): { sessions: unknown[]; archive?: ArchiveFigures } {
-    const rows: Record<string, unknown>[] = [];
-    let archiveBytes = 0;
-    for (const record of allSessions(mainDb)) {
-      // Erased means gone: its figures stay in main.db for the cost ledger, but it is no session to list.
-      if (record.status === 'erased') continue;
-      const { onDisk: resident, totals, activity } = sessionFigures(home, record);
-      if (!resident && !archived) continue;
-      const entry: Record<string, unknown> = {
-        id: record.id,
-        name: record.name,
-        createdAt: record.createdAt,
-        updatedAt: activity.lastEventAt ?? record.updatedAt,
-        eventCount: totals.events,
-        active: record.status === 'running',
-        status: record.status,
-      };
-      if (activity.agent) entry.agent = activity.agent;
-      if (totals.modelCalls > 0) {
-        entry.totalTokens = totals.inputTokens + totals.outputTokens;
-        entry.costMicros = Math.round(totals.costUsd * 1e6);
-      }
-      if (activity.inferenceHost) entry.inferenceHost = activity.inferenceHost;
-      if (totals.requests > 0 && activity.lastEventAt) entry.lastRequestAt = activity.lastEventAt;
-      if (!resident) {
-        entry.resident = false;
-        archiveBytes += sizeOf(Object.values(vacuumedFiles(sessionPaths(home, record.id))));
-      }
-      rows.push(entry);
-    }
-    const sessions = rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
-    return archived ? { sessions, archive: { bytes: archiveBytes, ...ARCHIVE_BOUNDS } } : { sessions };
   }
 
   async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
@@ -376,7 +331,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       if (parts.length === 2) {
         only(['GET', 'DELETE']);
         if (method === 'DELETE') return erase(res, undefined);
-        return sendJson(res, 200, listSessions(url.searchParams.get('archived') === 'true'));
+        return sendJson(res, 200, listing.list(url.searchParams.get('archived') === 'true'));
       }
       const id = parts[2]!;
       if (parts.length === 3) {

@@ -18,6 +18,8 @@ let resident: string[];
 interface Row {
   id: string;
   resident?: boolean;
+  eventCount: number;
+  totalTokens?: number;
 }
 interface Listing {
   sessions: Row[];
@@ -53,7 +55,10 @@ describe('GET /v1/sessions?archived=true', () => {
   it('adds the vacuumed session with resident:false, leaves resident out on the others, and sends the archive object', async () => {
     const listing = await list('?archived=true');
     expect(listing.sessions.map((s) => s.id).sort()).toEqual([vacuumed, ...resident].sort());
-    expect(listing.sessions.find((s) => s.id === vacuumed)).toMatchObject({ resident: false });
+    const archivedRow = listing.sessions.find((s) => s.id === vacuumed)!;
+    expect(archivedRow).toMatchObject({ resident: false, active: false });
+    // main.db's rollup still knows its tokens, cache tokens included.
+    expect(archivedRow.totalTokens).toBeGreaterThan(archivedRow.eventCount);
     for (const row of listing.sessions.filter((s) => s.id !== vacuumed)) expect(row).not.toHaveProperty('resident');
     expect(Object.keys(listing.archive!).sort()).toEqual(['bytes', 'maxBytes', 'retentionDays']);
     expect(listing.archive!.bytes).toBeGreaterThan(0);
