@@ -3,7 +3,7 @@ import { sizeOf } from '../archive/vacuumSessions.ts';
 import { vacuumedFiles } from '../archive/vacuumedFiles.ts';
 import type { SessionId } from '../contract/ids.ts';
 import { firstPromptTitle, readListFacts, type SessionListFacts } from '../sessions/sessionListFacts.ts';
-import type { SessionStores } from '../sessions/sessionStores.ts';
+import { SessionNotOnDiskError, type SessionStores } from '../sessions/sessionStores.ts';
 import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, type SessionRecord } from '../store/registry.ts';
@@ -46,9 +46,17 @@ export class SessionListReader {
   }
 
   private facts(record: SessionRecord): { facts: SessionListFacts; title: string | undefined } {
-    const known = this.ended.get(record.id);
+    const running = record.status === 'running';
+    const known = running ? undefined : this.ended.get(record.id);
     if (known) return { facts: known, title: this.titles.get(record.id) };
-    const open = this.stores.get(record.id);
+    let open;
+    try {
+      open = this.stores.get(record.id);
+    } catch (err) {
+      // Erased or vacuumed since main.db was read: the row goes out without these figures.
+      if (err instanceof SessionNotOnDiskError) return { facts: {}, title: undefined };
+      throw err;
+    }
     const tables = open.tables();
     const facts = readListFacts(open.store, tables);
     let title = this.titles.get(record.id);
@@ -56,7 +64,7 @@ export class SessionListReader {
       title = firstPromptTitle(open.store, tables);
       if (title !== undefined) this.titles.set(record.id, title);
     }
-    if (record.status !== 'running') this.ended.set(record.id, facts);
+    if (!running) this.ended.set(record.id, facts);
     return { facts, title };
   }
 
