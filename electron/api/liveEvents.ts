@@ -23,6 +23,8 @@ export interface LiveSink {
 interface Subscriber {
   readonly sessionId: string | undefined;
   readonly sink: LiveSink;
+  /** The frames sent to this connection: a frame's `id:` counts per connection, it is not the seq. */
+  sent: number;
   /** The lowest buffered count seen while waiting on it, and when it last went down. */
   mark: number;
   markAt: number;
@@ -50,7 +52,7 @@ export class LiveEventHub {
   }
 
   subscribe(sessionId: string | undefined, sink: LiveSink): () => void {
-    const sub: Subscriber = { sessionId, sink, mark: 0, markAt: Date.now() };
+    const sub: Subscriber = { sessionId, sink, sent: 0, mark: 0, markAt: Date.now() };
     this.subscribers.add(sub);
     return () => this.subscribers.delete(sub);
   }
@@ -63,11 +65,12 @@ export class LiveEventHub {
 
   publish(event: SessionEvent): void {
     this.published += 1;
-    let frame: string | null = null;
+    let data: string | null = null;
     for (const sub of this.subscribers) {
       if (sub.sessionId !== undefined && sub.sessionId !== event.sessionId) continue;
-      frame ??= `id: ${event.sessionId}:${event.seq}\ndata: ${JSON.stringify(event)}\n\n`;
-      sub.sink.write(frame);
+      data ??= JSON.stringify(event);
+      sub.sent += 1;
+      sub.sink.write(`event: session-event\nid: ${sub.sent}\ndata: ${data}\n\n`);
     }
   }
 

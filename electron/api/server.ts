@@ -9,7 +9,6 @@ import { searchBodies } from '../sessions/bodySearch.ts';
 import { ChangeFeed } from '../sessions/changeFeed.ts';
 import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
-import { sessionFigures } from '../sessions/sessionSummary.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { collectUsageRecords } from '../sessions/usageRecords.ts';
 import { PolicyStore } from '../proxy/policy.ts';
@@ -19,6 +18,7 @@ import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
 import { pluginCatalog, recordingPipeline } from './pipeline.ts';
+import { SessionListReader } from './sessionList.ts';
 import { answerUsage } from './usage.ts';
 
 // The session events API (../shared/spec/session-api.md) on loopback, straight from the SQLite
@@ -51,7 +51,7 @@ export interface ApiServer {
 const INDEX = `Capsem session events API
 GET    /                                   this index
 GET    /healthz                            liveness
-GET    /v1/sessions                        sessions (?archived=true adds ended ones whose events are gone)
+GET    /v1/sessions                        sessions (?archived=true adds vacuumed ones, resident:false)
 GET    /v1/sessions/{id}                   newest events; ?limit=N ?before=<seq> ?view=summary
 GET    /v1/sessions/{id}/events/{seq}      one full event (?raw=1 adds the captured bytes)
 GET    /v1/sessions/{id}/timeline          turns, tools and hosts on one time axis; ?from= ?to=
@@ -61,7 +61,7 @@ GET    /v1/status                          live-tail counters
 GET    /v1/usage                           usage over a window; ?window= ?resolution= ?group= ?session=
 GET    /v1/pipeline                        the recording pipeline's steps and their config
 GET    /v1/plugins                         the catalog of those steps and their actions
-DELETE /v1/sessions                        erase every ended session (when allowed)
+DELETE /v1/sessions                        erase every session but the running ones (when allowed)
 DELETE /v1/sessions/{id}                   erase one ended session (when allowed)
 `;
 
@@ -119,10 +119,11 @@ function parseLimit(value: string | null): number {
   return n < 1 ? DEFAULT_LIMIT : Math.min(n, MAX_LIMIT);
 }
 
-function parseSeq(value: string | null, what: string): number | undefined {
-  if (value === null) return undefined;
-  if (!/^\d+$/.test(value)) throw new HttpError(400, `${what} must be a positive integer`);
-  return Number(value);
+/** A positive seq, or undefined for anything else: a bad cursor serves the tail, and a bad event seq is not found. */
+function parseSeq(value: string | null): number | undefined {
+  if (value === null || !/^\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return n > 0 && Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** Writes, waiting for the socket to drain when its buffer is full, so a page streams in bounded memory. */
@@ -146,6 +147,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const heartbeatMs = options.heartbeatMs ?? 30_000;
   const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
   const stores = new SessionStores(home);
+  const listing = new SessionListReader(home, mainDb, stores);
   feed.start();
 
   function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
@@ -165,40 +167,14 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   function forget(id: SessionId): void {
     stores.forget(id);
+    listing.forget(id);
     timelines.delete(id);
-  }
-
-  function listSessions(archived: boolean): unknown[] {
-    const rows: Record<string, unknown>[] = [];
-    for (const record of allSessions(mainDb)) {
-      const { onDisk: resident, totals, activity } = sessionFigures(home, record);
-      if (!resident && !archived) continue;
-      const entry: Record<string, unknown> = {
-        id: record.id,
-        name: record.name,
-        createdAt: record.createdAt,
-        updatedAt: activity.lastEventAt ?? record.updatedAt,
-        eventCount: totals.events,
-        active: record.status === 'running',
-        status: record.status,
-      };
-      if (activity.agent) entry.agent = activity.agent;
-      if (totals.modelCalls > 0) {
-        entry.totalTokens = totals.inputTokens + totals.outputTokens;
-        entry.costMicros = Math.round(totals.costUsd * 1e6);
-      }
-      if (activity.inferenceHost) entry.inferenceHost = activity.inferenceHost;
-      if (totals.requests > 0 && activity.lastEventAt) entry.lastRequestAt = activity.lastEventAt;
-      if (archived) entry.resident = resident;
-      rows.push(entry);
-    }
-    return rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
   }
 
   async function eventsPage(res: ServerResponse, url: URL, rawId: string): Promise<void> {
     const { id, record, store } = sessionStore(rawId);
     const limit = parseLimit(url.searchParams.get('limit'));
-    const before = parseSeq(url.searchParams.get('before'), 'before');
+    const before = parseSeq(url.searchParams.get('before'));
     const summary = url.searchParams.get('view') === 'summary';
     const bounds = store.bounds();
     const refs = store.page(before, limit);
@@ -224,7 +200,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   function eventDetail(res: ServerResponse, url: URL, rawId: string, rawSeq: string): void {
     const { store } = sessionStore(rawId);
-    const seq = parseSeq(rawSeq, 'seq');
+    const seq = parseSeq(rawSeq);
     const ref = seq === undefined ? undefined : store.at(seq);
     if (!ref) throw new HttpError(404, 'event not found');
     const raw = url.searchParams.get('raw') === '1';
@@ -265,17 +241,17 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   }
 
   function liveTail(req: IncomingMessage, res: ServerResponse, url: URL): void {
-    const only = url.searchParams.get('session') ?? undefined;
-    if (only !== undefined && !isSessionId(only.toLowerCase())) throw new HttpError(404, 'session not found: ?session= takes a session id; resolve a display name first');
+    // Any string filters: an unknown id matches nothing, where a 404 would send a client into a reconnect loop.
+    const only = url.searchParams.get('session')?.toLowerCase();
     // Subscribe before the first byte so no event can fall between the two.
-    const unsubscribe = hub.subscribe(only?.toLowerCase(), {
+    const unsubscribe = hub.subscribe(only, {
       write: (frame) => void res.write(frame),
       buffered: () => res.writableLength,
       close: () => res.destroy(),
     });
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     res.write(': ok\n\n');
-    const heartbeat = setInterval(() => res.write(': ping\n\n'), heartbeatMs);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatMs);
     req.socket.setNoDelay(true);
     res.on('close', () => {
       clearInterval(heartbeat);
@@ -286,12 +262,16 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   function erase(res: ServerResponse, rawId: string | undefined): void {
     if (!options.allowDelete) throw new HttpError(403, 'forbidden: erasing sessions is not allowed by this server\'s configuration (capsem api --allow-delete)');
     let targets: SessionId[];
+    let keptRunning = 0;
     if (rawId === undefined) {
-      targets = allSessions(mainDb).filter((r) => r.status !== 'running').map((r) => r.id);
+      const records = allSessions(mainDb);
+      keptRunning = records.filter((r) => r.status === 'running').length;
+      targets = records.filter((r) => r.status !== 'running').map((r) => r.id);
     } else {
       const lower = rawId.toLowerCase();
       if (!isSessionId(lower)) throw new HttpError(404, 'session not found');
-      const known = getSession(mainDb, lower) !== null || existsSync(sessionPaths(home, lower).dir);
+      const record = getSession(mainDb, lower);
+      const known = (record !== null && record.status !== 'erased') || existsSync(sessionPaths(home, lower).dir);
       if (!known) throw new HttpError(404, 'session not found');
       targets = [lower];
     }
@@ -310,7 +290,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
         throw err;
       }
     }
-    sendJson(res, 200, { sessions, archivedSessions, bytes });
+    sendJson(res, 200, rawId === undefined ? { sessions, archivedSessions, bytes, keptRunning } : { sessions, archivedSessions, bytes });
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -372,7 +352,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       if (parts.length === 2) {
         only(['GET', 'DELETE']);
         if (method === 'DELETE') return erase(res, undefined);
-        return sendJson(res, 200, { sessions: listSessions(url.searchParams.get('archived') === 'true') });
+        return sendJson(res, 200, listing.list(url.searchParams.get('archived') === 'true'));
       }
       const id = parts[2]!;
       if (parts.length === 3) {

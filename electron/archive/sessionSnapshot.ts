@@ -7,7 +7,7 @@ import type { SessionId } from '../contract/ids.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { SessionDbMissingError } from '../store/sessionDb.ts';
 import type { StagingDir } from './stagingDir.ts';
-import { vacuumedFiles } from './vacuumedFiles.ts';
+import { vacuumedFiles } from '../store/vacuumedFiles.ts';
 
 // A consistent copy of a session's files to export from, live or vacuumed. The database comes
 // through SQLite's online backup API, so a writer may keep committing while it runs: the copy is

@@ -9,7 +9,8 @@ import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { releaseName } from '../store/registry.ts';
 import { liveRollup, writeRollup } from '../store/rollup.ts';
 import { makeStagingDir } from './stagingDir.ts';
-import { vacuumedFiles } from './vacuumedFiles.ts';
+import { sizeOf } from '../store/fileSizes.ts';
+import { vacuumedFiles } from '../store/vacuumedFiles.ts';
 
 // Retention: an ended session past its age is compacted. Its database is checkpointed, then
 // VACUUM INTO writes a compact copy (free pages dropped, no WAL) which is gzip-compressed to
@@ -74,10 +75,7 @@ async function gzipFile(source: string, destination: string): Promise<number> {
   return statSync(destination).size;
 }
 
-function sizeOf(paths: readonly string[]): number {
-  return paths.reduce((sum, p) => sum + (existsSync(p) ? statSync(p).size : 0), 0);
-}
-
+/** The bytes the files hold; a missing one counts nothing. */
 async function compactSession(home: CapsemHome, id: SessionId): Promise<{ before: number; after: number }> {
   const paths = sessionPaths(home, id);
   const packed = vacuumedFiles(paths);

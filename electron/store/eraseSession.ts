@@ -20,9 +20,9 @@ function folderBytes(dir: string): number {
 }
 
 export interface Erased {
-  /** 1 when the session's folder was on disk and is now gone. */
+  /** 1 when its session.db was on disk and is now gone. */
   readonly resident: number;
-  /** 1 when only main.db knew the session (its folder was already gone). */
+  /** 1 when it was no longer resident (vacuumed, or its folder already gone) and is now erased. */
   readonly archived: number;
   readonly bytes: number;
 }
@@ -34,12 +34,13 @@ export interface Erased {
 export function eraseSession(home: CapsemHome, mainDb: Database.Database, id: SessionId): Erased {
   const record = getSession(mainDb, id);
   if (record?.status === 'running') throw new SessionRunningError(`session ${id} is running; stop it before erasing it`);
-  const { dir } = sessionPaths(home, id);
+  const { dir, dbPath } = sessionPaths(home, id);
+  const resident = existsSync(dbPath);
   const onDisk = existsSync(dir);
   const bytes = onDisk ? folderBytes(dir) : 0;
   if (onDisk) rmSync(dir, { recursive: true, force: true });
   if (record) {
     mainDb.prepare("UPDATE sessions SET status = 'erased', resumable = 0, updated_at = ? WHERE id = ?").run(new Date().toISOString(), id);
   }
-  return { resident: onDisk ? 1 : 0, archived: !onDisk && record && record.status !== 'erased' ? 1 : 0, bytes };
+  return { resident: resident ? 1 : 0, archived: !resident && record && record.status !== 'erased' ? 1 : 0, bytes };
 }

@@ -42,10 +42,10 @@ describe('GET /v1/sessions', () => {
     expect(sessions.map((s) => s.id).sort()).toEqual([named, other, crashed].sort());
     for (const s of sessions) {
       for (const key of ['id', 'name', 'createdAt', 'updatedAt', 'eventCount', 'active']) expect(s, key).toHaveProperty(key);
-      expect(s.active).toBe(false);
     }
     const first = sessions.find((s) => s.id === named)!;
     expect(first.name).toBe('co-work1');
+    expect(first.title).toBe('co-work1');
     expect(first.costMicros).toBeGreaterThan(0);
     expect(typeof first.inferenceHost).toBe('string');
   });
@@ -57,6 +57,53 @@ describe('GET /v1/sessions', () => {
     expect(row).toMatchObject({ name: 'quiet', eventCount: 0, active: true });
     for (const key of ['totalTokens', 'costMicros', 'inferenceHost', 'lastRequestAt', 'agent']) expect(row).not.toHaveProperty(key);
     await empty.end();
+  });
+});
+
+describe('GET /v1/sessions: the fields a Cortex client reads', () => {
+  type Row = Record<string, unknown> & { id: string; active: boolean };
+  const rows = async (): Promise<Row[]> => (await call(api.url, '/v1/sessions')).json<{ sessions: Row[] }>().sessions;
+  const body = (json: unknown): Buffer => Buffer.from(JSON.stringify(json));
+
+  it('sends title from the first prompt, totalTokens with cache tokens, procs, lastRequestAt and promptContext; active is the newest session alone', async () => {
+    const live = await liveSession(home, null);
+    const w = live.writer;
+    const turn = (at: string, pid: number, prompt: string, messages: number, usage: { input: number; output: number; cacheRead: number; cacheWrite: number }): void => {
+      const exchange = w.append('net_events', { timestamp: at, domain: 'api.anthropic.com', decision: 'allowed', method: 'POST', path: '/v1/messages', status_code: 200, pid })!;
+      const request = { model: 'claude', system: 'you are terse', messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>ignore me</system-reminder>' }, { type: 'text', text: prompt }] }] };
+      w.append('event_body_blobs', { event_id: exchange.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: at, body: body(request) });
+      w.append('model_calls', {
+        timestamp: at, provider: 'anthropic', method: 'POST', path: '/v1/messages', net_event_id: exchange.eventId!, messages_count: messages, tools_count: 3,
+        input_tokens: usage.input, output_tokens: usage.output, usage_details: JSON.stringify({ cache_read: usage.cacheRead, cache_write: usage.cacheWrite }),
+      });
+    };
+    const long = `Port the retry budget\nto the new client ${'and keep every test green '.repeat(5)}`;
+    turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
+    turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
+    turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
+    w.append('fs_events', { timestamp: '2030-01-01T00:00:09.000Z', action: 'created', path: 'notes.md' });
+    await w.flush();
+    const row = (await rows()).find((r) => r.id === live.id)!;
+    expect(row.title).toBe(`Port the retry budget to the new client ${'and keep every test green '.repeat(5)}`.slice(0, 80).trimEnd());
+    expect(row.totalTokens).toBe(1330 + 2012 + 2);
+    expect(row.procs).toEqual(['41', '42']);
+    expect(row.lastRequestAt).toBe('2030-01-01T00:00:03.000Z');
+    expect(row.updatedAt).toBe('2030-01-01T00:00:09.000Z');
+    expect(row.promptContext).toEqual({ tokens: 2005, stated: false, at: '2030-01-01T00:00:02.000Z', msgs: 30 });
+    const listed = await rows();
+    expect(listed.filter((r) => r.active).map((r) => r.id)).toEqual([live.id]);
+    await live.end();
+    const ended = (await rows()).find((r) => r.id === live.id)!;
+    expect(ended).toMatchObject({ title: row.title, totalTokens: row.totalTokens, procs: row.procs, promptContext: row.promptContext });
+  });
+
+  it('leaves title and the read figures out of a session with no prompt', async () => {
+    const live = await liveSession(home, null);
+    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'a' });
+    await live.writer.flush();
+    const row = (await rows()).find((r) => r.id === live.id)!;
+    for (const key of ['title', 'totalTokens', 'procs', 'lastRequestAt', 'promptContext']) expect(row, key).not.toHaveProperty(key);
+    await live.end();
   });
 });
 
@@ -95,7 +142,15 @@ describe('GET /v1/sessions/{id}', () => {
       const page = (await call(api.url, `/v1/sessions/${named}?limit=${bad}`)).json<Page>();
       expect(page.events.length, bad).toBe(Math.min(500, (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.length));
     }
-    expect((await call(api.url, `/v1/sessions/${named}?before=x`)).status).toBe(400);
+  });
+
+  it('serves the tail with 200 for a bad before (abc, empty, negative, fractional, zero)', async () => {
+    const tail = (await call(api.url, `/v1/sessions/${named}?limit=7`)).json<Page>();
+    for (const bad of ['abc', '', '-3', '2.5', '0', '1e3']) {
+      const reply = await call(api.url, `/v1/sessions/${named}?limit=7&before=${bad}`);
+      expect(reply.status, bad).toBe(200);
+      expect(reply.json<Page>().events.map((e) => e.seq), bad).toEqual(tail.events.map((e) => e.seq));
+    }
   });
 
   it('summary drops exactly the listed fields and nothing else, and says so', async () => {
@@ -168,7 +223,11 @@ describe('GET /v1/sessions/{id}/events/{seq}', () => {
     const missing = await call(api.url, `/v1/sessions/${named}/events/999999`);
     expect(missing.status).toBe(404);
     expect(missing.json()).toEqual({ error: 'event not found' });
-    expect((await call(api.url, `/v1/sessions/${named}/events/0`)).status).toBe(404);
+    for (const bad of ['0', 'abc', '-1', '1.5', '1e1']) {
+      const reply = await call(api.url, `/v1/sessions/${named}/events/${bad}`);
+      expect(reply.status, bad).toBe(404);
+      expect(reply.json(), bad).toEqual({ error: 'event not found' });
+    }
   });
 });
 
@@ -307,9 +366,6 @@ describe('guards', () => {
     expect(after.totals).toEqual(before.totals);
     db.close();
     expect((await call(api.url, `/v1/sessions/${crashed}`)).status).toBe(404);
-    const listed = (await call(api.url, '/v1/sessions?archived=true')).json<{ sessions: { id: string; resident?: boolean }[] }>();
-    expect(listed.sessions.find((s) => s.id === crashed)).toMatchObject({ resident: false });
-    expect((await call(api.url, '/v1/sessions')).json<{ sessions: { id: string }[] }>().sessions.map((s) => s.id)).not.toContain(crashed);
     const running = await liveSession(home, null);
     expect((await call(api.url, `/v1/sessions/${running.id}`, { method: 'DELETE' })).status).toBe(409);
     await running.end();

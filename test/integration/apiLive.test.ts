@@ -17,6 +17,7 @@ afterAll(async () => {
 });
 
 interface Tail {
+  readonly frames: string[];
   readonly events: SessionEvent[];
   readonly comments: string[];
   readonly response: Promise<IncomingMessage>;
@@ -26,6 +27,7 @@ interface Tail {
 }
 
 function tail(path: string, options: { paused?: boolean } = {}): Tail {
+  const frames: string[] = [];
   const events: SessionEvent[] = [];
   const comments: string[] = [];
   let buffered = '';
@@ -38,9 +40,10 @@ function tail(path: string, options: { paused?: boolean } = {}): Tail {
     res.setEncoding('utf8');
     res.on('data', (chunk: string) => {
       buffered += chunk;
-      const frames = buffered.split('\n\n');
-      buffered = frames.pop()!;
-      for (const frame of frames) {
+      const chunks = buffered.split('\n\n');
+      buffered = chunks.pop()!;
+      for (const frame of chunks) {
+        if (!frame.startsWith(':')) frames.push(frame);
         for (const line of frame.split('\n')) {
           if (line.startsWith('data: ')) events.push(JSON.parse(line.slice(6)) as SessionEvent);
           else if (line.startsWith(':')) comments.push(line);
@@ -51,6 +54,7 @@ function tail(path: string, options: { paused?: boolean } = {}): Tail {
   });
   request.on('error', () => undefined);
   return {
+    frames,
     events,
     comments,
     response,
@@ -106,10 +110,37 @@ describe('GET /v1/events', () => {
     await Promise.all([a.end(), b.end()]);
   });
 
-  it('sends a heartbeat comment while nothing happens', async () => {
+  it('sends the comment ": heartbeat" while nothing happens', async () => {
     const sub = tail('/v1/events');
-    await sub.until(() => sub.comments.filter((c) => c === ': ping').length >= 2, 5000);
+    await sub.until(() => sub.comments.filter((c) => c === ': heartbeat').length >= 2, 5000);
     sub.close();
+  });
+
+  it('frames each event as event: session-event, a per-connection id, then data, under exactly the SSE headers', async () => {
+    const early = tail('/v1/events');
+    await early.until(() => early.comments.includes(': ok'));
+    const live = await liveSession(home, null);
+    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'first' });
+    await live.writer.flush();
+    await early.until(() => early.events.some((e) => e.sessionId === live.id));
+    const late = tail(`/v1/events?session=${live.id}`);
+    await late.until(() => late.comments.includes(': ok'));
+    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'second' });
+    await live.writer.flush();
+    await late.until(() => late.events.length === 1);
+    await early.until(() => early.events.filter((e) => e.sessionId === live.id).length === 2);
+    const [frame] = late.frames;
+    expect(frame).toBe(`event: session-event\nid: 1\ndata: ${JSON.stringify(late.events[0])}`);
+    expect(late.events[0]!.seq).toBe(2);
+    const ids = early.frames.map((f) => Number(/^event: session-event\nid: (\d+)\ndata: /.exec(f)![1]));
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    const { headers } = await late.response;
+    expect([headers['content-type'], headers['cache-control'], headers['x-accel-buffering']]).toEqual(['text/event-stream', 'no-cache', 'no']);
+    const transport = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
+    expect(Object.keys(headers).filter((h) => !transport.has(h)).sort()).toEqual(['cache-control', 'content-type', 'x-accel-buffering']);
+    early.close();
+    late.close();
+    await live.end();
   });
 
   it('drops and counts a subscriber that stops reading, while others and the writer carry on', async () => {
@@ -136,9 +167,17 @@ describe('GET /v1/events', () => {
     await live.end();
   }, 60_000);
 
-  it('refuses a display name in ?session=', async () => {
-    const reply = await call(api.url, '/v1/events?session=co-work1');
-    expect(reply.status).toBe(404);
-    expect(reply.json().error).toMatch(/resolve a display name first/);
+  it('takes any string in ?session= as a filter: an unknown one streams 200 and matches nothing', async () => {
+    const sub = tail('/v1/events?session=co-work1');
+    expect((await sub.response).statusCode).toBe(200);
+    await sub.until(() => sub.comments.includes(': ok'));
+    const live = await liveSession(home, 'co-work1');
+    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'x' });
+    await live.writer.flush();
+    await sub.until(() => sub.comments.includes(': heartbeat'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sub.events).toEqual([]);
+    sub.close();
+    await live.end();
   });
 });

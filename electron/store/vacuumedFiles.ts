@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { SessionPaths } from '../store/paths.ts';
+import type { SessionPaths } from './paths.ts';
 
 // A vacuumed session keeps its files gzip-compressed beside where they were: session.db.gz is a
 // VACUUM INTO copy of the database (compact, no WAL), pty.log.gz and serial.log.gz the logs.

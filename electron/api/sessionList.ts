@@ -1,0 +1,116 @@
+import type Database from 'better-sqlite3';
+import type { SessionId } from '../contract/ids.ts';
+import { firstPromptTitle, readListFacts, type SessionListFacts } from '../sessions/sessionListFacts.ts';
+import { SessionNotOnDiskError, type SessionStores } from '../sessions/sessionStores.ts';
+import { sessionFigures } from '../sessions/sessionSummary.ts';
+import { sizeOf } from '../store/fileSizes.ts';
+import { sessionPaths, type CapsemHome } from '../store/paths.ts';
+import { allSessions, type SessionRecord } from '../store/registry.ts';
+import { vacuumedFiles } from '../store/vacuumedFiles.ts';
+
+// GET /v1/sessions: one row per session, in the spec's fields (absent rather than zero when
+// unknown), newest first.
+
+/**
+ * Our archive is the vacuumed sessions, and nothing prunes it: a session leaves it only when it
+ * is erased. 0 says "no bound" in both figures.
+ */
+const ARCHIVE_BOUNDS = { maxBytes: 0, retentionDays: 0 } as const;
+
+export interface ArchiveFigures {
+  readonly bytes: number;
+  readonly maxBytes: number;
+  readonly retentionDays: number;
+}
+
+export interface SessionListing {
+  readonly sessions: Record<string, unknown>[];
+  readonly archive?: ArchiveFigures;
+}
+
+/** Reads what main.db does not hold from each session.db, once for an ended session, every time for a running one. */
+export class SessionListReader {
+  private readonly ended = new Map<SessionId, SessionListFacts>();
+  /** First wins: once a session has a prompt title it keeps it. */
+  private readonly titles = new Map<SessionId, string>();
+
+  constructor(
+    private readonly home: CapsemHome,
+    private readonly mainDb: Database.Database,
+    private readonly stores: SessionStores,
+  ) {}
+
+  forget(id: SessionId): void {
+    this.ended.delete(id);
+    this.titles.delete(id);
+  }
+
+  private facts(record: SessionRecord): { facts: SessionListFacts; title: string | undefined } {
+    const running = record.status === 'running';
+    const known = running ? undefined : this.ended.get(record.id);
+    if (known) return { facts: known, title: this.titles.get(record.id) };
+    let open;
+    try {
+      open = this.stores.get(record.id);
+    } catch (err) {
+      // Erased or vacuumed since main.db was read: the row goes out without these figures.
+      if (err instanceof SessionNotOnDiskError) return { facts: {}, title: undefined };
+      throw err;
+    }
+    const tables = open.tables();
+    const facts = readListFacts(open.store, tables);
+    let title = this.titles.get(record.id);
+    if (title === undefined) {
+      title = firstPromptTitle(open.store, tables);
+      if (title !== undefined) this.titles.set(record.id, title);
+    }
+    if (!running) this.ended.set(record.id, facts);
+    return { facts, title };
+  }
+
+  /** A session no longer resident has only main.db's rollup, which counts cache tokens per model. */
+  private archivedTokens(id: SessionId): number | undefined {
+    const row = this.mainDb.prepare('SELECT sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS v FROM ai_usage WHERE session_id = ?').get(id) as { v: number | null };
+    return row.v ?? undefined;
+  }
+
+  list(archived: boolean): SessionListing {
+    const rows: Record<string, unknown>[] = [];
+    let archiveBytes = 0;
+    for (const record of allSessions(this.mainDb)) {
+      // Erased means gone: its figures stay in main.db for the cost ledger, but it is no session to list.
+      if (record.status === 'erased') continue;
+      const { onDisk: resident, totals, activity } = sessionFigures(this.home, record);
+      if (!resident && !archived) continue;
+      const { facts, title } = resident ? this.facts(record) : { facts: { totalTokens: this.archivedTokens(record.id) }, title: undefined };
+      const row: Record<string, unknown> = {
+        id: record.id,
+        name: record.name,
+        createdAt: record.createdAt,
+        updatedAt: activity.lastEventAt ?? record.updatedAt,
+        eventCount: totals.events,
+        active: false,
+        status: record.status,
+      };
+      const shown = record.name ?? title;
+      if (shown) row.title = shown;
+      if (activity.agent) row.agent = activity.agent;
+      if (facts.totalTokens) row.totalTokens = facts.totalTokens;
+      if (totals.modelCalls > 0) row.costMicros = Math.round(totals.costUsd * 1e6);
+      if (facts.promptContext) row.promptContext = facts.promptContext;
+      if (activity.inferenceHost) row.inferenceHost = activity.inferenceHost;
+      if (facts.procs) row.procs = facts.procs;
+      if (facts.lastRequestAt) row.lastRequestAt = facts.lastRequestAt;
+      if (!resident) {
+        row.resident = false;
+        archiveBytes += sizeOf(Object.values(vacuumedFiles(sessionPaths(this.home, record.id))));
+      }
+      rows.push(row);
+    }
+    rows.sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt)));
+    // The spec's active is the one most recently updated session, not every running one (status says that).
+    const newest = rows.find((r) => r.resident === undefined);
+    if (newest) newest.active = true;
+    return archived ? { sessions: rows, archive: { bytes: archiveBytes, ...ARCHIVE_BOUNDS } } : { sessions: rows };
+  }
+}
