@@ -253,7 +253,8 @@ describe('events', () => {
     const exec = await call('events.page', { id, kind: 'exec', offset: 0, limit: 5 });
     expect(exec).toEqual({ rows: [], total: 0, nextOffset: null });
     const tools = await call('events.page', { id, kind: 'tool', offset: 0, limit: 50 });
-    expect(tools.rows.every((r) => typeof r.columns.model_call_seq === 'number')).toBe(true);
+    // An MCP call is the agent's own request to its server, made after the model asked: no model call is its parent.
+    expect(tools.rows.every((r) => (typeof r.columns.model_call_seq === 'number') === (r.columns.origin !== 'mcp'))).toBe(true);
     const models = await call('events.page', { id, kind: 'model', offset: 0, limit: 50 });
     expect(models.rows.some((r) => typeof r.columns.cache_read === 'number')).toBe(true);
   });
