@@ -68,8 +68,11 @@ const EVENT_ROWS: Record<SequencedTable, { readonly where: string; readonly slot
 const unionOfRows = (where: string): string =>
   SEQUENCED_TABLES.map((t) => `SELECT seq, '${t}' AS t, id FROM ${t} WHERE (${EVENT_ROWS[t].where}) AND ${where}`).join(' UNION ALL ');
 
-/** JSON-RPC 2.0 announces itself in the first bytes every SDK writes, so the preview tells an MCP exchange. */
-const looksLikeJsonRpc = (preview: unknown): boolean => typeof preview === 'string' && /"jsonrpc"\s*:\s*"2\.0"/.test(preview);
+/**
+ * A JSON body naming a method or JSON-RPC early (every MCP SDK writes one of the two first) may be
+ * an MCP call: only those have their bodies read to find out, so other events cost no body read.
+ */
+const mayBeJsonRpc = (preview: unknown): boolean => typeof preview === 'string' && /^\s*[[{]/.test(preview) && /"(jsonrpc|method)"\s*:/.test(preview);
 
 function parseBody(body: unknown): unknown {
   if (!(body instanceof Uint8Array)) return undefined;
@@ -210,7 +213,7 @@ export class SessionEventStore {
 
   /** The JSON-RPC call an exchange carried, read from its captured bodies. */
   private mcpMessage(row: Row): McpMessage | undefined {
-    if (!looksLikeJsonRpc(row.request_body_preview)) return undefined;
+    if (!mayBeJsonRpc(row.request_body_preview)) return undefined;
     const eventId = String(row.event_id);
     const response = this.stmt("SELECT body, content_type FROM event_body_blobs WHERE event_id = ? AND direction = 'response' LIMIT 1").get(eventId) as { body: Uint8Array | null; content_type: string | null } | undefined;
     return parseMcpExchange(this.requestBody(eventId), response?.content_type ?? undefined, response?.body ?? new Uint8Array())[0];
