@@ -100,7 +100,7 @@ export interface ToolActivity {
   arguments?: string;
   resultPreview?: string;
   isError?: boolean;
-  /** The seq of the model call that emitted the call, or that carried the result back. */
+  /** The seq of the model call's response that emitted the call, or of its request that carried the result back. */
   modelCallSeq?: number;
 }
 

@@ -92,7 +92,7 @@ function errorOf(kind: string | undefined, message: string | undefined, status: 
 }
 
 /** The spec types these as objects: a value that is not one is sent as {"value": ...}, never bare. */
-export function asJsonObject(value: unknown): JsonObject | undefined {
+function asJsonObject(value: unknown): JsonObject | undefined {
   if (value === undefined) return undefined;
   return isObject(value) ? value : { value };
 }
@@ -100,7 +100,7 @@ export function asJsonObject(value: unknown): JsonObject | undefined {
 const MCP_ACTIONS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 /** The JSON-RPC call an exchange carried, as its request (method, id, params) or its answer (result or error). */
-export function mcpView(message: McpMessage, slot: EventPhaseSlot, full: boolean): Mcp {
+function mcpView(message: McpMessage, slot: EventPhaseSlot, full: boolean): Mcp {
   const error = message.rpcError;
   return ({
     method: message.method,
@@ -243,6 +243,9 @@ export interface ToolContext {
   readonly modelCallSeq?: number;
 }
 
+/** A call points at the response that asked for it, a result at the request that carried it back. */
+const modelSeq = (rowSeq: number | undefined, slot: EventPhaseSlot): number | undefined => (rowSeq === undefined ? undefined : wireSeqOf(rowSeq, slot));
+
 /** A tool call the model asked for: one event, in the slot after the response that carried it. */
 export function toolCallEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
   const error = text(row.error_message);
@@ -259,14 +262,11 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
       status: text(row.status),
       arguments: text(row.arguments),
       resultPreview: text(row.response_preview),
-      modelCallSeq: modelSeq(context.modelCallSeq),
+      modelCallSeq: modelSeq(context.modelCallSeq, 'final'),
     }),
     error: error ? { kind: 'tool_error', message: error } : undefined,
   });
 }
-
-/** A model call's events are its row's two slots; a tool row points at the response. */
-const modelSeq = (rowSeq: number | undefined): number | undefined => (rowSeq === undefined ? undefined : wireSeqOf(rowSeq, 'final'));
 
 export function toolResultEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
   return ({
@@ -275,7 +275,7 @@ export function toolResultEvent(sessionId: string, row: Row, context: ToolContex
       callId: String(row.call_id),
       resultPreview: text(row.content_preview),
       isError: int(row.is_error) === 1 ? true : undefined,
-      modelCallSeq: modelSeq(context.modelCallSeq),
+      modelCallSeq: modelSeq(context.modelCallSeq, 'request'),
     }),
   });
 }

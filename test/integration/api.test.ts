@@ -102,9 +102,12 @@ describe('GET /v1/sessions/{id}', () => {
         expect(answer.inference).not.toHaveProperty('messages');
       }
     }
+    const bySeq = new Map(events.map((e) => [e.seq, e]));
     for (const e of events) {
       if (e.kind === 'file') expect(e).not.toHaveProperty('direction');
       else expect(e.direction).toBe('outbound');
+      // A tool call points at the response that asked for it, a result at the request that carried it.
+      if (e.tool?.modelCallSeq !== undefined) expect(bySeq.get(e.tool.modelCallSeq)).toMatchObject({ kind: 'model', phase: e.kind === 'tool_call' ? 'response' : 'request' });
     }
   });
 
