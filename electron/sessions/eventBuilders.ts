@@ -122,7 +122,8 @@ export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp
     host: hostOf(String(row.domain), int(row.port), text(row.conn_type)),
     statusCode: request ? undefined : status,
     durationMs: request ? undefined : int(row.duration_ms),
-    ttfbMs: request ? undefined : int(row.ttfb_ms),
+    // A denial never reached an upstream: there are no response headers to time.
+    ttfbMs: request || denied ? undefined : int(row.ttfb_ms),
     bytesUp: request ? int(row.bytes_sent) : undefined,
     bytesDown: request ? undefined : int(row.bytes_received),
     httpMethod: text(row.method),
