@@ -28,8 +28,7 @@ export interface EventOptions {
 }
 
 /** A model call's exchange row is written just before it, so the seq index finds it. */
-const exchangeOf = (table: string): string => `net_events n WHERE n.seq = ${table}.seq - 1 AND n.event_id = ${table}.net_event_id`;
-const fromExchange = (column: string): string => `(SELECT n.${column} FROM ${exchangeOf('model_calls')}) AS ${column}`;
+const fromExchange = (column: string): string => `(SELECT n.${column} FROM net_events n WHERE n.seq = model_calls.seq - 1 AND n.event_id = model_calls.net_event_id) AS ${column}`;
 const credentialOutcomes = (eventId: string): string => `(SELECT group_concat(s.outcome) FROM substitution_events s WHERE s.net_event_id = ${eventId}) AS credential_outcomes`;
 
 const IDENTITY = 'id, seq, event_id, trace_id, turn_id, timestamp';
