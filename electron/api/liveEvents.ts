@@ -145,7 +145,7 @@ export class LiveEventFeed {
       return undefined;
     }
     const fresh = Date.parse(createdAt) >= this.followSince - 1000;
-    const w = { store, lastSeq: fresh ? 0 : store.newestSeq(), version: -1 };
+    const w = { store, lastSeq: fresh ? 0 : store.newestEventSeq(), version: -1 };
     this.watched.set(sessionId, w);
     return w;
   }
@@ -202,7 +202,7 @@ export class LiveEventFeed {
       if (!w || w.store.dataVersion() === w.version) continue;
       // With nobody listening there is nothing to build: just move past what was committed.
       if (this.hub.size === 0) {
-        w.lastSeq = w.store.newestSeq();
+        w.lastSeq = w.store.newestEventSeq();
         w.version = w.store.dataVersion();
       } else await this.drain(w);
     }

@@ -189,7 +189,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       const rows = store.rows(slice);
       let chunk = '';
       for (const ref of slice) {
-        chunk += (first ? '' : ',') + JSON.stringify(store.event(ref, { full: !summary }, rows.get(ref.seq)));
+        chunk += (first ? '' : ',') + JSON.stringify(store.event(ref, { full: !summary }, rows.get(ref.rowSeq)));
         first = false;
       }
       await write(res, chunk);
@@ -214,7 +214,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     for (const [name, value] of [['from', from], ['to', to]] as const) {
       if (value !== undefined && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${name} must be an RFC 3339 time`);
     }
-    const newest = store.newestSeq();
+    const newest = store.newestEventSeq();
     let cached = timelines.get(id);
     if (!cached || cached.newest !== newest) {
       const computed = readTimeline(store, record?.status !== 'running');

@@ -16,7 +16,7 @@ export async function writeJsonl(store: SessionEventStore, sink: ChunkSink, onPr
     const rows = store.rows(refs);
     let chunk = '';
     for (const ref of refs) {
-      chunk += `${JSON.stringify(store.event(ref, { full: true }, rows.get(ref.seq)))}\n`;
+      chunk += `${JSON.stringify(store.event(ref, { full: true }, rows.get(ref.rowSeq)))}\n`;
       after = ref.seq;
     }
     count += refs.length;

@@ -70,14 +70,26 @@ export interface Inference {
   isAction: true;
 }
 
+/** A JSON object; the spec types these fields as objects, so a client may decode them as maps. */
+export type JsonObject = Record<string, unknown>;
+
+/** On a request event: method, rpcId, params. On its response: method, rpcId, result or error. */
 export interface Mcp {
   method: string;
   rpcId?: string;
-  server?: string;
-  params?: unknown;
-  result?: unknown;
-  error?: { message: string };
+  params?: JsonObject;
+  result?: JsonObject;
+  error?: { code?: number; message: string; data?: unknown };
   isAction?: true;
+}
+
+export type InvocationAction = 'allow' | 'deny' | 'skip' | 'modify' | 'observe';
+
+/** One step of the recording pipeline on an exchange: the policy, the credential broker, the recorder. */
+export interface Invocation {
+  plugin: 'policy' | 'credential' | 'recorder';
+  action: InvocationAction;
+  reason?: string;
 }
 
 export interface ToolActivity {
@@ -88,7 +100,7 @@ export interface ToolActivity {
   arguments?: string;
   resultPreview?: string;
   isError?: boolean;
-  /** The seq of the model call that emitted the call, or that carried the result back. */
+  /** The seq of the model call's response that emitted the call, or of its request that carried the result back. */
   modelCallSeq?: number;
 }
 
@@ -126,8 +138,11 @@ export interface SessionEvent {
   seq: number;
   at: string;
   kind: EventKind;
-  direction: 'outbound' | 'local';
+  /** Absent on local events (file changes), which have no network direction. */
+  direction?: 'outbound';
   phase: 'request' | 'response' | 'denied';
+  /** The exchange an event belongs to: a request and its response (or denial) share it. */
+  requestId?: string;
   eventId: string;
   traceId?: string;
   turnId?: string;
@@ -140,6 +155,9 @@ export interface SessionEvent {
   httpMethod?: string;
   httpPath?: string;
   process?: { name?: string; pid?: number };
+  /** The coding agent that sent the request, from its User-Agent, when it is one we know. */
+  client?: string;
+  invocations?: { outbound: Invocation[] };
   decision?: string;
   matchedRule?: string;
   inference?: Inference;
@@ -147,6 +165,7 @@ export interface SessionEvent {
   tool?: ToolActivity;
   file?: FileChange;
   dns?: DnsLookup;
-  error?: { kind: string; message: string };
+  /** code: the status the upstream sent, where it answered. */
+  error?: { kind: string; message: string; code?: number };
   raw?: RawCapture;
 }

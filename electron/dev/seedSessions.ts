@@ -112,6 +112,8 @@ function requestBody(provider: string, model: string, prompt: string, results: r
   }
 }
 
+const SEED_USER_AGENT = 'claude-cli/2.0.14 (external, cli)';
+
 class SessionScript {
   private clock: number;
   private turnsLeftInTrace = 0;
@@ -137,6 +139,38 @@ class SessionScript {
       event_id: eventId, source_table: sourceTable, direction, content_type: 'application/json',
       original_bytes: bytes.byteLength, stored_bytes: bytes.byteLength, truncated: 0, body_hash: sha256(bytes), body: bytes,
       created_at: new Date(this.clock).toISOString(),
+    });
+  }
+
+  private mcpCalls = 0;
+
+  /**
+   * The agent calling the MCP tool the model asked for, as the recorder writes it: the exchange
+   * with its JSON-RPC bodies, then the call under origin mcp. Every third server answers with a
+   * bare string result, as some do. Takes nothing from the rng, so the rest of the script is unchanged.
+   */
+  private mcpExchange(trace: { trace_id: string; turn_id: string }, args: string): void {
+    const id = ++this.mcpCalls;
+    const at = new Date(this.clock).toISOString();
+    const request = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown } });
+    const response = JSON.stringify({ jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } });
+    const net = this.writer.append('net_events', {
+      ...trace, timestamp: at, domain: 'mcp.capsem.dev', port: 443, decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: '/mcp',
+      status_code: 200, bytes_sent: request.length, bytes_received: response.length, duration_ms: 40, ttfb_ms: 20, matched_rule: 'default.allow-public',
+      request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT }), response_headers: JSON.stringify({ 'content-type': 'application/json' }),
+      request_body_preview: request.slice(0, 256), response_body_preview: response.slice(0, 256),
+    })!;
+    this.body(net.eventId!, 'net_events', 'request', request);
+    this.body(net.eventId!, 'net_events', 'response', response);
+    const call = this.writer.append('tool_calls', {
+      ...trace, timestamp: at, model_call_id: null, provider: 'mcp', status: 'responded', call_index: 0, call_id: `mcp-${net.eventId}-${id}`,
+      tool_name: 'snapshots_create', arguments: args, response_preview: 'ok', origin: 'mcp', server_name: 'capsem', method: 'tools/call', request_id: String(id),
+      decision: 'allowed', duration_ms: 40, process_name: 'claude', bytes_sent: request.length, bytes_received: response.length,
+    })!;
+    this.writer.append('security_rule_events', {
+      event_id: call.eventId!, ...trace, timestamp: at, timestamp_unix_ms: this.clock,
+      event_type: 'mcp.tool_call', rule_id: 'default.mcp-allow', rule_action: 'allow', detection_level: 'none',
+      event_json: JSON.stringify({ method: 'tools/call', id: String(id), params: { name: 'snapshots_create' } }),
     });
   }
 
@@ -168,7 +202,7 @@ class SessionScript {
         ...trace, timestamp: startedAt, domain: provider.host, port: provider.host === 'localhost' ? 11434 : 443,
         decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: provider.path, status_code: 200,
         bytes_sent: request.length, bytes_received: response.length, duration_ms: durationMs, ttfb_ms: Math.min(durationMs, 350),
-        matched_rule: 'default.allow-public', request_headers: JSON.stringify({ 'content-type': 'application/json', 'x-api-key': `sha256:${this.rng.hex(16)}` }),
+        matched_rule: 'default.allow-public', request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT, 'x-api-key': `sha256:${this.rng.hex(16)}` }),
         response_headers: JSON.stringify({ 'content-type': 'text/event-stream' }),
         request_body_preview: request.slice(0, 256), response_body_preview: response.slice(0, 256),
       })!;
@@ -206,20 +240,13 @@ class SessionScript {
         const callId = `toolu_${this.rng.hex(24)}`;
         const args = JSON.stringify(tool.args(this.rng));
         const mcp = this.rng.next() < 0.15;
-        const tc = this.writer.append('tool_calls', {
+        this.writer.append('tool_calls', {
           ...trace, timestamp: this.at(5), model_call_id: call.id, provider: provider.provider, status: 'responded', call_index: i,
           call_id: callId, tool_name: mcp ? 'snapshots_create' : tool.name, arguments: args, response_preview: 'ok',
-          origin: mcp ? 'mcp' : 'native', server_name: mcp ? 'capsem' : null, method: mcp ? 'tools/call' : null,
-          decision: 'allowed', duration_ms: this.rng.int(5, 3_000), process_name: 'claude', bytes_sent: args.length, bytes_received: 120,
+          origin: 'native', decision: 'allowed', duration_ms: this.rng.int(5, 3_000), process_name: 'claude', bytes_sent: args.length, bytes_received: 120,
         })!;
         item('tool_call', { call_id: callId, tool_name: tool.name, arguments: args });
-        if (mcp) {
-          this.writer.append('security_rule_events', {
-            event_id: tc.eventId!, ...trace, timestamp: new Date(this.clock).toISOString(), timestamp_unix_ms: this.clock,
-            event_type: 'mcp.tool_call', rule_id: 'default.mcp-allow', rule_action: 'allow', detection_level: 'none',
-            event_json: JSON.stringify({ method: 'tools/call', params: { name: 'snapshots_create' }, call_id: callId }),
-          });
-        }
+        if (mcp) this.mcpExchange(trace, args);
         if (tool.name === 'Edit' || tool.name === 'Bash') {
           this.writer.append('fs_events', { ...trace, timestamp: this.at(20), action: this.rng.pick(['created', 'modified', 'modified', 'deleted'] as const), path: `src/${this.rng.pick(['main.ts', 'server.py', 'app.tsx', 'notes.md'])}`, size: this.rng.int(100, 40_000) });
           events += 1;

@@ -1,5 +1,6 @@
 import { requestView } from '../telemetry/providers/index.ts';
-import type { SessionEventStore } from './sessionEventStore.ts';
+import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
+import { EXCHANGE_EVENT_ROW_SEQ, type SessionEventStore } from './sessionEventStore.ts';
 
 // GET /v1/sessions/{id}/search: the seqs of the events whose bodies hold q, reading only what the
 // summary view drops (request and response bodies, inference lists, MCP params and results),
@@ -68,9 +69,9 @@ export interface SearchResult {
   lastSeq: number;
 }
 
+/** A row that may match, and the events a match lands on (an exchange's request or its response). */
 interface Candidate {
-  seq: number;
-  check: () => boolean;
+  check: () => number[];
 }
 
 const WINDOW = 512;
@@ -89,16 +90,15 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
   // two non-ASCII letters whose lowercase is ASCII, U+0130 and U+212A, are not folded there.)
   const likePattern = plainNeedle && /^[\x20-\x7e]+$/.test(needle) ? `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
   const db = store.db;
-  const netRows = db.prepare('SELECT seq, event_id, request_headers, response_headers, query, status_code FROM net_events WHERE seq > ? AND seq <= ?');
+  const netRows = db.prepare(`SELECT seq, event_id, request_headers, response_headers, query, status_code, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq FROM net_events WHERE seq > ? AND seq <= ?`);
   const probes = db.prepare(
     `SELECT n.event_id, b.direction, ${likePattern === null ? '1' : "CAST(b.body AS TEXT) LIKE ? ESCAPE '\\'"} AS maybe
      FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id WHERE n.seq > ? AND n.seq <= ? AND b.body IS NOT NULL ORDER BY n.seq, b.direction`,
   );
   const modelRows = db.prepare('SELECT seq, id, event_id, net_event_id, provider, path FROM model_calls WHERE seq > ? AND seq <= ?');
   const emitted = db.prepare('SELECT model_call_id, tool_name, arguments FROM tool_calls WHERE model_call_id BETWEEN ? AND ?');
-  const mcpRows = db.prepare("SELECT seq, tool_name, arguments, response_preview FROM tool_calls WHERE origin = 'mcp' AND seq > ? AND seq <= ?");
-  const lastSeq = store.newestSeq();
-  const seqs: number[] = [];
+  const lastSeq = store.newestEventSeq();
+  const seqs = new Set<number>();
   const requestVerdicts = new Map<string, BodyVerdict>();
   let sliceStart = performance.now();
   for (let lo = 0; lo < lastSeq; lo += WINDOW) {
@@ -109,26 +109,28 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
     for (const probe of (likePattern === null ? probes.all(lo, hi) : probes.all(likePattern, lo, hi)) as { event_id: string; direction: string; maybe: number }[]) {
       const verdict = probe.maybe ? searchBody(store.bodyBytes(probe.event_id, probe.direction), needle, plainNeedle) : { hit: false };
       if (probe.direction === 'request') requestVerdicts.set(probe.event_id, verdict);
-      if (verdict.hit) bodyHits.add(probe.event_id);
+      if (verdict.hit) bodyHits.add(`${probe.event_id}\u0000${probe.direction}`);
     }
     for (const row of netRows.all(lo, hi) as Record<string, unknown>[]) {
-      candidates.push({
-        seq: row.seq as number,
-        check: () => {
-          if (bodyHits.has(String(row.event_id))) return true;
-          const parts: string[] = [];
-          for (const headers of [row.request_headers, row.response_headers]) {
-            if (typeof headers !== 'string') continue;
-            try {
-              collectJson(JSON.parse(headers), parts);
-            } catch {
-              parts.push(headers);
-            }
+      const exchange = row.exchange_seq as number;
+      const side = (direction: 'request' | 'response', headers: unknown, extra: unknown): boolean => {
+        if (bodyHits.has(`${String(row.event_id)}\u0000${direction}`)) return true;
+        const parts: string[] = [];
+        if (typeof headers === 'string') {
+          try {
+            collectJson(JSON.parse(headers), parts);
+          } catch {
+            parts.push(headers);
           }
-          if (typeof row.query === 'string') parts.push(row.query);
-          if (typeof row.status_code === 'number') parts.push(String(row.status_code));
-          return matches(parts, needle);
-        },
+        }
+        if (typeof extra === 'string' || typeof extra === 'number') parts.push(String(extra));
+        return matches(parts, needle);
+      };
+      candidates.push({
+        check: () => [
+          ...(side('request', row.request_headers, row.query) ? [requestSeqOf(exchange)] : []),
+          ...(side('response', row.response_headers, row.status_code) ? [finalSeqOf(exchange)] : []),
+        ],
       });
     }
     const models = modelRows.all(lo, hi) as Record<string, unknown>[];
@@ -143,11 +145,10 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
     }
     for (const row of models) {
       candidates.push({
-        seq: row.seq as number,
         check: () => {
           const exchange = typeof row.net_event_id === 'string' ? row.net_event_id : String(row.event_id);
           const request = requestVerdicts.get(exchange) ?? searchBody(store.bodyBytes(exchange, 'request'), needle, plainNeedle);
-          const parts = [...(toolCalls.get(row.id as number) ?? [])];
+          const parts: string[] = [];
           // The request view is drawn from the request body: if no key or value of the body holds
           // the needle, none of the view's messages, tools or results can.
           if (request.hit) {
@@ -157,15 +158,12 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
             for (const r of view.toolResults) parts.push(r.content);
             for (const c of view.historyToolCalls) parts.push(c.name, c.arguments);
           }
-          return matches(parts, needle);
+          const seq = row.seq as number;
+          return [...(matches(parts, needle) ? [requestSeqOf(seq)] : []), ...(matches(toolCalls.get(row.id as number) ?? [], needle) ? [finalSeqOf(seq)] : [])];
         },
       });
     }
-    for (const row of mcpRows.all(lo, hi) as Record<string, unknown>[]) {
-      candidates.push({ seq: row.seq as number, check: () => matches([String(row.tool_name), String(row.arguments ?? ''), String(row.response_preview ?? '')], needle) });
-    }
-    candidates.sort((a, b) => a.seq - b.seq);
-    for (const c of candidates) if (c.check()) seqs.push(c.seq);
+    for (const c of candidates) for (const seq of c.check()) seqs.add(seq);
     // Asked after every window, not only after a yield: a search the LIKE filter makes fast would
     // otherwise read the whole session for a client that has gone.
     if (aborted()) return null;
@@ -175,5 +173,5 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
       sliceStart = performance.now();
     }
   }
-  return { seqs, lastSeq };
+  return { seqs: [...seqs].sort((a, b) => a - b), lastSeq };
 }

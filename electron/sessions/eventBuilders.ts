@@ -1,7 +1,9 @@
-import type { Inference, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
+import type { Inference, Invocation, JsonObject, Mcp, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { providerNamed, requestView } from '../telemetry/providers/index.ts';
-import { lenientJson } from '../telemetry/json.ts';
+import { isObject, lenientJson } from '../telemetry/json.ts';
+import type { McpMessage } from '../telemetry/mcp.ts';
+import { wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
 // a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
@@ -22,14 +24,15 @@ function decodedPath(path: string | undefined): string | undefined {
   }
 }
 
-function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: SessionEvent['phase'], direction: SessionEvent['direction'] = 'outbound'): SessionEvent {
+function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: SessionEvent['phase'], slot: EventPhaseSlot, requestId?: string): SessionEvent {
   return ({
     sessionId,
-    seq: int(row.seq)!,
+    seq: wireSeqOf(int(row.seq)!, slot),
     at: String(row.timestamp),
     kind,
-    direction,
+    direction: 'outbound',
     phase,
+    requestId,
     eventId: String(row.event_id),
     traceId: text(row.trace_id),
     turnId: text(row.turn_id),
@@ -42,31 +45,107 @@ function processOf(row: Row): SessionEvent['process'] {
   return name === undefined && pid === undefined ? undefined : ({ name, pid });
 }
 
-export function httpEvent(sessionId: string, row: Row): SessionEvent {
+/** The coding agents we know by the product token their User-Agent starts with. */
+const CLIENTS: readonly (readonly [RegExp, string])[] = [
+  [/^claude-(cli|code)\//i, 'claude-code'],
+  [/^codex[\w-]*\//i, 'codex'],
+  [/^(GeminiCLI|gemini-cli)\//i, 'gemini-cli'],
+];
+
+function clientOf(row: Row): string | undefined {
+  const headers = lenientJson(row.request_headers);
+  const agent = isObject(headers) ? headers['user-agent'] : undefined;
+  const ua = Array.isArray(agent) ? agent.join(' ') : text(agent);
+  return ua === undefined ? undefined : CLIENTS.find(([pattern]) => pattern.test(ua))?.[1];
+}
+
+/** What the credential broker did with each stand-in the request carried, as the pipeline step it is. */
+function credentialStep(outcome: string): Invocation {
+  if (outcome === 'substituted') return { plugin: 'credential', action: 'modify', reason: 'substituted' };
+  if (outcome === 'refused') return { plugin: 'credential', action: 'deny', reason: 'stand_in_elsewhere' };
+  return { plugin: 'credential', action: 'observe', reason: outcome };
+}
+
+/**
+ * The recording pipeline's steps on one request, in the order they run: the policy's verdict, the
+ * broker's substitutions, then the recorder, which a denied request never reaches.
+ */
+function invocationsOf(row: Row, recorded: string): SessionEvent['invocations'] {
+  const denied = row.decision === 'denied';
+  const outbound: Invocation[] = [{ plugin: 'policy', action: denied ? 'deny' : 'allow', reason: text(row.matched_rule) }];
+  for (const outcome of text(row.credential_outcomes)?.split(',') ?? []) outbound.push(credentialStep(outcome));
+  if (!denied) outbound.push({ plugin: 'recorder', action: 'observe', reason: recorded });
+  return { outbound };
+}
+
+/**
+ * error.code is the status the upstream sent. A 502 the proxy made up for an upstream it could not
+ * reach, and a refusal of its own (403, 421, 426), carry none: no upstream answered.
+ */
+function upstreamCode(kind: string, status: number | undefined): number | undefined {
+  if (kind.startsWith('upstream_')) return status === 502 ? undefined : status;
+  return kind === 'decode_error' || kind === 'proxy_error' ? status : undefined;
+}
+
+function errorOf(kind: string | undefined, message: string | undefined, status: number | undefined): SessionEvent['error'] {
+  return kind === undefined ? undefined : { kind, message: message ?? kind, code: upstreamCode(kind, status) };
+}
+
+/** The spec types these as objects: a value that is not one is sent as {"value": ...}, never bare. */
+function asJsonObject(value: unknown): JsonObject | undefined {
+  if (value === undefined) return undefined;
+  return isObject(value) ? value : { value };
+}
+
+const MCP_ACTIONS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** The JSON-RPC call an exchange carried, as its request (method, id, params) or its answer (result or error). */
+function mcpView(message: McpMessage, slot: EventPhaseSlot, full: boolean): Mcp {
+  const error = message.rpcError;
+  return ({
+    method: message.method,
+    rpcId: message.id,
+    params: slot === 'request' && full ? asJsonObject(message.params) : undefined,
+    result: slot === 'final' && full ? asJsonObject(message.result) : undefined,
+    error: slot === 'final' && error ? { code: int(error.code), message: text(error.message) ?? 'error', data: error.data } : undefined,
+    isAction: MCP_ACTIONS.has(message.method) ? (true as const) : undefined,
+  });
+}
+
+/** One exchange's event for its phase: the request as sent, or the response (or denial) that ended it. */
+export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp?: McpMessage, full = true): SessionEvent {
   const denied = row.decision === 'denied';
   const status = int(row.status_code);
-  const errorKind = text(row.error_kind);
+  const request = slot === 'request';
   return ({
-    ...base(sessionId, row, 'http', denied ? 'denied' : status === undefined ? 'request' : 'response'),
+    ...base(sessionId, row, 'http', request ? 'request' : denied ? 'denied' : 'response', slot, String(row.event_id)),
     host: hostOf(String(row.domain), int(row.port), text(row.conn_type)),
-    statusCode: status,
-    durationMs: int(row.duration_ms),
-    ttfbMs: int(row.ttfb_ms),
-    bytesUp: int(row.bytes_sent),
-    bytesDown: int(row.bytes_received),
+    statusCode: request ? undefined : status,
+    durationMs: request ? undefined : int(row.duration_ms),
+    // A denial never reached an upstream: there are no response headers to time.
+    ttfbMs: request || denied ? undefined : int(row.ttfb_ms),
+    bytesUp: request ? int(row.bytes_sent) : undefined,
+    bytesDown: request ? undefined : int(row.bytes_received),
     httpMethod: text(row.method),
     httpPath: decodedPath(text(row.path)),
     process: processOf(row),
+    client: clientOf(row),
+    invocations: request || denied ? invocationsOf(row, mcp ? 'mcp' : 'http') : undefined,
     decision: text(row.decision),
     matchedRule: text(row.matched_rule),
-    error: errorKind ? { kind: errorKind, message: text(row.error_message) ?? errorKind } : undefined,
+    mcp: mcp ? mcpView(mcp, slot, full) : undefined,
+    error: request ? undefined : errorOf(text(row.error_kind), text(row.error_message), status),
   });
 }
 
 export interface ModelCallContext {
-  /** The request body as sent, when the full view is wanted; omit for the summary view. */
+  /** false for the summary view, which sends counts in place of the request's lists. */
+  readonly full: boolean;
+  /** The request body as sent: read for a full request event only. */
   readonly requestBody?: unknown;
+  /** The calls the response asked for: read for a full response event only. */
   readonly toolCalls: readonly Row[];
+  /** The results the request carried, where its body gives none: for a full request event only. */
   readonly toolResults: readonly Row[];
 }
 
@@ -94,33 +173,30 @@ function tokens(row: Row): Partial<Inference> {
   });
 }
 
-export function modelEvent(sessionId: string, row: Row, context: ModelCallContext): SessionEvent {
-  const provider = String(row.provider);
-  const path = String(row.path);
-  const status = int(row.status_code);
-  const full = context.requestBody !== undefined;
-  const view = full ? requestView(provider, path, context.requestBody) : undefined;
-  const toolCalls: ToolCallView[] = context.toolCalls.map((t) => ({ id: String(t.call_id), name: String(t.tool_name), arguments: text(t.arguments) ?? '{}' }));
-  const toolResults: ToolResultView[] = context.toolResults.map((r) =>
+/** What the request asked the model: the conversation, the tools, the settings. */
+function requestInference(provider: string, path: string, row: Row, context: ModelCallContext): Partial<Inference> {
+  if (!context.full) return { messageCount: int(row.messages_count) || undefined, toolCount: int(row.tools_count) || undefined };
+  const view = requestView(provider, path, context.requestBody ?? {});
+  const recorded: ToolResultView[] = context.toolResults.map((r) =>
     ({ toolUseId: String(r.call_id), content: text(r.content) ?? text(r.content_preview) ?? '', isError: int(r.is_error) === 1 ? true : undefined }),
   );
-  const inference: Inference = ({
-    provider,
-    model: text(row.model),
-    ...(view
-      ? {
-          messages: view.messages,
-          tools: view.tools,
-          toolChoice: view.toolChoice,
-          historyToolCalls: view.historyToolCalls,
-          temperature: view.temperature,
-          maxTokens: view.maxTokens,
-          topP: view.topP,
-        }
-      : {}),
-    toolResults: full ? (view!.toolResults.length > 0 ? view!.toolResults : toolResults) : undefined,
-    toolCalls: full ? toolCalls : undefined,
-    stream: int(row.stream) === 1 ? (true as const) : undefined,
+  return ({
+    messages: view.messages,
+    tools: view.tools,
+    toolChoice: view.toolChoice,
+    historyToolCalls: view.historyToolCalls,
+    toolResults: view.toolResults.length > 0 ? view.toolResults : recorded,
+    temperature: view.temperature,
+    maxTokens: view.maxTokens,
+    topP: view.topP,
+  });
+}
+
+/** What the model answered: its text, its tool calls, its tokens and their cost. */
+function responseInference(row: Row, context: ModelCallContext): Partial<Inference> {
+  const toolCalls: ToolCallView[] = context.toolCalls.map((t) => ({ id: String(t.call_id), name: String(t.tool_name), arguments: text(t.arguments) ?? '{}' }));
+  return ({
+    toolCalls: context.full ? toolCalls : undefined,
     streamedResponse: int(row.stream) === 1,
     completion: text(row.text_content),
     thinking: text(row.thinking_content),
@@ -128,82 +204,87 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
     messageId: text(row.message_id),
     ...tokens(row),
     costUsd: typeof row.estimated_cost_usd === 'number' ? row.estimated_cost_usd : undefined,
-    // The summary view keeps the counts the recorder stored instead of the lists it drops.
-    messageCount: full ? undefined : int(row.messages_count) || undefined,
-    toolCount: full ? undefined : int(row.tools_count) || undefined,
+  });
+}
+
+/** A model call's exchange for its phase, with the inference fields the spec puts on that phase. */
+export function modelEvent(sessionId: string, row: Row, context: ModelCallContext, slot: EventPhaseSlot): SessionEvent {
+  const provider = String(row.provider);
+  const path = String(row.path);
+  const status = int(row.status_code);
+  const request = slot === 'request';
+  const exchange = text(row.net_event_id) ?? String(row.event_id);
+  const inference: Inference = ({
+    provider,
+    model: text(row.model),
+    ...(request ? requestInference(provider, path, row, context) : responseInference(row, context)),
+    stream: request && int(row.stream) === 1 ? (true as const) : undefined,
     isAction: true as const,
   });
   return ({
-    ...base(sessionId, row, 'model', 'response'),
+    ...base(sessionId, row, 'model', request ? 'request' : 'response', slot, exchange),
     host: text(row.host) ?? providerNamed(provider)?.host,
-    statusCode: status,
-    durationMs: int(row.duration_ms),
-    bytesUp: int(row.request_bytes),
-    bytesDown: int(row.response_bytes),
+    statusCode: request ? undefined : status,
+    durationMs: request ? undefined : int(row.duration_ms),
+    ttfbMs: request ? undefined : int(row.ttfb_ms),
+    bytesUp: request ? int(row.request_bytes) : undefined,
+    bytesDown: request ? undefined : int(row.response_bytes),
     httpMethod: text(row.method),
     httpPath: decodedPath(path),
     process: processOf(row),
+    client: clientOf(row),
+    invocations: request ? invocationsOf(row, 'inference') : undefined,
     inference,
-    error: status !== undefined && status >= 400 ? { kind: 'upstream_error', message: `the model API answered ${status}` } : undefined,
+    error: request ? undefined : (errorOf(text(row.error_kind), text(row.error_message), status) ??
+      (status !== undefined && status >= 400 ? { kind: 'upstream_error', message: `the model API answered ${status}`, code: status } : undefined)),
   });
 }
 
 export interface ToolContext {
-  readonly full: boolean;
   readonly modelCallSeq?: number;
 }
 
+/** A call points at the response that asked for it, a result at the request that carried it back. */
+const modelSeq = (rowSeq: number | undefined, slot: EventPhaseSlot): number | undefined => (rowSeq === undefined ? undefined : wireSeqOf(rowSeq, slot));
+
+/** A tool call the model asked for: one event, in the slot after the response that carried it. */
 export function toolCallEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
-  const origin = text(row.origin) ?? 'native';
   const error = text(row.error_message);
-  const mcp = origin === 'mcp';
   return ({
-    ...base(sessionId, row, 'tool_call', row.decision === 'denied' ? 'denied' : 'request'),
+    ...base(sessionId, row, 'tool_call', row.decision === 'denied' ? 'denied' : 'request', 'final'),
     durationMs: int(row.duration_ms),
-    bytesUp: int(row.bytes_sent),
-    bytesDown: int(row.bytes_received),
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.policy_rule),
     tool: ({
       callId: String(row.call_id),
       name: text(row.tool_name),
-      origin,
+      origin: text(row.origin) ?? 'native',
       status: text(row.status),
       arguments: text(row.arguments),
       resultPreview: text(row.response_preview),
-      modelCallSeq: context.modelCallSeq,
+      modelCallSeq: modelSeq(context.modelCallSeq, 'final'),
     }),
-    mcp: mcp
-      ? ({
-          method: text(row.method) ?? 'tools/call',
-          rpcId: text(row.request_id),
-          server: text(row.server_name),
-          params: context.full ? { name: text(row.tool_name), arguments: lenientJson(row.arguments) ?? text(row.arguments) } : undefined,
-          result: context.full ? text(row.response_preview) : undefined,
-          error: error ? { message: error } : undefined,
-          isAction: true as const,
-        })
-      : undefined,
     error: error ? { kind: 'tool_error', message: error } : undefined,
   });
 }
 
 export function toolResultEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
   return ({
-    ...base(sessionId, row, 'tool_result', 'response'),
+    ...base(sessionId, row, 'tool_result', 'response', 'final'),
     tool: ({
       callId: String(row.call_id),
       resultPreview: text(row.content_preview),
       isError: int(row.is_error) === 1 ? true : undefined,
-      modelCallSeq: context.modelCallSeq,
+      modelCallSeq: modelSeq(context.modelCallSeq, 'request'),
     }),
   });
 }
 
 export function fileEvent(sessionId: string, row: Row): SessionEvent {
   return ({
-    ...base(sessionId, row, 'file', 'response', 'local'),
+    ...base(sessionId, row, 'file', 'response', 'final'),
+    direction: undefined,
     file: ({ action: String(row.action), path: String(row.path), size: int(row.size) }),
   });
 }
@@ -217,7 +298,7 @@ function stringList(value: unknown): string[] {
 export function dnsEvent(sessionId: string, row: Row): SessionEvent {
   const denied = row.decision === 'denied';
   return ({
-    ...base(sessionId, row, 'dns', denied ? 'denied' : 'response'),
+    ...base(sessionId, row, 'dns', denied ? 'denied' : 'response', 'final'),
     host: String(row.name),
     durationMs: int(row.duration_ms),
     process: processOf(row),
@@ -238,27 +319,23 @@ function bodyField(body: Uint8Array | null | undefined): { text?: string; base64
   }
 }
 
-/** The captured bytes of an exchange, from its event_body_blobs rows and its net_events row. */
-export function rawCapture(netRow: Row | undefined, blobs: readonly Row[]): RawCapture | undefined {
+/** The captured bytes of an exchange, from its event_body_blobs rows and its net_events row: the request's on its request event, the response's on the other. */
+export function rawCapture(netRow: Row | undefined, blobs: readonly Row[], slot: EventPhaseSlot): RawCapture | undefined {
   if (!netRow && blobs.length === 0) return undefined;
-  const request = blobs.find((b) => b.direction === 'request');
+  if (slot === 'request') {
+    const req = bodyField(blobs.find((b) => b.direction === 'request')?.body as Uint8Array | undefined);
+    return ({ request: req.text, requestBase64: req.base64, requestHeaders: lenientJson(netRow?.request_headers), query: text(netRow?.query) });
+  }
   const response = blobs.find((b) => b.direction === 'response');
-  const req = bodyField(request?.body as Uint8Array | undefined);
+  if (!netRow && !response) return undefined;
   const res = bodyField(response?.body as Uint8Array | undefined);
   return ({
-    request: req.text,
-    requestBase64: req.base64,
-    requestHeaders: lenientJson(netRow?.request_headers),
-    query: text(netRow?.query),
-    response:
-      netRow || response
-        ? ({
-            status: int(netRow?.status_code),
-            headers: lenientJson(netRow?.response_headers),
-            body: res.text,
-            bodyBase64: res.base64,
-            truncated: int(response?.truncated) === 1,
-          })
-        : undefined,
+    response: ({
+      status: int(netRow?.status_code),
+      headers: lenientJson(netRow?.response_headers),
+      body: res.text,
+      bodyBase64: res.base64,
+      truncated: int(response?.truncated) === 1,
+    }),
   });
 }

@@ -1,7 +1,8 @@
 import { hostOf } from '../telemetry/hosts.ts';
 import { detectModelApi } from '../telemetry/providers/index.ts';
 import { int, text, type Row } from './eventBuilders.ts';
-import type { SessionEventStore } from './sessionEventStore.ts';
+import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
+import { EXCHANGE_EVENT_ROW_SEQ, MCP_CALL_EXCHANGE_SEQ, type SessionEventStore } from './sessionEventStore.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline): every model call
 // is a turn of the main agent, a tool runs from the response that asked for it to the request
@@ -143,26 +144,30 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
 
 const COLUMNS = {
   model_calls: 'seq, timestamp, duration_ms, status_code, stop_reason, model',
-  tool_calls: 'seq, timestamp, call_id, tool_name, arguments, trace_id',
+  tool_calls: `seq, timestamp, call_id, tool_name, arguments, trace_id, ${MCP_CALL_EXCHANGE_SEQ} AS exchange_seq`,
   tool_responses: 'seq, timestamp, call_id, trace_id',
-  net_events: 'seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision',
+  net_events: `seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq`,
 } as const;
+
+/** Spans anchor on wire seqs: a turn and a host on their exchange's request event, a tool on its own event or its MCP exchange's request. */
+const anchored = (rows: Row[], anchor: (row: Row) => number): Row[] => rows.map((r) => ({ ...r, seq: anchor(r) }));
+const exchangeRequest = (row: Row): number => requestSeqOf(int(row.exchange_seq) ?? int(row.seq)!);
 
 /** Reads the newest `maxEvents` events of a session (50,000 by default) and builds its timeline. */
 export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents = TIMELINE_MAX_EVENTS): Timeline {
   // seq counts from 1 without reuse, so a session whose newest seq is within the cap holds no more.
-  const newest = store.newestSeq();
+  const newest = store.newestEventSeq();
   const truncated = newest > maxEvents && store.bounds().total > maxEvents;
-  const floor = truncated ? store.page(undefined, maxEvents)[0]!.seq : 0;
+  const floor = truncated ? store.page(undefined, maxEvents)[0]!.rowSeq : 0;
   const rows = (table: keyof typeof COLUMNS): Row[] => store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
   return buildTimeline({
     sessionId: store.sessionId,
     lastSeq: newest,
     truncated,
     ended,
-    modelCalls: rows('model_calls'),
-    toolCalls: rows('tool_calls'),
+    modelCalls: anchored(rows('model_calls'), exchangeRequest),
+    toolCalls: anchored(rows('tool_calls'), (r) => (int(r.exchange_seq) === undefined ? finalSeqOf(int(r.seq)!) : exchangeRequest(r))),
     toolResponses: rows('tool_responses'),
-    netEvents: rows('net_events'),
+    netEvents: anchored(rows('net_events'), exchangeRequest),
   });
 }

@@ -7,6 +7,9 @@ import { parseSse } from './sse.ts';
 export interface McpMessage {
   readonly method: string;
   readonly id?: string;
+  /** The request's params and the answer's error object, as sent (the session events API shows them whole). */
+  readonly params?: unknown;
+  readonly rpcError?: Json;
   readonly toolName?: string;
   readonly arguments?: string;
   readonly result?: unknown;
@@ -58,6 +61,8 @@ export function parseMcpExchange(requestJson: unknown, responseContentType: stri
     return {
       method: String(req.method),
       id,
+      params: req.params,
+      rpcError: isObject(answer?.error) ? answer.error : undefined,
       toolName: req.method === 'tools/call' && typeof params.name === 'string' ? params.name : undefined,
       arguments: req.method === 'tools/call' ? JSON.stringify(params.arguments ?? {}) : undefined,
       result,

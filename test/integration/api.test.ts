@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
+import { finalSeqOf, requestSeqOf } from '../../electron/sessions/eventSeq.ts';
+import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession } from '../../electron/store/registry.ts';
@@ -124,7 +126,36 @@ describe('GET /v1/sessions/{id}', () => {
     }
     expect(new Set(seen).size).toBe(seen.length);
     expect(seen.length).toBe(total);
-    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    const whole = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
+    expect(seen).toEqual(whole.events.map((e) => e.seq));
+  });
+
+  it('sends each exchange as its request then its response, paired by requestId, with each phase\'s fields', async () => {
+    const { events } = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
+    const exchanges = new Map<string, SessionEvent[]>();
+    for (const e of events) if (e.requestId !== undefined) exchanges.set(e.requestId, [...(exchanges.get(e.requestId) ?? []), e]);
+    expect(exchanges.size).toBeGreaterThan(20);
+    for (const [requestId, pair] of exchanges) {
+      expect(pair.map((e) => e.phase), requestId).toEqual(['request', pair[1]!.phase === 'denied' ? 'denied' : 'response']);
+      const [request, answer] = pair as [SessionEvent, SessionEvent];
+      expect(answer.seq).toBe(request.seq + 1);
+      expect(request).not.toHaveProperty('statusCode');
+      expect(request).not.toHaveProperty('bytesDown');
+      expect(answer).not.toHaveProperty('bytesUp');
+      expect(request.invocations!.outbound[0]!.plugin).toBe('policy');
+      if (request.inference) {
+        expect(request.inference.messages).toBeDefined();
+        expect(request.inference).not.toHaveProperty('completion');
+        expect(answer.inference).not.toHaveProperty('messages');
+      }
+    }
+    const bySeq = new Map(events.map((e) => [e.seq, e]));
+    for (const e of events) {
+      if (e.kind === 'file') expect(e).not.toHaveProperty('direction');
+      else expect(e.direction).toBe('outbound');
+      // A tool call points at the response that asked for it, a result at the request that carried it.
+      if (e.tool?.modelCallSeq !== undefined) expect(bySeq.get(e.tool.modelCallSeq)).toMatchObject({ kind: 'model', phase: e.kind === 'tool_call' ? 'response' : 'request' });
+    }
   });
 
   it('sends totalEvents and oldestSeq only when the response is not the whole session', async () => {
@@ -133,7 +164,7 @@ describe('GET /v1/sessions/{id}', () => {
     expect(whole).not.toHaveProperty('oldestSeq');
     const part = (await call(api.url, `/v1/sessions/${named}?limit=5`)).json<Page>();
     expect(part.totalEvents).toBe(whole.events.length);
-    expect(part.oldestSeq).toBe(1);
+    expect(part.oldestSeq).toBe(whole.events[0]!.seq);
     expect(part.events.map((e) => e.seq)).toEqual(whole.events.slice(-5).map((e) => e.seq));
   });
 
@@ -167,10 +198,12 @@ describe('GET /v1/sessions/{id}', () => {
       if (expected.inference) {
         models += 1;
         for (const key of ['messages', 'tools', 'toolCalls', 'toolResults', 'historyToolCalls', 'toolChoice', 'temperature', 'maxTokens', 'topP'] as const) delete expected.inference[key];
-        expect(got.inference!.messageCount).toBe(event.inference!.messages!.length);
-        expect(got.inference!.toolCount).toBe(event.inference!.tools!.length);
-        delete got.inference!.messageCount;
-        delete got.inference!.toolCount;
+        if (event.phase === 'request') {
+          expect(got.inference!.messageCount).toBe(event.inference!.messages!.length);
+          expect(got.inference!.toolCount).toBe(event.inference!.tools!.length);
+          delete got.inference!.messageCount;
+          delete got.inference!.toolCount;
+        }
       }
       if (expected.mcp) {
         delete expected.mcp.params;
@@ -195,9 +228,9 @@ describe('GET /v1/sessions/{id}', () => {
       const page = (await call(api.url, `/v1/sessions/${id}?limit=2000`)).json<Page>();
       expect(page.id).toBe(id);
       expect(new Set(page.events.map((e) => e.sessionId))).toEqual(new Set([id]));
-      const db = openMainDb(home);
-      expect(page.events.length).toBe(getSession(db, id as never)!.totals.events);
-      db.close();
+      const store = SessionEventStore.open(id, sessionPaths(home, id as never).dbPath);
+      expect(page.events.length).toBe(store.bounds().total);
+      store.close();
     }
     const a = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.map((e) => e.eventId);
     const b = (await call(api.url, `/v1/sessions/${other}?limit=2000`)).json<Page>().events.map((e) => e.eventId);
@@ -208,15 +241,17 @@ describe('GET /v1/sessions/{id}', () => {
 describe('GET /v1/sessions/{id}/events/{seq}', () => {
   it('returns the full event with schemaVersion, and the captured bytes with ?raw=1', async () => {
     const page = (await call(api.url, `/v1/sessions/${named}?limit=2000&view=summary`)).json<Page>();
-    const http = page.events.find((e) => e.kind === 'http' && e.host === 'api.anthropic.com')!;
-    const detail = (await call(api.url, `/v1/sessions/${named}/events/${http.seq}?raw=1`)).json<SessionEvent & { schemaVersion: number }>();
+    const request = page.events.find((e) => e.kind === 'model' && e.phase === 'request')!;
+    const detail = (await call(api.url, `/v1/sessions/${named}/events/${request.seq}?raw=1`)).json<SessionEvent & { schemaVersion: number }>();
     expect(detail.schemaVersion).toBe(1);
-    expect(detail.seq).toBe(http.seq);
+    expect(detail.seq).toBe(request.seq);
     expect(JSON.parse(detail.raw!.request!)).toHaveProperty('messages');
-    expect(detail.raw!.response!.status).toBe(200);
-    const model = page.events.find((e) => e.kind === 'model')!;
-    const full = (await call(api.url, `/v1/sessions/${named}/events/${model.seq}`)).json<SessionEvent>();
-    expect(full.inference!.messages!.length).toBeGreaterThan(0);
+    expect(detail.raw).not.toHaveProperty('response');
+    expect(detail.inference!.messages!.length).toBeGreaterThan(0);
+    const response = (await call(api.url, `/v1/sessions/${named}/events/${request.seq + 1}?raw=1`)).json<SessionEvent>();
+    expect(response).toMatchObject({ phase: 'response', requestId: request.requestId });
+    expect(response.raw!.response!.status).toBe(200);
+    expect(response.raw).not.toHaveProperty('request');
   });
 
   it('answers 404 rather than a neighbour', async () => {
@@ -246,7 +281,9 @@ describe('GET /v1/sessions/{id}/timeline', () => {
     expect(t.hosts.length).toBe(totals.requests);
     expect(t.hosts.some((h) => h.kind === 'llm')).toBe(true);
     for (const tool of t.tools) expect(tool.end! >= tool.start).toBe(true);
-    expect(t.lastSeq).toBe(totals.events);
+    const { events } = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
+    expect(t.lastSeq).toBe(events.at(-1)!.seq);
+    expect(t.turns.every((turn) => events.some((e) => e.seq === turn.seq && e.kind === 'model' && e.phase === 'request'))).toBe(true);
   });
 
   it('keeps only spans overlapping ?from/?to, but always every agent', async () => {
@@ -268,8 +305,8 @@ describe('GET /v1/sessions/{id}/timeline', () => {
     live.writer.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', duration_ms: 5 });
     await live.writer.flush();
     const second = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{ lastSeq: number; turns: unknown[] }>();
-    expect([first.lastSeq, first.turns.length]).toEqual([1, 1]);
-    expect([second.lastSeq, second.turns.length]).toEqual([2, 2]);
+    expect([first.lastSeq, first.turns.length]).toEqual([2, 1]);
+    expect([second.lastSeq, second.turns.length]).toEqual([4, 2]);
     await live.end();
   });
 });
@@ -280,6 +317,7 @@ describe('GET /v1/sessions/{id}/search', () => {
     const w = live.writer;
     const plain = w.append('net_events', { timestamp: now(), domain: 'example.com', decision: 'allowed', method: 'POST', path: '/a', status_code: 200 })!;
     w.append('event_body_blobs', { event_id: plain.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from('{"note":"Die GROẞE Straße in Zürich"}') });
+    w.append('event_body_blobs', { event_id: plain.eventId!, source_table: 'net_events', direction: 'response', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from('{"answer":"Grüezi"}') });
     const model = w.append('net_events', { timestamp: now(), domain: 'api.anthropic.com', decision: 'allowed', method: 'POST', path: '/v1/messages', status_code: 200 })!;
     const body = { model: 'claude', messages: [{ role: 'user', content: 'please fix the Retry Budget' }] };
     w.append('event_body_blobs', { event_id: model.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from(JSON.stringify(body)) });
@@ -287,9 +325,13 @@ describe('GET /v1/sessions/{id}/search', () => {
     w.append('fs_events', { timestamp: now(), action: 'created', path: 'retry budget.txt' });
     await w.flush();
     const search = async (q: string) => (await call(api.url, `/v1/sessions/${live.id}/search?q=${encodeURIComponent(q)}`)).json<{ seqs: number[]; lastSeq: number; schemaVersion: number }>();
-    expect(await search('retry budget')).toEqual({ seqs: [model.seq, call2.seq], lastSeq: 4, schemaVersion: 1 });
-    expect((await search('zürich')).seqs).toEqual([plain.seq]);
-    expect((await search('ZÜRICH')).seqs).toEqual([plain.seq]);
+    // The model call's exchange is its model_calls row's two events; a request body matches the request event.
+    expect(model.seq + 1).toBe(call2.seq);
+    expect(await search('retry budget')).toEqual({ seqs: [requestSeqOf(call2.seq)], lastSeq: finalSeqOf(4), schemaVersion: 1 });
+    expect((await search('zürich')).seqs).toEqual([requestSeqOf(plain.seq)]);
+    expect((await search('ZÜRICH')).seqs).toEqual([requestSeqOf(plain.seq)]);
+    expect((await search('grüezi')).seqs).toEqual([finalSeqOf(plain.seq)]);
+    expect((await search('e')).seqs).toEqual([requestSeqOf(plain.seq), finalSeqOf(plain.seq), requestSeqOf(call2.seq)]);
     expect((await search('nowhere to be found')).seqs).toEqual([]);
     await live.end();
   });

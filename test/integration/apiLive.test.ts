@@ -84,10 +84,11 @@ describe('GET /v1/events', () => {
       if (i % 500 === 0) await new Promise((r) => setImmediate(r));
     }
     await live.writer.flush();
-    await sub.until(() => sub.events.filter((e) => e.sessionId === live.id).length >= total);
+    // Each exchange is its request and its response.
+    await sub.until(() => sub.events.filter((e) => e.sessionId === live.id).length >= 2 * total);
     const mine = sub.events.filter((e) => e.sessionId === live.id);
-    expect(mine.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
-    expect(mine[42]!.httpPath).toBe('/42');
+    expect(mine.map((e) => e.seq)).toEqual(Array.from({ length: 2 * total }, (_, i) => i + 1));
+    expect(mine.slice(84, 86).map((e) => [e.httpPath, e.phase])).toEqual([['/42', 'request'], ['/42', 'response']]);
     sub.close();
     await live.end();
   });

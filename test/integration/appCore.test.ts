@@ -8,6 +8,7 @@ import { PREVIEW_CHARS } from '../../electron/app/eventDetail.ts';
 import type { CallError, CallName, CallParams, CallResult, EventName, EventPayload } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
+import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { registerSession, releaseName } from '../../electron/store/registry.ts';
@@ -169,9 +170,9 @@ describe('sessions', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(statSync(path).size).toBe(bytes);
     const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
-    const db = openMainDb(home);
-    const expected = (db.prepare('SELECT event_count AS n FROM sessions WHERE id = ?').get(seeded[0]!.id) as { n: number }).n;
-    db.close();
+    const store = SessionEventStore.open(seeded[0]!.id, sessionPaths(home, seeded[0]!.id).dbPath);
+    const expected = store.bounds().total;
+    store.close();
     expect(lines).toHaveLength(expected);
     const events = lines.map((l) => JSON.parse(l) as { sessionId: string; seq: number });
     expect(events.every((e) => e.sessionId === seeded[0]!.id)).toBe(true);
@@ -252,7 +253,8 @@ describe('events', () => {
     const exec = await call('events.page', { id, kind: 'exec', offset: 0, limit: 5 });
     expect(exec).toEqual({ rows: [], total: 0, nextOffset: null });
     const tools = await call('events.page', { id, kind: 'tool', offset: 0, limit: 50 });
-    expect(tools.rows.every((r) => typeof r.columns.model_call_seq === 'number')).toBe(true);
+    // An MCP call is the agent's own request to its server, made after the model asked: no model call is its parent.
+    expect(tools.rows.every((r) => (typeof r.columns.model_call_seq === 'number') === (r.columns.origin !== 'mcp'))).toBe(true);
     const models = await call('events.page', { id, kind: 'model', offset: 0, limit: 50 });
     expect(models.rows.some((r) => typeof r.columns.cache_read === 'number')).toBe(true);
   });

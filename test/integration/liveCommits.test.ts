@@ -4,6 +4,7 @@ import { startApiServer } from '../../electron/api/server.ts';
 import { AppCore } from '../../electron/app/appCore.ts';
 import type { EventName, EventPayload } from '../../electron/contract/appContract.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
+import { finalSeqOf } from '../../electron/sessions/eventSeq.ts';
 import { liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -54,7 +55,7 @@ it('streams an in-process commit on GET /v1/events without a poll round', async 
   const live = await liveSession(home, 'tailed');
   live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'b.txt', size: 1 });
   await live.writer.flush();
-  expect(await first).toMatchObject({ sessionId: live.id, seq: 1 });
+  expect(await first).toMatchObject({ sessionId: live.id, seq: finalSeqOf(1) });
   res.destroy();
   await live.end();
   await api.close();

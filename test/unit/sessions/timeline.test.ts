@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { requestSeqOf } from '../../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { buildTimeline, readTimeline, toolPreview } from '../../../electron/sessions/timeline.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
@@ -67,7 +68,8 @@ describe('timeline spans', () => {
     store.close();
     await live.end();
     expect(capped.truncated).toBe(true);
-    expect(capped.turns.map((x) => x.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 21 + i));
+    // Ten events are the newest five model calls, each a request and a response; a turn anchors on its request.
+    expect(capped.turns.map((x) => x.seq)).toEqual(Array.from({ length: 5 }, (_, i) => requestSeqOf(26 + i)));
     expect(whole.truncated).toBeUndefined();
     expect(whole.turns).toHaveLength(30);
   });
