@@ -16,6 +16,7 @@ import { AgentMux, type ControlMessage, type ExitStatus, type MuxStream } from '
 import { PtyTranscript } from './ptyTranscript.ts';
 import { PtyView } from './ptyView.ts';
 import { TerminalScreen } from './terminalScreen.ts';
+import { vmCpuUse } from './vmCpuUse.ts';
 
 // One VM per session, supervised: boot (with a timeout), heartbeat, crash detection, orderly stop,
 // and the session's recording around it. The guest's connections reach the recording proxy over
@@ -261,7 +262,12 @@ export class VmSession {
       const port = await booted.connectAgentPort(10_000);
       const mux = new AgentMux(port);
       mux.on('error', () => {});
-      const hello = await Promise.race([mux.handshake(bootTimeout), booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths)))]);
+      const hello = await Promise.race([
+        mux.handshake(bootTimeout).catch((err: unknown) => {
+          throw new Error(`${(err as Error).message} (${vmCpuUse(booted.pids[0], performance.now() - t0)})`);
+        }),
+        booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths))),
+      ]);
       const helloMs = performance.now() - t0;
       const ready = mux.nextControl('ready', 30_000);
       mux.control({

@@ -1,0 +1,25 @@
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+
+// A boot that times out is either a guest stuck or a host too busy to run it: what the VM's
+// process got of the CPU in the time it ran, beside the host's load, tells the two apart.
+
+/** utime + stime of `pid` in seconds, from /proc (clock ticks of 1/100 s on Linux); null when it cannot be read. */
+export function processCpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: fields count from the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks / 100 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** "the VM's process had 12.3 s of CPU in 90.0 s; the host's load average was 6.1": for a boot's timeout message. */
+export function vmCpuUse(pid: number | undefined, ranMs: number): string {
+  const cpu = pid === undefined ? null : processCpuSeconds(pid);
+  const load = `the host's load average was ${loadavg()[0]!.toFixed(1)}`;
+  return cpu === null ? load : `the VM's process had ${cpu.toFixed(1)} s of CPU in ${(ranMs / 1000).toFixed(1)} s; ${load}`;
+}
