@@ -3,14 +3,32 @@ import tseslint from 'typescript-eslint';
 // The import direction is a lint rule, not a review comment: the core must run under plain Node
 // (CLI, tests, browser mode), and the renderer may only reach the host through the typed contract.
 const nodeBuiltins = [
-  'node:*', 'fs', 'fs/*', 'path', 'os', 'child_process', 'net', 'tls', 'http', 'https', 'crypto',
-  'worker_threads', 'stream', 'zlib', 'url', 'util', 'events', 'better-sqlite3',
+  'node:*',
+  'fs',
+  'fs/*',
+  'path',
+  'os',
+  'child_process',
+  'net',
+  'tls',
+  'http',
+  'https',
+  'crypto',
+  'worker_threads',
+  'stream',
+  'zlib',
+  'url',
+  'util',
+  'events',
+  'better-sqlite3',
 ];
 
 const coreImports = {
   paths: [{ name: 'electron', message: 'Only electron/shell/ may import electron; the core runs under plain Node.' }],
-  patterns: [{ group: ['electron/*'], message: 'Only electron/shell/ may import electron.' },
-    { group: ['**/shell/**'], message: 'The core never depends on the Electron shell; imports go shell -> core.' }],
+  patterns: [
+    { group: ['electron/*'], message: 'Only electron/shell/ may import electron.' },
+    { group: ['**/shell/**'], message: 'The core never depends on the Electron shell; imports go shell -> core.' },
+  ],
 };
 
 // The directions between electron/'s folders, as VS Code's layer check states its own: each folder
@@ -56,10 +74,14 @@ function folderImports(folder) {
   const may = allowed.length > 0 ? `imports only ${allowed.map((f) => `${f}/`).join(', ')}` : 'imports no other folder';
   return {
     ...coreImports,
-    patterns: [...coreImports.patterns, ...extra, {
-      group: [...refused.map((other) => `**/${other}/**`), ...exceptions],
-      message: `electron/${folder}/ ${may} (the folder directions in eslint.config.js).`,
-    }],
+    patterns: [
+      ...coreImports.patterns,
+      ...extra,
+      {
+        group: [...refused.map((other) => `**/${other}/**`), ...exceptions],
+        message: `electron/${folder}/ ${may} (the folder directions in eslint.config.js).`,
+      },
+    ],
   };
 }
 
@@ -85,11 +107,20 @@ export default tseslint.config(
   {
     files: ['renderer/**/*.ts', 'renderer/**/*.tsx'],
     rules: {
-      'no-restricted-imports': ['error', {
-        paths: [{ name: 'electron', message: 'The renderer talks to the host through window.capsem only.' }],
-        patterns: [{ group: nodeBuiltins, message: 'The renderer never touches Node: use the typed contract.' },
-          { group: ['**/electron/**', '!**/electron/contract', '!**/electron/contract/**'], allowTypeImports: true, message: 'The renderer may import the contract, and only types from the rest of the core.' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'electron', message: 'The renderer talks to the host through window.capsem only.' }],
+          patterns: [
+            { group: nodeBuiltins, message: 'The renderer never touches Node: use the typed contract.' },
+            {
+              group: ['**/electron/**', '!**/electron/contract', '!**/electron/contract/**'],
+              allowTypeImports: true,
+              message: 'The renderer may import the contract, and only types from the rest of the core.',
+            },
+          ],
+        },
+      ],
     },
   },
 );

@@ -12,7 +12,16 @@ const corePort = process.env.CAPSEM_CORE_PORT;
 // A CSP in the built page only: Vite's dev server injects inline scripts (React refresh) that a
 // strict policy would block. Styles stay 'unsafe-inline' because xterm.js injects a <style>.
 function contentSecurityPolicy(): Plugin {
-  const policy = ["default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:", "connect-src 'self' ws: wss:", "object-src 'none'", "base-uri 'none'"].join('; ');
+  const policy = [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self' ws: wss:",
+    "object-src 'none'",
+    "base-uri 'none'",
+  ].join('; ');
   return {
     name: 'capsem-csp',
     apply: 'build',
@@ -32,7 +41,10 @@ export default defineConfig({
   server: {
     host: '127.0.0.1',
     proxy: corePort
-      ? { [BROWSER_WS_PATH]: { target: `http://127.0.0.1:${corePort}`, ws: true }, [BROWSER_IMPORT_PATH]: { target: `http://127.0.0.1:${corePort}` } }
+      ? {
+          [BROWSER_WS_PATH]: { target: `http://127.0.0.1:${corePort}`, ws: true },
+          [BROWSER_IMPORT_PATH]: { target: `http://127.0.0.1:${corePort}` },
+        }
       : undefined,
   },
 });

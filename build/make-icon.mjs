@@ -37,7 +37,10 @@ function roundedBox(x, y, cx, cy, hx, hy, r) {
 
 // Signed distance to a segment of thickness w.
 function segment(x, y, ax, ay, bx, by, w) {
-  const px = x - ax, py = y - ay, dx = bx - ax, dy = by - ay;
+  const px = x - ax,
+    py = y - ay,
+    dx = bx - ax,
+    dy = by - ay;
   const t = Math.max(0, Math.min(1, (px * dx + py * dy) / (dx * dx + dy * dy)));
   return Math.hypot(px - dx * t, py - dy * t) - w / 2;
 }
@@ -55,7 +58,8 @@ const raw = Buffer.alloc(SIZE * (SIZE * 4 + 1));
 for (let y = 0; y < SIZE; y++) {
   raw[y * (SIZE * 4 + 1)] = 0; // filter: none
   for (let x = 0; x < SIZE; x++) {
-    const px = x + 0.5, py = y + 0.5;
+    const px = x + 0.5,
+      py = y + 0.5;
     let c = [0, 0, 0, 0];
     c = over(c, [17, 19, 24], cover(roundedBox(px, py, 256, 256, 232, 232, 96)));
     const capsule = roundedBox(px, py, 256, 256, 176, 104, 104);

@@ -20,6 +20,12 @@ const common = {
 
 await Promise.all([
   build({ ...common, entryPoints: ['electron/shell/main.ts'], outfile: 'dist/shell/main.cjs', platform: 'node', target: 'node22' }),
-  build({ ...common, entryPoints: ['electron/shell/preload.ts'], outfile: 'dist/shell/preload.cjs', platform: 'node', target: 'chrome140' }),
+  build({
+    ...common,
+    entryPoints: ['electron/shell/preload.ts'],
+    outfile: 'dist/shell/preload.cjs',
+    platform: 'node',
+    target: 'chrome140',
+  }),
 ]);
 console.log('built dist/shell/main.cjs and dist/shell/preload.cjs');

@@ -9,13 +9,34 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 export const SYSTEM_PACKAGES = [
-  'build-essential', 'python3', 'python3-requests', 'qemu-system-x86', 'linux-image-cloud-amd64', 'busybox-static', 'mmdebstrap', 'squashfs-tools',
-  'e2fsprogs', 'cpio', 'kmod', 'util-linux', 'uidmap', 'curl', 'clang', 'libclang-rt-14-dev', 'ca-certificates', 'chromium',
+  'build-essential',
+  'python3',
+  'python3-requests',
+  'qemu-system-x86',
+  'linux-image-cloud-amd64',
+  'busybox-static',
+  'mmdebstrap',
+  'squashfs-tools',
+  'e2fsprogs',
+  'cpio',
+  'kmod',
+  'util-linux',
+  'uidmap',
+  'curl',
+  'clang',
+  'libclang-rt-14-dev',
+  'ca-certificates',
+  'chromium',
 ];
 
 function missingPackages(packages) {
   const query = spawnSync('dpkg-query', ['-W', '-f=${Package} ${db:Status-Status}\n', ...packages], { encoding: 'utf8' });
-  const installed = new Set(query.stdout.split('\n').filter((l) => l.endsWith(' installed')).map((l) => l.split(' ')[0]));
+  const installed = new Set(
+    query.stdout
+      .split('\n')
+      .filter((l) => l.endsWith(' installed'))
+      .map((l) => l.split(' ')[0]),
+  );
   return packages.filter((p) => !installed.has(p));
 }
 
@@ -27,7 +48,9 @@ export function ensureSystemPackages(packages = SYSTEM_PACKAGES) {
   const missing = missingPackages(packages);
   if (missing.length === 0) return true;
   if (process.getuid?.() !== 0) {
-    console.error(`capsem: missing Debian packages: ${missing.join(' ')}\n  run: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`);
+    console.error(
+      `capsem: missing Debian packages: ${missing.join(' ')}\n  run: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`,
+    );
     return false;
   }
   console.error(`capsem: installing Debian packages: ${missing.join(' ')} (about a minute)...`);

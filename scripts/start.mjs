@@ -19,11 +19,16 @@ function electronRuntime() {
   const dir = join(root, 'node_modules', 'electron');
   if (!existsSync(dir)) return { ok: false, why: 'the electron package is not installed' };
   const pathFile = join(dir, 'path.txt');
-  if (!existsSync(pathFile)) return { ok: false, why: 'the Electron runtime was never downloaded (electron fetches it on first launch; this machine has no route to its release host)' };
+  if (!existsSync(pathFile))
+    return {
+      ok: false,
+      why: 'the Electron runtime was never downloaded (electron fetches it on first launch; this machine has no route to its release host)',
+    };
   const binary = join(dir, 'dist', readFileSync(pathFile, 'utf8').trim());
   if (!existsSync(binary)) return { ok: false, why: `the Electron runtime is missing at ${binary}` };
   // Electron needs a display on Linux; without one the window cannot open.
-  if (process.platform === 'linux' && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) return { ok: false, why: 'there is no display (DISPLAY and WAYLAND_DISPLAY are unset)' };
+  if (process.platform === 'linux' && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY)
+    return { ok: false, why: 'there is no display (DISPLAY and WAYLAND_DISPLAY are unset)' };
   return { ok: true, binary };
 }
 
@@ -87,21 +92,35 @@ if (dev) {
   const devPort = Number(process.env.CAPSEM_DEV_PORT ?? 5173);
   const token = randomBytes(32).toString('base64url');
   const env = { ...process.env, CAPSEM_UI_TOKEN: token, CAPSEM_CORE_PORT: String(corePort) };
-  const core = spawn(process.execPath, coreArgs(['--port', String(corePort), '--dev-port', String(devPort), '--reason', 'npm run dev']), { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  const vite = spawn('npx', ['vite', '--port', String(devPort), '--strictPort'], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const core = spawn(process.execPath, coreArgs(['--port', String(corePort), '--dev-port', String(devPort), '--reason', 'npm run dev']), {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const vite = spawn('npx', ['vite', '--port', String(devPort), '--strictPort'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   console.log(`Capsem UI: http://127.0.0.1:${devPort}/?token=${token}`);
   console.error(`capsem: Vite dev server on ${devPort} with HMR; the core on ${corePort} (the page's /ws is proxied there)`);
   supervise([core, vite]);
 } else if (runtime.ok && !wantBrowser && pkg.main) {
   if (!existsSync(join(root, pkg.main))) {
     console.error(`capsem: the Electron shell is not built (${pkg.main} is missing); building it`);
-    const built = pkg.scripts?.['build:shell'] ? spawnSync('npm', ['run', '--silent', 'build:shell'], { cwd: root, stdio: 'inherit' }) : { status: 1 };
+    const built = pkg.scripts?.['build:shell']
+      ? spawnSync('npm', ['run', '--silent', 'build:shell'], { cwd: root, stdio: 'inherit' })
+      : { status: 1 };
     if (built.status !== 0) console.error('capsem: could not build the Electron shell; see the output above');
   }
   ensureRenderer();
   supervise([spawn(runtime.binary, [root, ...args], { cwd: root, stdio: 'inherit' })]);
 } else {
-  const reason = wantBrowser ? 'started with --browser' : runtime.ok ? 'the package names no Electron entry' : `no Electron runtime: ${runtime.why}`;
+  const reason = wantBrowser
+    ? 'started with --browser'
+    : runtime.ok
+      ? 'the package names no Electron entry'
+      : `no Electron runtime: ${runtime.why}`;
   console.error(`capsem: browser mode (${reason})`);
   ensureRenderer();
   const core = spawn(process.execPath, coreArgs(['--reason', reason]), { cwd: root, stdio: 'inherit' });

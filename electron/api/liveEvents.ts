@@ -195,7 +195,10 @@ export class LiveEventFeed {
   }
 
   private async follow(): Promise<void> {
-    const rows = this.mainDb.prepare("SELECT id, created_at AS createdAt FROM sessions WHERE status = 'running'").all() as { id: SessionId; createdAt: string }[];
+    const rows = this.mainDb.prepare("SELECT id, created_at AS createdAt FROM sessions WHERE status = 'running'").all() as {
+      id: SessionId;
+      createdAt: string;
+    }[];
     const running = new Set(rows.map((r) => r.id));
     for (const { id, createdAt } of rows) {
       const w = this.watch(id, createdAt);

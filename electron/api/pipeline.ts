@@ -25,19 +25,22 @@ interface PluginSpec {
 const SPECS: readonly PluginSpec[] = [
   {
     name: 'policy',
-    description: 'Allows or refuses each destination by the ordered rules of the network policy; the first rule that matches decides, on the address actually dialled',
+    description:
+      'Allows or refuses each destination by the ordered rules of the network policy; the first rule that matches decides, on the address actually dialled',
     capabilities: ['gate', 'headers.read'],
     actions: ['allow', 'deny'],
   },
   {
     name: 'credential',
-    description: "Puts the host's provider key on a request to that provider's API hosts in place of the session's stand-in; a stand-in sent anywhere else is refused or let through as configured",
+    description:
+      "Puts the host's provider key on a request to that provider's API hosts in place of the session's stand-in; a stand-in sent anywhere else is refused or let through as configured",
     capabilities: ['gate', 'headers.read', 'headers.write'],
     actions: ['modify', 'deny', 'skip'],
   },
   {
     name: 'recorder',
-    description: "Records the exchange (headers, bodies, timing) into the session's session.db, then parses model calls, tool calls and MCP traffic out of it; a parser that fails costs only its own rows",
+    description:
+      "Records the exchange (headers, bodies, timing) into the session's session.db, then parses model calls, tool calls and MCP traffic out of it; a parser that fails costs only its own rows",
     capabilities: ['headers.read', 'body.read'],
     actions: ['observe'],
   },
@@ -73,7 +76,12 @@ function configOf(name: RecordingPlugin, policy: PolicyDocument, policySource: s
     case 'credential':
       return {
         standInElsewhere: policy.credentials.standInElsewhere,
-        providers: providersOf(policy.credentials).map((p) => ({ id: p.id, hosts: p.hosts, headers: p.headers.map((h) => h.name), ...(p.query ? { query: p.query } : {}) })),
+        providers: providersOf(policy.credentials).map((p) => ({
+          id: p.id,
+          hosts: p.hosts,
+          headers: p.headers.map((h) => h.name),
+          ...(p.query ? { query: p.query } : {}),
+        })),
       };
     case 'recorder':
       return { store: 'session.db', parses: ['model calls', 'tool calls', 'MCP'] };
@@ -83,11 +91,26 @@ function configOf(name: RecordingPlugin, policy: PolicyDocument, policySource: s
 export function recordingPipeline(policy: PolicyDocument, policySource: string): Pipeline {
   return {
     inbound: [],
-    outbound: SPECS.map((spec, position) => ({ name: spec.name, direction: 'outbound', position, capabilities: spec.capabilities, config: configOf(spec.name, policy, policySource) })),
+    outbound: SPECS.map((spec, position) => ({
+      name: spec.name,
+      direction: 'outbound',
+      position,
+      capabilities: spec.capabilities,
+      config: configOf(spec.name, policy, policySource),
+    })),
   };
 }
 
 /** Every plugin this build has; all are always active, since the pipeline is fixed. */
 export function pluginCatalog(): { plugins: CatalogEntry[] } {
-  return { plugins: SPECS.map((spec) => ({ name: spec.name, description: spec.description, directions: ['outbound'], capabilities: spec.capabilities, actions: spec.actions, active: true })) };
+  return {
+    plugins: SPECS.map((spec) => ({
+      name: spec.name,
+      description: spec.description,
+      directions: ['outbound'],
+      capabilities: spec.capabilities,
+      actions: spec.actions,
+      active: true,
+    })),
+  };
 }

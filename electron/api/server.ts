@@ -87,7 +87,8 @@ export function hostName(host: string | undefined): string {
 /** Guards every route against a web page reaching it through DNS rebinding or a cross-site request. */
 function guardBrowserReach(req: IncomingMessage): void {
   if (req.headers.host === undefined) throw new HttpError(400, 'a Host header is required: localhost, 127.0.0.1 or ::1');
-  if (!LOOPBACK_HOSTS.has(hostName(req.headers.host).toLowerCase())) throw new HttpError(403, 'forbidden: the Host header must be localhost, 127.0.0.1 or ::1');
+  if (!LOOPBACK_HOSTS.has(hostName(req.headers.host).toLowerCase()))
+    throw new HttpError(403, 'forbidden: the Host header must be localhost, 127.0.0.1 or ::1');
   if (req.headers.origin !== undefined) throw new HttpError(403, 'forbidden: requests carrying an Origin header are refused');
 }
 
@@ -97,19 +98,27 @@ function guardBrowserReach(req: IncomingMessage): void {
  */
 function refuseOnSocket(socket: Duplex, status: number, message: string): void {
   const body = JSON.stringify({ error: message });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`, () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }
 
 /** What a request the parser refused gets: its status, and a reason a person can act on. */
 function parseFailure(err: NodeJS.ErrnoException): [number, string] {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'the request line and headers are too large (16 KiB at most); shorten the query string'];
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    return [431, 'the request line and headers are too large (16 KiB at most); shorten the query string'];
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'the request did not arrive in time'];
   return [400, `malformed HTTP request (${err.code ?? 'unreadable'})`];
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+    'cache-control': 'no-store',
+  });
   res.end(payload);
 }
 
@@ -128,15 +137,16 @@ function parseSeq(value: string | null): number | undefined {
 
 /** Writes, waiting for the socket to drain when its buffer is full, so a page streams in bounded memory. */
 async function write(res: ServerResponse, chunk: string): Promise<void> {
-  if (!res.write(chunk)) await new Promise<void>((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
+  if (!res.write(chunk))
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
 }
 
 export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
@@ -154,14 +164,21 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const lower = raw.toLowerCase();
     if (!isSessionId(lower)) {
       const named = mainDb.prepare('SELECT 1 FROM sessions WHERE name = ? LIMIT 1').get(raw);
-      throw new HttpError(404, named
-        ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (capsem list shows both)`
-        : 'session not found');
+      throw new HttpError(
+        404,
+        named
+          ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (capsem list shows both)`
+          : 'session not found',
+      );
     }
     const id = lower;
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
-    if (!existsSync(dbPath)) throw new HttpError(404, record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found');
+    if (!existsSync(dbPath))
+      throw new HttpError(
+        404,
+        record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found',
+      );
     return { id, record, store: stores.get(id).store };
   }
 
@@ -180,7 +197,10 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const refs = store.page(before, limit);
     const whole = refs.length === bounds.total;
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-    await write(res, `{"id":${JSON.stringify(id)},"name":${JSON.stringify(record?.name ?? null)},"schemaVersion":${SCHEMA_VERSION}${summary ? ',"view":"summary"' : ''},"events":[`);
+    await write(
+      res,
+      `{"id":${JSON.stringify(id)},"name":${JSON.stringify(record?.name ?? null)},"schemaVersion":${SCHEMA_VERSION}${summary ? ',"view":"summary"' : ''},"events":[`,
+    );
     // Built and sent a slice at a time: memory follows the slice, not the page.
     let first = true;
     for (let i = 0; i < refs.length; i += PAGE_SLICE) {
@@ -211,7 +231,10 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const { id, record, store } = sessionStore(rawId);
     const from = url.searchParams.get('from') ?? undefined;
     const to = url.searchParams.get('to') ?? undefined;
-    for (const [name, value] of [['from', from], ['to', to]] as const) {
+    for (const [name, value] of [
+      ['from', from],
+      ['to', to],
+    ] as const) {
       if (value !== undefined && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${name} must be an RFC 3339 time`);
     }
     const newest = store.newestEventSeq();
@@ -222,7 +245,11 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       timelines.set(id, cached);
     }
     if (from === undefined && to === undefined) {
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': cached.body.length, 'cache-control': 'no-store' });
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': cached.body.length,
+        'cache-control': 'no-store',
+      });
       res.end(cached.body);
       return;
     }
@@ -260,7 +287,8 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   }
 
   function erase(res: ServerResponse, rawId: string | undefined): void {
-    if (!options.allowDelete) throw new HttpError(403, 'forbidden: erasing sessions is not allowed by this server\'s configuration (capsem api --allow-delete)');
+    if (!options.allowDelete)
+      throw new HttpError(403, "forbidden: erasing sessions is not allowed by this server's configuration (capsem api --allow-delete)");
     let targets: SessionId[];
     let keptRunning = 0;
     if (rawId === undefined) {
@@ -305,7 +333,10 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     }
     let parts: string[];
     try {
-      parts = url.pathname.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+      parts = url.pathname
+        .split('/')
+        .filter(Boolean)
+        .map((p) => decodeURIComponent(p));
     } catch {
       throw new HttpError(400, 'malformed percent-encoding in the path');
     }
@@ -404,7 +435,11 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   // Every route is plain HTTP; /v1/events is Server-Sent Events, which needs no upgrade.
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    refuseOnSocket(socket, 400, 'this API does not upgrade connections: every route is plain HTTP, and GET /v1/events is a Server-Sent Events stream');
+    refuseOnSocket(
+      socket,
+      400,
+      'this API does not upgrade connections: every route is plain HTTP, and GET /v1/events is a Server-Sent Events stream',
+    );
   });
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());

@@ -70,7 +70,9 @@ export class SessionListReader {
 
   /** A session no longer resident has only main.db's rollup, which counts cache tokens per model. */
   private archivedTokens(id: SessionId): number | undefined {
-    const row = this.mainDb.prepare('SELECT sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS v FROM ai_usage WHERE session_id = ?').get(id) as { v: number | null };
+    const row = this.mainDb
+      .prepare('SELECT sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS v FROM ai_usage WHERE session_id = ?')
+      .get(id) as { v: number | null };
     return row.v ?? undefined;
   }
 

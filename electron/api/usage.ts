@@ -93,7 +93,8 @@ function parseWindow(value: string | null, now: Date): UsageWindow {
   const ms = parseDuration(value);
   if (ms === null) throw new UsageQueryError('bad window (want a duration such as 10m, 1h or 6h, or today, 7d or month)');
   if (ms < BUCKET_MS) throw new UsageQueryError('window is shorter than the 1m bucket width');
-  if (ms > MAX_WINDOW_MS) throw new UsageQueryError('window exceeds 6h, the longest duration window; ask for today, 7d or month for longer spans');
+  if (ms > MAX_WINDOW_MS)
+    throw new UsageQueryError('window exceeds 6h, the longest duration window; ask for today, 7d or month for longer spans');
   if (ms % BUCKET_MS !== 0) throw new UsageQueryError('window is not a whole number of minutes');
   return { kind: 'duration', label: durationLabel(ms), ms };
 }
@@ -114,7 +115,10 @@ function parseResolution(value: string | null, window: UsageWindow): number {
 function parseGroup(value: string | null): UsageGroup {
   if (value === null || value === '') return 'none';
   const group = USAGE_GROUPS.find((g) => g === value);
-  if (!group) throw new UsageQueryError('unknown group (want none, model, endpoint, session, agent, status or host; method is accepted as an alias for model)');
+  if (!group)
+    throw new UsageQueryError(
+      'unknown group (want none, model, endpoint, session, agent, status or host; method is accepted as an alias for model)',
+    );
   return group;
 }
 
@@ -128,7 +132,9 @@ export function parseUsageQuery(params: URLSearchParams, now: Date): UsageQuery 
   // Cortex refuses this pair because its ledger holds no session ids; refusing it too keeps one
   // request meaning the same thing on both servers, so a client coded against either works here.
   if (session !== '' && window.kind === 'symbolic') {
-    throw new UsageQueryError('session= cannot be combined with a symbolic window (today, 7d, month); ask for a duration window such as 1h or 6h');
+    throw new UsageQueryError(
+      'session= cannot be combined with a symbolic window (today, 7d, month); ask for a duration window such as 1h or 6h',
+    );
   }
   return session === '' ? { window, resolutionMs, group } : { window, resolutionMs, group, session };
 }
@@ -256,7 +262,11 @@ export interface UsageAnswer {
  * read (a partial answer would understate spend), else the snapshot. `read` gets the window's
  * start and the session asked for.
  */
-export function answerUsage(params: URLSearchParams, now: Date, read: (since: number, session?: string) => Iterable<UsageRecord>): UsageAnswer {
+export function answerUsage(
+  params: URLSearchParams,
+  now: Date,
+  read: (since: number, session?: string) => Iterable<UsageRecord>,
+): UsageAnswer {
   let query: UsageQuery;
   try {
     query = parseUsageQuery(params, now);

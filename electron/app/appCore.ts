@@ -104,7 +104,10 @@ export class AppCore implements HostCore {
     });
     this.watch = new LiveWatch(
       { list: () => listSessions(this.listContext()), stores: this.stores, tables: this.tables },
-      { changed: (session) => this.emit('session.changed', { session }), events: (id, kinds, lastSeq) => this.emit('session.events', { id, kinds, lastSeq }) },
+      {
+        changed: (session) => this.emit('session.changed', { session }),
+        events: (id, kinds, lastSeq) => this.emit('session.events', { id, kinds, lastSeq }),
+      },
       new ChangeFeed(options.home, options.liveIntervalMs ?? 500),
     );
   }
@@ -116,7 +119,8 @@ export class AppCore implements HostCore {
   }
 
   async handle(name: string, params: unknown): Promise<unknown> {
-    if (!Object.hasOwn(CALLS, name)) throw new CallFailure('bad_call', `unknown call "${name}"; the calls are ${Object.keys(CALLS).join(', ')}`);
+    if (!Object.hasOwn(CALLS, name))
+      throw new CallFailure('bad_call', `unknown call "${name}"; the calls are ${Object.keys(CALLS).join(', ')}`);
     const call = name as CallName;
     const parsed = CALLS[call].params.safeParse(params ?? {});
     if (!parsed.success) throw new CallFailure('bad_params', `${call}: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`);
@@ -129,7 +133,11 @@ export class AppCore implements HostCore {
     }
     if (this.options.checkResults) {
       const checked = CALLS[call].result.safeParse(result);
-      if (!checked.success) throw new CallFailure('bad_result', `${call} answered outside the contract: ${z.prettifyError(checked.error).replace(/\n/g, '; ')}`);
+      if (!checked.success)
+        throw new CallFailure(
+          'bad_result',
+          `${call} answered outside the contract: ${z.prettifyError(checked.error).replace(/\n/g, '; ')}`,
+        );
     }
     return result;
   }
@@ -188,7 +196,12 @@ export class AppCore implements HostCore {
   }
 
   private listContext(): ListContext {
-    return { home: this.options.home, mainDb: this.mainDb, live: this.liveIds(), starting: (id) => (isSessionId(id) ? this.starts.progressOf(id) : null) };
+    return {
+      home: this.options.home,
+      mainDb: this.mainDb,
+      live: this.liveIds(),
+      starting: (id) => (isSessionId(id) ? this.starts.progressOf(id) : null),
+    };
   }
 
   private liveSession(id: SessionId) {
@@ -224,11 +237,24 @@ export class AppCore implements HostCore {
     'sessions.start': async ({ name, image, workspace, wholeHome, agent }) => {
       const vms = this.requireVms();
       // Checked here first for the window's wording of the confirmation; the VM host checks again.
-      const folder = workspace === null ? null : checkProjectFolder(workspace, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'tick "Share my whole home folder"' });
+      const folder =
+        workspace === null
+          ? null
+          : checkProjectFolder(workspace, {
+              home: homedir(),
+              capsemHome: this.options.home.root,
+              wholeHomeConfirmed: wholeHome,
+              confirmHint: 'tick "Share my whole home folder"',
+            });
       const choice = folder === null ? null : { path: folder, wholeHome };
       // The key comes from the environment the app was started in, else the stored keys; a missing one is refused before anything starts.
-      const request = agent === 'shell' ? {} : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env, this.keyStore) } };
-      return { id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice, ...request }, report)) };
+      const request =
+        agent === 'shell'
+          ? {}
+          : { agent: { name: agent, credentials: agentCredentials(agent, this.options.env ?? process.env, this.keyStore) } };
+      return {
+        id: await this.starts.begin((report) => vms.start({ name, image, command: ['shell'], workspace: choice, ...request }, report)),
+      };
     },
     'folders.recent': () => recentFolders(this.options.home),
     'keys.list': () => {

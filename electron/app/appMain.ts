@@ -106,7 +106,13 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<Brows
   const err = options.err ?? ((line) => process.stderr.write(`${line}\n`));
   let started: StartedCore;
   try {
-    started = await startAppCore({ home: options.home, resourcesDir: null, vm: options.vm, command: 'capsem desktop app (browser mode)', note: (t) => err(`capsem: ${t}`) });
+    started = await startAppCore({
+      home: options.home,
+      resourcesDir: null,
+      vm: options.vm,
+      command: 'capsem desktop app (browser mode)',
+      note: (t) => err(`capsem: ${t}`),
+    });
   } catch (e) {
     if (!(e instanceof AlreadyRunningError)) throw e;
     const home = capsemHome(options.home === undefined ? process.env : { ...process.env, CAPSEM_HOME: options.home });
@@ -116,7 +122,13 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<Brows
     return null;
   }
   const server = await startBrowserServer({
-    core: started.core, rendererDir: options.rendererDir ?? RENDERER_DIR, port: options.port, token: options.token, modeReason: options.reason, devPort: options.devPort, home: started.home,
+    core: started.core,
+    rendererDir: options.rendererDir ?? RENDERER_DIR,
+    port: options.port,
+    token: options.token,
+    modeReason: options.reason,
+    devPort: options.devPort,
+    home: started.home,
   }).catch(async (e: unknown) => {
     await started.stop();
     throw e;

@@ -29,7 +29,13 @@ export interface AppOwnership {
 
 const RETRY_MS = 2000;
 
-export async function ownHome(home: CapsemHome, core: AppCore, command: string, vm: VmChoice = {}, note: (text: string) => void = () => {}): Promise<AppOwnership> {
+export async function ownHome(
+  home: CapsemHome,
+  core: AppCore,
+  command: string,
+  vm: VmChoice = {},
+  note: (text: string) => void = () => {},
+): Promise<AppOwnership> {
   let ownership: Ownership | null = null;
   let host: VmHost | null = null;
   let retry: NodeJS.Timeout | null = null;
@@ -37,9 +43,11 @@ export async function ownHome(home: CapsemHome, core: AppCore, command: string, 
 
   const take = (owned: Ownership): void => {
     ownership = owned;
-    if (owned.tookOver) note(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
+    if (owned.tookOver)
+      note(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
     host = hostVms(owned, home, vm);
-    if (host.leftovers.folders > 0) note(`cleaned up after an earlier run that was killed: ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
+    if (host.leftovers.folders > 0)
+      note(`cleaned up after an earlier run that was killed: ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
     core.setVmHost(host);
   };
 
@@ -52,7 +60,8 @@ export async function ownHome(home: CapsemHome, core: AppCore, command: string, 
     }
     const running = await findOwner(home, 1000);
     running?.client.close();
-    if (running?.info.kind === 'app') throw new AlreadyRunningError(running.info.pid, `Capsem already runs for ${home.root} (pid ${running.info.pid})`);
+    if (running?.info.kind === 'app')
+      throw new AlreadyRunningError(running.info.pid, `Capsem already runs for ${home.root} (pid ${running.info.pid})`);
     const who = `${owned.holder.command} (pid ${owned.holder.pid})`;
     core.setVmHost(null, `${who} owns ${home.root} now; recorded sessions can be browsed, and VMs start here once it has finished`);
     return false;

@@ -3,7 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { WireRequestSchema, type EventName, type EventPayload, type HostCore, type WireMessage } from '../contract/appContract.ts';
-import { BROWSER_IMPORT_MAX_BYTES, BROWSER_IMPORT_PATH, BROWSER_MAX_MESSAGE_BYTES, BROWSER_MODE_PATH, BROWSER_TOKEN_PARAM, BROWSER_WS_PATH } from '../contract/browserMode.ts';
+import {
+  BROWSER_IMPORT_MAX_BYTES,
+  BROWSER_IMPORT_PATH,
+  BROWSER_MAX_MESSAGE_BYTES,
+  BROWSER_MODE_PATH,
+  BROWSER_TOKEN_PARAM,
+  BROWSER_WS_PATH,
+} from '../contract/browserMode.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { asCallError } from './callFailure.ts';
 import { handleImportUpload } from './importUpload.ts';
@@ -52,8 +59,16 @@ function securityHeaders(port: number, devPort?: number): Record<string, string>
   return {
     // xterm.js injects a <style> element, so styles allow inline; scripts never do.
     'content-security-policy': [
-      "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:",
-      `connect-src 'self' ${sockets}`, "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "form-action 'none'",
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self' 'unsafe-inline'",
+      "img-src 'self' data:",
+      "font-src 'self' data:",
+      `connect-src 'self' ${sockets}`,
+      "object-src 'none'",
+      "base-uri 'none'",
+      "frame-ancestors 'none'",
+      "form-action 'none'",
     ].join('; '),
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
@@ -78,7 +93,9 @@ function targetUrl(target: string | undefined): URL | null {
 const BAD_TARGET = 'refused: the request target must be a path such as /index.html';
 
 function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\n`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\n`,
+  );
 }
 
 function messageOf(err: unknown): string {
@@ -135,17 +152,23 @@ function answerMessage(ws: WebSocket, core: HostCore, data: RawData, isBinary: b
   if (!request.success) {
     const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
     if (id === null) return ws.close(1008, 'a message was not a request { id, call, params }');
-    send(ws, { id, error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` } });
+    send(ws, {
+      id,
+      error: { code: 'bad_request', message: `a request is { id, call, params }: ${request.error.issues[0]?.message ?? 'invalid'}` },
+    });
     return;
   }
   const { id, call, params } = request.data;
-  core.handle(call, params)
+  core
+    .handle(call, params)
     .then(
       (result) => send(ws, { id, result }),
       (err: unknown) => send(ws, { id, error: asCallError(err) }),
     )
     // An answer that cannot be sent (say, one JSON cannot carry) fails its call, not the app.
-    .catch((err: unknown) => send(ws, { id, error: { code: 'failed', message: `${call} answered something that could not be sent: ${messageOf(err)}` } }));
+    .catch((err: unknown) =>
+      send(ws, { id, error: { code: 'failed', message: `${call} answered something that could not be sent: ${messageOf(err)}` } }),
+    );
 }
 
 export async function startBrowserServer(options: BrowserServerOptions): Promise<BrowserServer> {
@@ -176,7 +199,14 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
       return;
     }
     if (url.pathname === BROWSER_IMPORT_PATH) {
-      handleImportUpload(req, res, url, { core: options.core, home: options.home, origins, token, maxBytes: BROWSER_IMPORT_MAX_BYTES, headers }).catch((err: unknown) => {
+      handleImportUpload(req, res, url, {
+        core: options.core,
+        home: options.home,
+        origins,
+        token,
+        maxBytes: BROWSER_IMPORT_MAX_BYTES,
+        headers,
+      }).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500, { ...headers, 'content-type': 'application/json; charset=utf-8', connection: 'close' });
         res.end(JSON.stringify(asCallError(err)));
       });
@@ -210,7 +240,9 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
       answerRequest(req, res);
     } catch (err) {
       if (res.headersSent) return void res.destroy();
-      res.writeHead(500, { ...headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end(`internal error: ${messageOf(err)}\n`);
+      res
+        .writeHead(500, { ...headers, 'content-type': 'text/plain; charset=utf-8', connection: 'close' })
+        .end(`internal error: ${messageOf(err)}\n`);
     }
   });
 

@@ -67,14 +67,17 @@ export class EventDetails {
   /** Bodies are stored under the HTTP exchange: a model call's under its net_event_id. */
   private exchangeOf(session: OpenSession, eventId: string): string {
     if (!session.tables().has('model_calls')) return eventId;
-    const call = session.store.db.prepare('SELECT net_event_id FROM model_calls WHERE event_id = ? LIMIT 1').get(eventId) as { net_event_id: string | null } | undefined;
+    const call = session.store.db.prepare('SELECT net_event_id FROM model_calls WHERE event_id = ? LIMIT 1').get(eventId) as
+      { net_event_id: string | null } | undefined;
     return call?.net_event_id ?? eventId;
   }
 
   private blobs(session: OpenSession, eventId: string): BlobRow[] {
     if (!session.tables().has('event_body_blobs')) return [];
     return session.store.db
-      .prepare('SELECT event_id, direction, content_type, content_encoding, original_bytes, stored_bytes, truncated, body FROM event_body_blobs WHERE event_id = ? ORDER BY direction')
+      .prepare(
+        'SELECT event_id, direction, content_type, content_encoding, original_bytes, stored_bytes, truncated, body FROM event_body_blobs WHERE event_id = ? ORDER BY direction',
+      )
       .all(eventId) as BlobRow[];
   }
 
@@ -83,17 +86,35 @@ export class EventDetails {
     const db = session.store.db;
     const { n } = db.prepare('SELECT count(*) AS n FROM ws_frames WHERE net_event_id = ?').get(eventId) as { n: number };
     const rows = db
-      .prepare('SELECT timestamp, direction, opcode, size, content, substr(body, 1, ?) AS head, truncated, stored_bytes FROM ws_frames WHERE net_event_id = ? ORDER BY id LIMIT ?')
-      .all(FRAME_HEX_BYTES, eventId, FRAMES_SHOWN) as { timestamp: string; direction: 'sent' | 'received'; opcode: string; size: number; content: string | null; head: Uint8Array | null; truncated: number; stored_bytes: number }[];
+      .prepare(
+        'SELECT timestamp, direction, opcode, size, content, substr(body, 1, ?) AS head, truncated, stored_bytes FROM ws_frames WHERE net_event_id = ? ORDER BY id LIMIT ?',
+      )
+      .all(FRAME_HEX_BYTES, eventId, FRAMES_SHOWN) as {
+      timestamp: string;
+      direction: 'sent' | 'received';
+      opcode: string;
+      size: number;
+      content: string | null;
+      head: Uint8Array | null;
+      truncated: number;
+      stored_bytes: number;
+    }[];
     const frames = rows.map((r) => ({
-      at: r.timestamp, direction: r.direction, opcode: r.opcode, size: r.size, text: r.content,
-      hex: r.head ? Buffer.from(r.head).toString('hex') : null, truncated: r.truncated === 1 || r.stored_bytes > FRAME_HEX_BYTES,
+      at: r.timestamp,
+      direction: r.direction,
+      opcode: r.opcode,
+      size: r.size,
+      text: r.content,
+      hex: r.head ? Buffer.from(r.head).toString('hex') : null,
+      truncated: r.truncated === 1 || r.stored_bytes > FRAME_HEX_BYTES,
     }));
     return { frames, frameCount: n };
   }
 
   private text(session: OpenSession, blob: BlobRow) {
-    return this.texts.get(`${session.store.sessionId}\u0000${blob.event_id}\u0000${blob.direction}`, () => bodyText(blob.body, blob.content_encoding));
+    return this.texts.get(`${session.store.sessionId}\u0000${blob.event_id}\u0000${blob.direction}`, () =>
+      bodyText(blob.body, blob.content_encoding),
+    );
   }
 
   async detail(session: OpenSession, kind: TableKind, seq: number): Promise<EventDetail> {
@@ -116,9 +137,19 @@ export class EventDetails {
     }
     const items =
       kind === 'model' && session.tables().has('model_items')
-        ? (db.prepare('SELECT kind, item_index, call_id, tool_name, content, arguments FROM model_items WHERE model_call_id = ? ORDER BY id').all(row.id) as Row[]).map((i) => ({
-            kind: String(i.kind), index: Number(i.item_index), callId: (i.call_id as string | null) ?? null, toolName: (i.tool_name as string | null) ?? null,
-            content: (i.content as string | null) ?? null, arguments: (i.arguments as string | null) ?? null,
+        ? (
+            db
+              .prepare(
+                'SELECT kind, item_index, call_id, tool_name, content, arguments FROM model_items WHERE model_call_id = ? ORDER BY id',
+              )
+              .all(row.id) as Row[]
+          ).map((i) => ({
+            kind: String(i.kind),
+            index: Number(i.item_index),
+            callId: (i.call_id as string | null) ?? null,
+            toolName: (i.tool_name as string | null) ?? null,
+            content: (i.content as string | null) ?? null,
+            arguments: (i.arguments as string | null) ?? null,
           }))
         : [];
     const modelCallSeq =
@@ -133,20 +164,34 @@ export class EventDetails {
     // exec_events has no seq column: the id it is addressed by is its seq.
     const rowSeq = kind === 'exec' ? Number(row.id) : Number(row.seq);
     return {
-      kind, seq: rowSeq, eventId, fields: shown,
-      requestHeaders: headers(row.request_headers), responseHeaders: headers(row.response_headers),
-      bodies, items, modelCallSeq, netSeq, ...(kind === 'net' ? this.frames(session, eventId) : { frames: [], frameCount: 0 }),
+      kind,
+      seq: rowSeq,
+      eventId,
+      fields: shown,
+      requestHeaders: headers(row.request_headers),
+      responseHeaders: headers(row.response_headers),
+      bodies,
+      items,
+      modelCallSeq,
+      netSeq,
+      ...(kind === 'net' ? this.frames(session, eventId) : { frames: [], frameCount: 0 }),
     };
   }
 
   /** A stretch of a body's text as the detail shows it (so offset = preview length continues it). */
-  async body(session: OpenSession, eventId: string, direction: 'request' | 'response', offset: number, length: number): Promise<{ text: string; offset: number; total: number }> {
+  async body(
+    session: OpenSession,
+    eventId: string,
+    direction: 'request' | 'response',
+    offset: number,
+    length: number,
+  ): Promise<{ text: string; offset: number; total: number }> {
     const blob = this.blobs(session, this.exchangeOf(session, eventId)).find((b) => b.direction === direction);
     if (!blob) throw new CallFailure('unknown_event', `no stored ${direction} body for event ${eventId}`);
     const { text } = await this.text(session, blob);
-    if (text === null) throw new CallFailure('binary_body', `the ${direction} body of event ${eventId} is binary; export the session to get its bytes`);
+    if (text === null)
+      throw new CallFailure('binary_body', `the ${direction} body of event ${eventId} is binary; export the session to get its bytes`);
     const start = Math.min(offset, text.length);
     return { text: text.slice(start, start + length), offset: start, total: text.length };
   }
 }
-

@@ -24,28 +24,66 @@ const usage = (key: string): string => `CASE WHEN json_valid(t.usage_details) TH
 
 export const TABLE_SPECS: Record<TableKind, TableSpec> = {
   net: {
-    table: 'net_events', seq: 'seq',
-    columns: { method: 't.method', domain: 't.domain', path: 't.path', status_code: 't.status_code', decision: 't.decision', bytes_sent: 't.bytes_sent', bytes_received: 't.bytes_received', duration_ms: 't.duration_ms', process_name: 't.process_name' },
+    table: 'net_events',
+    seq: 'seq',
+    columns: {
+      method: 't.method',
+      domain: 't.domain',
+      path: 't.path',
+      status_code: 't.status_code',
+      decision: 't.decision',
+      bytes_sent: 't.bytes_sent',
+      bytes_received: 't.bytes_received',
+      duration_ms: 't.duration_ms',
+      process_name: 't.process_name',
+    },
     text: ['t.method', 't.domain', 't.path', 't.status_code', 't.decision', 't.process_name'],
   },
   model: {
-    table: 'model_calls', seq: 'seq',
-    columns: { provider: 't.provider', model: 't.model', input_tokens: 't.input_tokens', output_tokens: 't.output_tokens', cache_read: usage('cache_read'), cache_write: usage('cache_write'), estimated_cost_usd: 't.estimated_cost_usd', stop_reason: 't.stop_reason', duration_ms: 't.duration_ms' },
+    table: 'model_calls',
+    seq: 'seq',
+    columns: {
+      provider: 't.provider',
+      model: 't.model',
+      input_tokens: 't.input_tokens',
+      output_tokens: 't.output_tokens',
+      cache_read: usage('cache_read'),
+      cache_write: usage('cache_write'),
+      estimated_cost_usd: 't.estimated_cost_usd',
+      stop_reason: 't.stop_reason',
+      duration_ms: 't.duration_ms',
+    },
     text: ['t.provider', 't.model', 't.stop_reason'],
   },
   tool: {
-    table: 'tool_calls', seq: 'seq',
-    columns: { origin: 't.origin', tool_name: 't.tool_name', status: 't.status', duration_ms: 't.duration_ms', response_preview: 't.response_preview', model_call_seq: '(SELECT m.seq FROM model_calls m WHERE m.id = t.model_call_id)' },
+    table: 'tool_calls',
+    seq: 'seq',
+    columns: {
+      origin: 't.origin',
+      tool_name: 't.tool_name',
+      status: 't.status',
+      duration_ms: 't.duration_ms',
+      response_preview: 't.response_preview',
+      model_call_seq: '(SELECT m.seq FROM model_calls m WHERE m.id = t.model_call_id)',
+    },
     text: ['t.origin', 't.tool_name', 't.status', 't.response_preview'],
   },
   file: {
-    table: 'fs_events', seq: 'seq',
+    table: 'fs_events',
+    seq: 'seq',
     columns: { action: 't.action', path: 't.path', size: 't.size' },
     text: ['t.action', 't.path'],
   },
   exec: {
-    table: 'exec_events', seq: 'id',
-    columns: { argv: 't.argv', exit_code: 't.exit_code', duration_ms: 't.duration_ms', stdout_bytes: 't.stdout_bytes', stderr_bytes: 't.stderr_bytes' },
+    table: 'exec_events',
+    seq: 'id',
+    columns: {
+      argv: 't.argv',
+      exit_code: 't.exit_code',
+      duration_ms: 't.duration_ms',
+      stdout_bytes: 't.stdout_bytes',
+      stderr_bytes: 't.stderr_bytes',
+    },
     text: ['t.argv'],
   },
 } satisfies { readonly [K in TableKind]: TableSpec & { readonly columns: Readonly<Record<TableColumn<K>, string>> } };
@@ -69,7 +107,7 @@ function displayArgv(value: Cell): Cell {
  * copying rows out. Columns are joined by a unit separator: LIKE stops at a NUL.
  */
 export function filterSql(spec: TableSpec): string {
-  return `(${spec.text.map((c) => `coalesce(${c}, '')`).join(" || char(31) || ")}) LIKE ? ESCAPE '\\'`;
+  return `(${spec.text.map((c) => `coalesce(${c}, '')`).join(' || char(31) || ')}) LIKE ? ESCAPE '\\'`;
 }
 
 const STRIDE = 256;
@@ -118,13 +156,20 @@ export class EventTables {
     if (marks.version === version) return marks;
     const spec = TABLE_SPECS[kind];
     if (filter) {
-      const seqs = this.stmt(db, `SELECT ${spec.seq} FROM ${spec.table} t WHERE ${spec.seq} > ? AND ${filterSql(spec)} ORDER BY ${spec.seq}`).pluck().all(marks.lastSeq, containsPattern(filter)) as number[];
+      const seqs = this.stmt(
+        db,
+        `SELECT ${spec.seq} FROM ${spec.table} t WHERE ${spec.seq} > ? AND ${filterSql(spec)} ORDER BY ${spec.seq}`,
+      )
+        .pluck()
+        .all(marks.lastSeq, containsPattern(filter)) as number[];
       for (const seq of seqs) marks.marks.push(seq);
       marks.total += seqs.length;
       marks.lastSeq = seqs.at(-1) ?? marks.lastSeq;
     } else {
       // Counted in C over the seq index; the marks themselves are found when a page needs them.
-      const added = this.stmt(db, `SELECT count(*) AS n, max(${spec.seq}) AS last FROM ${spec.table} WHERE ${spec.seq} > ?`).get(marks.lastSeq) as { n: number; last: number | null };
+      const added = this.stmt(db, `SELECT count(*) AS n, max(${spec.seq}) AS last FROM ${spec.table} WHERE ${spec.seq} > ?`).get(
+        marks.lastSeq,
+      ) as { n: number; last: number | null };
       marks.total += added.n;
       marks.lastSeq = added.last ?? marks.lastSeq;
     }
@@ -143,7 +188,10 @@ export class EventTables {
     let j = k - 1;
     while (j >= 0 && marks.marks[j] === undefined) j--;
     const spec = TABLE_SPECS[kind];
-    const seq = this.stmt(session.store.db, `SELECT ${spec.seq} FROM ${spec.table} WHERE ${spec.seq} >= ? ORDER BY ${spec.seq} LIMIT 1 OFFSET ?`)
+    const seq = this.stmt(
+      session.store.db,
+      `SELECT ${spec.seq} FROM ${spec.table} WHERE ${spec.seq} >= ? ORDER BY ${spec.seq} LIMIT 1 OFFSET ?`,
+    )
       .pluck()
       .get(j >= 0 ? marks.marks[j]! : -1, (k - Math.max(j, 0)) * STRIDE) as number | undefined;
     if (seq !== undefined) marks.marks[k] = seq;

@@ -29,7 +29,10 @@ export interface ImportUploadOptions {
 /** The upload's file name as a safe single path segment (it names the staged file and the import's source). */
 export function safeUploadName(raw: string | null): string {
   const last = (raw ?? '').split(/[\\/]/).pop() ?? '';
-  const cleaned = last.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 120);
+  const cleaned = last
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\.+/, '_')
+    .slice(0, 120);
   return cleaned || 'upload';
 }
 
@@ -44,7 +47,12 @@ function statusOf(code: string): number {
   return 500;
 }
 
-function answer(res: ServerResponse, headers: Record<string, string>, body: CallResult<'sessions.import'> | CallError, close = false): void {
+function answer(
+  res: ServerResponse,
+  headers: Record<string, string>,
+  body: CallResult<'sessions.import'> | CallError,
+  close = false,
+): void {
   if (res.headersSent) return void res.end();
   const status = 'code' in body ? statusOf(body.code) : 200;
   res.writeHead(status, {

@@ -58,7 +58,13 @@ export function rendererFile(dir: string, urlPath: string): string | null {
 }
 
 /** Answers a GET/HEAD for the renderer; `headers` are the security headers every answer carries. */
-export function serveRenderer(dir: string, req: IncomingMessage, res: ServerResponse, pathname: string, headers: Record<string, string>): void {
+export function serveRenderer(
+  dir: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+  headers: Record<string, string>,
+): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { ...headers, allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('only GET and HEAD\n');
     return;

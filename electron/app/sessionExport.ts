@@ -10,7 +10,13 @@ import { CallFailure } from './callFailure.ts';
 // CLI does, to CAPSEM_HOME/exports/<id>-<time>.<ext>. The file is private (0600) like everything
 // recorded. A vacuumed session exports from its compressed copy.
 
-export async function exportForApp(home: CapsemHome, mainDb: Database.Database, id: SessionId, format: ExportFormat, now = new Date()): Promise<{ path: string; bytes: number }> {
+export async function exportForApp(
+  home: CapsemHome,
+  mainDb: Database.Database,
+  id: SessionId,
+  format: ExportFormat,
+  now = new Date(),
+): Promise<{ path: string; bytes: number }> {
   const dir = join(home.root, 'exports');
   ensurePrivateDir(dir);
   const out = join(dir, `${id}-${now.toISOString().replace(/[:.]/g, '-')}${EXPORT_EXTENSIONS[format]}`);

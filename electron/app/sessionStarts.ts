@@ -56,7 +56,8 @@ export class SessionStarts {
           this.sink.entered(entered, progress);
           resolve(entered);
         },
-        progress: (p) => id && this.update(id, { phase: 'image', step: p.stage, message: p.message, fraction: Math.min(1, Math.max(0, p.fraction)) }),
+        progress: (p) =>
+          id && this.update(id, { phase: 'image', step: p.stage, message: p.message, fraction: Math.min(1, Math.max(0, p.fraction)) }),
         status: (line) => id && this.update(id, { phase: 'boot', step: 'vm', message: line, fraction: null }),
       };
       start(report).then(

@@ -36,7 +36,9 @@ export function checkHost(headers: IncomingHttpHeaders, hosts: ReadonlySet<strin
 
 export function checkSocket(headers: IncomingHttpHeaders, url: URL, origins: ReadonlySet<string>, token: string): Verdict {
   const origin = headers.origin;
-  if (origin === undefined || !origins.has(origin.toLowerCase())) return { ok: false, status: 403, reason: `refused: origin ${(origin ?? 'none').slice(0, 60)} is not this app` };
-  if (!tokenMatches(token, url.searchParams.get(BROWSER_TOKEN_PARAM))) return { ok: false, status: 401, reason: 'refused: missing or wrong token; open the URL Capsem printed' };
+  if (origin === undefined || !origins.has(origin.toLowerCase()))
+    return { ok: false, status: 403, reason: `refused: origin ${(origin ?? 'none').slice(0, 60)} is not this app` };
+  if (!tokenMatches(token, url.searchParams.get(BROWSER_TOKEN_PARAM)))
+    return { ok: false, status: 401, reason: 'refused: missing or wrong token; open the URL Capsem printed' };
   return { ok: true };
 }

@@ -37,7 +37,9 @@ export function adoptSessionDb(db: Database.Database): void {
       const have = columnsOf(db, table);
       for (const [column, col] of Object.entries(def.columns)) {
         if (have.has(column)) continue;
-        db.exec(`ALTER TABLE "${table}" ADD COLUMN ${column} ${col.type}${'default' in col && col.default !== undefined ? ` DEFAULT ${col.default}` : ''}`);
+        db.exec(
+          `ALTER TABLE "${table}" ADD COLUMN ${column} ${col.type}${'default' in col && col.default !== undefined ? ` DEFAULT ${col.default}` : ''}`,
+        );
       }
       if ('event_id' in def.columns) {
         const max = (db.prepare(`SELECT max(event_id) AS m FROM "${table}" WHERE length(event_id) = 12`).get() as { m: string | null }).m;
@@ -49,10 +51,16 @@ export function adoptSessionDb(db: Database.Database): void {
       if (!('event_id' in SESSION_TABLES[table].columns)) continue;
       const setId = db.prepare(`UPDATE "${table}" SET event_id = ? WHERE rowid = ?`);
       // `rowid AS r`: selected bare, rowid comes back under the INTEGER PRIMARY KEY's own name.
-      for (const { r } of db.prepare(`SELECT rowid AS r FROM "${table}" WHERE event_id IS NULL ORDER BY rowid`).all() as { r: number }[]) setId.run(minter.mint(), r);
+      for (const { r } of db.prepare(`SELECT rowid AS r FROM "${table}" WHERE event_id IS NULL ORDER BY rowid`).all() as { r: number }[])
+        setId.run(minter.mint(), r);
     }
-    let seq = SEQUENCED_TABLES.reduce((max, t) => Math.max(max, (db.prepare(`SELECT max(seq) AS m FROM ${t}`).get() as { m: number | null }).m ?? 0), 0);
-    const unnumbered = SEQUENCED_TABLES.map((t) => `SELECT '${t}' AS t, rowid AS r, timestamp AS ts FROM ${t} WHERE seq IS NULL`).join(' UNION ALL ');
+    let seq = SEQUENCED_TABLES.reduce(
+      (max, t) => Math.max(max, (db.prepare(`SELECT max(seq) AS m FROM ${t}`).get() as { m: number | null }).m ?? 0),
+      0,
+    );
+    const unnumbered = SEQUENCED_TABLES.map((t) => `SELECT '${t}' AS t, rowid AS r, timestamp AS ts FROM ${t} WHERE seq IS NULL`).join(
+      ' UNION ALL ',
+    );
     for (const { t, r } of db.prepare(`${unnumbered} ORDER BY ts, t, r`).all() as { t: string; r: number }[]) {
       db.prepare(`UPDATE ${t} SET seq = ? WHERE rowid = ?`).run(++seq, r);
     }

@@ -7,7 +7,13 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import {
-  ARCHIVE_FORMAT, ARCHIVE_FORMAT_VERSION, ArchiveRejectedError, Manifest, MANIFEST_NAME, type ImportLimits, type ManifestMember,
+  ARCHIVE_FORMAT,
+  ARCHIVE_FORMAT_VERSION,
+  ArchiveRejectedError,
+  Manifest,
+  MANIFEST_NAME,
+  type ImportLimits,
+  type ManifestMember,
 } from './archiveFormat.ts';
 
 // Reads an archive into a staging folder, trusting nothing in it: the manifest must come first and
@@ -48,12 +54,20 @@ class InflateMeter extends Transform {
     this.inflated += chunk.length;
     // The tar's own headers and padding ride on top of the members: allow a MiB for them.
     if (this.inflated > this.limits.maxTotalBytes + this.limits.maxManifestBytes + (1 << 20)) {
-      done(new ArchiveRejectedError(`the archive inflates past the import limit of ${MiB(this.limits.maxTotalBytes)}; refusing it as a compression bomb`));
+      done(
+        new ArchiveRejectedError(
+          `the archive inflates past the import limit of ${MiB(this.limits.maxTotalBytes)}; refusing it as a compression bomb`,
+        ),
+      );
       return;
     }
     const ratio = this.inflated / Math.max(1, this.compressedSoFar());
     if (this.inflated > this.limits.ratioAfterBytes && ratio > this.limits.maxRatio) {
-      done(new ArchiveRejectedError(`the archive looks like a compression bomb: ${MiB(this.inflated)} inflated from ${MiB(this.compressedSoFar())} (over ${this.limits.maxRatio}:1); refusing it`));
+      done(
+        new ArchiveRejectedError(
+          `the archive looks like a compression bomb: ${MiB(this.inflated)} inflated from ${MiB(this.compressedSoFar())} (over ${this.limits.maxRatio}:1); refusing it`,
+        ),
+      );
       return;
     }
     done(null, chunk);
@@ -63,13 +77,17 @@ class InflateMeter extends Transform {
 function checkName(header: tar.Header): void {
   const name = header.name;
   if (header.type === 'symlink' || header.type === 'link') {
-    throw new ArchiveRejectedError(`refusing member "${name}": it is a ${header.type === 'link' ? 'hard link' : 'symbolic link'} to "${header.linkname}"; an archive holds plain files only`);
+    throw new ArchiveRejectedError(
+      `refusing member "${name}": it is a ${header.type === 'link' ? 'hard link' : 'symbolic link'} to "${header.linkname}"; an archive holds plain files only`,
+    );
   }
   if (name.startsWith('/') || name.startsWith('\\') || /^[A-Za-z]:/.test(name)) {
     throw new ArchiveRejectedError(`refusing member "${name}": an absolute path`);
   }
-  if (name.split(/[\\/]/).includes('..')) throw new ArchiveRejectedError(`refusing member "${name}": its path climbs out of the archive (path traversal)`);
-  if (header.type !== 'file') throw new ArchiveRejectedError(`refusing member "${name}" of type ${header.type}: an archive holds plain files only`);
+  if (name.split(/[\\/]/).includes('..'))
+    throw new ArchiveRejectedError(`refusing member "${name}": its path climbs out of the archive (path traversal)`);
+  if (header.type !== 'file')
+    throw new ArchiveRejectedError(`refusing member "${name}" of type ${header.type}: an archive holds plain files only`);
 }
 
 function parseManifest(text: string): Manifest {
@@ -80,12 +98,21 @@ function parseManifest(text: string): Manifest {
     throw new ArchiveRejectedError(`manifest.json is not valid JSON: ${(err as Error).message}`);
   }
   const head = raw as { format?: unknown; formatVersion?: unknown } | null;
-  if (!head || typeof head !== 'object' || head.format !== ARCHIVE_FORMAT) throw new ArchiveRejectedError(`manifest.json does not describe a Capsem session archive (format is not "${ARCHIVE_FORMAT}")`);
+  if (!head || typeof head !== 'object' || head.format !== ARCHIVE_FORMAT)
+    throw new ArchiveRejectedError(`manifest.json does not describe a Capsem session archive (format is not "${ARCHIVE_FORMAT}")`);
   if (typeof head.formatVersion === 'number' && head.formatVersion > ARCHIVE_FORMAT_VERSION) {
-    throw new ArchiveRejectedError(`the archive has format version ${head.formatVersion}, newer than this Capsem reads (${ARCHIVE_FORMAT_VERSION}); upgrade Capsem to import it`);
+    throw new ArchiveRejectedError(
+      `the archive has format version ${head.formatVersion}, newer than this Capsem reads (${ARCHIVE_FORMAT_VERSION}); upgrade Capsem to import it`,
+    );
   }
   const parsed = Manifest.safeParse(raw);
-  if (!parsed.success) throw new ArchiveRejectedError(`manifest.json is not a valid version ${ARCHIVE_FORMAT_VERSION} manifest: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).slice(0, 3).join('; ')}`);
+  if (!parsed.success)
+    throw new ArchiveRejectedError(
+      `manifest.json is not a valid version ${ARCHIVE_FORMAT_VERSION} manifest: ${parsed.error.issues
+        .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+        .slice(0, 3)
+        .join('; ')}`,
+    );
   return parsed.data;
 }
 
@@ -95,11 +122,15 @@ function checkManifestLimits(manifest: Manifest, limits: ImportLimits): void {
   for (const m of manifest.members) {
     if (seen.has(m.path)) throw new ArchiveRejectedError(`manifest.json lists "${m.path}" twice`);
     seen.add(m.path);
-    if (m.bytes > limits.maxMemberBytes) throw new ArchiveRejectedError(`member "${m.path}" is ${MiB(m.bytes)}, over the import limit of ${MiB(limits.maxMemberBytes)} per member`);
+    if (m.bytes > limits.maxMemberBytes)
+      throw new ArchiveRejectedError(
+        `member "${m.path}" is ${MiB(m.bytes)}, over the import limit of ${MiB(limits.maxMemberBytes)} per member`,
+      );
     total += m.bytes;
   }
   if (!seen.has('session.db')) throw new ArchiveRejectedError('manifest.json lists no session.db');
-  if (total > limits.maxTotalBytes) throw new ArchiveRejectedError(`the archive holds ${MiB(total)}, over the import limit of ${MiB(limits.maxTotalBytes)}`);
+  if (total > limits.maxTotalBytes)
+    throw new ArchiveRejectedError(`the archive holds ${MiB(total)}, over the import limit of ${MiB(limits.maxTotalBytes)}`);
 }
 
 async function readAll(entry: AsyncIterable<Buffer>, max: number, name: string): Promise<Buffer> {
@@ -132,7 +163,12 @@ async function storeMember(entry: AsyncIterable<Buffer>, path: string, onBytes: 
 }
 
 /** Extracts and verifies `file` into `into` (an empty private folder); returns its manifest. */
-export async function extractArchive(file: string, into: string, limits: ImportLimits, onProgress?: (done: number, total: number) => void): Promise<Manifest> {
+export async function extractArchive(
+  file: string,
+  into: string,
+  limits: ImportLimits,
+  onProgress?: (done: number, total: number) => void,
+): Promise<Manifest> {
   const kind = sniffFile(file);
   if (kind !== 'gzip' && kind !== 'tar') throw new ArchiveRejectedError(`${file} is not a Capsem session archive (neither tar nor gzip)`);
   const source = createReadStream(file, { highWaterMark: 1 << 20 });
@@ -168,10 +204,14 @@ export async function extractArchive(file: string, into: string, limits: ImportL
       const listed = manifest.members.find((m) => m.path === header.name);
       if (!listed) throw new ArchiveRejectedError(`member "${header.name}" is not listed in manifest.json`);
       if (stored.has(listed.path)) throw new ArchiveRejectedError(`member "${header.name}" appears twice`);
-      if (header.size !== listed.bytes) throw new ArchiveRejectedError(`member "${header.name}" is ${header.size} bytes but manifest.json says ${listed.bytes}`);
+      if (header.size !== listed.bytes)
+        throw new ArchiveRejectedError(`member "${header.name}" is ${header.size} bytes but manifest.json says ${listed.bytes}`);
       const total = manifest.members.reduce((sum, m) => sum + m.bytes, 0);
       const sha256 = await storeMember(body, join(into, listed.path), (n) => onProgress?.((done += n), total));
-      if (sha256 !== listed.sha256) throw new ArchiveRejectedError(`checksum mismatch for "${header.name}": manifest.json says ${listed.sha256}, the member hashes to ${sha256}`);
+      if (sha256 !== listed.sha256)
+        throw new ArchiveRejectedError(
+          `checksum mismatch for "${header.name}": manifest.json says ${listed.sha256}, the member hashes to ${sha256}`,
+        );
       stored.set(listed.path, listed);
     }
     await feeding;

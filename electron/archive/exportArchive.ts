@@ -57,7 +57,11 @@ function counts(dbPath: string): Record<string, number> {
   }
 }
 
-export async function buildManifest(snapshot: SessionSnapshot, identity: ArchiveIdentity, options: ArchiveWriteOptions = {}): Promise<Manifest> {
+export async function buildManifest(
+  snapshot: SessionSnapshot,
+  identity: ArchiveIdentity,
+  options: ArchiveWriteOptions = {},
+): Promise<Manifest> {
   const files: (SnapshotFile & { name: ManifestMember['path'] })[] = [{ ...snapshot.db, name: 'session.db' }, ...snapshot.logs];
   const total = files.reduce((sum, f) => sum + f.bytes, 0);
   let done = 0;
@@ -81,7 +85,14 @@ export async function buildManifest(snapshot: SessionSnapshot, identity: Archive
   };
 }
 
-async function addEntry(pack: tar.Pack, name: string, size: number, mtime: Date, body: AsyncIterable<Buffer> | Buffer, onBytes?: (n: number) => void): Promise<void> {
+async function addEntry(
+  pack: tar.Pack,
+  name: string,
+  size: number,
+  mtime: Date,
+  body: AsyncIterable<Buffer> | Buffer,
+  onBytes?: (n: number) => void,
+): Promise<void> {
   const finished = new Promise<void>((resolve, reject) => {
     const entry = pack.entry({ name, size, mode: 0o600, mtime, type: 'file' }, (err) => (err ? reject(err) : resolve()));
     void (async () => {
@@ -104,7 +115,12 @@ async function addEntry(pack: tar.Pack, name: string, size: number, mtime: Date,
 }
 
 /** Streams the archive to `outPath`; returns the bytes written. */
-export async function writeArchive(snapshot: SessionSnapshot, manifest: Manifest, outPath: string, options: ArchiveWriteOptions = {}): Promise<number> {
+export async function writeArchive(
+  snapshot: SessionSnapshot,
+  manifest: Manifest,
+  outPath: string,
+  options: ArchiveWriteOptions = {},
+): Promise<number> {
   const pack = tar.pack();
   const out = createWriteStream(outPath, { flags: 'wx', mode: 0o600 });
   const stages = options.gzip ? [pack, createGzip({ level: 1 }), out] : [pack, out];

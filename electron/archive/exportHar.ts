@@ -109,7 +109,13 @@ export function harEntry(row: NetRow, blobs: readonly BlobRow[]): Record<string,
       headers: requestHeaders,
       queryString: queryString(row.query),
       ...(req
-        ? { postData: { mimeType: request!.content_type ?? headerValue(requestHeaders, 'content-type') ?? 'application/octet-stream', text: req.text, ...(req.base64 ? { _encoding: 'base64' } : {}) } }
+        ? {
+            postData: {
+              mimeType: request!.content_type ?? headerValue(requestHeaders, 'content-type') ?? 'application/octet-stream',
+              text: req.text,
+              ...(req.base64 ? { _encoding: 'base64' } : {}),
+            },
+          }
         : {}),
       headersSize: -1,
       bodySize: request ? request.original_bytes : (row.bytes_sent ?? -1),
@@ -132,18 +138,34 @@ export function harEntry(row: NetRow, blobs: readonly BlobRow[]): Record<string,
     },
     cache: {},
     timings: { blocked: -1, dns: -1, connect: -1, ssl: -1, send: 0, wait, receive: duration - wait },
-    _capsem: { seq: row.seq, eventId: row.event_id, decision: row.decision, matchedRule: row.matched_rule, traceId: row.trace_id, error: row.error_message ?? null },
+    _capsem: {
+      seq: row.seq,
+      eventId: row.event_id,
+      decision: row.decision,
+      matchedRule: row.matched_rule,
+      traceId: row.trace_id,
+      error: row.error_message ?? null,
+    },
   };
 }
 
 /** Streams the HAR document of one session.db into `sink`; returns the number of entries. */
-export async function writeHar(db: Database.Database, sessionId: string, sink: ChunkSink, onProgress?: (done: number, total: number) => void): Promise<number> {
+export async function writeHar(
+  db: Database.Database,
+  sessionId: string,
+  sink: ChunkSink,
+  onProgress?: (done: number, total: number) => void,
+): Promise<number> {
   const total = (db.prepare('SELECT count(*) AS n FROM net_events').get() as { n: number }).n;
-  const blobs = db.prepare("SELECT direction, content_type, original_bytes, stored_bytes, truncated, body FROM event_body_blobs WHERE event_id = ? AND source_table = 'net_events'");
+  const blobs = db.prepare(
+    "SELECT direction, content_type, original_bytes, stored_bytes, truncated, body FROM event_body_blobs WHERE event_id = ? AND source_table = 'net_events'",
+  );
   const creator = { name: 'Capsem Desktop', version: capsemVersion() };
-  await sink.write(`{"log":{"version":"1.2","creator":${JSON.stringify(creator)},"comment":${JSON.stringify(`session ${sessionId}`)},"entries":[\n`);
+  await sink.write(
+    `{"log":{"version":"1.2","creator":${JSON.stringify(creator)},"comment":${JSON.stringify(`session ${sessionId}`)},"entries":[\n`,
+  );
   let count = 0;
-  const order = db.prepare('SELECT 1 FROM pragma_table_info(\'net_events\') WHERE name = \'seq\'').get() ? 'seq' : 'id';
+  const order = db.prepare("SELECT 1 FROM pragma_table_info('net_events') WHERE name = 'seq'").get() ? 'seq' : 'id';
   for (const row of db.prepare(`SELECT * FROM net_events ORDER BY ${order}`).iterate() as IterableIterator<NetRow>) {
     const entry = harEntry({ ...row, seq: row.seq ?? count + 1 }, blobs.all(row.event_id) as BlobRow[]);
     await sink.write(`${count > 0 ? ',\n' : ''}${JSON.stringify(entry)}`);

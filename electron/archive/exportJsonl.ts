@@ -6,7 +6,11 @@ import type { ChunkSink } from './chunkSink.ts';
 
 const SLICE = 500;
 
-export async function writeJsonl(store: SessionEventStore, sink: ChunkSink, onProgress?: (done: number, total: number) => void): Promise<number> {
+export async function writeJsonl(
+  store: SessionEventStore,
+  sink: ChunkSink,
+  onProgress?: (done: number, total: number) => void,
+): Promise<number> {
   const total = store.bounds().total;
   let after = 0;
   let count = 0;

@@ -41,7 +41,12 @@ export class ExportTargetExistsError extends Error {
   override name = 'ExportTargetExistsError';
 }
 
-export async function exportSession(home: CapsemHome, mainDb: Database.Database, id: SessionId, options: ExportOptions): Promise<ExportResult> {
+export async function exportSession(
+  home: CapsemHome,
+  mainDb: Database.Database,
+  id: SessionId,
+  options: ExportOptions,
+): Promise<ExportResult> {
   if (existsSync(options.out)) throw new ExportTargetExistsError(`${options.out} already exists; choose another -o or remove it first`);
   const record = getSession(mainDb, id);
   const staging = makeStagingDir(home, 'export');
@@ -51,9 +56,17 @@ export async function exportSession(home: CapsemHome, mainDb: Database.Database,
     const snapshot = await snapshotSession(home, id, staging, (done, total) => progress?.('snapshot', done, total));
     let items: number;
     if (options.format === 'archive') {
-      const manifest = await buildManifest(snapshot, {
-        id, name: record?.name ?? null, status: record?.status ?? null, createdAt: record?.createdAt ?? null, stoppedAt: record?.stoppedAt ?? null,
-      }, { onProgress: progress });
+      const manifest = await buildManifest(
+        snapshot,
+        {
+          id,
+          name: record?.name ?? null,
+          status: record?.status ?? null,
+          createdAt: record?.createdAt ?? null,
+          stoppedAt: record?.stoppedAt ?? null,
+        },
+        { onProgress: progress },
+      );
       await writeArchive(snapshot, manifest, partial, { gzip: options.gzip, onProgress: progress });
       items = manifest.members.length;
     } else {

@@ -49,7 +49,8 @@ function checkOffThread(job: StagedDbJob, limitSeconds: number, onStep: (done: n
   return new Promise((resolve, reject) => {
     let settle: (() => void) | null = null;
     const timer = setTimeout(() => {
-      settle ??= () => reject(new ArchiveRejectedError(`session.db validation took longer than ${limitSeconds} s, the import's time limit; refusing it`));
+      settle ??= () =>
+        reject(new ArchiveRejectedError(`session.db validation took longer than ${limitSeconds} s, the import's time limit; refusing it`));
       void worker.terminate();
     }, limitSeconds * 1000);
     worker.on('message', (message: StagedDbMessage) => {
@@ -100,7 +101,8 @@ function freeName(mainDb: Database.Database, wanted: string | null): DisplayName
 }
 
 function freeId(home: CapsemHome, mainDb: Database.Database, wanted: string | null): SessionId {
-  const known = (id: SessionId): boolean => mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id).dir);
+  const known = (id: SessionId): boolean =>
+    mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id) !== undefined || existsSync(sessionPaths(home, id).dir);
   if (wanted && isSessionId(wanted) && !known(wanted)) return wanted;
   for (;;) {
     const id = newSessionId();
@@ -108,7 +110,12 @@ function freeId(home: CapsemHome, mainDb: Database.Database, wanted: string | nu
   }
 }
 
-export async function importSession(home: CapsemHome, mainDb: Database.Database, file: string, options: ImportOptions = {}): Promise<ImportResult> {
+export async function importSession(
+  home: CapsemHome,
+  mainDb: Database.Database,
+  file: string,
+  options: ImportOptions = {},
+): Promise<ImportResult> {
   const limits: ImportLimits = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
   if (!existsSync(file)) throw new Error(`no file at ${file}`);
   if (!statSync(file).isFile()) throw new ArchiveRejectedError(`${file} is not a regular file`);
@@ -122,7 +129,8 @@ export async function importSession(home: CapsemHome, mainDb: Database.Database,
     let manifest: Manifest | null = null;
     if (kind === 'sqlite') {
       const size = statSync(file).size;
-      if (size > limits.maxMemberBytes) throw new ArchiveRejectedError(`${basename(file)} is ${size} bytes, over the import limit of ${limits.maxMemberBytes}`);
+      if (size > limits.maxMemberBytes)
+        throw new ArchiveRejectedError(`${basename(file)} is ${size} bytes, over the import limit of ${limits.maxMemberBytes}`);
       try {
         // The backup API, not a file copy: a database with a -wal beside it is read whole.
         await backupDb(file, dbPath, (done, total) => options.onProgress?.('copy', done, total));
@@ -133,7 +141,9 @@ export async function importSession(home: CapsemHome, mainDb: Database.Database,
       manifest = await extractArchive(file, folder, limits, (done, total) => options.onProgress?.('verify', done, total));
     }
 
-    const facts = await checkOffThread({ dbPath, fromArchive: manifest !== null }, limits.maxValidationSeconds, (done, total) => options.onProgress?.('check', done, total));
+    const facts = await checkOffThread({ dbPath, fromArchive: manifest !== null }, limits.maxValidationSeconds, (done, total) =>
+      options.onProgress?.('check', done, total),
+    );
     const carriedId = manifest?.sessionId ?? facts.meta.sessionId;
     const carriedName = manifest ? manifest.name : facts.meta.name;
     const id = freeId(home, mainDb, carriedId);
@@ -144,7 +154,11 @@ export async function importSession(home: CapsemHome, mainDb: Database.Database,
     const stoppedAt = manifest?.stoppedAt ?? rollup.activity.lastEventAt;
     writeImportMeta(dbPath, { session_id: id, name: name ?? '', imported_at: now, imported_from: carriedId ?? basename(file) });
     const result: ImportResult = {
-      id, name, source: manifest ? 'archive' : 'session.db', adopted: facts.adopted, dropped: facts.dropped,
+      id,
+      name,
+      source: manifest ? 'archive' : 'session.db',
+      adopted: facts.adopted,
+      dropped: facts.dropped,
       originalId: carriedId !== null && carriedId !== id ? carriedId : null,
       originalName: carriedName !== null && carriedName !== name ? carriedName : null,
     };
@@ -153,12 +167,20 @@ export async function importSession(home: CapsemHome, mainDb: Database.Database,
     const target = sessionPaths(home, result.id).dir;
     renameSync(folder, target);
     try {
-      mainDb.transaction(() => {
-        mainDb
-          .prepare(`INSERT INTO sessions (id, name, resumable, mode, command, status, created_at, updated_at) VALUES (?, ?, 0, 'imported', NULL, 'stopped', ?, ?)`)
-          .run(result.id, result.name, createdAt, createdAt);
-        writeRollup(mainDb, result.id, rollup, { status: 'stopped', reason: `imported from ${basename(file)}`, ...(stoppedAt ? { endedAt: stoppedAt } : {}) });
-      }).immediate();
+      mainDb
+        .transaction(() => {
+          mainDb
+            .prepare(
+              `INSERT INTO sessions (id, name, resumable, mode, command, status, created_at, updated_at) VALUES (?, ?, 0, 'imported', NULL, 'stopped', ?, ?)`,
+            )
+            .run(result.id, result.name, createdAt, createdAt);
+          writeRollup(mainDb, result.id, rollup, {
+            status: 'stopped',
+            reason: `imported from ${basename(file)}`,
+            ...(stoppedAt ? { endedAt: stoppedAt } : {}),
+          });
+        })
+        .immediate();
     } catch (err) {
       rmSync(target, { recursive: true, force: true });
       throw err;

@@ -51,7 +51,8 @@ function kindOf(row: SchemaRow): ObjectKind {
   // SQLite loads a row without a statement only as the index of a UNIQUE or PRIMARY KEY constraint.
   if (row.sql === null) return 'index';
   const kind = CREATE.exec(row.sql.replace(COMMENTS, ' '))?.[1]?.toLowerCase().replace(/\s+/, ' ') as ObjectKind | undefined;
-  if (!kind) throw new ArchiveRejectedError(`session.db's schema has a ${row.type} ${shown(row.name)} whose statement this app does not recognise`);
+  if (!kind)
+    throw new ArchiveRejectedError(`session.db's schema has a ${row.type} ${shown(row.name)} whose statement this app does not recognise`);
   return kind;
 }
 
@@ -71,7 +72,10 @@ function ourIndexes(): ReadonlyMap<string, string> {
   const db = new Database(':memory:');
   try {
     for (const statement of sessionSchemaDdl()) db.exec(statement);
-    const rows = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").all() as { name: string; sql: string }[];
+    const rows = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").all() as {
+      name: string;
+      sql: string;
+    }[];
     ourIndexSql = new Map(rows.map((r) => [r.name, r.sql]));
     return ourIndexSql;
   } finally {
@@ -85,7 +89,9 @@ const isOurIndex = (row: SchemaRow): boolean => row.sql === null || ourIndexes()
 export function refuseVirtualTables(db: Database.Database): void {
   for (const row of schemaRows(db)) {
     if (kindOf(row) === 'virtual table') {
-      throw new ArchiveRejectedError(`session.db holds the virtual table ${shown(row.name)} (${moduleOf(row.sql!)}); an imported session may hold plain tables only`);
+      throw new ArchiveRejectedError(
+        `session.db holds the virtual table ${shown(row.name)} (${moduleOf(row.sql!)}); an imported session may hold plain tables only`,
+      );
     }
   }
 }

@@ -67,21 +67,32 @@ async function gunzipTo(source: string, destination: string, onProgress?: StepPr
   return statSync(destination).size;
 }
 
-export async function snapshotSession(home: CapsemHome, id: SessionId, staging: StagingDir, onProgress?: StepProgress): Promise<SessionSnapshot> {
+export async function snapshotSession(
+  home: CapsemHome,
+  id: SessionId,
+  staging: StagingDir,
+  onProgress?: StepProgress,
+): Promise<SessionSnapshot> {
   const paths = sessionPaths(home, id);
   const packed = vacuumedFiles(paths);
   const dbCopy = join(staging.path, 'session.db');
   const logs: (SnapshotFile & { name: 'pty.log' | 'serial.log' })[] = [];
   if (existsSync(paths.dbPath)) {
     await backupDb(paths.dbPath, dbCopy, onProgress);
-    for (const [name, path] of [['pty.log', paths.ptyLogPath], ['serial.log', paths.serialLogPath]] as const) {
+    for (const [name, path] of [
+      ['pty.log', paths.ptyLogPath],
+      ['serial.log', paths.serialLogPath],
+    ] as const) {
       if (existsSync(path)) logs.push({ name, path, bytes: statSync(path).size });
     }
     return { db: { path: dbCopy, bytes: statSync(dbCopy).size }, logs, vacuumed: false };
   }
   if (!existsSync(packed.dbGz)) throw new SessionDbMissingError(`session ${id} has no session.db on disk (erased or never recorded)`);
   const bytes = await gunzipTo(packed.dbGz, dbCopy, onProgress);
-  for (const [name, path] of [['pty.log', packed.ptyLogGz], ['serial.log', packed.serialLogGz]] as const) {
+  for (const [name, path] of [
+    ['pty.log', packed.ptyLogGz],
+    ['serial.log', packed.serialLogGz],
+  ] as const) {
     if (!existsSync(path)) continue;
     const copy = join(staging.path, name);
     logs.push({ name, path: copy, bytes: await gunzipTo(path, copy) });

@@ -64,7 +64,8 @@ export function checkStagedDb(job: StagedDbJob, onStep: (done: number, total: nu
       }
     }
     const missing = SPEC_REQUIRED_TABLES.filter((t) => !tables.has(t));
-    if (missing.length > 0) throw new ArchiveRejectedError(`not a session database: it lacks the table${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+    if (missing.length > 0)
+      throw new ArchiveRejectedError(`not a session database: it lacks the table${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
     step(2);
     const dropped = dropSchemaCode(db);
     step(3);
@@ -75,7 +76,12 @@ export function checkStagedDb(job: StagedDbJob, onStep: (done: number, total: nu
     const meta = metaOf(db);
     const rollup = computeRollup(db);
     step(5);
-    return { adopted, dropped, meta: { sessionId: meta.get('session_id') ?? null, name: meta.get('name') || null, createdAt: meta.get('created_at') ?? null }, rollup };
+    return {
+      adopted,
+      dropped,
+      meta: { sessionId: meta.get('session_id') ?? null, name: meta.get('name') || null, createdAt: meta.get('created_at') ?? null },
+      rollup,
+    };
   } finally {
     db.close();
   }
@@ -90,7 +96,9 @@ function restoreOurIndexes(db: Database.Database): void {
 
 function metaOf(db: Database.Database): Map<string, string> {
   if (!existingTables(db).has('session_meta')) return new Map();
-  return new Map((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string | null }[]).map((r) => [r.key, r.value ?? '']));
+  return new Map(
+    (db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string | null }[]).map((r) => [r.key, r.value ?? '']),
+  );
 }
 
 /** SQLite errors that say something about this machine (disk, memory, permissions), not the file. */
@@ -105,6 +113,7 @@ export function asImportError(err: unknown): Error {
   if (err instanceof ArchiveRejectedError) return err;
   const e = err instanceof Error ? err : new Error(String(err));
   const code = (e as { code?: unknown }).code;
-  if (e.name === 'SqliteError' && typeof code === 'string' && !MACHINE_ERROR.test(code)) return new ArchiveRejectedError(`session.db cannot be imported: ${e.message}`);
+  if (e.name === 'SqliteError' && typeof code === 'string' && !MACHINE_ERROR.test(code))
+    return new ArchiveRejectedError(`session.db cannot be imported: ${e.message}`);
   return e;
 }

@@ -20,7 +20,10 @@ function feed(hash: ReturnType<typeof createHash>, value: unknown): void {
   else hash.update(`\u0000${typeof value}:${String(value)}`);
 }
 
-export function tableDigests(db: Database.Database, skip: (table: string, row: Record<string, unknown>) => boolean = () => false): Record<string, { rows: number; sha256: string }> {
+export function tableDigests(
+  db: Database.Database,
+  skip: (table: string, row: Record<string, unknown>) => boolean = () => false,
+): Record<string, { rows: number; sha256: string }> {
   const out: Record<string, { rows: number; sha256: string }> = {};
   for (const table of [...existingTables(db)].filter((t) => !t.startsWith('sqlite_')).sort()) {
     const hash = createHash('sha256');

@@ -93,7 +93,10 @@ async function compactSession(home: CapsemHome, id: SessionId): Promise<{ before
       db.close();
     }
     await gzipFile(compact, packed.dbGz);
-    for (const [log, gz] of [[paths.ptyLogPath, packed.ptyLogGz], [paths.serialLogPath, packed.serialLogGz]] as const) {
+    for (const [log, gz] of [
+      [paths.ptyLogPath, packed.ptyLogGz],
+      [paths.serialLogPath, packed.serialLogGz],
+    ] as const) {
       if (existsSync(log)) await gzipFile(log, gz);
     }
     // Only now, with every compressed copy renamed into place, do the originals go.
@@ -125,7 +128,11 @@ export async function vacuumSessions(home: CapsemHome, mainDb: Database.Database
     if (!existsSync(paths.dbPath)) continue;
     const base = { id: c.id, name: c.name, endedAt: c.endedAt };
     if (options.dryRun) {
-      const outcome = { ...base, bytesBefore: sizeOf([paths.dbPath, `${paths.dbPath}-wal`, paths.ptyLogPath, paths.serialLogPath]), bytesAfter: null };
+      const outcome = {
+        ...base,
+        bytesBefore: sizeOf([paths.dbPath, `${paths.dbPath}-wal`, paths.ptyLogPath, paths.serialLogPath]),
+        bytesAfter: null,
+      };
       vacuumed.push(outcome);
       options.onSession?.(outcome);
       continue;
@@ -136,7 +143,11 @@ export async function vacuumSessions(home: CapsemHome, mainDb: Database.Database
     if (c.resumable === 1) releaseName(mainDb, c.id);
     const { before, after } = await compactSession(home, c.id);
     const at = new Date().toISOString();
-    mainDb.prepare("UPDATE sessions SET status = 'vacuumed', vacuumed_at = ?, compressed_size_bytes = ?, resumable = 0, updated_at = ? WHERE id = ?").run(at, after, at, c.id);
+    mainDb
+      .prepare(
+        "UPDATE sessions SET status = 'vacuumed', vacuumed_at = ?, compressed_size_bytes = ?, resumable = 0, updated_at = ? WHERE id = ?",
+      )
+      .run(at, after, at, c.id);
     const outcome = { ...base, bytesBefore: before, bytesAfter: after };
     vacuumed.push(outcome);
     options.onSession?.(outcome);

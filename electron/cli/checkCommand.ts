@@ -13,7 +13,14 @@ function render(report: CheckReport, header: string): string {
   for (const [name, t] of Object.entries(report.tables)) {
     if (!t.preview || t.preview.length === 0) continue;
     const cols = Object.keys(t.preview[0]!);
-    out.push('', `Last ${t.preview.length} rows of ${name}:`, formatTable(cols, t.preview.map((r) => cols.map((c) => formatCell(r[c])))));
+    out.push(
+      '',
+      `Last ${t.preview.length} rows of ${name}:`,
+      formatTable(
+        cols,
+        t.preview.map((r) => cols.map((c) => formatCell(r[c]))),
+      ),
+    );
   }
   out.push('');
   if (report.findings.length === 0) out.push('Findings: none');
@@ -47,7 +54,11 @@ With no ID or NAME it checks the newest session whose session.db is on disk.
   --db FILE  check any session.db file that follows the spec's schema
   --json     print the report as JSON`,
   run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, { n: { type: 'string', short: 'n' }, db: { type: 'string' }, json: { type: 'boolean' } });
+    const { values, positionals } = parseCommandArgs(this, argv, {
+      n: { type: 'string', short: 'n' },
+      db: { type: 'string' },
+      json: { type: 'boolean' },
+    });
     if (positionals.length > 1) throw new UsageError('check takes at most one session (see capsem check --help)');
     if (values.db && positionals.length > 0) throw new UsageError('give either a session or --db FILE, not both');
     const previewRows = parseCount(values.n as string | undefined, '-n', 0);

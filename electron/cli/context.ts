@@ -30,7 +30,12 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 export function parseCommandArgs<O extends Options>(command: Pick<Command, 'name'>, argv: readonly string[], options: O) {
   const parsed = (() => {
     try {
-      return parseArgs({ args: [...argv], options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+      return parseArgs({
+        args: [...argv],
+        options: { ...options, help: { type: 'boolean', short: 'h' } },
+        allowPositionals: true,
+        strict: true,
+      });
     } catch (err) {
       throw new UsageError(`${(err as Error).message.split('\n')[0]} (see capsem ${command.name} --help)`);
     }

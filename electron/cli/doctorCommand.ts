@@ -55,8 +55,18 @@ function cachedImages(root: string, kind: string): string[] {
 /** Whose files the guest's writes in the workspace become, or what is missing for them to be the user's. */
 export function ownershipFinding(facts: OwnershipFacts): Finding {
   const plan = planOwnership(facts);
-  if (plan.kind === 'root') return { check: 'file ownership', level: 'ok', detail: 'virtiofsd runs as root: files the guest makes in the workspace are root\'s, who runs capsem' };
-  if (plan.kind === 'user-namespace') return { check: 'file ownership', level: 'ok', detail: `virtiofsd runs in a user namespace (subordinate ids ${plan.subuid}): files the guest makes in the workspace are ${plan.user}'s` };
+  if (plan.kind === 'root')
+    return {
+      check: 'file ownership',
+      level: 'ok',
+      detail: "virtiofsd runs as root: files the guest makes in the workspace are root's, who runs capsem",
+    };
+  if (plan.kind === 'user-namespace')
+    return {
+      check: 'file ownership',
+      level: 'ok',
+      detail: `virtiofsd runs in a user namespace (subordinate ids ${plan.subuid}): files the guest makes in the workspace are ${plan.user}'s`,
+    };
   return { check: 'file ownership', level: 'fail', detail: `${plan.problem}; without it no VM can start`, fix: plan.fix };
 }
 
@@ -67,12 +77,31 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
   if (qemu) add({ check: 'qemu', level: 'ok', detail: `${qemu.qemu} (${version(qemu.qemu, ['--version'])})` });
   else add({ check: 'qemu', level: 'fail', detail: 'qemu-system-x86_64 is not installed', fix: `${APT} qemu-system-x86` });
   if (qemu?.virtiofsd) add({ check: 'virtiofsd', level: 'ok', detail: qemu.virtiofsd });
-  else add({ check: 'virtiofsd', level: 'fail', detail: 'virtiofsd (shares the workspace) was not found', fix: `${APT} qemu-system-x86 (it ships /usr/lib/qemu/virtiofsd)` });
+  else
+    add({
+      check: 'virtiofsd',
+      level: 'fail',
+      detail: 'virtiofsd (shares the workspace) was not found',
+      fix: `${APT} qemu-system-x86 (it ships /usr/lib/qemu/virtiofsd)`,
+    });
   add(ownershipFinding(hostFacts()));
   if (qemu?.setpriv) add({ check: 'setpriv', level: 'ok', detail: 'VM processes die with the app even if it is killed' });
-  else add({ check: 'setpriv', level: 'warn', detail: 'without setpriv a killed app leaves its VMs running until the next start cleans them up', fix: `${APT} util-linux` });
+  else
+    add({
+      check: 'setpriv',
+      level: 'warn',
+      detail: 'without setpriv a killed app leaves its VMs running until the next start cleans them up',
+      fix: `${APT} util-linux`,
+    });
   const accel = probeAccelerator();
-  add({ check: 'accelerator', level: accel.accel === 'kvm' ? 'ok' : 'warn', detail: accel.reason, ...(accel.accel === 'tcg' ? { fix: 'on a machine with VT-x/AMD-V: enable virtualisation in the firmware and give this user /dev/kvm (usermod -aG kvm $USER)' } : {}) });
+  add({
+    check: 'accelerator',
+    level: accel.accel === 'kvm' ? 'ok' : 'warn',
+    detail: accel.reason,
+    ...(accel.accel === 'tcg'
+      ? { fix: 'on a machine with VT-x/AMD-V: enable virtualisation in the firmware and give this user /dev/kvm (usermod -aG kvm $USER)' }
+      : {}),
+  });
   try {
     const kernel = findHostKernel();
     add({ check: 'guest kernel', level: 'ok', detail: `${kernel.path} (${kernel.version})` });
@@ -81,23 +110,70 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
   }
   const missing = (names: string[]): string[] => names.filter((n) => !tool(n));
   const buildTools = missing(['gcc', 'make']);
-  add(buildTools.length === 0 ? { check: 'agent build', level: 'ok', detail: 'gcc and make build the guest agent' } : { check: 'agent build', level: 'fail', detail: `${buildTools.join(', ')} missing: the guest agent cannot be built`, fix: `${APT} build-essential` });
+  add(
+    buildTools.length === 0
+      ? { check: 'agent build', level: 'ok', detail: 'gcc and make build the guest agent' }
+      : {
+          check: 'agent build',
+          level: 'fail',
+          detail: `${buildTools.join(', ')} missing: the guest agent cannot be built`,
+          fix: `${APT} build-essential`,
+        },
+  );
   const minimalTools = missing(['busybox', 'cpio', 'modinfo']);
   const minimalBuilt = cachedImages(home.root, 'minimal');
-  if (minimalTools.length > 0) add({ check: 'minimal image', level: 'fail', detail: `cannot be built: ${minimalTools.join(', ')} missing`, fix: `${APT} busybox-static cpio kmod` });
-  else add({ check: 'minimal image', level: 'ok', detail: minimalBuilt.length > 0 ? `built (${minimalBuilt.join(', ')})` : 'not built yet; the first `capsem run --image minimal` builds it (seconds)' });
+  if (minimalTools.length > 0)
+    add({
+      check: 'minimal image',
+      level: 'fail',
+      detail: `cannot be built: ${minimalTools.join(', ')} missing`,
+      fix: `${APT} busybox-static cpio kmod`,
+    });
+  else
+    add({
+      check: 'minimal image',
+      level: 'ok',
+      detail:
+        minimalBuilt.length > 0
+          ? `built (${minimalBuilt.join(', ')})`
+          : 'not built yet; the first `capsem run --image minimal` builds it (seconds)',
+    });
   const agentTools = missing(['mmdebstrap', 'mksquashfs', 'mkfs.ext4']);
   const agentBuilt = cachedImages(home.root, 'agent');
-  if (agentTools.length > 0) add({ check: 'agent image', level: agentBuilt.length > 0 ? 'warn' : 'fail', detail: `cannot be built: ${agentTools.join(', ')} missing`, fix: `${APT} mmdebstrap squashfs-tools e2fsprogs` });
-  else add({ check: 'agent image', level: 'ok', detail: agentBuilt.length > 0 ? `built (${agentBuilt.join(', ')})` : 'not built yet; the first `capsem run` builds it (about 7 minutes, needs root, npm, deb.debian.org and the npm registry)' });
+  if (agentTools.length > 0)
+    add({
+      check: 'agent image',
+      level: agentBuilt.length > 0 ? 'warn' : 'fail',
+      detail: `cannot be built: ${agentTools.join(', ')} missing`,
+      fix: `${APT} mmdebstrap squashfs-tools e2fsprogs`,
+    });
+  else
+    add({
+      check: 'agent image',
+      level: 'ok',
+      detail:
+        agentBuilt.length > 0
+          ? `built (${agentBuilt.join(', ')})`
+          : 'not built yet; the first `capsem run` builds it (about 7 minutes, needs root, npm, deb.debian.org and the npm registry)',
+    });
   const apiPort = DEFAULT_API_PORT;
   const owner = await findOwner(home);
   if (owner) {
-    add({ check: 'owner', level: 'ok', detail: `pid ${owner.info.pid} (${owner.info.kind}: ${owner.info.command}) owns ${home.root}; VM commands go through it` });
+    add({
+      check: 'owner',
+      level: 'ok',
+      detail: `pid ${owner.info.pid} (${owner.info.kind}: ${owner.info.command}) owns ${home.root}; VM commands go through it`,
+    });
     owner.client.close();
   } else add({ check: 'owner', level: 'ok', detail: `nobody owns ${home.root}; the next VM command becomes its owner` });
   if (await portFree(apiPort)) add({ check: 'api port', level: 'ok', detail: `127.0.0.1:${apiPort} is free for capsem api` });
-  else add({ check: 'api port', level: 'warn', detail: `127.0.0.1:${apiPort} is taken (capsem api may already run)`, fix: `capsem api --port ${apiPort + 1}, or stop what listens there (ss -ltnp 'sport = :${apiPort}')` });
+  else
+    add({
+      check: 'api port',
+      level: 'warn',
+      detail: `127.0.0.1:${apiPort} is taken (capsem api may already run)`,
+      fix: `capsem api --port ${apiPort + 1}, or stop what listens there (ss -ltnp 'sport = :${apiPort}')`,
+    });
   findings.push(...providerKeyFindings(home, env));
   return findings;
 }
@@ -116,9 +192,20 @@ export function providerKeyFindings(home: CapsemHome, env: NodeJS.ProcessEnv): F
     try {
       const found = findKey(provider, env, store);
       if (!found && store.locked(provider.id)) {
-        return { check, level: 'warn', detail: `${LOCKED_KEY_TEXT}; a session this command owns cannot use it`, fix: `start the Capsem app (capsem commands then run through it), or export ${provider.env[0]}=... in the shell you start capsem from` };
+        return {
+          check,
+          level: 'warn',
+          detail: `${LOCKED_KEY_TEXT}; a session this command owns cannot use it`,
+          fix: `start the Capsem app (capsem commands then run through it), or export ${provider.env[0]}=... in the shell you start capsem from`,
+        };
       }
-      if (!found) return { check, level: 'warn', detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`, fix: `export ${provider.env[0]}=... in the shell you start capsem from` };
+      if (!found)
+        return {
+          check,
+          level: 'warn',
+          detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`,
+          fix: `export ${provider.env[0]}=... in the shell you start capsem from`,
+        };
       const where = found.source.kind === 'env' ? `from ${found.source.variable} in this environment` : `stored in ${found.source.store}`;
       return { check, level: 'ok', detail: `${where}; sessions get a stand-in, the proxy adds the key on ${provider.hosts.join(', ')}` };
     } catch (err) {

@@ -8,13 +8,23 @@ import { parseCommandArgs, UsageError, type Command } from './context.ts';
 
 /** Stages of a long archive job and the share of the bar each takes. */
 const STAGE_SHARE: Record<string, readonly [number, number]> = {
-  snapshot: [0, 0.35], checksums: [0.35, 0.55], archive: [0.55, 1], har: [0.35, 1], jsonl: [0.35, 1], verify: [0, 0.85], copy: [0, 0.85], check: [0.85, 1],
+  snapshot: [0, 0.35],
+  checksums: [0.35, 0.55],
+  archive: [0.55, 1],
+  har: [0.35, 1],
+  jsonl: [0.35, 1],
+  verify: [0, 0.85],
+  copy: [0, 0.85],
+  check: [0.85, 1],
 };
 
 /** Below this a job is over before a bar would help; above it, one line on stderr shows progress. */
 const LARGE = 32 << 20;
 
-export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): { onProgress: (stage: string, done: number, total: number) => void; finish: () => void } {
+export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): {
+  onProgress: (stage: string, done: number, total: number) => void;
+  finish: () => void;
+} {
   const line = progressLine(stream);
   let shown = false;
   return {
@@ -26,7 +36,12 @@ export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): { 
       shown = true;
       const [from, to] = STAGE_SHARE[stage] ?? [0, 1];
       const part = total > 0 ? done / total : 1;
-      const message = stage === 'check' ? `step ${done} of ${total}` : bytes ? `${(done / 2 ** 20).toFixed(0)} of ${(total / 2 ** 20).toFixed(0)} MiB` : `${done} of ${total} events`;
+      const message =
+        stage === 'check'
+          ? `step ${done} of ${total}`
+          : bytes
+            ? `${(done / 2 ** 20).toFixed(0)} of ${(total / 2 ** 20).toFixed(0)} MiB`
+            : `${done} of ${total} events`;
       line.update({ stage, message, fraction: from + (to - from) * part });
     },
     finish: () => line.finish(),
@@ -51,7 +66,11 @@ Writes a consistent snapshot of the session, live or ended (even vacuumed), to F
   --gzip    compress the archive (gzip level 1): smaller, slower
   --format  archive, har or jsonl`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, { o: { type: 'string', short: 'o' }, format: { type: 'string' }, gzip: { type: 'boolean' } });
+    const { values, positionals } = parseCommandArgs(this, argv, {
+      o: { type: 'string', short: 'o' },
+      format: { type: 'string' },
+      gzip: { type: 'boolean' },
+    });
     if (positionals.length !== 1) throw new UsageError('export takes one session, by id or name (see capsem export --help)');
     const format = (values.format ?? 'archive') as ExportFormat;
     if (!EXPORT_FORMATS.includes(format)) throw new UsageError(`--format takes archive, har or jsonl, not "${values.format as string}"`);
@@ -68,8 +87,11 @@ Writes a consistent snapshot of the session, live or ended (even vacuumed), to F
       } finally {
         progress.finish();
       }
-      const what = format === 'archive' ? `${result.items} members` : format === 'har' ? `${result.items} entries` : `${result.items} events`;
-      ctx.out(`Exported session ${id}${record?.name ? ` (${record.name})` : ''} as ${format} to ${result.path}: ${result.bytes} bytes, ${what}`);
+      const what =
+        format === 'archive' ? `${result.items} members` : format === 'har' ? `${result.items} entries` : `${result.items} events`;
+      ctx.out(
+        `Exported session ${id}${record?.name ? ` (${record.name})` : ''} as ${format} to ${result.path}: ${result.bytes} bytes, ${what}`,
+      );
       return 0;
     } finally {
       mainDb.close();

@@ -33,7 +33,9 @@ Prints the new session's id and name.`,
       } finally {
         progress.finish();
       }
-      ctx.out(`Imported session ${result.id} (${result.name ?? 'no name'}) from ${result.source === 'archive' ? 'archive' : 'session.db'} ${file}`);
+      ctx.out(
+        `Imported session ${result.id} (${result.name ?? 'no name'}) from ${result.source === 'archive' ? 'archive' : 'session.db'} ${file}`,
+      );
       if (result.originalId) ctx.out(`  id ${result.originalId} is already here; the import got a new id`);
       if (result.originalName) ctx.out(`  name "${result.originalName}" is already used; the import is named ${result.name ?? '(none)'}`);
       if (result.dropped.length > 0) ctx.out(`  dropped from the imported copy, so none of it runs: ${result.dropped.join(', ')}`);

@@ -46,7 +46,13 @@ removes it from both.`,
     if (action === 'list') {
       for (const p of providers) {
         const found = findKey(p, process.env, store);
-        const where = found ? (found.source.kind === 'env' ? `from ${found.source.variable}` : 'stored') : store.locked(p.id) ? LOCKED_KEY_TEXT : 'no key';
+        const where = found
+          ? found.source.kind === 'env'
+            ? `from ${found.source.variable}`
+            : 'stored'
+          : store.locked(p.id)
+            ? LOCKED_KEY_TEXT
+            : 'no key';
         ctx.out(`${p.id.padEnd(12)} ${where}`);
       }
       ctx.out(`stored keys: ${store.description}`);

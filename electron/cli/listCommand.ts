@@ -20,7 +20,17 @@ export interface ListedSession {
 
 function toListed(home: CapsemHome, record: SessionRecord): ListedSession {
   const { onDisk, totals, durationMs } = sessionFigures(home, record);
-  return { id: record.id, name: record.name, status: record.status, statusReason: record.statusReason, createdAt: record.createdAt, stoppedAt: record.stoppedAt, durationMs, onDisk, totals };
+  return {
+    id: record.id,
+    name: record.name,
+    status: record.status,
+    statusReason: record.statusReason,
+    createdAt: record.createdAt,
+    stoppedAt: record.stoppedAt,
+    durationMs,
+    onDisk,
+    totals,
+  };
 }
 
 export const listCommand: Command = {
@@ -88,7 +98,13 @@ capsem check / capsem sql). Figures come from the main.db rollup, so they surviv
       String(s.totals.mcpCalls),
       String(s.totals.fileEvents),
     ]);
-    ctx.out(formatTable(['ID', 'NAME', 'STATUS', 'CREATED', 'DURATION', 'COST', 'NET', 'TOKENS(in+out)', 'TOOLS', 'MCP', 'FS'], rows, [4, 5, 6, 7, 8, 9, 10]));
+    ctx.out(
+      formatTable(
+        ['ID', 'NAME', 'STATUS', 'CREATED', 'DURATION', 'COST', 'NET', 'TOKENS(in+out)', 'TOOLS', 'MCP', 'FS'],
+        rows,
+        [4, 5, 6, 7, 8, 9, 10],
+      ),
+    );
     return 0;
   },
 };

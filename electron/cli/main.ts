@@ -19,8 +19,23 @@ import { stopCommand } from './stopCommand.ts';
 import { vacuumCommand } from './vacuumCommand.ts';
 
 const COMMANDS: readonly Command[] = [
-  runCommand, shellCommand, resumeCommand, stopCommand, renameCommand, listCommand, checkCommand, sqlCommand, exportCommand, importCommand, vacuumCommand,
-  recordCommand, keysCommand, ownerCommand, doctorCommand, apiCommand, devCommand,
+  runCommand,
+  shellCommand,
+  resumeCommand,
+  stopCommand,
+  renameCommand,
+  listCommand,
+  checkCommand,
+  sqlCommand,
+  exportCommand,
+  importCommand,
+  vacuumCommand,
+  recordCommand,
+  keysCommand,
+  ownerCommand,
+  doctorCommand,
+  apiCommand,
+  devCommand,
 ];
 
 function overview(): string {

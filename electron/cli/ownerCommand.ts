@@ -23,13 +23,18 @@ next command that needs an owner then becomes one for its duration.
     if (!running) {
       // A lock whose process lives but does not answer is an owner still starting, or a stuck one.
       const held = readOwnerLock(ctx.home)?.record;
-      if (held && isSameProcessAlive(held.pid, held.procStart)) throw new Error(`pid ${held.pid} (${held.command}) holds the owner lock but does not answer on ${socket}`);
+      if (held && isSameProcessAlive(held.pid, held.procStart))
+        throw new Error(`pid ${held.pid} (${held.command}) holds the owner lock but does not answer on ${socket}`);
     }
     if (values.json) {
       ctx.out(JSON.stringify({ owner: running?.info ?? null, socket }));
     } else if (running) {
       const { pid, kind, command, startedAt, version } = running.info;
-      ctx.out([`owner:   pid ${pid} (${kind})`, `command: ${command}`, `since:   ${startedAt}`, `version: ${version}`, `socket:  ${socket}`].join('\n'));
+      ctx.out(
+        [`owner:   pid ${pid} (${kind})`, `command: ${command}`, `since:   ${startedAt}`, `version: ${version}`, `socket:  ${socket}`].join(
+          '\n',
+        ),
+      );
     } else {
       ctx.out('no owner running');
     }

@@ -16,7 +16,10 @@ export const PROJECT_FOLDER_USAGE = `  --workspace DIR  share DIR (relative to t
   --yes-whole-home share DIR even when it is your whole home folder or /`;
 
 /** vm.run and vm.shell's workspace params: the checked folder's real path, or nothing. */
-export function projectFolderParams(ctx: CliContext, values: { readonly workspace?: unknown; readonly 'yes-whole-home'?: unknown }): { workspace?: string; wholeHome?: boolean } {
+export function projectFolderParams(
+  ctx: CliContext,
+  values: { readonly workspace?: unknown; readonly 'yes-whole-home'?: unknown },
+): { workspace?: string; wholeHome?: boolean } {
   const wholeHome = values['yes-whole-home'] === true;
   if (values.workspace === undefined) {
     if (wholeHome) throw new UsageError('--yes-whole-home goes with --workspace DIR');
@@ -24,7 +27,12 @@ export function projectFolderParams(ctx: CliContext, values: { readonly workspac
   }
   if (typeof values.workspace !== 'string' || values.workspace === '') throw new UsageError('--workspace needs a folder: --workspace DIR');
   try {
-    const folder = checkProjectFolder(resolve(values.workspace), { home: homedir(), capsemHome: ctx.home.root, wholeHomeConfirmed: wholeHome, confirmHint: 'add --yes-whole-home' });
+    const folder = checkProjectFolder(resolve(values.workspace), {
+      home: homedir(),
+      capsemHome: ctx.home.root,
+      wholeHomeConfirmed: wholeHome,
+      confirmHint: 'add --yes-whole-home',
+    });
     return { workspace: folder, wholeHome };
   } catch (err) {
     if (err instanceof ProjectFolderError) throw new UsageError(err.message);

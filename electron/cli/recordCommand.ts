@@ -50,7 +50,9 @@ Settings for tests and corporate setups:
     // CAPSEM_HOME; so with a live owner this is a plain client, and with none it owns meanwhile.
     const name = (values.name as string | undefined) ?? null;
     const recordHere = (): Promise<number> => recordLocally(ctx, name, command);
-    return withOwnership(ctx.home, { kind: 'cli', command: `capsem record -- ${command.join(' ')}` }, recordHere, recordHere, { onNote: (text) => ctx.err(`capsem: ${text}`) });
+    return withOwnership(ctx.home, { kind: 'cli', command: `capsem record -- ${command.join(' ')}` }, recordHere, recordHere, {
+      onNote: (text) => ctx.err(`capsem: ${text}`),
+    });
   },
 };
 
@@ -71,12 +73,17 @@ async function recordLocally(ctx: CliContext, name: string | null, command: read
   const recording = await startRecording(ctx.home, { name, command, origin: { processName: basename(command[0]!) }, keyStore });
   const label = recording.session.name ? `${recording.session.id} (${recording.session.name})` : recording.session.id;
   const program = basename(command[0]!);
-  ctx.err(`capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`);
+  ctx.err(
+    `capsem record: session ${label}; proxy 127.0.0.1:${recording.proxy.port} (its credentials are in the command's HTTPS_PROXY). No sandbox: ${command[0]} runs directly on this machine.`,
+  );
   const brokered = new Set(recording.credentials.broker.keys.map((k) => k.provider.id));
   for (const provider of keyStore.lockedProviders().filter((p) => !brokered.has(p))) {
-    ctx.err(`capsem record: the ${provider} key is ${LOCKED_KEY_TEXT}, so this session has none for ${provider}: export it, or store it with capsem keys set ${provider}`);
+    ctx.err(
+      `capsem record: the ${provider} key is ${LOCKED_KEY_TEXT}, so this session has none for ${provider}: export it, or store it with capsem keys set ${provider}`,
+    );
   }
-  if (recording.unrecordedHosts.length > 0) ctx.err(`capsem record: NO_PROXY=${recording.unrecordedHosts.join(',')}: requests to these hosts go directly and are not recorded`);
+  if (recording.unrecordedHosts.length > 0)
+    ctx.err(`capsem record: NO_PROXY=${recording.unrecordedHosts.join(',')}: requests to these hosts go directly and are not recorded`);
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: recording.childEnv });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   process.on('SIGINT', forward);

@@ -25,7 +25,8 @@ first had), its API key taken from this environment or the stored keys, as capse
     const { id, record } = resolveTarget(ctx.home, positionals[0]!);
     const agent = record?.mode === 'vm' ? readVmSessionMeta(sessionPaths(ctx.home, id).dbPath).vm_terminal_agent : undefined;
     // Before anything boots, so a missing key leaves the session as it was; one still running needs no key to attach to.
-    const credentials = agent && record?.status !== 'running' ? agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner') : {};
+    const credentials =
+      agent && record?.status !== 'running' ? agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner') : {};
     return attachTerminal(ctx, `capsem resume ${positionals[0]}`, { id, resume: true, credentials: { ...credentials } });
   },
 };

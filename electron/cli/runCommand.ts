@@ -47,7 +47,12 @@ The first run builds the image (about 7 minutes for agent, with the coding agent
 If the app or another capsem command owns CAPSEM_HOME, the VM runs there and shows up live in it.`,
   async run(ctx, argv) {
     const dash = argv.indexOf('--');
-    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, { name: { type: 'string' }, image: { type: 'string' }, agent: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
+    const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, {
+      name: { type: 'string' },
+      image: { type: 'string' },
+      agent: { type: 'string' },
+      ...PROJECT_FOLDER_OPTIONS,
+    });
     const command = dash >= 0 ? argv.slice(dash + 1) : positionals;
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
@@ -55,13 +60,19 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
     const agent = values.agent as string | undefined;
     if (agent !== undefined) {
       if (!isAgentName(agent)) throw new UsageError(`--agent takes ${AGENT_NAMES.join(', ')}, not "${agent}"`);
-      if (dash < 0 && positionals.length > 0) throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
+      if (dash < 0 && positionals.length > 0)
+        throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
       if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
       // Before anything starts, so a missing key leaves no session behind. A key only the app can
       // read is the owner's to check: the app reads it, a CLI owner refuses.
       const credentials = agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner');
       const folder = projectFolderParams(ctx, values);
-      return attachTerminal(ctx, `capsem run --agent ${agent}`, { name, image, ...folder, agent: { name: agent, args: command, credentials: { ...credentials } } });
+      return attachTerminal(ctx, `capsem run --agent ${agent}`, {
+        name,
+        image,
+        ...folder,
+        agent: { name: agent, args: command, credentials: { ...credentials } },
+      });
     }
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
     const params: VmRunRequest = { name, image, ...projectFolderParams(ctx, values), argv: command };

@@ -10,7 +10,11 @@ import { resolveSession } from '../store/resolver.ts';
  * The session a command names (id or display name, through the resolver), or, with none named,
  * the newest session whose session.db is still on disk.
  */
-export function targetSession(home: CapsemHome, mainDb: Database.Database, input: string | undefined): { id: SessionId; record: SessionRecord | null; dbPath: string } {
+export function targetSession(
+  home: CapsemHome,
+  mainDb: Database.Database,
+  input: string | undefined,
+): { id: SessionId; record: SessionRecord | null; dbPath: string } {
   if (input !== undefined) {
     const id = resolveSession(home, mainDb, input);
     return { id, record: getSession(mainDb, id), dbPath: sessionPaths(home, id).dbPath };

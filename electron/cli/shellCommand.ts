@@ -18,13 +18,23 @@ you leave). Everything the shell does is recorded; its terminal is kept for repl
   --image KIND     agent (default) or minimal
 ${PROJECT_FOLDER_USAGE}`,
   async run(ctx, argv) {
-    const { values, positionals } = parseCommandArgs(this, argv, { name: { type: 'string' }, image: { type: 'string' }, ...PROJECT_FOLDER_OPTIONS });
+    const { values, positionals } = parseCommandArgs(this, argv, {
+      name: { type: 'string' },
+      image: { type: 'string' },
+      ...PROJECT_FOLDER_OPTIONS,
+    });
     if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
-    if (positionals[0] !== undefined && values.workspace !== undefined) throw new UsageError('--workspace shares a folder with a new session; a running one keeps the folder it started with');
+    if (positionals[0] !== undefined && values.workspace !== undefined)
+      throw new UsageError('--workspace shares a folder with a new session; a running one keeps the folder it started with');
     const image = (values.image as string | undefined) ?? 'agent';
     if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
     const id = positionals[0] !== undefined ? resolveTarget(ctx.home, positionals[0]).id : undefined;
-    return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), { ...(id ? { id } : {}), name: (values.name as string | undefined) ?? null, image, ...projectFolderParams(ctx, values) });
+    return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), {
+      ...(id ? { id } : {}),
+      name: (values.name as string | undefined) ?? null,
+      image,
+      ...projectFolderParams(ctx, values),
+    });
   },
 };
 
@@ -38,7 +48,10 @@ export async function attachTerminal(ctx: CliContext, command: string, params: O
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {
     const output = commandOutput();
-    const stream = await client.stream('vm.shell', { ...params, ...size() } satisfies VmShellRequest, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
+    const stream = await client.stream('vm.shell', { ...params, ...size() } satisfies VmShellRequest, {
+      onData: (b) => output.stdout(b),
+      onEvent: vmEventPrinter(ctx, output),
+    });
     let attached = true;
     const onInput = (b: Buffer): void => {
       if (stream.write(b)) return;

@@ -15,7 +15,8 @@ named). The database is opened read-only: statements that would write are refuse
   --json  print rows as a JSON array`,
   run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
-    if (positionals.length === 0 || positionals.length > 2) throw new UsageError('sql takes an optional session and one query (see capsem sql --help)');
+    if (positionals.length === 0 || positionals.length > 2)
+      throw new UsageError('sql takes an optional session and one query (see capsem sql --help)');
     const query = positionals.at(-1)!;
     const mainDb = openMainDb(ctx.home);
     let dbPath: string;
@@ -36,11 +37,22 @@ named). The database is opened read-only: statements that would write are refuse
       if (!stmt.reader) throw new Error('query refused: capsem sql runs read-only queries (SELECT, WITH, PRAGMA reads)');
       const rows = stmt.all() as Record<string, unknown>[];
       if (values.json) {
-        ctx.out(JSON.stringify(rows, (_k, v: unknown) => (v instanceof Uint8Array ? `<blob ${v.byteLength} B>` : typeof v === 'bigint' ? String(v) : v), 2));
+        ctx.out(
+          JSON.stringify(
+            rows,
+            (_k, v: unknown) => (v instanceof Uint8Array ? `<blob ${v.byteLength} B>` : typeof v === 'bigint' ? String(v) : v),
+            2,
+          ),
+        );
         return 0;
       }
       const cols = stmt.columns().map((c) => c.name);
-      ctx.out(formatTable(cols, rows.map((r) => cols.map((c) => formatCell(r[c])))));
+      ctx.out(
+        formatTable(
+          cols,
+          rows.map((r) => cols.map((c) => formatCell(r[c]))),
+        ),
+      );
       ctx.out(`(${rows.length} row${rows.length === 1 ? '' : 's'})`);
       return 0;
     } finally {

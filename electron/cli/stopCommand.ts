@@ -23,7 +23,8 @@ session is rolled up.`,
       await owner.client.call('vm.stop', { id: target.id } satisfies VmStopRequest);
     } catch (err) {
       if (err instanceof ControlCallError && err.code === 'not_running') throw new Error(`session ${label} is not running`);
-      if (err instanceof ControlCallError && err.code === 'unknown_method') throw new Error(`the owner of ${ctx.home.root} (pid ${owner.info.pid}, ${owner.info.command}) runs no VMs`);
+      if (err instanceof ControlCallError && err.code === 'unknown_method')
+        throw new Error(`the owner of ${ctx.home.root} (pid ${owner.info.pid}, ${owner.info.command}) runs no VMs`);
       throw err;
     } finally {
       owner.client.close();

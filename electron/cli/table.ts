@@ -1,5 +1,9 @@
 /** Left-aligned text columns, as a terminal list should look; numbers are right-aligned. */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], rightAligned: readonly number[] = []): string {
+export function formatTable(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+  rightAligned: readonly number[] = [],
+): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells

@@ -38,12 +38,21 @@ names (they can no longer be resumed).
     const mainDb = openMainDb(ctx.home);
     try {
       const report = await vacuumSessions(ctx.home, mainDb, {
-        olderThanMs, dryRun, includeResumable: values['include-resumable'] === true,
-        onSession: (o) => ctx.out(`${dryRun ? 'would vacuum' : 'vacuumed'} ${o.id}${o.name ? ` (${o.name})` : ''}, ended ${o.endedAt}: ${mib(o.bytesBefore)}${o.bytesAfter === null ? '' : ` -> ${mib(o.bytesAfter)}`}`),
+        olderThanMs,
+        dryRun,
+        includeResumable: values['include-resumable'] === true,
+        onSession: (o) =>
+          ctx.out(
+            `${dryRun ? 'would vacuum' : 'vacuumed'} ${o.id}${o.name ? ` (${o.name})` : ''}, ended ${o.endedAt}: ${mib(o.bytesBefore)}${o.bytesAfter === null ? '' : ` -> ${mib(o.bytesAfter)}`}`,
+          ),
       });
       const saved = report.vacuumed.reduce((sum, o) => sum + o.bytesBefore - (o.bytesAfter ?? o.bytesBefore), 0);
-      ctx.out(`${report.vacuumed.length} session${report.vacuumed.length === 1 ? '' : 's'} ${dryRun ? 'would be vacuumed' : `vacuumed, ${mib(saved)} freed`}` +
-        (report.skippedResumable > 0 ? `; ${report.skippedResumable} resumable session${report.skippedResumable === 1 ? '' : 's'} kept (see --include-resumable)` : ''));
+      ctx.out(
+        `${report.vacuumed.length} session${report.vacuumed.length === 1 ? '' : 's'} ${dryRun ? 'would be vacuumed' : `vacuumed, ${mib(saved)} freed`}` +
+          (report.skippedResumable > 0
+            ? `; ${report.skippedResumable} resumable session${report.skippedResumable === 1 ? '' : 's'} kept (see --include-resumable)`
+            : ''),
+      );
       return 0;
     } finally {
       mainDb.close();

@@ -19,7 +19,10 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
     { kind: 'cli', command },
     async (owner) => {
       const host = hostVms(owner, ctx.home);
-      if (host.leftovers.folders > 0) ctx.err(`capsem: cleaned up after an earlier run that was killed: ${host.leftovers.killed.length} process(es), ${host.leftovers.sessionsEnded.length} session(s) marked crashed`);
+      if (host.leftovers.folders > 0)
+        ctx.err(
+          `capsem: cleaned up after an earlier run that was killed: ${host.leftovers.killed.length} process(es), ${host.leftovers.sessionsEnded.length} session(s) marked crashed`,
+        );
       // Told to go, an owner stops its VMs in order first, so their sessions end as stopped, not crashed.
       const terminate = (): void => {
         ctx.err(`capsem: stopping ${host.live.length} VM(s) before exiting`);
@@ -47,7 +50,11 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
  * Renders a VM stream's events: progress on one line, status lines, stderr bytes (at the pace
  * stderr takes them), the session it runs in.
  */
-export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr): (event: JsonValue) => void | Promise<void> {
+export function vmEventPrinter(
+  ctx: CliContext,
+  output: CommandOutput,
+  stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr,
+): (event: JsonValue) => void | Promise<void> {
   const progress = progressLine(stderr);
   return (raw) => {
     const parsed = VmStreamEvent.safeParse(raw);
@@ -73,7 +80,12 @@ export function vmEventPrinter(ctx: CliContext, output: CommandOutput, stderr: N
  * command (one attached to stays up); the exit code is then 130, as for any interrupted command.
  * Stdout's reader going away does the same, with 141 (BROKEN_PIPE_EXIT) whatever the command did.
  */
-export async function untilExit(ctx: CliContext, client: ControlClient, exit: Promise<number | null>, output: CommandOutput): Promise<number> {
+export async function untilExit(
+  ctx: CliContext,
+  client: ControlClient,
+  exit: Promise<number | null>,
+  output: CommandOutput,
+): Promise<number> {
   /** The exit code of a command cut short (130 for Ctrl-C, 141 for a broken pipe); null while it runs its course. */
   let cutShort: number | null = null;
   let done = false;

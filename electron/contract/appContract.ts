@@ -70,7 +70,13 @@ export const TableKindSchema = z.enum(['net', 'model', 'tool', 'file', 'exec']);
 export type TableKind = z.infer<typeof TableKindSchema>;
 
 /** One row of a view's table; `columns` holds the table's own fields (see TABLE_COLUMNS in tableColumns.ts). */
-export const TableRowSchema = z.object({ seq: z.number(), id: z.number(), eventId: z.string(), at: z.string(), columns: z.record(z.string(), z.union([z.string(), z.number(), z.null()])) });
+export const TableRowSchema = z.object({
+  seq: z.number(),
+  id: z.number(),
+  eventId: z.string(),
+  at: z.string(),
+  columns: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
+});
 export type TableRow = z.infer<typeof TableRowSchema>;
 
 export const TablePageSchema = z.object({ rows: z.array(TableRowSchema), total: z.number(), nextOffset: z.number().nullable() });
@@ -113,7 +119,16 @@ export const EventDetailSchema = z.object({
   responseHeaders: z.record(z.string(), z.string()).nullable(),
   bodies: z.array(BodySchema),
   /** Model calls: model_items in observed order. */
-  items: z.array(z.object({ kind: z.string(), index: z.number(), callId: z.string().nullable(), toolName: z.string().nullable(), content: z.string().nullable(), arguments: z.string().nullable() })),
+  items: z.array(
+    z.object({
+      kind: z.string(),
+      index: z.number(),
+      callId: z.string().nullable(),
+      toolName: z.string().nullable(),
+      content: z.string().nullable(),
+      arguments: z.string().nullable(),
+    }),
+  ),
   /** Tool calls and responses: the model call that emitted them, as a seq to jump to. */
   modelCallSeq: z.number().nullable(),
   /** Model calls: the net_events row that carried them. */
@@ -125,7 +140,18 @@ export const EventDetailSchema = z.object({
 export type EventDetail = z.infer<typeof EventDetailSchema>;
 
 export const CostSchema = z.object({
-  byModel: z.array(z.object({ provider: z.string(), model: z.string(), calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number(), costUsd: z.number() })),
+  byModel: z.array(
+    z.object({
+      provider: z.string(),
+      model: z.string(),
+      calls: z.number(),
+      inputTokens: z.number(),
+      outputTokens: z.number(),
+      cacheReadTokens: z.number(),
+      cacheWriteTokens: z.number(),
+      costUsd: z.number(),
+    }),
+  ),
   /** Cumulative cost over time, one point per model call. */
   cumulative: z.array(z.object({ at: z.string(), costUsd: z.number() })),
 });
@@ -200,11 +226,16 @@ export const CALLS = {
     params: z.strictObject({}),
     result: z.strictObject({
       store: z.string(),
-      providers: z.array(z.strictObject({ id: z.string(), source: z.enum(['env', 'stored', 'locked', 'none']), variable: z.string().nullable() })),
+      providers: z.array(
+        z.strictObject({ id: z.string(), source: z.enum(['env', 'stored', 'locked', 'none']), variable: z.string().nullable() }),
+      ),
     }),
   },
   /** Stores (adds or replaces) a provider's key for the sessions started from now on; a bad key is `bad_params`, an unknown provider `not_found`. */
-  'keys.set': { params: z.strictObject({ provider: z.string().min(1).max(64), key: z.string().min(1).max(4096) }), result: z.strictObject({}) },
+  'keys.set': {
+    params: z.strictObject({ provider: z.string().min(1).max(64), key: z.string().min(1).max(4096) }),
+    result: z.strictObject({}),
+  },
   /** Removes a provider's stored key; `removed` is false when none was stored. */
   'keys.remove': { params: z.strictObject({ provider: z.string().min(1).max(64) }), result: z.strictObject({ removed: z.boolean() }) },
   /** The project folders sessions were last started on, newest first, and whether each is still there. */
@@ -221,35 +252,73 @@ export const CALLS = {
    * new session is read-only (status stopped, mode imported). Browser mode uploads to
    * BROWSER_IMPORT_PATH (browserMode.ts) instead, which stages the file and makes this same call.
    */
-  'sessions.import': { params: z.strictObject({ path: z.string().min(1).max(4096) }), result: z.strictObject({ id: z.string(), name: z.string().nullable() }) },
+  'sessions.import': {
+    params: z.strictObject({ path: z.string().min(1).max(4096) }),
+    result: z.strictObject({ id: z.string(), name: z.string().nullable() }),
+  },
   /** Writes the session archive; the result names the file. */
-  'sessions.export': { params: z.strictObject({ id: SessionIdParam, format: z.enum(['archive', 'har', 'jsonl']) }), result: z.strictObject({ path: z.string(), bytes: z.number() }) },
+  'sessions.export': {
+    params: z.strictObject({ id: SessionIdParam, format: z.enum(['archive', 'har', 'jsonl']) }),
+    result: z.strictObject({ path: z.string(), bytes: z.number() }),
+  },
   'events.page': {
-    params: z.strictObject({ id: SessionIdParam, kind: TableKindSchema, offset: z.number().int().min(0), limit: z.number().int().min(1).max(5000), filter: z.string().max(500).optional() }),
+    params: z.strictObject({
+      id: SessionIdParam,
+      kind: TableKindSchema,
+      offset: z.number().int().min(0),
+      limit: z.number().int().min(1).max(5000),
+      filter: z.string().max(500).optional(),
+    }),
     result: TablePageSchema,
   },
   'events.detail': { params: z.strictObject({ id: SessionIdParam, kind: TableKindSchema, seq: Seq }), result: EventDetailSchema },
   /** A stretch of a stored body, decoded, for bodies too large to load at once. */
   'events.body': {
-    params: z.strictObject({ id: SessionIdParam, eventId: z.string().regex(/^[0-9a-f]{12}$/), direction: z.enum(['request', 'response']), offset: z.number().int().min(0), length: z.number().int().min(1).max(4 << 20) }),
+    params: z.strictObject({
+      id: SessionIdParam,
+      eventId: z.string().regex(/^[0-9a-f]{12}$/),
+      direction: z.enum(['request', 'response']),
+      offset: z.number().int().min(0),
+      length: z
+        .number()
+        .int()
+        .min(1)
+        .max(4 << 20),
+    }),
     result: z.strictObject({ text: z.string(), offset: z.number(), total: z.number() }),
   },
   'sessions.timeline': { params: z.strictObject({ id: SessionIdParam }), result: TimelineSchema },
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
-  'sessions.search': { params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }), result: z.array(SearchHitSchema) },
+  'sessions.search': {
+    params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }),
+    result: z.array(SearchHitSchema),
+  },
   /**
    * Opens the session's terminal: live (a `terminal.screen` event with what it shows now, then its
    * output as terminal.output events) or, for an ended session, the first chunk of its transcript.
    * For a session still starting it answers once the start is done, or fails (`start_failed`) with
    * why it did not start.
    */
-  'terminal.attach': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }) },
+  'terminal.attach': {
+    params: z.strictObject({ id: SessionIdParam, size: Size }),
+    result: z.strictObject({ live: z.boolean(), transcript: TranscriptSchema.nullable() }),
+  },
   /** The next chunk of an ended session's transcript, from a previous chunk's `next`; asked for at the window's pace. */
   'terminal.replay': { params: z.strictObject({ id: SessionIdParam, from: z.number().int().min(0) }), result: TranscriptPartSchema },
   'terminal.input': { params: z.strictObject({ id: SessionIdParam, data: z.string().max(1 << 16) }), result: z.strictObject({}) },
   'terminal.resize': { params: z.strictObject({ id: SessionIdParam, size: Size }), result: z.strictObject({}) },
   /** The window drew this many characters of terminal.output: the shell may run that much further ahead. */
-  'terminal.ack': { params: z.strictObject({ id: SessionIdParam, chars: z.number().int().min(1).max(1 << 30) }), result: z.strictObject({}) },
+  'terminal.ack': {
+    params: z.strictObject({
+      id: SessionIdParam,
+      chars: z
+        .number()
+        .int()
+        .min(1)
+        .max(1 << 30),
+    }),
+    result: z.strictObject({}),
+  },
   'terminal.detach': { params: z.strictObject({ id: SessionIdParam }), result: z.strictObject({}) },
   /** Starts `session.changed` for the list and `session.events` for the session, until unsubscribed. */
   'live.subscribe': { params: z.strictObject({ id: SessionIdParam.nullable() }), result: z.strictObject({}) },
@@ -294,7 +363,11 @@ export type EventName = keyof typeof EVENTS;
 export type EventPayload<N extends EventName> = z.infer<(typeof EVENTS)[N]>;
 
 /** An error a call reports to the window: a code to branch on and a message to show. */
-export const CallErrorSchema = z.object({ code: z.string(), message: z.string(), candidates: z.array(z.object({ id: z.string(), name: z.string().nullable() })).optional() });
+export const CallErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  candidates: z.array(z.object({ id: z.string(), name: z.string().nullable() })).optional(),
+});
 export type CallError = z.infer<typeof CallErrorSchema>;
 
 /** What `window.capsem` is, in Electron (preload) and in browser mode (WebSocket client) alike. */

@@ -32,9 +32,7 @@ export function asSessionId(value: string): SessionId {
  */
 export function asDisplayName(value: string): DisplayName {
   if (!DISPLAY_NAME.test(value)) {
-    throw new IdentityError(
-      `invalid session name "${value}": use 1-64 letters, digits, "_" or "-", starting with a letter or digit`,
-    );
+    throw new IdentityError(`invalid session name "${value}": use 1-64 letters, digits, "_" or "-", starting with a letter or digit`);
   }
   if (isSessionId(value.toLowerCase())) {
     throw new IdentityError(`invalid session name "${value}": a name may not look like a session id`);

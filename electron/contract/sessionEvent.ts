@@ -34,7 +34,6 @@ export interface ToolResultView {
   isError?: boolean;
 }
 
-
 export type EventKind = 'http' | 'model' | 'tool_call' | 'tool_result' | 'file' | 'dns';
 
 export interface Inference {

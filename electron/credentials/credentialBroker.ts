@@ -76,7 +76,11 @@ export interface SessionCredentials {
 }
 
 /** A provider's key from the environment, else from the store, with where it came from. */
-export function findKey(provider: Provider, env: BrokerSources['env'], store: KeyStore | null): { readonly key: string; readonly source: KeySource } | null {
+export function findKey(
+  provider: Provider,
+  env: BrokerSources['env'],
+  store: KeyStore | null,
+): { readonly key: string; readonly source: KeySource } | null {
   for (const variable of provider.env) {
     const value = env[variable]?.trim();
     if (value) return { key: value, source: { kind: 'env', variable } };
@@ -110,12 +114,17 @@ export function openSessionCredentials(sources: BrokerSources): SessionCredentia
     real.set(provider.id, found.key);
     keys.push({ provider, source: found.source, standIn, credentialRef: sources.credentialRefOf(found.key) });
     // Every variable the host set for this provider: a second one left alone would carry a real key in.
-    for (const variable of provider.env) if (variable === provider.env[0] || sources.env[variable] !== undefined) guestEnv[variable] = standIn;
+    for (const variable of provider.env)
+      if (variable === provider.env[0] || sources.env[variable] !== undefined) guestEnv[variable] = standIn;
   }
 
   const hostsOf = (key: SessionKey): readonly string[] => sources.settings().hosts[key.provider.id] ?? key.provider.hosts;
   const outOfPlace = (key: SessionKey, host: string, where: string): CredentialUse => ({
-    provider: key.provider.id, where, host, outcome: sources.settings().standInElsewhere === 'allow' ? 'allowed-leak' : 'refused', credentialRef: key.credentialRef,
+    provider: key.provider.id,
+    where,
+    host,
+    outcome: sources.settings().standInElsewhere === 'allow' ? 'allowed-leak' : 'refused',
+    credentialRef: key.credentialRef,
   });
 
   function substitute(key: SessionKey, host: string, headers: OutgoingHeaders, path: string, uses: CredentialUse[]): string {
@@ -127,17 +136,26 @@ export function openSessionCredentials(sources: BrokerSources): SessionCredentia
       const carried = header.bearer ? (bearer ? value.slice(bearer[0].length) : null) : value;
       if (carried !== key.standIn) continue;
       headers[header.name] = header.bearer ? `Bearer ${realKey}` : realKey;
-      uses.push({ provider: key.provider.id, where: `header:${header.name}`, host, outcome: 'substituted', credentialRef: key.credentialRef });
+      uses.push({
+        provider: key.provider.id,
+        where: `header:${header.name}`,
+        host,
+        outcome: 'substituted',
+        credentialRef: key.credentialRef,
+      });
     }
     const name = key.provider.query;
     const q = path.indexOf('?');
     if (name === null || q < 0) return path;
     let substituted = false;
-    const params = path.slice(q + 1).split('&').map((param) => {
-      if (param !== `${name}=${key.standIn}`) return param;
-      substituted = true;
-      return `${name}=${encodeURIComponent(realKey)}`;
-    });
+    const params = path
+      .slice(q + 1)
+      .split('&')
+      .map((param) => {
+        if (param !== `${name}=${key.standIn}`) return param;
+        substituted = true;
+        return `${name}=${encodeURIComponent(realKey)}`;
+      });
     if (!substituted) return path;
     uses.push({ provider: key.provider.id, where: `query:${name}`, host, outcome: 'substituted', credentialRef: key.credentialRef });
     return `${path.slice(0, q)}?${params.join('&')}`;

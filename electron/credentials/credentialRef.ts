@@ -17,7 +17,9 @@ export function credentialRefSecret(home: CapsemHome): Buffer {
   if (existsSync(path)) {
     const secret = Buffer.from(readFileSync(path, 'utf8').trim(), 'hex');
     if (secret.length === SECRET_BYTES) return secret;
-    throw new Error(`${path} is damaged (not ${SECRET_BYTES} bytes of hex); remove it to make a new one (credential refs of earlier sessions will then no longer match new ones)`);
+    throw new Error(
+      `${path} is damaged (not ${SECRET_BYTES} bytes of hex); remove it to make a new one (credential refs of earlier sessions will then no longer match new ones)`,
+    );
   }
   const secret = randomBytes(SECRET_BYTES);
   try {

@@ -82,7 +82,9 @@ export class EncryptedKeyStore implements KeyStore {
       return checkKey(this.cipher.decrypt(ciphertext));
     } catch {
       // Neither the cipher's message nor the bytes: either could carry a piece of the key.
-      throw new Error(`the stored ${provider} key in ${this.file.path} cannot be decrypted with ${this.cipher.name} (stored by another user or keychain?); store it again, or remove it with capsem keys rm ${provider}`);
+      throw new Error(
+        `the stored ${provider} key in ${this.file.path} cannot be decrypted with ${this.cipher.name} (stored by another user or keychain?); store it again, or remove it with capsem keys rm ${provider}`,
+      );
     }
   }
 

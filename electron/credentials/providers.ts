@@ -36,7 +36,10 @@ export const BUILT_IN_PROVIDERS: readonly Provider[] = [
     id: 'anthropic',
     env: ['ANTHROPIC_API_KEY'],
     // x-api-key is the SDKs' and Claude Code's; Bearer is what OAuth-style clients send.
-    headers: [{ name: 'x-api-key', bearer: false }, { name: 'authorization', bearer: true }],
+    headers: [
+      { name: 'x-api-key', bearer: false },
+      { name: 'authorization', bearer: true },
+    ],
     query: null,
     hosts: ['api.anthropic.com'],
     standIn: { prefix: 'sk-ant-api03-', randomChars: 93, suffix: 'AA' },
@@ -59,26 +62,37 @@ export const BUILT_IN_PROVIDERS: readonly Provider[] = [
   },
 ];
 
-const hostName = z.string().regex(/^[a-z0-9.-]+$/i, 'a host name (letters, digits, dots and dashes)').transform((h) => h.toLowerCase());
+const hostName = z
+  .string()
+  .regex(/^[a-z0-9.-]+$/i, 'a host name (letters, digits, dots and dashes)')
+  .transform((h) => h.toLowerCase());
 
 const extraProvider = z.object({
   id: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes'),
   env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
-  header: z.string().regex(/^[a-z0-9-]+$/i, 'a header name').transform((h) => h.toLowerCase()),
+  header: z
+    .string()
+    .regex(/^[a-z0-9-]+$/i, 'a header name')
+    .transform((h) => h.toLowerCase()),
   bearer: z.boolean().default(false),
   query: z.string().min(1).optional(),
   hosts: z.array(hostName).min(1),
-  standInPrefix: z.string().regex(/^[A-Za-z0-9_-]{0,32}$/).default(''),
+  standInPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{0,32}$/)
+    .default(''),
 });
 
 /** The `credentials` section of the policy file. */
-export const credentialsSettings = z.object({
-  /** What happens to a stand-in seen anywhere but its provider's hosts: refused (the default), or let through and recorded. */
-  standInElsewhere: z.enum(['refuse', 'allow']).default('refuse'),
-  /** A provider's API hosts, replacing the built-in list. */
-  hosts: z.record(z.string(), z.array(hostName).min(1)).default({}),
-  providers: z.array(extraProvider).default([]),
-}).strict();
+export const credentialsSettings = z
+  .object({
+    /** What happens to a stand-in seen anywhere but its provider's hosts: refused (the default), or let through and recorded. */
+    standInElsewhere: z.enum(['refuse', 'allow']).default('refuse'),
+    /** A provider's API hosts, replacing the built-in list. */
+    hosts: z.record(z.string(), z.array(hostName).min(1)).default({}),
+    providers: z.array(extraProvider).default([]),
+  })
+  .strict();
 
 export type CredentialsSettings = z.infer<typeof credentialsSettings>;
 
@@ -95,5 +109,7 @@ export function providersOf(settings: CredentialsSettings): Provider[] {
     standIn: { prefix: p.standInPrefix, randomChars: 48, suffix: '' },
   }));
   const seen = new Set<string>();
-  return [...BUILT_IN_PROVIDERS, ...extras].filter((p) => !seen.has(p.id) && seen.add(p.id)).map((p) => ({ ...p, hosts: settings.hosts[p.id] ?? p.hosts }));
+  return [...BUILT_IN_PROVIDERS, ...extras]
+    .filter((p) => !seen.has(p.id) && seen.add(p.id))
+    .map((p) => ({ ...p, hosts: settings.hosts[p.id] ?? p.hosts }));
 }

@@ -26,16 +26,49 @@ export interface SeedOptions {
 }
 
 const PROVIDERS = [
-  { provider: 'anthropic', host: 'api.anthropic.com', path: '/v1/messages', model: 'claude-sonnet-4-20250514', stopTool: 'tool_use', stopEnd: 'end_turn', inPerM: 3, outPerM: 15 },
-  { provider: 'openai', host: 'api.openai.com', path: '/v1/chat/completions', model: 'gpt-4o', stopTool: 'tool_calls', stopEnd: 'stop', inPerM: 2.5, outPerM: 10 },
-  { provider: 'google', host: 'generativelanguage.googleapis.com', path: '/v1beta/models/gemini-2.5-pro:streamGenerateContent', model: 'gemini-2.5-pro', stopTool: 'STOP', stopEnd: 'STOP', inPerM: 1.25, outPerM: 10 },
+  {
+    provider: 'anthropic',
+    host: 'api.anthropic.com',
+    path: '/v1/messages',
+    model: 'claude-sonnet-4-20250514',
+    stopTool: 'tool_use',
+    stopEnd: 'end_turn',
+    inPerM: 3,
+    outPerM: 15,
+  },
+  {
+    provider: 'openai',
+    host: 'api.openai.com',
+    path: '/v1/chat/completions',
+    model: 'gpt-4o',
+    stopTool: 'tool_calls',
+    stopEnd: 'stop',
+    inPerM: 2.5,
+    outPerM: 10,
+  },
+  {
+    provider: 'google',
+    host: 'generativelanguage.googleapis.com',
+    path: '/v1beta/models/gemini-2.5-pro:streamGenerateContent',
+    model: 'gemini-2.5-pro',
+    stopTool: 'STOP',
+    stopEnd: 'STOP',
+    inPerM: 1.25,
+    outPerM: 10,
+  },
   { provider: 'ollama', host: 'localhost', path: '/api/chat', model: 'qwen3:8b', stopTool: 'stop', stopEnd: 'stop', inPerM: 0, outPerM: 0 },
 ] as const;
 
 const TOOLS = [
-  { name: 'Bash', args: (r: Rng) => ({ command: r.pick(['npm test', 'git status', 'ls -la src', 'rg "TODO" -n', 'python3 -m pytest -q']) }) },
+  {
+    name: 'Bash',
+    args: (r: Rng) => ({ command: r.pick(['npm test', 'git status', 'ls -la src', 'rg "TODO" -n', 'python3 -m pytest -q']) }),
+  },
   { name: 'Read', args: (r: Rng) => ({ file_path: `/root/src/${r.pick(['main.ts', 'server.py', 'README.md', 'lib/util.rs'])}` }) },
-  { name: 'Edit', args: (r: Rng) => ({ file_path: `/root/src/${r.pick(['main.ts', 'server.py', 'app.tsx'])}`, old_string: 'foo', new_string: 'bar' }) },
+  {
+    name: 'Edit',
+    args: (r: Rng) => ({ file_path: `/root/src/${r.pick(['main.ts', 'server.py', 'app.tsx'])}`, old_string: 'foo', new_string: 'bar' }),
+  },
   { name: 'Grep', args: (r: Rng) => ({ pattern: r.pick(['retry budget', 'TODO', 'fn main']), path: '/root' }) },
 ] as const;
 
@@ -63,12 +96,16 @@ export class Rng {
   }
   hex(length: number): string {
     let out = '';
-    while (out.length < length) out += Math.floor(this.next() * 0x100000000).toString(16).padStart(8, '0');
+    while (out.length < length)
+      out += Math.floor(this.next() * 0x100000000)
+        .toString(16)
+        .padStart(8, '0');
     return out.slice(0, length);
   }
 }
 
-const WORDS = 'the agent reads the failing test then edits the retry budget so the request loop stops after three attempts and logs why'.split(' ');
+const WORDS =
+  'the agent reads the failing test then edits the retry budget so the request loop stops after three attempts and logs why'.split(' ');
 
 /** Words from a small agent-flavoured vocabulary, cut to `bytes`: realistic, compressible body text. */
 export function prose(rng: Rng, bytes: number): string {
@@ -86,28 +123,54 @@ function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-const DECLARED_TOOLS = TOOLS.map((t) => ({ name: t.name, description: `The ${t.name} tool`, schema: { type: 'object', properties: { command: { type: 'string' } } } }));
+const DECLARED_TOOLS = TOOLS.map((t) => ({
+  name: t.name,
+  description: `The ${t.name} tool`,
+  schema: { type: 'object', properties: { command: { type: 'string' } } },
+}));
 
 /** A request body in the provider's own wire shape, carrying the previous round's tool results. */
 function requestBody(provider: string, model: string, prompt: string, results: readonly { callId: string; content: string }[]): unknown {
   switch (provider) {
     case 'anthropic':
       return {
-        model, max_tokens: 8192, stream: true, system: 'You are a coding agent.',
+        model,
+        max_tokens: 8192,
+        stream: true,
+        system: 'You are a coding agent.',
         tools: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema })),
-        messages: [{ role: 'user', content: prompt }, ...(results.length ? [{ role: 'user', content: results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: r.content })) }] : [])],
+        messages: [
+          { role: 'user', content: prompt },
+          ...(results.length
+            ? [{ role: 'user', content: results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: r.content })) }]
+            : []),
+        ],
       };
     case 'google':
       return {
         systemInstruction: { parts: [{ text: 'You are a coding agent.' }] },
         tools: [{ functionDeclarations: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.schema })) }],
-        contents: [{ role: 'user', parts: [{ text: prompt }] }, ...results.map((r) => ({ role: 'user', parts: [{ functionResponse: { id: r.callId, name: 'Bash', response: { output: r.content } } }] }))],
+        contents: [
+          { role: 'user', parts: [{ text: prompt }] },
+          ...results.map((r) => ({
+            role: 'user',
+            parts: [{ functionResponse: { id: r.callId, name: 'Bash', response: { output: r.content } } }],
+          })),
+        ],
       };
     default:
       return {
-        model, stream: true,
-        tools: DECLARED_TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.schema } })),
-        messages: [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: prompt }, ...results.map((r) => ({ role: 'tool', tool_call_id: r.callId, content: r.content }))],
+        model,
+        stream: true,
+        tools: DECLARED_TOOLS.map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.schema },
+        })),
+        messages: [
+          { role: 'system', content: 'You are a coding agent.' },
+          { role: 'user', content: prompt },
+          ...results.map((r) => ({ role: 'tool', tool_call_id: r.callId, content: r.content })),
+        ],
       };
   }
 }
@@ -136,8 +199,15 @@ class SessionScript {
   private body(eventId: string, sourceTable: string, direction: 'request' | 'response', text: string): void {
     const bytes = Buffer.from(text);
     this.writer.append('event_body_blobs', {
-      event_id: eventId, source_table: sourceTable, direction, content_type: 'application/json',
-      original_bytes: bytes.byteLength, stored_bytes: bytes.byteLength, truncated: 0, body_hash: sha256(bytes), body: bytes,
+      event_id: eventId,
+      source_table: sourceTable,
+      direction,
+      content_type: 'application/json',
+      original_bytes: bytes.byteLength,
+      stored_bytes: bytes.byteLength,
+      truncated: 0,
+      body_hash: sha256(bytes),
+      body: bytes,
       created_at: new Date(this.clock).toISOString(),
     });
   }
@@ -152,24 +222,66 @@ class SessionScript {
   private mcpExchange(trace: { trace_id: string; turn_id: string }, args: string): void {
     const id = ++this.mcpCalls;
     const at = new Date(this.clock).toISOString();
-    const request = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown } });
+    const request = JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown },
+    });
     const response = JSON.stringify({ jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } });
     const net = this.writer.append('net_events', {
-      ...trace, timestamp: at, domain: 'mcp.capsem.dev', port: 443, decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: '/mcp',
-      status_code: 200, bytes_sent: request.length, bytes_received: response.length, duration_ms: 40, ttfb_ms: 20, matched_rule: 'default.allow-public',
-      request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT }), response_headers: JSON.stringify({ 'content-type': 'application/json' }),
-      request_body_preview: request.slice(0, 256), response_body_preview: response.slice(0, 256),
+      ...trace,
+      timestamp: at,
+      domain: 'mcp.capsem.dev',
+      port: 443,
+      decision: 'allowed',
+      process_name: 'claude',
+      pid: 412,
+      method: 'POST',
+      path: '/mcp',
+      status_code: 200,
+      bytes_sent: request.length,
+      bytes_received: response.length,
+      duration_ms: 40,
+      ttfb_ms: 20,
+      matched_rule: 'default.allow-public',
+      request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT }),
+      response_headers: JSON.stringify({ 'content-type': 'application/json' }),
+      request_body_preview: request.slice(0, 256),
+      response_body_preview: response.slice(0, 256),
     })!;
     this.body(net.eventId!, 'net_events', 'request', request);
     this.body(net.eventId!, 'net_events', 'response', response);
     const call = this.writer.append('tool_calls', {
-      ...trace, timestamp: at, model_call_id: null, provider: 'mcp', status: 'responded', call_index: 0, call_id: `mcp-${net.eventId}-${id}`,
-      tool_name: 'snapshots_create', arguments: args, response_preview: 'ok', origin: 'mcp', server_name: 'capsem', method: 'tools/call', request_id: String(id),
-      decision: 'allowed', duration_ms: 40, process_name: 'claude', bytes_sent: request.length, bytes_received: response.length,
+      ...trace,
+      timestamp: at,
+      model_call_id: null,
+      provider: 'mcp',
+      status: 'responded',
+      call_index: 0,
+      call_id: `mcp-${net.eventId}-${id}`,
+      tool_name: 'snapshots_create',
+      arguments: args,
+      response_preview: 'ok',
+      origin: 'mcp',
+      server_name: 'capsem',
+      method: 'tools/call',
+      request_id: String(id),
+      decision: 'allowed',
+      duration_ms: 40,
+      process_name: 'claude',
+      bytes_sent: request.length,
+      bytes_received: response.length,
     })!;
     this.writer.append('security_rule_events', {
-      event_id: call.eventId!, ...trace, timestamp: at, timestamp_unix_ms: this.clock,
-      event_type: 'mcp.tool_call', rule_id: 'default.mcp-allow', rule_action: 'allow', detection_level: 'none',
+      event_id: call.eventId!,
+      ...trace,
+      timestamp: at,
+      timestamp_unix_ms: this.clock,
+      event_type: 'mcp.tool_call',
+      rule_id: 'default.mcp-allow',
+      rule_action: 'allow',
+      detection_level: 'none',
       event_json: JSON.stringify({ method: 'tools/call', id: String(id), params: { name: 'snapshots_create' } }),
     });
   }
@@ -199,35 +311,92 @@ class SessionScript {
       const durationMs = this.rng.int(400, 9_000);
       const startedAt = this.at(50);
       const net = this.writer.append('net_events', {
-        ...trace, timestamp: startedAt, domain: provider.host, port: provider.host === 'localhost' ? 11434 : 443,
-        decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: provider.path, status_code: 200,
-        bytes_sent: request.length, bytes_received: response.length, duration_ms: durationMs, ttfb_ms: Math.min(durationMs, 350),
-        matched_rule: 'default.allow-public', request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT, 'x-api-key': `sha256:${this.rng.hex(16)}` }),
+        ...trace,
+        timestamp: startedAt,
+        domain: provider.host,
+        port: provider.host === 'localhost' ? 11434 : 443,
+        decision: 'allowed',
+        process_name: 'claude',
+        pid: 412,
+        method: 'POST',
+        path: provider.path,
+        status_code: 200,
+        bytes_sent: request.length,
+        bytes_received: response.length,
+        duration_ms: durationMs,
+        ttfb_ms: Math.min(durationMs, 350),
+        matched_rule: 'default.allow-public',
+        request_headers: JSON.stringify({
+          'content-type': 'application/json',
+          'user-agent': SEED_USER_AGENT,
+          'x-api-key': `sha256:${this.rng.hex(16)}`,
+        }),
         response_headers: JSON.stringify({ 'content-type': 'text/event-stream' }),
-        request_body_preview: request.slice(0, 256), response_body_preview: response.slice(0, 256),
+        request_body_preview: request.slice(0, 256),
+        response_body_preview: response.slice(0, 256),
       })!;
       this.body(net.eventId!, 'net_events', 'request', request);
       this.body(net.eventId!, 'net_events', 'response', response);
       const call = this.writer.append('model_calls', {
-        ...trace, net_event_id: net.eventId, host: provider.host === 'localhost' ? 'localhost:11434' : provider.host, timestamp: startedAt, provider: provider.provider, model: provider.model,
-        process_name: 'claude', pid: 412, method: 'POST', path: provider.path, stream: 1, messages_count: asked.messages.length,
-        tools_count: asked.tools.length, request_bytes: request.length, request_body_preview: request.slice(0, 256),
-        message_id: `msg_${this.rng.hex(20)}`, status_code: 200, text_content: text, thinking_content: final ? null : 'I should look at the code first.',
-        stop_reason: final ? provider.stopEnd : provider.stopTool, input_tokens: inTok, output_tokens: outTok, duration_ms: durationMs,
-        response_bytes: response.length, estimated_cost_usd: (inTok * provider.inPerM + outTok * provider.outPerM) / 1e6,
-        usage_details: JSON.stringify({ cache_read: this.rng.int(0, inTok), cache_write: this.rng.int(0, 2000), thinking: final ? 0 : this.rng.int(10, 300) }),
+        ...trace,
+        net_event_id: net.eventId,
+        host: provider.host === 'localhost' ? 'localhost:11434' : provider.host,
+        timestamp: startedAt,
+        provider: provider.provider,
+        model: provider.model,
+        process_name: 'claude',
+        pid: 412,
+        method: 'POST',
+        path: provider.path,
+        stream: 1,
+        messages_count: asked.messages.length,
+        tools_count: asked.tools.length,
+        request_bytes: request.length,
+        request_body_preview: request.slice(0, 256),
+        message_id: `msg_${this.rng.hex(20)}`,
+        status_code: 200,
+        text_content: text,
+        thinking_content: final ? null : 'I should look at the code first.',
+        stop_reason: final ? provider.stopEnd : provider.stopTool,
+        input_tokens: inTok,
+        output_tokens: outTok,
+        duration_ms: durationMs,
+        response_bytes: response.length,
+        estimated_cost_usd: (inTok * provider.inPerM + outTok * provider.outPerM) / 1e6,
+        usage_details: JSON.stringify({
+          cache_read: this.rng.int(0, inTok),
+          cache_write: this.rng.int(0, 2000),
+          thinking: final ? 0 : this.rng.int(10, 300),
+        }),
       })!;
       this.at(durationMs);
       events += 2;
       let itemIndex = 0;
-      const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: Record<string, string | null>): void => {
+      const item = (
+        kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response',
+        fields: Record<string, string | null>,
+      ): void => {
         this.writer.append('model_items', {
-          ...trace, timestamp: new Date(this.clock).toISOString(), model_call_id: call.id, provider: provider.provider,
-          model: provider.model, path: provider.path, kind, item_index: itemIndex++, ...fields,
+          ...trace,
+          timestamp: new Date(this.clock).toISOString(),
+          model_call_id: call.id,
+          provider: provider.provider,
+          model: provider.model,
+          path: provider.path,
+          kind,
+          item_index: itemIndex++,
+          ...fields,
         });
       };
       for (const result of pendingResults) {
-        this.writer.append('tool_responses', { ...trace, timestamp: new Date(this.clock).toISOString(), model_call_id: call.id, call_id: result.callId, content_preview: result.content.slice(0, 256), is_error: 0 });
+        this.writer.append('tool_responses', {
+          ...trace,
+          timestamp: new Date(this.clock).toISOString(),
+          model_call_id: call.id,
+          call_id: result.callId,
+          content_preview: result.content.slice(0, 256),
+          is_error: 0,
+        });
         item('tool_response', { call_id: result.callId, content: result.content });
         events += 1;
       }
@@ -241,14 +410,33 @@ class SessionScript {
         const args = JSON.stringify(tool.args(this.rng));
         const mcp = this.rng.next() < 0.15;
         this.writer.append('tool_calls', {
-          ...trace, timestamp: this.at(5), model_call_id: call.id, provider: provider.provider, status: 'responded', call_index: i,
-          call_id: callId, tool_name: mcp ? 'snapshots_create' : tool.name, arguments: args, response_preview: 'ok',
-          origin: 'native', decision: 'allowed', duration_ms: this.rng.int(5, 3_000), process_name: 'claude', bytes_sent: args.length, bytes_received: 120,
+          ...trace,
+          timestamp: this.at(5),
+          model_call_id: call.id,
+          provider: provider.provider,
+          status: 'responded',
+          call_index: i,
+          call_id: callId,
+          tool_name: mcp ? 'snapshots_create' : tool.name,
+          arguments: args,
+          response_preview: 'ok',
+          origin: 'native',
+          decision: 'allowed',
+          duration_ms: this.rng.int(5, 3_000),
+          process_name: 'claude',
+          bytes_sent: args.length,
+          bytes_received: 120,
         })!;
         item('tool_call', { call_id: callId, tool_name: tool.name, arguments: args });
         if (mcp) this.mcpExchange(trace, args);
         if (tool.name === 'Edit' || tool.name === 'Bash') {
-          this.writer.append('fs_events', { ...trace, timestamp: this.at(20), action: this.rng.pick(['created', 'modified', 'modified', 'deleted'] as const), path: `src/${this.rng.pick(['main.ts', 'server.py', 'app.tsx', 'notes.md'])}`, size: this.rng.int(100, 40_000) });
+          this.writer.append('fs_events', {
+            ...trace,
+            timestamp: this.at(20),
+            action: this.rng.pick(['created', 'modified', 'modified', 'deleted'] as const),
+            path: `src/${this.rng.pick(['main.ts', 'server.py', 'app.tsx', 'notes.md'])}`,
+            size: this.rng.int(100, 40_000),
+          });
           events += 1;
         }
         pendingResults.push({ callId, content: prose(this.rng, 300) });
@@ -258,9 +446,18 @@ class SessionScript {
     if (this.rng.next() < 0.5) {
       const denied = this.rng.next() < 0.2;
       this.writer.append('net_events', {
-        ...trace, timestamp: this.at(30), domain: denied ? '169.254.169.254' : this.rng.pick(OTHER_HOSTS), decision: denied ? 'denied' : 'allowed',
-        process_name: this.rng.pick(['git', 'curl', 'npm']), pid: this.rng.int(500, 9000), method: 'GET', path: denied ? '/latest/meta-data/' : '/index.json',
-        status_code: denied ? 403 : 200, bytes_sent: 0, bytes_received: denied ? 64 : this.rng.int(500, 90_000), duration_ms: this.rng.int(20, 800),
+        ...trace,
+        timestamp: this.at(30),
+        domain: denied ? '169.254.169.254' : this.rng.pick(OTHER_HOSTS),
+        decision: denied ? 'denied' : 'allowed',
+        process_name: this.rng.pick(['git', 'curl', 'npm']),
+        pid: this.rng.int(500, 9000),
+        method: 'GET',
+        path: denied ? '/latest/meta-data/' : '/index.json',
+        status_code: denied ? 403 : 200,
+        bytes_sent: 0,
+        bytes_received: denied ? 64 : this.rng.int(500, 90_000),
+        duration_ms: this.rng.int(20, 800),
         matched_rule: denied ? 'default.deny-link-local' : 'default.allow-public',
       });
       events += 1;
@@ -281,12 +478,21 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
     const dayMs = 86_400_000;
     for (let i = 0; i < options.sessions; i++) {
       const start = Date.now() - (options.sessions - i) * dayMs + rng.int(0, 3_600_000);
-      const record = registerSession(mainDb, { name: names[i] ?? null, mode: 'seed', command: 'claude', createdAt: new Date(start).toISOString() });
+      const record = registerSession(mainDb, {
+        name: names[i] ?? null,
+        mode: 'seed',
+        command: 'claude',
+        createdAt: new Date(start).toISOString(),
+      });
       const paths = sessionPaths(home, record.id);
       let writer: SessionWriter | null = null;
       try {
         ensurePrivateDir(paths.dir);
-        writer = await SessionWriter.open(paths.dbPath, { session_id: record.id, name: record.name ?? '', created_at: record.createdAt }).catch((err: unknown) => {
+        writer = await SessionWriter.open(paths.dbPath, {
+          session_id: record.id,
+          name: record.name ?? '',
+          created_at: record.createdAt,
+        }).catch((err: unknown) => {
           throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
         });
         const script = new SessionScript(writer, rng, start, bodyBytes);
@@ -303,7 +509,12 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
         throw new Error(`${reason} (seeded session ${record.id})`);
       }
       const crashed = i === crashedIndex;
-      rollUpSession(home, mainDb, record.id, crashed ? { status: 'crashed', reason: 'QEMU exited with signal 9 (seeded crash)' } : { status: 'stopped' });
+      rollUpSession(
+        home,
+        mainDb,
+        record.id,
+        crashed ? { status: 'crashed', reason: 'QEMU exited with signal 9 (seeded crash)' } : { status: 'stopped' },
+      );
       created.push(record);
       options.onProgress?.(i + 1, options.sessions);
     }

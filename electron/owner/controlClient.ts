@@ -1,7 +1,15 @@
 import { connect, type Socket } from 'node:net';
 import { z } from 'zod';
 import { jsonLines, type JsonLines } from './jsonLines.ts';
-import { dataMessages, MAX_DEPTH, MAX_LINE_BYTES, ServerMessageSchema, type ErrorBody, type JsonValue, type ServerMessage } from './wire.ts';
+import {
+  dataMessages,
+  MAX_DEPTH,
+  MAX_LINE_BYTES,
+  ServerMessageSchema,
+  type ErrorBody,
+  type JsonValue,
+  type ServerMessage,
+} from './wire.ts';
 
 // A CLI's side of the control socket: calls that answer once, and streams for long-running
 // methods (`capsem run` output, `capsem shell` terminal bytes) with input going the other way.
@@ -67,12 +75,16 @@ export class ControlClient {
 
   private constructor(socket: Socket) {
     this.#socket = socket;
-    this.#wire = jsonLines(socket, { maxLine: MAX_LINE_BYTES, maxDepth: MAX_DEPTH }, {
-      onMessage: (value) => this.#receive(value),
-      // The owner is our own code; garbage from it means the connection is not worth keeping.
-      onBadLine: (reason) => socket.destroy(new Error(`the owner sent a line that is ${reason}`)),
-      onOverflow: () => socket.destroy(new Error('the owner sent an overlong line')),
-    });
+    this.#wire = jsonLines(
+      socket,
+      { maxLine: MAX_LINE_BYTES, maxDepth: MAX_DEPTH },
+      {
+        onMessage: (value) => this.#receive(value),
+        // The owner is our own code; garbage from it means the connection is not worth keeping.
+        onBadLine: (reason) => socket.destroy(new Error(`the owner sent a line that is ${reason}`)),
+        onOverflow: () => socket.destroy(new Error('the owner sent an overlong line')),
+      },
+    );
     socket.on('error', () => undefined);
     socket.on('close', () => this.#shutDown(new Error('the owner closed the control connection')));
   }
@@ -98,7 +110,8 @@ export class ControlClient {
   call(method: string, params?: JsonValue): Promise<JsonValue> {
     return new Promise((resolve, reject) => {
       this.#request(method, params, {
-        settle: (message) => ('error' in message ? reject(new ControlCallError(message.error.code, message.error.message)) : resolve(message.result)),
+        settle: (message) =>
+          'error' in message ? reject(new ControlCallError(message.error.code, message.error.message)) : resolve(message.result),
         drop: reject,
       });
     });
@@ -165,7 +178,8 @@ export class ControlClient {
       if (!open) return;
       if ('data' in message || 'event' in message) {
         if (this.#closing) return;
-        const full = 'data' in message ? open.handlers.onData?.(Buffer.from(message.data, 'base64')) : open.handlers.onEvent?.(message.event);
+        const full =
+          'data' in message ? open.handlers.onData?.(Buffer.from(message.data, 'base64')) : open.handlers.onEvent?.(message.event);
         // Only a promise holds: a handler typed void may still return a value (a write's boolean).
         if (full instanceof Promise) this.#wire.holdReading(full);
       } else {

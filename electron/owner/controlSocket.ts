@@ -119,7 +119,12 @@ function listen(server: Server, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       // sun_path holds about 104-108 bytes; a deep CAPSEM_HOME overflows it.
-      if (Buffer.byteLength(path) > 103) reject(new Error(`control socket path is too long for a unix socket (${Buffer.byteLength(path)} bytes): ${path}; use a shorter CAPSEM_HOME`));
+      if (Buffer.byteLength(path) > 103)
+        reject(
+          new Error(
+            `control socket path is too long for a unix socket (${Buffer.byteLength(path)} bytes): ${path}; use a shorter CAPSEM_HOME`,
+          ),
+        );
       else reject(err);
     });
     server.listen(path, () => resolve());
@@ -149,28 +154,35 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
   const ended = new Set<string>();
   let nextStream = 1;
   const fail = (id: string | number | null, error: ErrorBody): void => void wire.send({ id, error });
-  const wire: JsonLines = jsonLines(socket, { maxLine, maxDepth: MAX_DEPTH }, {
-    onBadLine: (reason) => fail(null, { code: ErrorCode.badMessage, message: reason }),
-    onOverflow: () => {
-      fail(null, { code: ErrorCode.lineTooLong, message: `line longer than ${maxLine} bytes; closing the connection` });
-      socket.end();
-      socket.destroySoon();
+  const wire: JsonLines = jsonLines(
+    socket,
+    { maxLine, maxDepth: MAX_DEPTH },
+    {
+      onBadLine: (reason) => fail(null, { code: ErrorCode.badMessage, message: reason }),
+      onOverflow: () => {
+        fail(null, { code: ErrorCode.lineTooLong, message: `line longer than ${maxLine} bytes; closing the connection` });
+        socket.end();
+        socket.destroySoon();
+      },
+      onMessage: (value) => {
+        // A throw here would leave the socket's 'data' handler and stop the owner: it fails this message only.
+        try {
+          receive(value);
+        } catch (err) {
+          fail(null, { code: ErrorCode.failed, message: messageOf(err) });
+        }
+      },
     },
-    onMessage: (value) => {
-      // A throw here would leave the socket's 'data' handler and stop the owner: it fails this message only.
-      try {
-        receive(value);
-      } catch (err) {
-        fail(null, { code: ErrorCode.failed, message: messageOf(err) });
-      }
-    },
-  });
+  );
 
   const receive = (value: unknown): void => {
     const parsed = ClientMessageSchema.safeParse(value);
     if (!parsed.success) {
       const id = (value as { id?: unknown } | null)?.id;
-      fail(typeof id === 'string' || typeof id === 'number' ? id : null, { code: ErrorCode.badMessage, message: z.prettifyError(parsed.error).replace(/\n/g, '; ') });
+      fail(typeof id === 'string' || typeof id === 'number' ? id : null, {
+        code: ErrorCode.badMessage,
+        message: z.prettifyError(parsed.error).replace(/\n/g, '; '),
+      });
       return;
     }
     const message = parsed.data;
@@ -209,7 +221,10 @@ function serveConnection(socket: Socket, methods: ReadonlyMap<string, MethodHand
     } catch (err) {
       // A handler that throws, or an answer JSON cannot carry, fails this call; the owner goes on.
       for (const live of opened) live.stream.end();
-      return fail(id, err instanceof MethodError ? { code: err.code, message: err.message } : { code: ErrorCode.failed, message: messageOf(err) });
+      return fail(
+        id,
+        err instanceof MethodError ? { code: err.code, message: err.message } : { code: ErrorCode.failed, message: messageOf(err) },
+      );
     }
     for (const live of opened) live.stream.finish();
   };

@@ -32,7 +32,11 @@ export interface OwnerIdentity {
 }
 
 export type AcquireResult =
-  | { readonly acquired: true; readonly lock: OwnerLock; /** the dead owner whose lock was taken over */ readonly tookOver: OwnerRecord | null }
+  | {
+      readonly acquired: true;
+      readonly lock: OwnerLock;
+      /** the dead owner whose lock was taken over */ readonly tookOver: OwnerRecord | null;
+    }
   | { readonly acquired: false; readonly holder: OwnerRecord };
 
 interface LockOnDisk {
@@ -70,7 +74,8 @@ export async function acquireOwnerLock(home: CapsemHome, who: OwnerIdentity): Pr
       if (tryLink(staged, paths.lock)) return { acquired: true, lock: new OwnerLock(paths.lock, record), tookOver };
       const current = readLockFile(paths.lock);
       if (current === null) continue;
-      if (current.record && isSameProcessAlive(current.record.pid, current.record.procStart)) return { acquired: false, holder: current.record };
+      if (current.record && isSameProcessAlive(current.record.pid, current.record.procStart))
+        return { acquired: false, holder: current.record };
       if (removeStaleLock(paths.lock, current.key)) tookOver = current.record ?? tookOver;
       else await sleep(5 + attempt * 2);
     }

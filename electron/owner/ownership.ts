@@ -50,11 +50,21 @@ export async function findOwner(home: CapsemHome, timeoutMs = 2000): Promise<Run
 }
 
 /** Takes the lock and serves the control socket, or reports the live owner that holds the lock. */
-export async function becomeOwner(home: CapsemHome, who: OwnerIdentity, methods: MethodRegistry = {}): Promise<Ownership | { readonly holder: OwnerRecord }> {
+export async function becomeOwner(
+  home: CapsemHome,
+  who: OwnerIdentity,
+  methods: MethodRegistry = {},
+): Promise<Ownership | { readonly holder: OwnerRecord }> {
   const taken = await acquireOwnerLock(home, who);
   if (!taken.acquired) return { holder: taken.holder };
   const { lock } = taken;
-  const info: OwnerInfo = { pid: lock.record.pid, kind: lock.record.kind, command: lock.record.command, startedAt: lock.record.startedAt, version: capsemVersion() };
+  const info: OwnerInfo = {
+    pid: lock.record.pid,
+    kind: lock.record.kind,
+    command: lock.record.command,
+    startedAt: lock.record.startedAt,
+    version: capsemVersion(),
+  };
   let server: ControlServer;
   try {
     server = await startControlServer({ path: lock.record.socket, info, methods });
@@ -113,7 +123,8 @@ export async function withOwnership<T>(
       await sleep(50);
       continue;
     }
-    if (owned.tookOver) options.onNote?.(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
+    if (owned.tookOver)
+      options.onNote?.(`took over ${home.root} from pid ${owned.tookOver.pid} (${owned.tookOver.command}), which is no longer running`);
     try {
       return await runAsOwner(owned);
     } finally {

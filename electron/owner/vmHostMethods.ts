@@ -87,9 +87,11 @@ export function vmHostMethods(host: VmHost): MethodRegistry {
     }),
     'vm.shell': defineMethod(VmShellParams, async (params, call) => {
       const existing = params.id ? host.session(params.id) : undefined;
-      if (params.id && params.workspace) throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
+      if (params.id && params.workspace)
+        throw new MethodError('bad_params', 'a project folder is shared when a session starts; it cannot be given to an existing session');
       if (params.id && !existing && !params.resume) throw new MethodError('not_running', `session ${params.id} is not running`);
-      if (params.agent && params.id) throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
+      if (params.agent && params.id)
+        throw new MethodError('bad_params', 'an agent starts in a new session: leave out the session to attach to');
       try {
         if (params.agent) host.checkAgent(params.image, params.agent);
         if (params.id && !existing) host.checkResume(params.id, params.credentials);
@@ -100,7 +102,8 @@ export function vmHostMethods(host: VmHost): MethodRegistry {
       let attached!: () => void;
       const shellUp = new Promise<void>((resolve) => (attached = resolve));
       // Input the guest has not taken yet holds the client's further input (a pasted file, a pipe into capsem shell).
-      const forward = (bytes: Buffer): Promise<void> | undefined => (attach && !attach.stream.write(bytes) ? drained(attach.stream) : undefined);
+      const forward = (bytes: Buffer): Promise<void> | undefined =>
+        attach && !attach.stream.write(bytes) ? drained(attach.stream) : undefined;
       const stream = call.openStream({
         // Input that comes while the VM boots (typed ahead, or piped in) waits for the shell: it used to be dropped.
         onData: (bytes) => (attach ? forward(bytes) : shellUp.then(() => forward(bytes))),
@@ -119,11 +122,19 @@ export function vmHostMethods(host: VmHost): MethodRegistry {
   };
 }
 
-async function run(host: VmHost, stream: OwnerStream, params: z.output<typeof VmRunParams>, started: (s: VmSession) => void): Promise<void> {
+async function run(
+  host: VmHost,
+  stream: OwnerStream,
+  params: z.output<typeof VmRunParams>,
+  started: (s: VmSession) => void,
+): Promise<void> {
   const event = (e: RunEvent): boolean => stream.event(e);
   let session: VmSession;
   try {
-    session = await host.start({ name: params.name, image: params.image, command: params.argv, workspace: workspaceOf(params) }, reporter(event));
+    session = await host.start(
+      { name: params.name, image: params.image, command: params.argv, workspace: workspaceOf(params) },
+      reporter(event),
+    );
   } catch (err) {
     event(stderrEvent(`capsem: ${(err as Error).message}\n`));
     return stream.end(125);
@@ -152,14 +163,29 @@ async function run(host: VmHost, stream: OwnerStream, params: z.output<typeof Vm
   stream.end(125);
 }
 
-async function shell(host: VmHost, stream: OwnerStream, params: z.output<typeof VmShellParams>, existing: VmSession | undefined, attached: (a: ReturnType<VmSession['attachPty']>) => void): Promise<void> {
+async function shell(
+  host: VmHost,
+  stream: OwnerStream,
+  params: z.output<typeof VmShellParams>,
+  existing: VmSession | undefined,
+  attached: (a: ReturnType<VmSession['attachPty']>) => void,
+): Promise<void> {
   const event = (e: RunEvent): boolean => stream.event(e);
   let session = existing;
   if (!session) {
     try {
       session = params.id
         ? await host.resume(params.id, reporter(event), params.credentials)
-        : await host.start({ name: params.name, image: params.image, command: ['shell'], workspace: workspaceOf(params), ...(params.agent ? { agent: params.agent } : {}) }, reporter(event));
+        : await host.start(
+            {
+              name: params.name,
+              image: params.image,
+              command: ['shell'],
+              workspace: workspaceOf(params),
+              ...(params.agent ? { agent: params.agent } : {}),
+            },
+            reporter(event),
+          );
     } catch (err) {
       event(stderrEvent(`capsem: ${(err as Error).message}\n`));
       return stream.end(125);

@@ -16,7 +16,13 @@ const WholeHomeSchema = z.boolean().default(false);
 const TerminalSide = z.number().int().min(1).max(1000);
 
 /** vm.run: boot a new session, run argv in it, stream its output, stop. */
-export const VmRunParams = z.strictObject({ name: z.string().min(1).max(64).nullable().default(null), image: ImageSchema, workspace: WorkspaceSchema, wholeHome: WholeHomeSchema, argv: z.array(z.string()).min(1) });
+export const VmRunParams = z.strictObject({
+  name: z.string().min(1).max(64).nullable().default(null),
+  image: ImageSchema,
+  workspace: WorkspaceSchema,
+  wholeHome: WholeHomeSchema,
+  argv: z.array(z.string()).min(1),
+});
 export type VmRunRequest = z.input<typeof VmRunParams>;
 
 /** vm.shell: a terminal, on a new session or attached to a live one. */

@@ -60,6 +60,7 @@ export const ErrorCode = {
 export function dataMessages(stream: string, bytes: Uint8Array | string): StreamMessage[] {
   const buf = typeof bytes === 'string' ? Buffer.from(bytes) : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: StreamMessage[] = [];
-  for (let at = 0; at < buf.length; at += MAX_DATA_CHUNK) out.push({ stream, data: buf.subarray(at, at + MAX_DATA_CHUNK).toString('base64') });
+  for (let at = 0; at < buf.length; at += MAX_DATA_CHUNK)
+    out.push({ stream, data: buf.subarray(at, at + MAX_DATA_CHUNK).toString('base64') });
   return out;
 }

@@ -7,8 +7,7 @@ import { BlockList, isIP } from 'node:net';
 // address escapes a rule written with another.
 
 export type CanonicalHost =
-  | { readonly kind: 'address'; readonly host: string; readonly family: 4 | 6 }
-  | { readonly kind: 'name'; readonly host: string };
+  { readonly kind: 'address'; readonly host: string; readonly family: 4 | 6 } | { readonly kind: 'name'; readonly host: string };
 
 /** Characters a host never holds; the URL parser would otherwise read them as other URL parts. */
 const NOT_HOST = /[\s/\\?#@]/;
@@ -98,7 +97,8 @@ for (const [net, bits] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, and the broadcast address
-] as const) nonPublicV4.addSubnet(net, bits, 'ipv4');
+] as const)
+  nonPublicV4.addSubnet(net, bits, 'ipv4');
 
 const nonPublicV6 = new BlockList();
 for (const [net, bits] of [
@@ -110,7 +110,8 @@ for (const [net, bits] of [
   ['fe80::', 10], // link-local
   ['fec0::', 10], // old site-local
   ['ff00::', 8], // multicast
-] as const) nonPublicV6.addSubnet(net, bits, 'ipv6');
+] as const)
+  nonPublicV6.addSubnet(net, bits, 'ipv6');
 
 /**
  * The IPv4 address inside an IPv6 address that translates to one on the way out (NAT64's

@@ -31,7 +31,13 @@ export function entryRefusal(proxy: ProxyPath, connection: object, headers: Inco
 
 export type Admission =
   | { readonly admitted: true; readonly request: ExchangeRequest; readonly dest: Destination; readonly decision: Decision }
-  | { readonly admitted: false; readonly request: ExchangeRequest; readonly status: number; readonly body: string; readonly outcome: ExchangeOutcome };
+  | {
+      readonly admitted: false;
+      readonly request: ExchangeRequest;
+      readonly status: number;
+      readonly body: string;
+      readonly outcome: ExchangeOutcome;
+    };
 
 /** The request line as both protocols' servers give it. */
 export interface RequestLine {
@@ -44,23 +50,62 @@ export interface RequestLine {
  * which its Host, and HTTP/2's :authority, must repeat), then the policy on that destination. A
  * refusal is answered and recorded by the caller.
  */
-export function admit(policy: Pick<PolicyStore, 'decide'>, tunnel: TunnelEnd | undefined, req: RequestLine, kind: ExchangeRequest['kind'], headers: IncomingHttpHeaders, authority?: string): Admission {
+export function admit(
+  policy: Pick<PolicyStore, 'decide'>,
+  tunnel: TunnelEnd | undefined,
+  req: RequestLine,
+  kind: ExchangeRequest['kind'],
+  headers: IncomingHttpHeaders,
+  authority?: string,
+): Admission {
   const startedAt = new Date();
   const method = req.method ?? 'GET';
   const target = tunnel ? tunnelledTarget(tunnel, req.url ?? '', headers.host, authority) : absoluteTarget(req.url ?? '', headers.host);
   if (isRefusal(target)) {
     // The target as it came, for the record of what was refused.
     const { path, query } = splitTarget(req.url ?? '');
-    const request: ExchangeRequest = { startedAt, host: target.host ?? '(unparsed)', port: target.port, scheme: tunnel?.tls === false ? 'http' : 'https', kind, method, path, query, requestHeaders: headers };
+    const request: ExchangeRequest = {
+      startedAt,
+      host: target.host ?? '(unparsed)',
+      port: target.port,
+      scheme: tunnel?.tls === false ? 'http' : 'https',
+      kind,
+      method,
+      path,
+      query,
+      requestHeaders: headers,
+    };
     const error: ExchangeError = { kind: target.status === 421 ? 'misdirected_request' : 'bad_request', message: target.message };
-    return { admitted: false, request, status: target.status, body: `capsem: ${target.message}\n`, outcome: { decision: 'denied', status: target.status, matchedRule: 'proxy.bad-request', error } };
+    return {
+      admitted: false,
+      request,
+      status: target.status,
+      body: `capsem: ${target.message}\n`,
+      outcome: { decision: 'denied', status: target.status, matchedRule: 'proxy.bad-request', error },
+    };
   }
   const { path, query } = splitTarget(target.path);
-  const request: ExchangeRequest = { startedAt, host: target.host, port: target.port, scheme: target.scheme, kind, method, path, query, requestHeaders: headers };
+  const request: ExchangeRequest = {
+    startedAt,
+    host: target.host,
+    port: target.port,
+    scheme: target.scheme,
+    kind,
+    method,
+    path,
+    query,
+    requestHeaders: headers,
+  };
   const decision = policy.decide(target.host, target.port, method);
   if (decision.action === 'deny') {
     const error = { kind: 'destination_denied', message: `blocked by ${decision.rule}` };
-    return { admitted: false, request, status: 403, body: `capsem: ${target.host}:${target.port} is blocked by policy rule ${decision.rule}\n`, outcome: { decision: 'denied', status: 403, matchedRule: decision.rule, error } };
+    return {
+      admitted: false,
+      request,
+      status: 403,
+      body: `capsem: ${target.host}:${target.port} is blocked by policy rule ${decision.rule}\n`,
+      outcome: { decision: 'denied', status: 403, matchedRule: decision.rule, error },
+    };
   }
   return { admitted: true, request, dest: target, decision };
 }

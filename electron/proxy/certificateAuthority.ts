@@ -23,11 +23,20 @@ const signingCrypto = {
   subtle: new Proxy(subtle, {
     get(target, prop) {
       if (prop === 'sign') {
-        return async (algorithm: { name: string; hash?: string | { name: string } }, key: CryptoKey, data: BufferSource): Promise<ArrayBuffer> => {
+        return async (
+          algorithm: { name: string; hash?: string | { name: string } },
+          key: CryptoKey,
+          data: BufferSource,
+        ): Promise<ArrayBuffer> => {
           if (algorithm.name !== 'ECDSA') return target.sign(algorithm as never, key, data);
-          const bytes = ArrayBuffer.isView(data) ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) : Buffer.from(data as ArrayBuffer);
+          const bytes = ArrayBuffer.isView(data)
+            ? Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+            : Buffer.from(data as ArrayBuffer);
           const hash = typeof algorithm.hash === 'string' ? algorithm.hash : (algorithm.hash?.name ?? 'SHA-256');
-          const signature = nodeSign(hash.replace('-', '').toLowerCase(), bytes, { key: KeyObject.from(key as never), dsaEncoding: 'ieee-p1363' });
+          const signature = nodeSign(hash.replace('-', '').toLowerCase(), bytes, {
+            key: KeyObject.from(key as never),
+            dsaEncoding: 'ieee-p1363',
+          });
           return signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength) as ArrayBuffer;
         };
       }
@@ -80,7 +89,9 @@ function serial(): string {
 }
 
 function pem(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n');
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n');
   return `-----BEGIN ${label}-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END ${label}-----\n`;
 }
 
@@ -168,7 +179,12 @@ export class CertificateAuthority {
   /** A TLS context for `host` (a name or an IP address), signed by this CA; cached. */
   async contextFor(host: string, order: CipherOrder = 'aes-gcm-first'): Promise<SecureContext> {
     const leaf = await this.leafFor(host.toLowerCase());
-    return (leaf.contexts[order] ??= createSecureContext({ cert: leaf.certPem + this.certPem, key: leaf.keyPem, ciphers: CIPHERS[order], honorCipherOrder: true }));
+    return (leaf.contexts[order] ??= createSecureContext({
+      cert: leaf.certPem + this.certPem,
+      key: leaf.keyPem,
+      ciphers: CIPHERS[order],
+      honorCipherOrder: true,
+    }));
   }
 
   private leafFor(name: string): Promise<Leaf> | Leaf {
@@ -203,7 +219,11 @@ export class CertificateAuthority {
     const tbs = template.tbsCertificate;
     const serialBytes = Buffer.from(serial(), 'hex');
     tbs.serialNumber = serialBytes.buffer.slice(serialBytes.byteOffset, serialBytes.byteOffset + serialBytes.byteLength) as ArrayBuffer;
-    tbs.subject = new asn1X509.Name([new asn1X509.RelativeDistinguishedName([new asn1X509.AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1X509.AttributeValue({ utf8String: host }) })])]);
+    tbs.subject = new asn1X509.Name([
+      new asn1X509.RelativeDistinguishedName([
+        new asn1X509.AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1X509.AttributeValue({ utf8String: host }) }),
+      ]),
+    ]);
     tbs.validity = new asn1X509.Validity({
       notBefore: new Date(now.getTime() - DAY),
       notAfter: new Date(Math.min(now.getTime() + LEAF_LIFETIME_DAYS * DAY, this.cert.notAfter.getTime())),
@@ -211,11 +231,19 @@ export class CertificateAuthority {
     const name = isIP(host) ? new asn1X509.GeneralName({ iPAddress: host }) : new asn1X509.GeneralName({ dNSName: host });
     tbs.extensions = new asn1X509.Extensions([
       ...template.sharedExtensions,
-      new asn1X509.Extension({ extnID: asn1X509.id_ce_subjectAltName, critical: false, extnValue: new OctetString(AsnConvert.serialize(new asn1X509.SubjectAlternativeName([name]))) }),
+      new asn1X509.Extension({
+        extnID: asn1X509.id_ce_subjectAltName,
+        critical: false,
+        extnValue: new OctetString(AsnConvert.serialize(new asn1X509.SubjectAlternativeName([name]))),
+      }),
     ]);
     const tbsDer = Buffer.from(AsnConvert.serialize(tbs));
     const signature = nodeSign('sha256', tbsDer, { key: template.signingKey, dsaEncoding: 'der' });
-    const cert = new asn1X509.Certificate({ tbsCertificate: tbs, signatureAlgorithm: template.signatureAlgorithm, signatureValue: signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength) as ArrayBuffer });
+    const cert = new asn1X509.Certificate({
+      tbsCertificate: tbs,
+      signatureAlgorithm: template.signatureAlgorithm,
+      signatureValue: signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength) as ArrayBuffer,
+    });
     return { certPem: pem('CERTIFICATE', AsnConvert.serialize(cert)), keyPem: template.leafKeyPem };
   }
 

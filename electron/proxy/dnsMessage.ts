@@ -4,7 +4,18 @@
 // is read, and nothing here throws on input: a query that cannot be read is a `DnsRefusal`.
 
 export const DNS_TYPES: Readonly<Record<number, string>> = {
-  1: 'A', 2: 'NS', 5: 'CNAME', 6: 'SOA', 12: 'PTR', 15: 'MX', 16: 'TXT', 28: 'AAAA', 33: 'SRV', 64: 'SVCB', 65: 'HTTPS', 255: 'ANY',
+  1: 'A',
+  2: 'NS',
+  5: 'CNAME',
+  6: 'SOA',
+  12: 'PTR',
+  15: 'MX',
+  16: 'TXT',
+  28: 'AAAA',
+  33: 'SRV',
+  64: 'SVCB',
+  65: 'HTTPS',
+  255: 'ANY',
 };
 export const TYPE_A = 1;
 export const TYPE_AAAA = 28;
@@ -41,7 +52,8 @@ export function typeName(type: number): string {
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/;
 
 export function parseDnsQuery(message: Buffer): DnsQuery | DnsRefusal {
-  if (message.length < HEADER) return { id: null, rcode: 'FORMERR', reason: `a DNS message of ${message.length} bytes is shorter than its header` };
+  if (message.length < HEADER)
+    return { id: null, rcode: 'FORMERR', reason: `a DNS message of ${message.length} bytes is shorter than its header` };
   const id = message.readUInt16BE(0);
   const flags = message.readUInt16BE(2);
   const refuse = (rcode: DnsRefusal['rcode'], reason: string): DnsRefusal => ({ id, rcode, reason });

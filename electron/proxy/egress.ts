@@ -85,7 +85,8 @@ export function createEgress(options: EgressOptions): Egress {
 
   async function check(target: Omit<EgressTarget, 'tls' | 'alpn'>): Promise<{ address: string; port: number }> {
     const host = canonicalHost(target.host);
-    if (!host) throw new EgressRefused('destination_denied', 'proxy.bad-host', `"${target.host.slice(0, 100)}" is not a host name or address`);
+    if (!host)
+      throw new EgressRefused('destination_denied', 'proxy.bad-host', `"${target.host.slice(0, 100)}" is not a host name or address`);
     const mapped = options.resolve?.get(`${host.host}:${target.port}`);
     const resolved = mapped?.address ?? (host.kind === 'address' ? host.host : await lookup(host.host));
     // A resolver may answer in any spelling (::ffff:10.0.0.1): the checks see the canonical one.
@@ -93,12 +94,17 @@ export function createEgress(options: EgressOptions): Egress {
     const port = mapped?.port ?? target.port;
     const named = host.kind === 'address' ? address : `${host.host} (${address})`;
     const rule = options.policy.decideAddress(address, port, target.method);
-    if (rule?.action === 'deny') throw new EgressRefused('destination_denied', rule.rule, `${named} is blocked by policy rule ${rule.rule}`);
+    if (rule?.action === 'deny')
+      throw new EgressRefused('destination_denied', rule.rule, `${named} is blocked by policy rule ${rule.rule}`);
     // CAPSEM_RESOLVE sends a host to its address on purpose: private space is no surprise there.
     const allowedOnPurpose = target.explicit || mapped !== undefined || rule?.action === 'allow';
     if (!allowedOnPurpose && options.policy.privateAddressesDenied() && isPrivateAddress(address)) {
       const advice = options.policy.howToAllowPrivate(host.host, target.port);
-      throw new EgressRefused('destination_private', PRIVATE_ADDRESS_RULE, `${named} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}. ${advice}`);
+      throw new EgressRefused(
+        'destination_private',
+        PRIVATE_ADDRESS_RULE,
+        `${named} is in private address space, blocked by policy rule ${PRIVATE_ADDRESS_RULE}. ${advice}`,
+      );
     }
     return { address, port };
   }
@@ -106,7 +112,10 @@ export function createEgress(options: EgressOptions): Egress {
   async function dial(target: EgressTarget): Promise<Dialled> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(`connecting to ${target.host}:${target.port} timed out`), { code: 'ETIMEDOUT' })), timeoutMs);
+      timer = setTimeout(
+        () => reject(Object.assign(new Error(`connecting to ${target.host}:${target.port} timed out`), { code: 'ETIMEDOUT' })),
+        timeoutMs,
+      );
     });
     try {
       const to = await Promise.race([check(target), timeout]);

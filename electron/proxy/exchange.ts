@@ -75,9 +75,13 @@ export class BodyTap {
 export const EMPTY_BODY: CapturedBody = { bytes: Buffer.alloc(0), total: 0, truncated: false };
 
 /** What an exchange knows when its request arrives. */
-export type ExchangeRequest = Pick<Exchange, 'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'>;
+export type ExchangeRequest = Pick<
+  Exchange,
+  'startedAt' | 'host' | 'port' | 'scheme' | 'kind' | 'method' | 'path' | 'query' | 'requestHeaders'
+>;
 /** How it ended; what a site does not know stays unanswered (null or empty). */
-export type ExchangeOutcome = Partial<Omit<Exchange, keyof ExchangeRequest | 'processName' | 'pid' | 'durationMs' | 'requestBody'>> & Pick<Exchange, 'decision'>;
+export type ExchangeOutcome = Partial<Omit<Exchange, keyof ExchangeRequest | 'processName' | 'pid' | 'durationMs' | 'requestBody'>> &
+  Pick<Exchange, 'decision'>;
 
 /** Who a connection belongs to: the guest process a VM named, or the command capsem record runs. */
 export interface ConnectionOrigin {
@@ -86,7 +90,13 @@ export interface ConnectionOrigin {
 }
 
 /** Hands an exchange to the recorder with the process it came from, found when the request arrived (the request may have let go of its socket by the end). */
-export type RecordExchange = (request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs?: number, requestBody?: CapturedBody) => void;
+export type RecordExchange = (
+  request: ExchangeRequest,
+  outcome: ExchangeOutcome,
+  origin: ConnectionOrigin,
+  durationMs?: number,
+  requestBody?: CapturedBody,
+) => void;
 
 export const NO_CREDENTIALS: readonly CredentialUse[] = [];
 
@@ -94,7 +104,13 @@ export const NO_CREDENTIALS: readonly CredentialUse[] = [];
  * One exchange with its fields always in one order: built by object spreads, its shape varied with
  * each site's fields and every exchange took V8's slow copying path.
  */
-export function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, origin: ConnectionOrigin, durationMs: number, requestBody: CapturedBody): Exchange {
+export function exchangeOf(
+  request: ExchangeRequest,
+  outcome: ExchangeOutcome,
+  origin: ConnectionOrigin,
+  durationMs: number,
+  requestBody: CapturedBody,
+): Exchange {
   return {
     startedAt: request.startedAt,
     host: request.host,
@@ -125,12 +141,38 @@ export function exchangeOf(request: ExchangeRequest, outcome: ExchangeOutcome, o
 // Recorded verbatim: headers that say what a request is, never who sent it. Everything else is
 // recorded as a hash, so a key or token never reaches the database but equal values still match.
 const VERBATIM = new Set([
-  'accept', 'accept-encoding', 'accept-language', 'anthropic-beta', 'anthropic-version', 'cache-control', 'connection',
-  'content-encoding', 'content-length', 'content-type', 'date', 'host', 'mcp-protocol-version', 'openai-beta',
-  'openai-organization', 'openai-processing-ms', 'request-id', 'retry-after', 'server', 'transfer-encoding',
-  'user-agent', 'vary', 'x-goog-api-client', 'x-request-id', 'x-stainless-arch', 'x-stainless-lang',
-  'x-stainless-os', 'x-stainless-package-version', 'x-stainless-retry-count', 'x-stainless-runtime',
-  'x-stainless-runtime-version', 'x-stainless-timeout',
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'anthropic-beta',
+  'anthropic-version',
+  'cache-control',
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-type',
+  'date',
+  'host',
+  'mcp-protocol-version',
+  'openai-beta',
+  'openai-organization',
+  'openai-processing-ms',
+  'request-id',
+  'retry-after',
+  'server',
+  'transfer-encoding',
+  'user-agent',
+  'vary',
+  'x-goog-api-client',
+  'x-request-id',
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
 ]);
 
 /** Hashes of recent header values: a client sends the same key and cookies with every request. */
@@ -165,7 +207,8 @@ export function upstreamError(err: NodeJS.ErrnoException, address: string): Exch
   const code = err.code ?? '';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { kind: 'upstream_dns', message: `cannot resolve ${address}` };
   if (code === 'ECONNREFUSED') return { kind: 'upstream_refused', message: `${address} refused the connection` };
-  if (code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'upstream_timeout', message: `${address} did not answer in time` };
+  if (code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT')
+    return { kind: 'upstream_timeout', message: `${address} did not answer in time` };
   if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_SSL/.test(code) || /certificate|tls|ssl/i.test(err.message)) {
     return { kind: 'upstream_tls', message: `TLS with ${address} failed: ${code || err.message}` };
   }

@@ -72,7 +72,10 @@ export class ExchangeRecorder {
     this.waiting += 1;
     this.queue = this.queue.then(async () => {
       try {
-        const decoded = await Promise.all([request ?? decodeBody(ex.requestBody.bytes, requestCoding, this.bodyCap), response ?? decodeBody(ex.responseBody.bytes, responseCoding, this.bodyCap)]);
+        const decoded = await Promise.all([
+          request ?? decodeBody(ex.requestBody.bytes, requestCoding, this.bodyCap),
+          response ?? decodeBody(ex.responseBody.bytes, responseCoding, this.bodyCap),
+        ]);
         this.write(ex, ...decoded);
       } catch (err) {
         this.lost(err);
@@ -105,7 +108,9 @@ export class ExchangeRecorder {
     try {
       interpretation = this.interpret(ex, request, response);
     } catch (err) {
-      parseError = [parseError, `recording this exchange's model or tool rows failed: ${err instanceof Error ? err.message : String(err)}`].filter(Boolean).join('; ');
+      parseError = [parseError, `recording this exchange's model or tool rows failed: ${err instanceof Error ? err.message : String(err)}`]
+        .filter(Boolean)
+        .join('; ');
     }
     const at = ex.startedAt.toISOString();
     const net = this.writer.append('net_events', {
@@ -147,18 +152,22 @@ export class ExchangeRecorder {
       ['response', ex.responseBody, response, ex.responseHeaders],
     ] as const) {
       if (captured.total === 0 || decoded.bytes.length === 0) continue;
-      this.writer.append('event_body_blobs', {
-        event_id: eventId,
-        source_table: 'net_events',
-        direction,
-        content_type: header(headers, 'content-type') ?? null,
-        content_encoding: header(headers, 'content-encoding') ?? null,
-        original_bytes: captured.total,
-        stored_bytes: decoded.bytes.length,
-        truncated: captured.truncated || decoded.truncated ? 1 : 0,
-        body: decoded.bytes,
-        created_at: at,
-      }, { handOver: true });
+      this.writer.append(
+        'event_body_blobs',
+        {
+          event_id: eventId,
+          source_table: 'net_events',
+          direction,
+          content_type: header(headers, 'content-type') ?? null,
+          content_encoding: header(headers, 'content-encoding') ?? null,
+          original_bytes: captured.total,
+          stored_bytes: decoded.bytes.length,
+          truncated: captured.truncated || decoded.truncated ? 1 : 0,
+          body: decoded.bytes,
+          created_at: at,
+        },
+        { handOver: true },
+      );
     }
   }
 
@@ -170,14 +179,34 @@ export class ExchangeRecorder {
   private credentialRows(ex: Exchange, eventId: string, at: string): void {
     for (const use of ex.credentials ?? []) {
       this.writer.append('substitution_events', {
-        net_event_id: eventId, timestamp: at, provider: use.provider, location: use.where, host: use.host,
-        outcome: use.outcome, credential_ref: use.credentialRef, process_name: ex.processName, pid: ex.pid,
+        net_event_id: eventId,
+        timestamp: at,
+        provider: use.provider,
+        location: use.where,
+        host: use.host,
+        outcome: use.outcome,
+        credential_ref: use.credentialRef,
+        process_name: ex.processName,
+        pid: ex.pid,
       });
       if (use.outcome === 'substituted') continue;
       this.writer.append('security_rule_events', {
-        event_id: eventId, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(), event_type: 'credential.stand_in_elsewhere',
-        rule_id: STAND_IN_ELSEWHERE_RULE, rule_action: use.outcome === 'refused' ? 'deny' : 'allow', detection_level: 'high',
-        event_json: JSON.stringify({ provider: use.provider, where: use.where, host: use.host, port: ex.port, process_name: ex.processName, pid: ex.pid, credential_ref: use.credentialRef }),
+        event_id: eventId,
+        timestamp: at,
+        timestamp_unix_ms: ex.startedAt.getTime(),
+        event_type: 'credential.stand_in_elsewhere',
+        rule_id: STAND_IN_ELSEWHERE_RULE,
+        rule_action: use.outcome === 'refused' ? 'deny' : 'allow',
+        detection_level: 'high',
+        event_json: JSON.stringify({
+          provider: use.provider,
+          where: use.where,
+          host: use.host,
+          port: ex.port,
+          process_name: ex.processName,
+          pid: ex.pid,
+          credential_ref: use.credentialRef,
+        }),
       });
     }
   }
@@ -196,7 +225,8 @@ export class ExchangeRecorder {
       this.lastTrace = trace;
       return { trace, write };
     }
-    if (ex.decision === 'allowed' && requestJson !== undefined) return { trace: null, write: this.mcpRows(ex, requestJson, response.bytes) };
+    if (ex.decision === 'allowed' && requestJson !== undefined)
+      return { trace: null, write: this.mcpRows(ex, requestJson, response.bytes) };
     return NOTHING_DERIVED;
   }
 
@@ -226,12 +256,20 @@ export class ExchangeRecorder {
   }
 
   private modelCallRows(
-    ex: Exchange, api: ModelApi, view: ReturnType<typeof requestView>, requestJson: unknown, requestPreview: string | null, responseBytes: Buffer, trace: string,
-    conversation: string, carried: readonly { readonly result: CarriedResult; readonly call: RecordedCall | null }[],
+    ex: Exchange,
+    api: ModelApi,
+    view: ReturnType<typeof requestView>,
+    requestJson: unknown,
+    requestPreview: string | null,
+    responseBytes: Buffer,
+    trace: string,
+    conversation: string,
+    carried: readonly { readonly result: CarriedResult; readonly call: RecordedCall | null }[],
   ): (eventId: string) => void {
     const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
     const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
-    const requestModel = typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
+    const requestModel =
+      typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
     // Model resolution: request body, then the stream or response JSON, then the URL path.
     const model = requestModel ?? parsed.model;
     const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
@@ -282,12 +320,25 @@ export class ExchangeRecorder {
       });
       if (!call) return;
       let itemIndex = 0;
-      const item = (kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response', fields: { content?: string | null; call_id?: string; tool_name?: string; arguments?: string }): void => {
+      const item = (
+        kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response',
+        fields: { content?: string | null; call_id?: string; tool_name?: string; arguments?: string },
+      ): void => {
         const content = fields.content ?? fields.arguments ?? '';
         this.writer.append('model_items', {
-          ...identity, timestamp: at, model_call_id: call.id, provider: api.provider, model: model ?? null, path: ex.path, kind,
-          item_index: itemIndex++, call_id: fields.call_id ?? null, tool_name: fields.tool_name ?? null, arguments: fields.arguments ?? null,
-          content: fields.content ?? null, content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
+          ...identity,
+          timestamp: at,
+          model_call_id: call.id,
+          provider: api.provider,
+          model: model ?? null,
+          path: ex.path,
+          kind,
+          item_index: itemIndex++,
+          call_id: fields.call_id ?? null,
+          tool_name: fields.tool_name ?? null,
+          arguments: fields.arguments ?? null,
+          content: fields.content ?? null,
+          content_hash: createHash('sha256').update(content).digest('hex').slice(0, 16),
         });
       };
       // Each result once, on the exchange that first carried it back: later requests re-send it as history.
@@ -295,7 +346,15 @@ export class ExchangeRecorder {
         if (!this.tools.firstCarried(result, answered)) continue;
         const callId = answered?.callId ?? result.providerId ?? `${result.name ?? result.answers?.name ?? 'tool'}#unmatched`;
         const contentPreview = result.content.slice(0, PREVIEW);
-        this.writer.append('tool_responses', { ...identity, credential_ref: credentialRef, timestamp: at, model_call_id: call.id, call_id: callId, content_preview: contentPreview, is_error: result.isError ? 1 : 0 });
+        this.writer.append('tool_responses', {
+          ...identity,
+          credential_ref: credentialRef,
+          timestamp: at,
+          model_call_id: call.id,
+          call_id: callId,
+          content_preview: contentPreview,
+          is_error: result.isError ? 1 : 0,
+        });
         item('tool_response', { call_id: callId, content: result.content });
         if (answered) this.writer.answerToolCall(answered.callId, contentPreview);
       }
@@ -306,8 +365,19 @@ export class ExchangeRecorder {
         // A call the provider gave no id (Gemini, Ollama) gets one unique in the session: its place and its exchange.
         const callId = tool.id !== '' ? tool.id : `${tool.name || 'tool'}#${index}@${eventId}`;
         this.writer.append('tool_calls', {
-          ...identity, credential_ref: credentialRef, timestamp: at, model_call_id: call.id, provider: api.provider, status: 'requested', call_index: index, call_id: callId,
-          tool_name: tool.name, arguments: tool.arguments, origin: 'native', decision: 'allowed', process_name: ex.processName,
+          ...identity,
+          credential_ref: credentialRef,
+          timestamp: at,
+          model_call_id: call.id,
+          provider: api.provider,
+          status: 'requested',
+          call_index: index,
+          call_id: callId,
+          tool_name: tool.name,
+          arguments: tool.arguments,
+          origin: 'native',
+          decision: 'allowed',
+          process_name: ex.processName,
         });
         item('tool_call', { call_id: callId, tool_name: tool.name, arguments: tool.arguments });
         return { providerId: tool.id, recorded: { callId, trace } };
@@ -330,18 +400,40 @@ export class ExchangeRecorder {
         let ruleEventId = eventId;
         if (message.method === 'tools/call') {
           const toolCall = this.writer.append('tool_calls', {
-            ...identity, timestamp: at, model_call_id: null, provider: 'mcp', status: message.error ? 'error' : message.result !== undefined ? 'responded' : 'requested',
-            call_index: 0, call_id: `mcp-${eventId}-${message.id ?? 'n'}`, tool_name: message.toolName ?? '(unnamed)', arguments: message.arguments ?? null,
-            response_preview: message.resultText?.slice(0, PREVIEW) ?? null, origin: 'mcp', server_name: this.mcpServers.get(server) ?? server, method: message.method,
-            request_id: message.id ?? null, decision: ex.decision, duration_ms: ex.durationMs, error_message: message.error ?? null, process_name: ex.processName,
-            bytes_sent: ex.requestBody.total, bytes_received: ex.responseBody.total, policy_rule: ex.matchedRule,
+            ...identity,
+            timestamp: at,
+            model_call_id: null,
+            provider: 'mcp',
+            status: message.error ? 'error' : message.result !== undefined ? 'responded' : 'requested',
+            call_index: 0,
+            call_id: `mcp-${eventId}-${message.id ?? 'n'}`,
+            tool_name: message.toolName ?? '(unnamed)',
+            arguments: message.arguments ?? null,
+            response_preview: message.resultText?.slice(0, PREVIEW) ?? null,
+            origin: 'mcp',
+            server_name: this.mcpServers.get(server) ?? server,
+            method: message.method,
+            request_id: message.id ?? null,
+            decision: ex.decision,
+            duration_ms: ex.durationMs,
+            error_message: message.error ?? null,
+            process_name: ex.processName,
+            bytes_sent: ex.requestBody.total,
+            bytes_received: ex.responseBody.total,
+            policy_rule: ex.matchedRule,
           });
           ruleEventId = toolCall?.eventId ?? eventId;
         }
         this.writer.append('security_rule_events', {
-          event_id: ruleEventId, ...identity, timestamp: at, timestamp_unix_ms: ex.startedAt.getTime(),
+          event_id: ruleEventId,
+          ...identity,
+          timestamp: at,
+          timestamp_unix_ms: ex.startedAt.getTime(),
           event_type: message.method === 'tools/call' ? 'mcp.tool_call' : message.method === 'tools/list' ? 'mcp.tool_list' : 'mcp.event',
-          rule_id: ex.matchedRule, rule_action: 'allow', detection_level: 'none', event_json: facts[index]!,
+          rule_id: ex.matchedRule,
+          rule_action: 'allow',
+          detection_level: 'none',
+          event_json: facts[index]!,
         });
       });
     };

@@ -1,7 +1,21 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { Duplex } from 'node:stream';
 import { canonicalHost } from './addresses.ts';
-import { dnsAnswer, DnsFrames, dnsRefusalAnswer, framed, isInternetClass, isRefusal, parseDnsQuery, printable, TYPE_A, TYPE_AAAA, typeName, type DnsQuery, type Rcode } from './dnsMessage.ts';
+import {
+  dnsAnswer,
+  DnsFrames,
+  dnsRefusalAnswer,
+  framed,
+  isInternetClass,
+  isRefusal,
+  parseDnsQuery,
+  printable,
+  TYPE_A,
+  TYPE_AAAA,
+  typeName,
+  type DnsQuery,
+  type Rcode,
+} from './dnsMessage.ts';
 import type { Decision } from './policy.ts';
 import type { ResolveMap } from './resolveMap.ts';
 import type { StandInAddresses } from './standInAddresses.ts';
@@ -87,11 +101,16 @@ export function createGuestDns(options: GuestDnsOptions): GuestDns {
 
   /** Where `name` goes: CAPSEM_RESOLVE's entries for it on any port, else the host's resolver. */
   async function resolveName(name: string): Promise<string[]> {
-    const mapped = [...(options.resolve ?? new Map())].filter(([key]) => key.slice(0, key.lastIndexOf(':')) === name).map(([, target]) => target.address);
+    const mapped = [...(options.resolve ?? new Map())]
+      .filter(([key]) => key.slice(0, key.lastIndexOf(':')) === name)
+      .map(([, target]) => target.address);
     if (mapped.length > 0) return [...new Set(mapped)];
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new LookupFailed('SERVFAIL', `the host's resolver did not answer within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new LookupFailed('SERVFAIL', `the host's resolver did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([lookup(name), timeout]);
@@ -111,8 +130,15 @@ export function createGuestDns(options: GuestDnsOptions): GuestDns {
     const record = (fields: Pick<GuestLookup, 'name' | 'type' | 'rcode' | 'decision'> & Partial<GuestLookup>): void => {
       try {
         options.onLookup({
-          startedAt, answers: [], resolved: [], matchedRule: null, error: null, ...fields,
-          processName: origin.processName ?? null, pid: origin.pid ?? null, durationMs: Math.round(performance.now() - t0),
+          startedAt,
+          answers: [],
+          resolved: [],
+          matchedRule: null,
+          error: null,
+          ...fields,
+          processName: origin.processName ?? null,
+          pid: origin.pid ?? null,
+          durationMs: Math.round(performance.now() - t0),
         });
       } catch {
         // A recorder failure must never take the answerer down; the writer counts its own losses.
@@ -120,19 +146,40 @@ export function createGuestDns(options: GuestDnsOptions): GuestDns {
     };
     const parsed = parseDnsQuery(message);
     if (isRefusal(parsed)) {
-      record({ name: '(unparsed)', type: '?', rcode: parsed.rcode, decision: 'denied', matchedRule: 'proxy.bad-query', error: parsed.reason });
+      record({
+        name: '(unparsed)',
+        type: '?',
+        rcode: parsed.rcode,
+        decision: 'denied',
+        matchedRule: 'proxy.bad-query',
+        error: parsed.reason,
+      });
       return parsed.id === null ? null : dnsRefusalAnswer({ ...parsed, id: parsed.id });
     }
     const query: DnsQuery = parsed;
     const type = typeName(query.type);
     const unrecordable = options.refusal?.();
     if (unrecordable) {
-      record({ name: printable(query.name), type, rcode: 'REFUSED', decision: 'denied', matchedRule: 'proxy.unrecordable', error: `this session cannot be recorded: ${unrecordable}` });
+      record({
+        name: printable(query.name),
+        type,
+        rcode: 'REFUSED',
+        decision: 'denied',
+        matchedRule: 'proxy.unrecordable',
+        error: `this session cannot be recorded: ${unrecordable}`,
+      });
       return dnsAnswer(query, 'REFUSED', [], 0);
     }
     const host = canonicalHost(query.name);
     if (host?.kind !== 'name') {
-      record({ name: printable(query.name), type, rcode: 'NXDOMAIN', decision: 'denied', matchedRule: 'proxy.bad-host', error: `"${printable(query.name)}" is not a host name` });
+      record({
+        name: printable(query.name),
+        type,
+        rcode: 'NXDOMAIN',
+        decision: 'denied',
+        matchedRule: 'proxy.bad-host',
+        error: `"${printable(query.name)}" is not a host name`,
+      });
       return dnsAnswer(query, 'NXDOMAIN', [], 0);
     }
     const name = host.host;
@@ -145,7 +192,15 @@ export function createGuestDns(options: GuestDnsOptions): GuestDns {
     if (decision.action === 'deny') {
       // Not resolved: the name goes nowhere, and the connection that follows is refused by name.
       const answers = wantsAddress ? standIn() : [];
-      record({ name, type, rcode: 'NOERROR', answers, decision: 'denied', matchedRule: decision.rule, error: `blocked by policy rule ${decision.rule}` });
+      record({
+        name,
+        type,
+        rcode: 'NOERROR',
+        answers,
+        decision: 'denied',
+        matchedRule: decision.rule,
+        error: `blocked by policy rule ${decision.rule}`,
+      });
       return dnsAnswer(query, 'NOERROR', answers, ANSWER_TTL);
     }
     if (!wantsAddress) {
@@ -177,18 +232,20 @@ export function createGuestDns(options: GuestDnsOptions): GuestDns {
       for (const message of frames.push(chunk)) {
         inFlight += 1;
         if (inFlight >= MAX_IN_FLIGHT) stream.pause();
-        answer(message, origin).then(
-          (reply) => {
-            if (reply && !stream.destroyed) stream.write(framed(reply));
-          },
-          () => undefined,
-        ).finally(() => {
-          inFlight -= 1;
-          stream.resume();
-          // A datagram carries one query: its stream ends with its answer.
-          if (transport === 'udp') ended = true;
-          finishIfDone();
-        });
+        answer(message, origin)
+          .then(
+            (reply) => {
+              if (reply && !stream.destroyed) stream.write(framed(reply));
+            },
+            () => undefined,
+          )
+          .finally(() => {
+            inFlight -= 1;
+            stream.resume();
+            // A datagram carries one query: its stream ends with its answer.
+            if (transport === 'udp') ended = true;
+            finishIfDone();
+          });
       }
     });
     stream.on('end', () => {

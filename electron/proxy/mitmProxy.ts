@@ -79,7 +79,8 @@ export interface ProxyHandle {
 
 /** Why a connection's bytes are not an HTTP/1.1 request, for its record. */
 function malformedReason(err: NodeJS.ErrnoException): string {
-  if (err.code === 'HPE_PAUSED_H2_UPGRADE') return 'HTTP/2 where HTTP/1.1 was due: HTTP/2 is served inside a CONNECT tunnel, chosen by TLS (ALPN h2) or by its preface as the tunnel\'s first bytes';
+  if (err.code === 'HPE_PAUSED_H2_UPGRADE')
+    return "HTTP/2 where HTTP/1.1 was due: HTTP/2 is served inside a CONNECT tunnel, chosen by TLS (ALPN h2) or by its preface as the tunnel's first bytes";
   return `malformed request: ${err.code ?? err.message}`;
 }
 
@@ -91,11 +92,21 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   // Extra upstream CAs go in one secure context built once: built per connection from the whole
   // root list, or passed as `ca` (folded into node:https's pool key per request), it cost most of
   // the proxy's CPU.
-  const upstreamContext = options.upstreamCa && options.upstreamCa.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] }) : undefined;
+  const upstreamContext =
+    options.upstreamCa && options.upstreamCa.length > 0
+      ? createSecureContext({ ca: [...rootCertificates, ...options.upstreamCa] })
+      : undefined;
   const egress = createEgress({ policy: options.policy, resolve: options.resolve, secureContext: upstreamContext });
   const upstreamClient = startUpstreamClient({ egress, idleMs, policyGeneration: () => options.policy.generation });
   const standIns = new StandInAddresses();
-  const guestDns = createGuestDns({ policy: options.policy, resolve: options.resolve, names: standIns, onLookup: (lookup) => options.onLookup?.(lookup), refusal: options.refusal, ...(options.lookup ? { lookup: options.lookup } : {}) });
+  const guestDns = createGuestDns({
+    policy: options.policy,
+    resolve: options.resolve,
+    names: standIns,
+    onLookup: (lookup) => options.onLookup?.(lookup),
+    refusal: options.refusal,
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
 
   const record: RecordExchange = (request, outcome, origin, durationMs = 0, requestBody = EMPTY_BODY) => {
     try {
@@ -105,10 +116,18 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
   };
 
-  const mitm: Server = createServer({ highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 }, (req, res) => serveRequest(proxy, req, res, null));
+  const mitm: Server = createServer(
+    { highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 },
+    (req, res) => serveRequest(proxy, req, res, null),
+  );
   const http2Clients = startHttp2Clients((req, res) => {
     const { stream } = req;
-    serveRequest(proxy, req, res, { connection: stream.session ?? stream, headers: http1Headers(req.headers), authority: req.headers[':authority'], hasBody: !stream.endAfterHeaders });
+    serveRequest(proxy, req, res, {
+      connection: stream.session ?? stream,
+      headers: http1Headers(req.headers),
+      authority: req.headers[':authority'],
+      hasBody: !stream.endAfterHeaders,
+    });
   });
   const proxy: RequestPath & UpgradePath & TunnelPath = {
     connections,
@@ -135,11 +154,28 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
   });
   mitm.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    socket.end('HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 30\r\n\r\ncapsem: malformed HTTP request');
+    socket.end(
+      'HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 30\r\n\r\ncapsem: malformed HTTP request',
+    );
     const tunnel = connections.tunnelOf(socket);
     record(
-      { startedAt: new Date(), host: tunnel?.host ?? '(unparsed)', port: tunnel?.port ?? 0, scheme: tunnel?.tls === false ? 'http' : 'https', kind: 'malformed', method: '(unparsed)', path: '', query: null, requestHeaders: {} },
-      { status: 400, decision: 'denied', matchedRule: 'proxy.malformed-request', error: { kind: 'bad_request', message: malformedReason(err) } },
+      {
+        startedAt: new Date(),
+        host: tunnel?.host ?? '(unparsed)',
+        port: tunnel?.port ?? 0,
+        scheme: tunnel?.tls === false ? 'http' : 'https',
+        kind: 'malformed',
+        method: '(unparsed)',
+        path: '',
+        query: null,
+        requestHeaders: {},
+      },
+      {
+        status: 400,
+        decision: 'denied',
+        matchedRule: 'proxy.malformed-request',
+        error: { kind: 'bad_request', message: malformedReason(err) },
+      },
       connections.originOf(socket),
     );
   });

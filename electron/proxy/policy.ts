@@ -14,16 +14,19 @@ import { canonicalHost } from './addresses.ts';
 // exactly (not through `*` or `*.suffix`), or CAPSEM_RESOLVE sends it there on purpose.
 
 /** A rule's domain in the form hosts are compared in; anything else is refused when the policy loads. */
-const ruleDomain = z.string().min(1).transform((domain, ctx) => {
-  if (domain === '*') return domain;
-  const wildcard = domain.startsWith('*.');
-  const canonical = canonicalHost(wildcard ? domain.slice(2) : domain);
-  if (canonical === null || (wildcard && canonical.kind === 'address')) {
-    ctx.addIssue({ code: 'custom', message: `"${domain}" is not a host name, an IP address, *.suffix or *` });
-    return z.NEVER;
-  }
-  return wildcard ? `*.${canonical.host}` : canonical.host;
-});
+const ruleDomain = z
+  .string()
+  .min(1)
+  .transform((domain, ctx) => {
+    if (domain === '*') return domain;
+    const wildcard = domain.startsWith('*.');
+    const canonical = canonicalHost(wildcard ? domain.slice(2) : domain);
+    if (canonical === null || (wildcard && canonical.kind === 'address')) {
+      ctx.addIssue({ code: 'custom', message: `"${domain}" is not a host name, an IP address, *.suffix or *` });
+      return z.NEVER;
+    }
+    return wildcard ? `*.${canonical.host}` : canonical.host;
+  });
 
 const ruleSchema = z.object({
   id: z.string().min(1),
@@ -63,7 +66,8 @@ export function parsePolicy(text: string, source: string): PolicyDocument {
     throw new Error(`policy ${source} is not valid JSON: ${(err as Error).message}`);
   }
   const parsed = policySchema.safeParse(json);
-  if (!parsed.success) throw new Error(`policy ${source} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`policy ${source} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 

@@ -18,11 +18,19 @@ export interface Refused {
   readonly headers?: Record<string, string>;
 }
 
-export const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 421: 'Misdirected Request', 502: 'Bad Gateway', 507: 'Insufficient Storage' };
+export const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  407: 'Proxy Authentication Required',
+  421: 'Misdirected Request',
+  502: 'Bad Gateway',
+  507: 'Insufficient Storage',
+};
 /** HTTP/1.1 closes the connection after a refusal; HTTP/2 has no Connection header and ends the one stream. */
 const CLOSES = { connection: 'close' };
 export const AUTH_CHALLENGE = { 'proxy-authenticate': 'Basic realm="capsem"' };
-export const AUTH_REFUSAL = 'capsem: this proxy serves its session\'s own processes only (they get its address with credentials in HTTPS_PROXY)\n';
+export const AUTH_REFUSAL =
+  "capsem: this proxy serves its session's own processes only (they get its address with credentials in HTTPS_PROXY)\n";
 
 /** What a request is refused with while the session cannot be recorded. */
 export function unrecordableBody(reason: string): string {
@@ -31,14 +39,23 @@ export function unrecordableBody(reason: string): string {
 
 /** An answer written straight onto a socket that Node's server has let go of (CONNECT, upgrades). */
 export function rawAnswer(socket: Duplex, status: number, reason: string, body: string, headers: Record<string, string> = {}): void {
-  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`,
+  );
 }
 
 /** A refusal through either protocol's server; once the head is out, the response is cut instead. */
 export function refuse(res: ClientResponse, status: number, body: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), ...(res instanceof ServerResponse ? CLOSES : {}), ...headers });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...(res instanceof ServerResponse ? CLOSES : {}),
+    ...headers,
+  });
   res.end(body);
 }
 

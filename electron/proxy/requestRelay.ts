@@ -58,7 +58,10 @@ export interface CoalescedBody {
  * as one write: its socket is corked until the turn ends or COALESCE_BYTES wait. An HTTP/2 response
  * shares its connection with others, so only HTTP/1.1's (`corkable`) is corked.
  */
-export function coalescedBody(res: Pick<Writable, 'write' | 'end'> & { readonly socket?: CorkableSocket | null }, corkable: boolean): CoalescedBody {
+export function coalescedBody(
+  res: Pick<Writable, 'write' | 'end'> & { readonly socket?: CorkableSocket | null },
+  corkable: boolean,
+): CoalescedBody {
   let corked = false;
   const release = (): void => {
     if (!corked) return;
@@ -92,7 +95,12 @@ export function coalescedBody(res: Pick<Writable, 'write' | 'end'> & { readonly 
  * Feeds a request body to the upstream's stream through the credential scanner: a stand-in refused
  * on its way elsewhere destroys the stream there, and the rest of the body is held back.
  */
-export function scanBody(req: Pick<Readable, 'on' | 'pause' | 'resume'>, body: PassThrough, scanner: BodyScanner, sighted: (use: CredentialUse) => void): void {
+export function scanBody(
+  req: Pick<Readable, 'on' | 'pause' | 'resume'>,
+  body: PassThrough,
+  scanner: BodyScanner,
+  sighted: (use: CredentialUse) => void,
+): void {
   let leaked = false;
   req.on('data', (chunk: Buffer) => {
     if (leaked) return;
@@ -134,7 +142,14 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
   const origin = proxy.connections.originOf(connection);
   const admission = admit(proxy.policy, proxy.connections.tunnelOf(connection), req, 'request', headers, http2?.authority);
   const uses: CredentialUse[] = [];
-  const finish = (outcome: ExchangeOutcome): void => proxy.record(admission.request, uses.length > 0 ? { ...outcome, credentials: uses } : outcome, origin, Math.round(performance.now() - t0), requestTap.body());
+  const finish = (outcome: ExchangeOutcome): void =>
+    proxy.record(
+      admission.request,
+      uses.length > 0 ? { ...outcome, credentials: uses } : outcome,
+      origin,
+      Math.round(performance.now() - t0),
+      requestTap.body(),
+    );
   if (!admission.admitted) {
     refuse(res, admission.status, admission.body);
     req.resume();
@@ -160,13 +175,18 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
   let responseTap: BodyTap | null = null;
   let responseHeaders: Record<string, string | string[]> | null = null;
   let abortUpstream: ((err?: Error) => void) | null = null;
-  const settle = (outcome: Omit<ExchangeOutcome, 'decision' | 'matchedRule'> & Partial<Pick<ExchangeOutcome, 'decision' | 'matchedRule'>>): void => {
+  const settle = (
+    outcome: Omit<ExchangeOutcome, 'decision' | 'matchedRule'> & Partial<Pick<ExchangeOutcome, 'decision' | 'matchedRule'>>,
+  ): void => {
     if (settled) return;
     settled = true;
     finish({ decision: 'allowed', matchedRule: decision.rule, ...outcome });
   };
   const received = (): Pick<ExchangeOutcome, 'status' | 'responseHeaders' | 'responseBody' | 'ttfbMs'> => ({
-    status: responseHeaders ? res.statusCode : null, responseHeaders, responseBody: responseTap?.body() ?? EMPTY_BODY, ttfbMs: ttfb,
+    status: responseHeaders ? res.statusCode : null,
+    responseHeaders,
+    responseBody: responseTap?.body() ?? EMPTY_BODY,
+    ttfbMs: ttfb,
   });
   const fail = (err: NodeJS.ErrnoException): void => {
     if (settled) return;
@@ -179,7 +199,11 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
       if (!clientGone) refuse(res, 403, `capsem: ${err.message}\n`);
       return settle(refusedOutcome(err));
     }
-    if (clientGone) return settle({ ...received(), error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' } });
+    if (clientGone)
+      return settle({
+        ...received(),
+        error: { kind: 'client_canceled', message: 'the client closed the connection before the response ended' },
+      });
     const error: ExchangeError = upstreamError(err, `${dest.host}:${dest.port}`);
     if (res.headersSent) {
       // The status is already on the wire: abort rather than end, so the client cannot take a
@@ -248,13 +272,17 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
     } else req.pipe(body);
   } else req.resume();
   try {
-    proxy.upstreamClient.dispatch(decision.explicit, {
-      origin: originUrl(dest.scheme, dest.host, dest.port),
-      path: brokered.path,
-      method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: brokered.headers,
-      body,
-    }, handler);
+    proxy.upstreamClient.dispatch(
+      decision.explicit,
+      {
+        origin: originUrl(dest.scheme, dest.host, dest.port),
+        path: brokered.path,
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: brokered.headers,
+        body,
+      },
+      handler,
+    );
   } catch (err) {
     fail(err as NodeJS.ErrnoException);
   }

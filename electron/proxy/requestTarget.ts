@@ -56,12 +56,18 @@ export function parseAuthority(authority: string, fallbackPort: number): { host:
  * A Host header that names the destination itself, or the reason it does not. Its port is
  * compared when it carries one: clients leave the scheme's default port out.
  */
-function hostHeaderProblem(hostHeader: string | undefined, dest: { host: string; port: number }, scheme: 'https' | 'http', field = 'Host'): string | null {
+function hostHeaderProblem(
+  hostHeader: string | undefined,
+  dest: { host: string; port: number },
+  scheme: 'https' | 'http',
+  field = 'Host',
+): string | null {
   if (hostHeader === undefined) return null;
   const text = hostHeader.trim();
   const named = parseAuthority(text, dest.port);
   if (!named) return `${field} "${hostHeader.slice(0, 100)}" does not parse`;
-  if (named.host !== dest.host || named.port !== dest.port) return `${field} ${authorityOf(named.host, named.port, defaultPort(scheme))} is not this request's destination ${authorityOf(dest.host, dest.port, defaultPort(scheme))}`;
+  if (named.host !== dest.host || named.port !== dest.port)
+    return `${field} ${authorityOf(named.host, named.port, defaultPort(scheme))} is not this request's destination ${authorityOf(dest.host, dest.port, defaultPort(scheme))}`;
   return null;
 }
 
@@ -88,25 +94,34 @@ function destination(scheme: 'https' | 'http', host: string, port: number, path:
  * its host in `authority` (:authority), a Host header, or both, and each it sends must name the
  * tunnel's destination.
  */
-export function tunnelledTarget(tunnel: TunnelEnd, requestTarget: string, hostHeader: string | undefined, authority?: string): Destination | Refusal {
+export function tunnelledTarget(
+  tunnel: TunnelEnd,
+  requestTarget: string,
+  hostHeader: string | undefined,
+  authority?: string,
+): Destination | Refusal {
   const scheme = tunnel.tls ? 'https' : 'http';
   const refuse = (status: 400 | 421, message: string): Refusal => ({ status, message, host: tunnel.host, port: tunnel.port });
   let path = requestTarget;
   if (!requestTarget.startsWith('/')) {
     const absolute = parseAbsolute(requestTarget);
     if (!absolute) return refuse(400, 'malformed request target');
-    if (absolute.host !== tunnel.host || absolute.port !== tunnel.port) return refuse(421, `${absolute.host}:${absolute.port} is not this tunnel's destination ${tunnel.host}:${tunnel.port}`);
+    if (absolute.host !== tunnel.host || absolute.port !== tunnel.port)
+      return refuse(421, `${absolute.host}:${absolute.port} is not this tunnel's destination ${tunnel.host}:${tunnel.port}`);
     path = absolute.path;
   }
   if (hostHeader === undefined && authority === undefined) return refuse(400, 'a request needs a Host header');
-  const problem = (authority === undefined ? null : hostHeaderProblem(authority, tunnel, scheme, ':authority')) ?? (hostHeader === authority ? null : hostHeaderProblem(hostHeader, tunnel, scheme));
+  const problem =
+    (authority === undefined ? null : hostHeaderProblem(authority, tunnel, scheme, ':authority')) ??
+    (hostHeader === authority ? null : hostHeaderProblem(hostHeader, tunnel, scheme));
   if (problem) return refuse(421, problem);
   return destination(scheme, tunnel.host, tunnel.port, path);
 }
 
 /** An absolute-form request to the proxy itself (http://host/path). */
 export function absoluteTarget(requestTarget: string, hostHeader: string | undefined): Destination | Refusal {
-  if (!/^https?:\/\//i.test(requestTarget)) return { status: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT', host: null, port: 0 };
+  if (!/^https?:\/\//i.test(requestTarget))
+    return { status: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT', host: null, port: 0 };
   const absolute = parseAbsolute(requestTarget);
   if (!absolute) return { status: 400, message: 'malformed request target', host: null, port: 0 };
   const problem = hostHeaderProblem(hostHeader, absolute, absolute.scheme);

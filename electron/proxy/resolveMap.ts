@@ -21,7 +21,10 @@ function splitHostPort(text: string, what: string): [string, number] {
 export function parseResolveMap(spec: string | undefined): ResolveMap {
   const map = new Map<string, ResolveTarget>();
   if (!spec) return map;
-  for (const entry of spec.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of spec
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const [from, to] = entry.split('=');
     if (from === undefined || to === undefined) throw new Error(`CAPSEM_RESOLVE: "${entry}" must look like host:port=ip:port`);
     const [host, port] = splitHostPort(from, 'host');

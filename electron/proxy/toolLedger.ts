@@ -44,7 +44,9 @@ export class ToolLedger {
     if (byId) return byId;
     const answers = result.answers;
     if (!answers) return null;
-    const made = (this.byTurn.get(answers.prefix) ?? []).map((calls) => calls[answers.index]).filter((c): c is RecordedCall => c !== undefined);
+    const made = (this.byTurn.get(answers.prefix) ?? [])
+      .map((calls) => calls[answers.index])
+      .filter((c): c is RecordedCall => c !== undefined);
     const byTurn = made.find((c) => !this.answered.has(c.callId)) ?? made[0];
     if (byTurn) return byTurn;
     return answers.providerId === null ? null : (this.byProviderId.get(answers.providerId) ?? null);

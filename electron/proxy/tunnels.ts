@@ -87,7 +87,10 @@ export function sniName(tls: TLSSocket): string | null {
  * A transparent connection's target: the name its address stands in for, else the address; null
  * when the destination is not an address and a port.
  */
-export function transparentTarget(destination: TransparentDestination, nameAt: (address: string) => string | undefined): TunnelTarget | null {
+export function transparentTarget(
+  destination: TransparentDestination,
+  nameAt: (address: string) => string | undefined,
+): TunnelTarget | null {
   const address = canonicalHost(destination.address);
   if (address?.kind !== 'address' || !Number.isInteger(destination.port) || destination.port < 1 || destination.port > 65535) return null;
   return { host: nameAt(address.host) ?? address.host, port: destination.port, transparent: true };
@@ -109,7 +112,17 @@ export function serveConnect(proxy: TunnelPath, req: IncomingMessage, clientSock
 /** A transparent connection that carried neither TLS nor HTTP: refused, and recorded as such. */
 function refuseOpaque(proxy: TunnelPath, target: TunnelTarget, origin: ConnectionOrigin, message: string): void {
   proxy.record(
-    { startedAt: new Date(), host: target.host, port: target.port, scheme: TLS_PORTS.has(target.port) ? 'https' : 'http', kind: 'malformed', method: '(none)', path: '', query: null, requestHeaders: {} },
+    {
+      startedAt: new Date(),
+      host: target.host,
+      port: target.port,
+      scheme: TLS_PORTS.has(target.port) ? 'https' : 'http',
+      kind: 'malformed',
+      method: '(none)',
+      path: '',
+      query: null,
+      requestHeaders: {},
+    },
     { decision: 'denied', matchedRule: 'proxy.not-http', error: { kind: 'bad_request', message } },
     origin,
   );
@@ -121,9 +134,21 @@ function refuseOpaque(proxy: TunnelPath, target: TunnelTarget, origin: Connectio
  * held to the tunnel's destination. A transparent connection's name is its TLS SNI when it
  * sends one, else the name its address stands in for, else the address.
  */
-export function enterTunnel(proxy: TunnelPath, clientSocket: Duplex, head: Buffer, target: TunnelTarget, origin: ConnectionOrigin, cipherOrder: CipherOrder): void {
+export function enterTunnel(
+  proxy: TunnelPath,
+  clientSocket: Duplex,
+  head: Buffer,
+  target: TunnelTarget,
+  origin: ConnectionOrigin,
+  cipherOrder: CipherOrder,
+): void {
   const serve = (socket: Duplex, tls: TLSSocket | null, http2: boolean): void => {
-    const tunnel: Tunnel = { host: tls && target.transparent ? (sniName(tls) ?? target.host) : target.host, port: target.port, tls: tls !== null, origin };
+    const tunnel: Tunnel = {
+      host: tls && target.transparent ? (sniName(tls) ?? target.host) : target.host,
+      port: target.port,
+      tls: tls !== null,
+      origin,
+    };
     if (http2) {
       const session = proxy.serveHttp2(socket);
       if (!session) return void socket.destroy();
@@ -147,7 +172,10 @@ export function enterTunnel(proxy: TunnelPath, clientSocket: Duplex, head: Buffe
         secureContext: fallback,
         ALPNProtocols: ['h2', 'http/1.1'],
         SNICallback: (servername, cb) => {
-          proxy.ca.contextFor(servername || target.host, cipherOrder).then((ctx) => cb(null, ctx), (err: Error) => cb(err));
+          proxy.ca.contextFor(servername || target.host, cipherOrder).then(
+            (ctx) => cb(null, ctx),
+            (err: Error) => cb(err),
+          );
         },
       });
       let secure = false;
@@ -176,7 +204,12 @@ export function enterTunnel(proxy: TunnelPath, clientSocket: Duplex, head: Buffe
   else {
     // A protocol whose server speaks first (SSH, SMTP) would wait here for ever.
     const silence = setTimeout(() => {
-      refuseOpaque(proxy, target, origin, `the client sent nothing within ${SILENCE_MS / 1000} s: only TLS and HTTP are carried (a protocol whose server speaks first is not)`);
+      refuseOpaque(
+        proxy,
+        target,
+        origin,
+        `the client sent nothing within ${SILENCE_MS / 1000} s: only TLS and HTTP are carried (a protocol whose server speaks first is not)`,
+      );
       clientSocket.destroy();
     }, SILENCE_MS);
     clientSocket.once('close', () => clearTimeout(silence));

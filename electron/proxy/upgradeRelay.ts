@@ -5,7 +5,15 @@ import type { CredentialUse, OutgoingHeaders } from '../credentials/credentialBr
 import { UpgradedStreamLedger, type FrameRow } from '../telemetry/upgradedStream.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
 import { EgressRefused, type Egress } from './egress.ts';
-import { BodyTap, EMPTY_BODY, NO_CREDENTIALS, upstreamError, type CapturedBody, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
+import {
+  BodyTap,
+  EMPTY_BODY,
+  NO_CREDENTIALS,
+  upstreamError,
+  type CapturedBody,
+  type ExchangeError,
+  type ExchangeOutcome,
+} from './exchange.ts';
 import { declaresBody } from './forwardHeaders.ts';
 import { credentialRefusal, rawAnswer, refusedOutcome, STATUS_TEXT } from './refusals.ts';
 import type { Destination } from './requestTarget.ts';
@@ -18,7 +26,17 @@ import type { Destination } from './requestTarget.ts';
 // refusal is written onto it raw.
 
 /** Extensions are not offered upstream: a compressed frame (permessage-deflate) could not be recorded as what it says. */
-const NOT_FORWARDED = new Set(['proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'expect', 'sec-websocket-extensions', 'host']);
+const NOT_FORWARDED = new Set([
+  'proxy-connection',
+  'proxy-authorization',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'expect',
+  'sec-websocket-extensions',
+  'host',
+]);
 
 export interface UpgradeOutcome {
   readonly status: number | null;
@@ -71,9 +89,16 @@ export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: D
   if (turnedAway) return rawAnswer(client, turnedAway.status, STATUS_TEXT[turnedAway.status]!, turnedAway.body, turnedAway.headers);
   const t0 = performance.now();
   const origin = proxy.connections.originOf(req.socket);
-  const admission = admit(proxy.policy, proxy.connections.tunnelOf(req.socket), req, String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request', req.headers);
+  const admission = admit(
+    proxy.policy,
+    proxy.connections.tunnelOf(req.socket),
+    req,
+    String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' ? 'websocket' : 'request',
+    req.headers,
+  );
   let uses: readonly CredentialUse[] = NO_CREDENTIALS;
-  const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void => proxy.record(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
+  const record = (outcome: ExchangeOutcome, requestBody?: CapturedBody): void =>
+    proxy.record(admission.request, { ...outcome, credentials: uses }, origin, Math.round(performance.now() - t0), requestBody);
   if (!admission.admitted) {
     rawAnswer(client, admission.status, STATUS_TEXT[admission.status] ?? 'Refused', admission.body);
     return record(admission.outcome);
@@ -90,10 +115,29 @@ export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: D
     rawAnswer(client, 400, STATUS_TEXT[400]!, `capsem: ${message}\n`);
     return record({ decision: 'denied', status: 400, matchedRule: 'proxy.bad-request', error: { kind: 'bad_request', message } });
   }
-  relayUpgrade(proxy.egress, { bodyCap: proxy.bodyCap, frames: proxy.frames }, { req, client, head, dest: { ...dest, path: brokered.path }, headers: brokered.headers, explicit: decision.explicit, t0, idleMs: proxy.idleMs }).then(
+  relayUpgrade(
+    proxy.egress,
+    { bodyCap: proxy.bodyCap, frames: proxy.frames },
+    {
+      req,
+      client,
+      head,
+      dest: { ...dest, path: brokered.path },
+      headers: brokered.headers,
+      explicit: decision.explicit,
+      t0,
+      idleMs: proxy.idleMs,
+    },
+  ).then(
     (outcome) => {
       const request = outcome.websocket && outcome.status === 101 ? admission.request : { ...admission.request, kind: 'request' as const };
-      proxy.record(request, { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses }, origin, Math.round(performance.now() - t0), outcome.requestBody);
+      proxy.record(
+        request,
+        { ...outcome, decision: 'allowed', matchedRule: decision.rule, credentials: uses },
+        origin,
+        Math.round(performance.now() - t0),
+        outcome.requestBody,
+      );
     },
     (err: NodeJS.ErrnoException) => {
       if (err instanceof EgressRefused) {
@@ -116,7 +160,17 @@ function headLines(statusLine: string, headers: IncomingMessage['headers'], drop
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-const unanswered = (error: ExchangeError): UpgradeOutcome => ({ status: null, responseHeaders: null, requestBody: EMPTY_BODY, responseBody: EMPTY_BODY, ttfbMs: null, error, parseError: null, eventId: null, websocket: false });
+const unanswered = (error: ExchangeError): UpgradeOutcome => ({
+  status: null,
+  responseHeaders: null,
+  requestBody: EMPTY_BODY,
+  responseBody: EMPTY_BODY,
+  ttfbMs: null,
+  error,
+  parseError: null,
+  eventId: null,
+  websocket: false,
+});
 const CLIENT_GONE: ExchangeError = { kind: 'client_canceled', message: 'the client closed the connection before the upstream answered' };
 
 /**
@@ -128,7 +182,13 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
   const { req, client, dest } = request;
   let clientGone = false;
   client.once('close', () => (clientGone = true));
-  const dialled = await egress.dial({ host: dest.host, port: dest.port, tls: dest.scheme === 'https', method: req.method ?? 'GET', explicit: request.explicit });
+  const dialled = await egress.dial({
+    host: dest.host,
+    port: dest.port,
+    tls: dest.scheme === 'https',
+    method: req.method ?? 'GET',
+    explicit: request.explicit,
+  });
   if (clientGone) {
     dialled.socket.destroy();
     return unanswered(CLIENT_GONE);
@@ -137,7 +197,13 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
   for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
   return new Promise<UpgradeOutcome>((resolve) => {
     // No agent: given one (even `agent: false`), node:http dials on its own and ignores createConnection.
-    const upstream = httpRequest({ method: req.method, path: dest.path, headers, createConnection: () => dialled.socket, timeout: request.idleMs });
+    const upstream = httpRequest({
+      method: req.method,
+      path: dest.path,
+      headers,
+      createConnection: () => dialled.socket,
+      timeout: request.idleMs,
+    });
     let settled = false;
     const settle = (outcome: UpgradeOutcome): void => {
       if (settled) return;
@@ -149,23 +215,53 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       if (!settled && clientGone) upstream.destroy();
     };
     client.once('close', beforeAnswer);
-    upstream.on('timeout', () => upstream.destroy(Object.assign(new Error(`${dest.host}:${dest.port} did not answer in time`), { code: 'ETIMEDOUT' })));
+    upstream.on('timeout', () =>
+      upstream.destroy(Object.assign(new Error(`${dest.host}:${dest.port} did not answer in time`), { code: 'ETIMEDOUT' })),
+    );
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       client.destroy();
-      settle(unanswered(clientGone ? CLIENT_GONE : { kind: err.code === 'ETIMEDOUT' ? 'upstream_timeout' : 'upstream_error', message: `exchange with ${dest.host}:${dest.port} failed: ${err.code ?? err.message}` }));
+      settle(
+        unanswered(
+          clientGone
+            ? CLIENT_GONE
+            : {
+                kind: err.code === 'ETIMEDOUT' ? 'upstream_timeout' : 'upstream_error',
+                message: `exchange with ${dest.host}:${dest.port} failed: ${err.code ?? err.message}`,
+              },
+        ),
+      );
     });
     upstream.on('response', (res) => {
       // Not switched: an ordinary response, relayed and recorded with its body.
       client.off('close', beforeAnswer);
       const first = ttfb();
       const tap = new BodyTap(sinks.bodyCap);
-      client.write(headLines(`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`, { ...res.headers, connection: 'close' }, new Set(['transfer-encoding', 'keep-alive'])));
+      client.write(
+        headLines(
+          `HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`,
+          { ...res.headers, connection: 'close' },
+          new Set(['transfer-encoding', 'keep-alive']),
+        ),
+      );
       res.on('data', (chunk: Buffer) => tap.push(chunk));
       res.pipe(client);
-      const done = (error: ExchangeError | null): void => settle({ status: res.statusCode ?? null, responseHeaders: res.headers, requestBody: EMPTY_BODY, responseBody: tap.body(), ttfbMs: first, error, parseError: null, eventId: null, websocket: false });
+      const done = (error: ExchangeError | null): void =>
+        settle({
+          status: res.statusCode ?? null,
+          responseHeaders: res.headers,
+          requestBody: EMPTY_BODY,
+          responseBody: tap.body(),
+          ttfbMs: first,
+          error,
+          parseError: null,
+          eventId: null,
+          websocket: false,
+        });
       res.on('end', () => done(null));
       res.on('aborted', () => done({ kind: 'upstream_error', message: 'the upstream ended its response early' }));
-      client.on('close', () => done(res.complete ? null : { kind: 'client_canceled', message: 'the client closed the connection before the response ended' }));
+      client.on('close', () =>
+        done(res.complete ? null : { kind: 'client_canceled', message: 'the client closed the connection before the response ended' }),
+      );
     });
     upstream.on('upgrade', (res, upSocket: Duplex, upHead: Buffer) => {
       client.off('close', beforeAnswer);
@@ -186,7 +282,12 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
         if (settled) return;
         ledger.end();
         settle({
-          status: 101, responseHeaders: res.headers, ttfbMs: first, eventId, websocket, parseError: ledger.parseError,
+          status: 101,
+          responseHeaders: res.headers,
+          ttfbMs: first,
+          eventId,
+          websocket,
+          parseError: ledger.parseError,
           requestBody: { bytes: Buffer.alloc(0), total: ledger.bytesSent, truncated: ledger.bytesSent > 0 },
           responseBody: { bytes: Buffer.alloc(0), total: ledger.bytesReceived, truncated: ledger.bytesReceived > 0 },
           error: failure ? { kind: 'proxy_error', message: failure.message } : null,

@@ -54,7 +54,10 @@ export function startUpstreamClient(options: UpstreamClientOptions): UpstreamCli
   }
 
   const agentOptions = { headersTimeout: options.idleMs, bodyTimeout: options.idleMs, connections: 256 };
-  const pools = (): { explicit: Agent; checked: Agent } => ({ explicit: new Agent({ ...agentOptions, connect: connector(true) }), checked: new Agent({ ...agentOptions, connect: connector(false) }) });
+  const pools = (): { explicit: Agent; checked: Agent } => ({
+    explicit: new Agent({ ...agentOptions, connect: connector(true) }),
+    checked: new Agent({ ...agentOptions, connect: connector(false) }),
+  });
   let agents = pools();
   let generation = options.policyGeneration();
   return {

@@ -60,7 +60,13 @@ export class FsEventRows {
     for (const change of changes) {
       const folder = summarisedFolder(change.path, change.is_dir);
       if (folder === null) {
-        rows.push({ timestamp: new Date(change.ts_ms).toISOString(), action: change.action, path: change.path, size: change.size, entries: null });
+        rows.push({
+          timestamp: new Date(change.ts_ms).toISOString(),
+          action: change.action,
+          path: change.path,
+          size: change.size,
+          entries: null,
+        });
         continue;
       }
       const key = `${change.action}\0${folder}`;
@@ -80,8 +86,16 @@ export class FsEventRows {
 
   /** One row per folder and action for what has been held, by folder, then created, modified, deleted. */
   flush(): FsEventRow[] {
-    const summaries = [...this.pending.values()].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0) || ACTION_ORDER.indexOf(a.action) - ACTION_ORDER.indexOf(b.action));
+    const summaries = [...this.pending.values()].sort(
+      (a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0) || ACTION_ORDER.indexOf(a.action) - ACTION_ORDER.indexOf(b.action),
+    );
     this.pending.clear();
-    return summaries.map((s) => ({ timestamp: new Date(s.firstMs).toISOString(), action: s.action, path: s.folder, size: s.bytes, entries: s.entries }));
+    return summaries.map((s) => ({
+      timestamp: new Date(s.firstMs).toISOString(),
+      action: s.action,
+      path: s.folder,
+      size: s.bytes,
+      entries: s.entries,
+    }));
   }
 }

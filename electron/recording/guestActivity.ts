@@ -59,8 +59,16 @@ export class GuestActivity {
 
   exec(run: ExecRun): void {
     this.writer.append('exec_events', {
-      timestamp: run.started.toISOString(), argv: JSON.stringify(run.argv), cwd: run.cwd ?? null, exit_code: run.status?.code ?? null, signal: run.status?.signal ?? null,
-      duration_ms: run.durationMs, stdout_bytes: run.out.total, stderr_bytes: run.err.total, stdout_preview: previewOf(run.out), stderr_preview: previewOf(run.err),
+      timestamp: run.started.toISOString(),
+      argv: JSON.stringify(run.argv),
+      cwd: run.cwd ?? null,
+      exit_code: run.status?.code ?? null,
+      signal: run.status?.signal ?? null,
+      duration_ms: run.durationMs,
+      stdout_bytes: run.out.total,
+      stderr_bytes: run.err.total,
+      stdout_preview: previewOf(run.out),
+      stderr_preview: previewOf(run.err),
       error_message: run.failure?.message ?? null,
     });
   }

@@ -83,9 +83,18 @@ export interface Recording {
 /** A lookup the guest's DNS answerer answered, as its dns_events row. */
 function dnsRow(lookup: GuestLookup): RowOf<'dns_events'> {
   return {
-    timestamp: lookup.startedAt.toISOString(), name: lookup.name, type: lookup.type, rcode: lookup.rcode,
-    answers: JSON.stringify(lookup.answers), resolved: JSON.stringify(lookup.resolved), decision: lookup.decision,
-    matched_rule: lookup.matchedRule, process_name: lookup.processName, pid: lookup.pid, duration_ms: lookup.durationMs, error_message: lookup.error,
+    timestamp: lookup.startedAt.toISOString(),
+    name: lookup.name,
+    type: lookup.type,
+    rcode: lookup.rcode,
+    answers: JSON.stringify(lookup.answers),
+    resolved: JSON.stringify(lookup.resolved),
+    decision: lookup.decision,
+    matched_rule: lookup.matchedRule,
+    process_name: lookup.processName,
+    pid: lookup.pid,
+    duration_ms: lookup.durationMs,
+    error_message: lookup.error,
   };
 }
 
@@ -120,11 +129,32 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   let credentials: SessionCredentials;
   try {
     credentials = openSessionCredentials({
-      env, store: options.keyStore ?? new HomeKeyStore(home), settings: () => policy.policy.credentials, credentialRefOf: credentialRefOf(credentialRefSecret(home)),
+      env,
+      store: options.keyStore ?? new HomeKeyStore(home),
+      settings: () => policy.policy.credentials,
+      credentialRefOf: credentialRefOf(credentialRefSecret(home)),
     });
     ensurePrivateDir(paths.dir);
-    const meta = { ...options.meta, session_id: session.id, name: session.name ?? '', created_at: session.createdAt, mode: options.mode ?? 'record' };
-    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({ ca, policy, resolve, upstreamCa, bodyCap, onExchange: (ex) => void recorder.record(ex), onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)), frames: recorder, defaultOrigin: options.origin, refusal: () => writer.unwritable, credentials: credentials.broker }));
+    const meta = {
+      ...options.meta,
+      session_id: session.id,
+      name: session.name ?? '',
+      created_at: session.createdAt,
+      mode: options.mode ?? 'record',
+    };
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({
+      ca,
+      policy,
+      resolve,
+      upstreamCa,
+      bodyCap,
+      onExchange: (ex) => void recorder.record(ex),
+      onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)),
+      frames: recorder,
+      defaultOrigin: options.origin,
+      refusal: () => writer.unwritable,
+      credentials: credentials.broker,
+    }));
   } catch (err) {
     stopWatching();
     const reason = `the session did not start: ${(err as Error).message}`;
@@ -207,7 +237,12 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
 }
 
 /** The session's writer, its recorder and the proxy in front of them; whatever opened is closed again when a later part fails. */
-async function openRecorder(dbPath: string, meta: Record<string, string>, bodyCap: number, proxyOptions: (writer: SessionWriter, recorder: ExchangeRecorder) => ProxyOptions) {
+async function openRecorder(
+  dbPath: string,
+  meta: Record<string, string>,
+  bodyCap: number,
+  proxyOptions: (writer: SessionWriter, recorder: ExchangeRecorder) => ProxyOptions,
+) {
   const writer = await SessionWriter.open(dbPath, meta).catch((err: unknown) => {
     throw new Error(`cannot open its database ${dbPath}: ${(err as Error).message}`);
   });

@@ -90,7 +90,9 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
   // two non-ASCII letters whose lowercase is ASCII, U+0130 and U+212A, are not folded there.)
   const likePattern = plainNeedle && /^[\x20-\x7e]+$/.test(needle) ? `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
   const db = store.db;
-  const netRows = db.prepare(`SELECT seq, event_id, request_headers, response_headers, query, status_code, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq FROM net_events WHERE seq > ? AND seq <= ?`);
+  const netRows = db.prepare(
+    `SELECT seq, event_id, request_headers, response_headers, query, status_code, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq FROM net_events WHERE seq > ? AND seq <= ?`,
+  );
   const probes = db.prepare(
     `SELECT n.event_id, b.direction, ${likePattern === null ? '1' : "CAST(b.body AS TEXT) LIKE ? ESCAPE '\\'"} AS maybe
      FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id WHERE n.seq > ? AND n.seq <= ? AND b.body IS NOT NULL ORDER BY n.seq, b.direction`,
@@ -106,7 +108,11 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
     const candidates: Candidate[] = [];
     const bodyHits = new Set<string>();
     requestVerdicts.clear();
-    for (const probe of (likePattern === null ? probes.all(lo, hi) : probes.all(likePattern, lo, hi)) as { event_id: string; direction: string; maybe: number }[]) {
+    for (const probe of (likePattern === null ? probes.all(lo, hi) : probes.all(likePattern, lo, hi)) as {
+      event_id: string;
+      direction: string;
+      maybe: number;
+    }[]) {
       const verdict = probe.maybe ? searchBody(store.bodyBytes(probe.event_id, probe.direction), needle, plainNeedle) : { hit: false };
       if (probe.direction === 'request') requestVerdicts.set(probe.event_id, verdict);
       if (verdict.hit) bodyHits.add(`${probe.event_id}\u0000${probe.direction}`);
@@ -159,7 +165,10 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
             for (const c of view.historyToolCalls) parts.push(c.name, c.arguments);
           }
           const seq = row.seq as number;
-          return [...(matches(parts, needle) ? [requestSeqOf(seq)] : []), ...(matches(toolCalls.get(row.id as number) ?? [], needle) ? [finalSeqOf(seq)] : [])];
+          return [
+            ...(matches(parts, needle) ? [requestSeqOf(seq)] : []),
+            ...(matches(toolCalls.get(row.id as number) ?? [], needle) ? [finalSeqOf(seq)] : []),
+          ];
         },
       });
     }

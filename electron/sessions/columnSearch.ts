@@ -14,8 +14,18 @@ export function containsPattern(needle: string): string {
 }
 
 const SOURCES: readonly { kind: TableKind; table: string; seq: string; columns: readonly string[] }[] = [
-  { kind: 'net', table: 'net_events', seq: 'seq', columns: ['domain', 'path', 'query', 'request_body_preview', 'response_body_preview', 'error_message'] },
-  { kind: 'model', table: 'model_calls', seq: 'seq', columns: ['model', 'text_content', 'thinking_content', 'request_body_preview', 'system_prompt_preview'] },
+  {
+    kind: 'net',
+    table: 'net_events',
+    seq: 'seq',
+    columns: ['domain', 'path', 'query', 'request_body_preview', 'response_body_preview', 'error_message'],
+  },
+  {
+    kind: 'model',
+    table: 'model_calls',
+    seq: 'seq',
+    columns: ['model', 'text_content', 'thinking_content', 'request_body_preview', 'system_prompt_preview'],
+  },
   { kind: 'tool', table: 'tool_calls', seq: 'seq', columns: ['tool_name', 'arguments', 'response_preview', 'error_message'] },
   { kind: 'file', table: 'fs_events', seq: 'seq', columns: ['path'] },
   { kind: 'exec', table: 'exec_events', seq: 'id', columns: ['argv', 'stdout_preview', 'stderr_preview', 'error_message'] },
@@ -38,11 +48,18 @@ export function searchColumns(session: OpenSession, query: string): SearchHit[] 
     if (!tables.has(source.table)) continue;
     const where = source.columns.map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR ');
     const rows = session.store.db
-      .prepare(`SELECT ${source.seq} AS seq, timestamp AS at, ${source.columns.join(', ')} FROM ${source.table} WHERE ${where} ORDER BY ${source.seq} LIMIT ?`)
+      .prepare(
+        `SELECT ${source.seq} AS seq, timestamp AS at, ${source.columns.join(', ')} FROM ${source.table} WHERE ${where} ORDER BY ${source.seq} LIMIT ?`,
+      )
       .all(...source.columns.map(() => pattern), MAX_HITS) as Record<string, string | number | null>[];
     for (const row of rows) {
       const found = source.columns.map((c) => row[c]).find((v): v is string => typeof v === 'string' && v.toLowerCase().includes(needle));
-      hits.push({ kind: source.kind, seq: Number(row.seq), at: String(row.at), snippet: snippet(found ?? String(row[source.columns[0]!] ?? ''), needle) });
+      hits.push({
+        kind: source.kind,
+        seq: Number(row.seq),
+        at: String(row.at),
+        snippet: snippet(found ?? String(row[source.columns[0]!] ?? ''), needle),
+      });
     }
   }
   return hits.sort((a, b) => a.at.localeCompare(b.at) || a.seq - b.seq).slice(0, MAX_HITS);

@@ -4,7 +4,8 @@ import type { OpenSession } from './sessionStores.ts';
 // sessions.cost: spend by provider and model, with the prompt-cache tokens the usage details
 // record, and the running total after each model call for the cost-over-time chart.
 
-const cache = (key: string): string => `coalesce(sum(CASE WHEN json_valid(usage_details) THEN json_extract(usage_details, '$.${key}') END), 0)`;
+const cache = (key: string): string =>
+  `coalesce(sum(CASE WHEN json_valid(usage_details) THEN json_extract(usage_details, '$.${key}') END), 0)`;
 
 export function sessionCost(session: OpenSession): Cost {
   if (!session.tables().has('model_calls')) return { byModel: [], cumulative: [] };
@@ -19,7 +20,9 @@ export function sessionCost(session: OpenSession): Cost {
     .all() as Cost['byModel'];
   const cumulative: Cost['cumulative'] = [];
   let total = 0;
-  for (const row of db.prepare('SELECT timestamp AS at, coalesce(estimated_cost_usd, 0) AS cost FROM model_calls ORDER BY seq').iterate() as IterableIterator<{ at: string; cost: number }>) {
+  for (const row of db
+    .prepare('SELECT timestamp AS at, coalesce(estimated_cost_usd, 0) AS cost FROM model_calls ORDER BY seq')
+    .iterate() as IterableIterator<{ at: string; cost: number }>) {
     total += row.cost;
     cumulative.push({ at: row.at, costUsd: total });
   }

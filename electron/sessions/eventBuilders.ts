@@ -1,4 +1,13 @@
-import type { Inference, Invocation, JsonObject, Mcp, RawCapture, SessionEvent, ToolCallView, ToolResultView } from '../contract/sessionEvent.ts';
+import type {
+  Inference,
+  Invocation,
+  JsonObject,
+  Mcp,
+  RawCapture,
+  SessionEvent,
+  ToolCallView,
+  ToolResultView,
+} from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { providerNamed, requestView } from '../telemetry/providers/index.ts';
 import { isObject, lenientJson } from '../telemetry/json.ts';
@@ -12,7 +21,8 @@ import { wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 export type Row = Record<string, unknown>;
 
 export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
-export const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined);
+export const int = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined;
 
 function decodedPath(path: string | undefined): string | undefined {
   if (path === undefined) return undefined;
@@ -24,8 +34,15 @@ function decodedPath(path: string | undefined): string | undefined {
   }
 }
 
-function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: SessionEvent['phase'], slot: EventPhaseSlot, requestId?: string): SessionEvent {
-  return ({
+function base(
+  sessionId: string,
+  row: Row,
+  kind: SessionEvent['kind'],
+  phase: SessionEvent['phase'],
+  slot: EventPhaseSlot,
+  requestId?: string,
+): SessionEvent {
+  return {
     sessionId,
     seq: wireSeqOf(int(row.seq)!, slot),
     at: String(row.timestamp),
@@ -36,13 +53,13 @@ function base(sessionId: string, row: Row, kind: SessionEvent['kind'], phase: Se
     eventId: String(row.event_id),
     traceId: text(row.trace_id),
     turnId: text(row.turn_id),
-  });
+  };
 }
 
 function processOf(row: Row): SessionEvent['process'] {
   const name = text(row.process_name);
   const pid = int(row.pid);
-  return name === undefined && pid === undefined ? undefined : ({ name, pid });
+  return name === undefined && pid === undefined ? undefined : { name, pid };
 }
 
 /** The coding agents we know by the product token their User-Agent starts with. */
@@ -102,14 +119,14 @@ const MCP_ACTIONS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 /** The JSON-RPC call an exchange carried, as its request (method, id, params) or its answer (result or error). */
 function mcpView(message: McpMessage, slot: EventPhaseSlot, full: boolean): Mcp {
   const error = message.rpcError;
-  return ({
+  return {
     method: message.method,
     rpcId: message.id,
     params: slot === 'request' && full ? asJsonObject(message.params) : undefined,
     result: slot === 'final' && full ? asJsonObject(message.result) : undefined,
     error: slot === 'final' && error ? { code: int(error.code), message: text(error.message) ?? 'error', data: error.data } : undefined,
     isAction: MCP_ACTIONS.has(message.method) ? (true as const) : undefined,
-  });
+  };
 }
 
 /** One exchange's event for its phase: the request as sent, or the response (or denial) that ended it. */
@@ -117,7 +134,7 @@ export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp
   const denied = row.decision === 'denied';
   const status = int(row.status_code);
   const request = slot === 'request';
-  return ({
+  return {
     ...base(sessionId, row, 'http', request ? 'request' : denied ? 'denied' : 'response', slot, String(row.event_id)),
     host: hostOf(String(row.domain), int(row.port), text(row.conn_type)),
     statusCode: request ? undefined : status,
@@ -135,7 +152,7 @@ export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp
     matchedRule: text(row.matched_rule),
     mcp: mcp ? mcpView(mcp, slot, full) : undefined,
     error: request ? undefined : errorOf(text(row.error_kind), text(row.error_message), status),
-  });
+  };
 }
 
 export interface ModelCallContext {
@@ -159,8 +176,11 @@ function tokens(row: Row): Partial<Inference> {
   const reasoning = int(usage.thinking ?? usage.reasoning);
   const kinds = [input, cacheRead, cacheWrite, output, reasoning];
   const presentKinds = kinds.reduce<number>((mask, v, i) => (v === undefined ? mask : mask | (1 << i)), 0);
-  const prompt = input === undefined && cacheRead === undefined && cacheWrite === undefined ? undefined : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
-  return ({
+  const prompt =
+    input === undefined && cacheRead === undefined && cacheWrite === undefined
+      ? undefined
+      : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
+  return {
     inputTokens: input,
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
@@ -170,17 +190,19 @@ function tokens(row: Row): Partial<Inference> {
     promptTokens: prompt,
     completionTokens: output,
     totalTokens: prompt === undefined && output === undefined ? undefined : (prompt ?? 0) + (output ?? 0),
-  });
+  };
 }
 
 /** What the request asked the model: the conversation, the tools, the settings. */
 function requestInference(provider: string, path: string, row: Row, context: ModelCallContext): Partial<Inference> {
   if (!context.full) return { messageCount: int(row.messages_count) || undefined, toolCount: int(row.tools_count) || undefined };
   const view = requestView(provider, path, context.requestBody ?? {});
-  const recorded: ToolResultView[] = context.toolResults.map((r) =>
-    ({ toolUseId: String(r.call_id), content: text(r.content) ?? text(r.content_preview) ?? '', isError: int(r.is_error) === 1 ? true : undefined }),
-  );
-  return ({
+  const recorded: ToolResultView[] = context.toolResults.map((r) => ({
+    toolUseId: String(r.call_id),
+    content: text(r.content) ?? text(r.content_preview) ?? '',
+    isError: int(r.is_error) === 1 ? true : undefined,
+  }));
+  return {
     messages: view.messages,
     tools: view.tools,
     toolChoice: view.toolChoice,
@@ -189,13 +211,17 @@ function requestInference(provider: string, path: string, row: Row, context: Mod
     temperature: view.temperature,
     maxTokens: view.maxTokens,
     topP: view.topP,
-  });
+  };
 }
 
 /** What the model answered: its text, its tool calls, its tokens and their cost. */
 function responseInference(row: Row, context: ModelCallContext): Partial<Inference> {
-  const toolCalls: ToolCallView[] = context.toolCalls.map((t) => ({ id: String(t.call_id), name: String(t.tool_name), arguments: text(t.arguments) ?? '{}' }));
-  return ({
+  const toolCalls: ToolCallView[] = context.toolCalls.map((t) => ({
+    id: String(t.call_id),
+    name: String(t.tool_name),
+    arguments: text(t.arguments) ?? '{}',
+  }));
+  return {
     toolCalls: context.full ? toolCalls : undefined,
     streamedResponse: int(row.stream) === 1,
     completion: text(row.text_content),
@@ -204,7 +230,7 @@ function responseInference(row: Row, context: ModelCallContext): Partial<Inferen
     messageId: text(row.message_id),
     ...tokens(row),
     costUsd: typeof row.estimated_cost_usd === 'number' ? row.estimated_cost_usd : undefined,
-  });
+  };
 }
 
 /** A model call's exchange for its phase, with the inference fields the spec puts on that phase. */
@@ -214,14 +240,14 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
   const status = int(row.status_code);
   const request = slot === 'request';
   const exchange = text(row.net_event_id) ?? String(row.event_id);
-  const inference: Inference = ({
+  const inference: Inference = {
     provider,
     model: text(row.model),
     ...(request ? requestInference(provider, path, row, context) : responseInference(row, context)),
     stream: request && int(row.stream) === 1 ? (true as const) : undefined,
     isAction: true as const,
-  });
-  return ({
+  };
+  return {
     ...base(sessionId, row, 'model', request ? 'request' : 'response', slot, exchange),
     host: text(row.host) ?? providerNamed(provider)?.host,
     statusCode: request ? undefined : status,
@@ -235,9 +261,13 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
     client: clientOf(row),
     invocations: request ? invocationsOf(row, 'inference') : undefined,
     inference,
-    error: request ? undefined : (errorOf(text(row.error_kind), text(row.error_message), status) ??
-      (status !== undefined && status >= 400 ? { kind: 'upstream_error', message: `the model API answered ${status}`, code: status } : undefined)),
-  });
+    error: request
+      ? undefined
+      : (errorOf(text(row.error_kind), text(row.error_message), status) ??
+        (status !== undefined && status >= 400
+          ? { kind: 'upstream_error', message: `the model API answered ${status}`, code: status }
+          : undefined)),
+  };
 }
 
 export interface ToolContext {
@@ -245,18 +275,19 @@ export interface ToolContext {
 }
 
 /** A call points at the response that asked for it, a result at the request that carried it back. */
-const modelSeq = (rowSeq: number | undefined, slot: EventPhaseSlot): number | undefined => (rowSeq === undefined ? undefined : wireSeqOf(rowSeq, slot));
+const modelSeq = (rowSeq: number | undefined, slot: EventPhaseSlot): number | undefined =>
+  rowSeq === undefined ? undefined : wireSeqOf(rowSeq, slot);
 
 /** A tool call the model asked for: one event, in the slot after the response that carried it. */
 export function toolCallEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
   const error = text(row.error_message);
-  return ({
+  return {
     ...base(sessionId, row, 'tool_call', row.decision === 'denied' ? 'denied' : 'request', 'final'),
     durationMs: int(row.duration_ms),
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.policy_rule),
-    tool: ({
+    tool: {
       callId: String(row.call_id),
       name: text(row.tool_name),
       origin: text(row.origin) ?? 'native',
@@ -264,29 +295,29 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
       arguments: text(row.arguments),
       resultPreview: text(row.response_preview),
       modelCallSeq: modelSeq(context.modelCallSeq, 'final'),
-    }),
+    },
     error: error ? { kind: 'tool_error', message: error } : undefined,
-  });
+  };
 }
 
 export function toolResultEvent(sessionId: string, row: Row, context: ToolContext): SessionEvent {
-  return ({
+  return {
     ...base(sessionId, row, 'tool_result', 'response', 'final'),
-    tool: ({
+    tool: {
       callId: String(row.call_id),
       resultPreview: text(row.content_preview),
       isError: int(row.is_error) === 1 ? true : undefined,
       modelCallSeq: modelSeq(context.modelCallSeq, 'request'),
-    }),
-  });
+    },
+  };
 }
 
 export function fileEvent(sessionId: string, row: Row): SessionEvent {
-  return ({
+  return {
     ...base(sessionId, row, 'file', 'response', 'final'),
     direction: undefined,
-    file: ({ action: String(row.action), path: String(row.path), size: int(row.size) }),
-  });
+    file: { action: String(row.action), path: String(row.path), size: int(row.size) },
+  };
 }
 
 /** A JSON array of strings as stored by the recorder; anything else reads as empty. */
@@ -297,16 +328,22 @@ function stringList(value: unknown): string[] {
 
 export function dnsEvent(sessionId: string, row: Row): SessionEvent {
   const denied = row.decision === 'denied';
-  return ({
+  return {
     ...base(sessionId, row, 'dns', denied ? 'denied' : 'response', 'final'),
     host: String(row.name),
     durationMs: int(row.duration_ms),
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.matched_rule),
-    dns: ({ name: String(row.name), type: String(row.type), rcode: String(row.rcode), answers: stringList(row.answers), resolved: stringList(row.resolved) }),
+    dns: {
+      name: String(row.name),
+      type: String(row.type),
+      rcode: String(row.rcode),
+      answers: stringList(row.answers),
+      resolved: stringList(row.resolved),
+    },
     error: text(row.error_message) ? { kind: denied ? 'destination_denied' : 'dns_failed', message: String(row.error_message) } : undefined,
-  });
+  };
 }
 
 /** Strict UTF-8 decode; a body that is not valid UTF-8 (every compressed body) goes as base64. */
@@ -324,18 +361,23 @@ export function rawCapture(netRow: Row | undefined, blobs: readonly Row[], slot:
   if (!netRow && blobs.length === 0) return undefined;
   if (slot === 'request') {
     const req = bodyField(blobs.find((b) => b.direction === 'request')?.body as Uint8Array | undefined);
-    return ({ request: req.text, requestBase64: req.base64, requestHeaders: lenientJson(netRow?.request_headers), query: text(netRow?.query) });
+    return {
+      request: req.text,
+      requestBase64: req.base64,
+      requestHeaders: lenientJson(netRow?.request_headers),
+      query: text(netRow?.query),
+    };
   }
   const response = blobs.find((b) => b.direction === 'response');
   if (!netRow && !response) return undefined;
   const res = bodyField(response?.body as Uint8Array | undefined);
-  return ({
-    response: ({
+  return {
+    response: {
       status: int(netRow?.status_code),
       headers: lenientJson(netRow?.response_headers),
       body: res.text,
       bodyBase64: res.base64,
       truncated: int(response?.truncated) === 1,
-    }),
-  });
+    },
+  };
 }

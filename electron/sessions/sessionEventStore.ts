@@ -10,7 +10,6 @@ import { finalSeqOf, rowSlotOf, wireSeqOf, type EventPhaseSlot } from './eventSe
 // kind of event; a page is a merge of their seq indexes, and each event is built on its own, so
 // memory follows one event, not the page.
 
-
 export interface EventRef {
   /** The event's wire seq. */
   readonly seq: number;
@@ -28,8 +27,10 @@ export interface EventOptions {
 }
 
 /** A model call's exchange row is written just before it, so the seq index finds it. */
-const fromExchange = (column: string): string => `(SELECT n.${column} FROM net_events n WHERE n.seq = model_calls.seq - 1 AND n.event_id = model_calls.net_event_id) AS ${column}`;
-const credentialOutcomes = (eventId: string): string => `(SELECT group_concat(s.outcome) FROM substitution_events s WHERE s.net_event_id = ${eventId}) AS credential_outcomes`;
+const fromExchange = (column: string): string =>
+  `(SELECT n.${column} FROM net_events n WHERE n.seq = model_calls.seq - 1 AND n.event_id = model_calls.net_event_id) AS ${column}`;
+const credentialOutcomes = (eventId: string): string =>
+  `(SELECT group_concat(s.outcome) FROM substitution_events s WHERE s.net_event_id = ${eventId}) AS credential_outcomes`;
 
 const IDENTITY = 'id, seq, event_id, trace_id, turn_id, timestamp';
 const MODEL_CALL_SEQ = '(SELECT m.seq FROM model_calls m WHERE m.id = model_call_id) AS model_call_seq';
@@ -48,7 +49,8 @@ const TOLD_BY_MODEL_CALL = 'EXISTS (SELECT 1 FROM model_calls m WHERE m.seq = ne
 export const EXCHANGE_EVENT_ROW_SEQ = `CASE WHEN ${TOLD_BY_MODEL_CALL} THEN net_events.seq + 1 ELSE net_events.seq END`;
 
 /** On tool_calls: an MCP call has no event of its own; its exchange, written just before it, tells it. */
-export const MCP_CALL_EXCHANGE_SEQ = "CASE WHEN tool_calls.origin = 'mcp' THEN (SELECT max(n.seq) FROM net_events n WHERE n.seq < tool_calls.seq) END";
+export const MCP_CALL_EXCHANGE_SEQ =
+  "CASE WHEN tool_calls.origin = 'mcp' THEN (SELECT max(n.seq) FROM net_events n WHERE n.seq < tool_calls.seq) END";
 
 /**
  * Which rows are events, and which slots each fills. An exchange is two events (request, then
@@ -71,7 +73,8 @@ const unionOfRows = (where: string): string =>
  * A JSON body naming a method or JSON-RPC early (every MCP SDK writes one of the two first) may be
  * an MCP call: only those have their bodies read to find out, so other events cost no body read.
  */
-const mayBeJsonRpc = (preview: unknown): boolean => typeof preview === 'string' && /^\s*[[{]/.test(preview) && /"(jsonrpc|method)"\s*:/.test(preview);
+const mayBeJsonRpc = (preview: unknown): boolean =>
+  typeof preview === 'string' && /^\s*[[{]/.test(preview) && /"(jsonrpc|method)"\s*:/.test(preview);
 
 function parseBody(body: unknown): unknown {
   if (!(body instanceof Uint8Array)) return undefined;
@@ -114,7 +117,10 @@ export class SessionEventStore {
 
   /** The newest row seq (the app's tables count rows). */
   newestSeq(): number {
-    return SEQUENCED_TABLES.reduce((max, t) => Math.max(max, (this.stmt(`SELECT max(seq) AS m FROM ${t}`).get() as { m: number | null }).m ?? 0), 0);
+    return SEQUENCED_TABLES.reduce(
+      (max, t) => Math.max(max, (this.stmt(`SELECT max(seq) AS m FROM ${t}`).get() as { m: number | null }).m ?? 0),
+      0,
+    );
   }
 
   /** The newest wire seq the session's rows hold: no event of theirs is above it. */
@@ -129,7 +135,11 @@ export class SessionEventStore {
     let newest = 0;
     for (const t of SEQUENCED_TABLES) {
       const { where, slots } = EVENT_ROWS[t];
-      const row = this.stmt(`SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM ${t} WHERE ${where}`).get() as { n: number; lo: number | null; hi: number | null };
+      const row = this.stmt(`SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM ${t} WHERE ${where}`).get() as {
+        n: number;
+        lo: number | null;
+        hi: number | null;
+      };
       total += row.n * slots.length;
       if (row.lo !== null) oldest = Math.min(oldest, wireSeqOf(row.lo, slots[0]!));
       if (row.hi !== null) newest = Math.max(newest, finalSeqOf(row.hi));
@@ -151,7 +161,10 @@ export class SessionEventStore {
   page(before: number | undefined, limit: number): EventRef[] {
     const rowBound = before === undefined ? Number.MAX_SAFE_INTEGER : Math.floor(before / 2);
     const refs = this.refs(`${unionOfRows('seq <= ?')} ORDER BY seq DESC LIMIT ?`, ...SEQUENCED_TABLES.map(() => rowBound), limit + 1);
-    return refs.sort((a, b) => a.seq - b.seq).filter((r) => before === undefined || r.seq < before).slice(-limit);
+    return refs
+      .sort((a, b) => a.seq - b.seq)
+      .filter((r) => before === undefined || r.seq < before)
+      .slice(-limit);
   }
 
   /** Events after `seq`, oldest first, at most `limit`. */
@@ -176,7 +189,8 @@ export class SessionEventStore {
     const lo = refs[0]!.rowSeq;
     const hi = refs.at(-1)!.rowSeq;
     for (const table of new Set(refs.map((r) => r.table))) {
-      for (const row of this.stmt(`SELECT ${EVENT_COLUMNS[table]} FROM ${table} WHERE seq >= ? AND seq <= ?`).all(lo, hi) as Row[]) out.set(row.seq as number, row);
+      for (const row of this.stmt(`SELECT ${EVENT_COLUMNS[table]} FROM ${table} WHERE seq >= ? AND seq <= ?`).all(lo, hi) as Row[])
+        out.set(row.seq as number, row);
     }
     return out;
   }
@@ -193,16 +207,21 @@ export class SessionEventStore {
   }
 
   toolCallsOf(modelCallId: unknown): Row[] {
-    return this.stmt('SELECT call_id, tool_name, arguments FROM tool_calls WHERE model_call_id = ? ORDER BY call_index').all(modelCallId) as Row[];
+    return this.stmt('SELECT call_id, tool_name, arguments FROM tool_calls WHERE model_call_id = ? ORDER BY call_index').all(
+      modelCallId,
+    ) as Row[];
   }
 
   /** The captured bodies of an exchange: a model call's are stored under its HTTP exchange's event_id. */
   blobs(eventId: string): Row[] {
-    return this.stmt('SELECT direction, body, truncated, original_bytes, content_type FROM event_body_blobs WHERE event_id = ? ORDER BY direction').all(eventId) as Row[];
+    return this.stmt(
+      'SELECT direction, body, truncated, original_bytes, content_type FROM event_body_blobs WHERE event_id = ? ORDER BY direction',
+    ).all(eventId) as Row[];
   }
 
   bodyBytes(eventId: string, direction: string): Uint8Array | undefined {
-    const row = this.stmt('SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = ? LIMIT 1').get(eventId, direction) as { body: Uint8Array | null } | undefined;
+    const row = this.stmt('SELECT body FROM event_body_blobs WHERE event_id = ? AND direction = ? LIMIT 1').get(eventId, direction) as
+      { body: Uint8Array | null } | undefined;
     return row?.body ?? undefined;
   }
 
@@ -214,7 +233,9 @@ export class SessionEventStore {
   private mcpMessage(row: Row): McpMessage | undefined {
     if (!mayBeJsonRpc(row.request_body_preview)) return undefined;
     const eventId = String(row.event_id);
-    const response = this.stmt("SELECT body, content_type FROM event_body_blobs WHERE event_id = ? AND direction = 'response' LIMIT 1").get(eventId) as { body: Uint8Array | null; content_type: string | null } | undefined;
+    const response = this.stmt("SELECT body, content_type FROM event_body_blobs WHERE event_id = ? AND direction = 'response' LIMIT 1").get(
+      eventId,
+    ) as { body: Uint8Array | null; content_type: string | null } | undefined;
     return parseMcpExchange(this.requestBody(eventId), response?.content_type ?? undefined, response?.body ?? new Uint8Array())[0];
   }
 
@@ -230,14 +251,25 @@ export class SessionEventStore {
         const exchange = typeof row.net_event_id === 'string' ? row.net_event_id : String(row.event_id);
         const full = options.full;
         const request = ref.slot === 'request';
-        const event = modelEvent(id, row, {
-          full,
-          requestBody: full && request ? this.requestBody(exchange) : undefined,
-          toolCalls: full && !request ? this.toolCallsOf(row.id) : [],
-          toolResults: full && request ? (this.stmt('SELECT call_id, content_preview, is_error FROM tool_responses WHERE model_call_id = ? ORDER BY id').all(row.id) as Row[]) : [],
-        }, ref.slot);
+        const event = modelEvent(
+          id,
+          row,
+          {
+            full,
+            requestBody: full && request ? this.requestBody(exchange) : undefined,
+            toolCalls: full && !request ? this.toolCallsOf(row.id) : [],
+            toolResults:
+              full && request
+                ? (this.stmt('SELECT call_id, content_preview, is_error FROM tool_responses WHERE model_call_id = ? ORDER BY id').all(
+                    row.id,
+                  ) as Row[])
+                : [],
+          },
+          ref.slot,
+        );
         if (options.raw) {
-          const netRow = this.stmt('SELECT * FROM net_events WHERE seq = ? AND event_id = ?').get(ref.rowSeq - 1, exchange) as Row | undefined;
+          const netRow = this.stmt('SELECT * FROM net_events WHERE seq = ? AND event_id = ?').get(ref.rowSeq - 1, exchange) as
+            Row | undefined;
           event.raw = rawCapture(netRow, this.blobs(exchange), ref.slot);
         }
         return event;

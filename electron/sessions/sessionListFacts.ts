@@ -37,19 +37,28 @@ const PROMPT_SEARCH_CALLS = 8;
 
 function scalar<T>(db: Database.Database, tables: ReadonlySet<string>, table: string, sql: string): T | undefined {
   if (!tables.has(table)) return undefined;
-  return ((db.prepare(sql).get() as { v: T | null } | undefined)?.v ?? undefined);
+  return (db.prepare(sql).get() as { v: T | null } | undefined)?.v ?? undefined;
 }
 
 export function readListFacts(store: SessionEventStore, tables: ReadonlySet<string>): SessionListFacts {
   const { db } = store;
-  const totalTokens = scalar<number>(db, tables, 'model_calls', `SELECT sum(${PROMPT_TOKENS} + coalesce(output_tokens, 0)) AS v FROM model_calls WHERE ${HAS_TOKENS}`);
+  const totalTokens = scalar<number>(
+    db,
+    tables,
+    'model_calls',
+    `SELECT sum(${PROMPT_TOKENS} + coalesce(output_tokens, 0)) AS v FROM model_calls WHERE ${HAS_TOKENS}`,
+  );
   const lastRequestAt = scalar<string>(db, tables, 'net_events', 'SELECT max(timestamp) AS v FROM net_events');
   const procs = tables.has('net_events')
-    ? (db.prepare('SELECT pid FROM net_events WHERE pid IS NOT NULL GROUP BY pid ORDER BY min(seq)').all() as { pid: number }[]).map((r) => String(r.pid))
+    ? (db.prepare('SELECT pid FROM net_events WHERE pid IS NOT NULL GROUP BY pid ORDER BY min(seq)').all() as { pid: number }[]).map((r) =>
+        String(r.pid),
+      )
     : [];
   const context = tables.has('model_calls')
     ? (db
-        .prepare(`SELECT timestamp AS at, messages_count AS msgs, ${PROMPT_TOKENS} AS tokens FROM model_calls WHERE tools_count > 0 AND messages_count > 0 AND ${HAS_TOKENS} ORDER BY messages_count DESC, seq DESC LIMIT 1`)
+        .prepare(
+          `SELECT timestamp AS at, messages_count AS msgs, ${PROMPT_TOKENS} AS tokens FROM model_calls WHERE tools_count > 0 AND messages_count > 0 AND ${HAS_TOKENS} ORDER BY messages_count DESC, seq DESC LIMIT 1`,
+        )
         .get() as { at: string; msgs: number; tokens: number } | undefined)
     : undefined;
   return {
@@ -63,7 +72,11 @@ export function readListFacts(store: SessionEventStore, tables: ReadonlySet<stri
 /** The title of the session's first user prompt that has words of its own; undefined while it has none. */
 export function firstPromptTitle(store: SessionEventStore, tables: ReadonlySet<string>): string | undefined {
   if (!tables.has('model_calls')) return undefined;
-  const calls = store.db.prepare(`SELECT provider, path, coalesce(net_event_id, event_id) AS exchange FROM model_calls ORDER BY seq LIMIT ${PROMPT_SEARCH_CALLS}`).all() as { provider: string; path: string; exchange: string }[];
+  const calls = store.db
+    .prepare(
+      `SELECT provider, path, coalesce(net_event_id, event_id) AS exchange FROM model_calls ORDER BY seq LIMIT ${PROMPT_SEARCH_CALLS}`,
+    )
+    .all() as { provider: string; path: string; exchange: string }[];
   for (const call of calls) {
     const { messages } = requestView(call.provider, call.path, store.requestBody(call.exchange));
     for (const m of messages) {

@@ -47,7 +47,8 @@ export class SessionStores {
       tableCache: null,
       tables() {
         const version = store.dataVersion();
-        if (!entry.tableCache || (entry.tableCache.tables.size === 0 && entry.tableCache.version !== version)) entry.tableCache = { version, tables: existingTables(store.db) };
+        if (!entry.tableCache || (entry.tableCache.tables.size === 0 && entry.tableCache.version !== version))
+          entry.tableCache = { version, tables: existingTables(store.db) };
         return entry.tableCache.tables;
       },
     };

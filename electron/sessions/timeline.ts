@@ -63,7 +63,9 @@ export function toolPreview(argumentsJson: unknown): string | undefined {
   }
   if (typeof args !== 'object' || args === null) return undefined;
   const a = args as Record<string, unknown>;
-  const pick = [a.command, a.file_path, a.path, a.pattern, a.description, a.url, a.query].find((v) => typeof v === 'string' && v.length > 0);
+  const pick = [a.command, a.file_path, a.path, a.pattern, a.description, a.url, a.query].find(
+    (v) => typeof v === 'string' && v.length > 0,
+  );
   return typeof pick === 'string' ? pick.slice(0, 80) : undefined;
 }
 
@@ -84,7 +86,15 @@ export function buildTimeline(input: TimelineInput): Timeline {
     const status = int(r.status_code);
     const finish = text(r.stop_reason);
     const failed = (status !== undefined && status >= 400) || (finish === undefined && input.ended);
-    return { agent: 'main', start: String(r.timestamp), end: plus(String(r.timestamp), int(r.duration_ms)), seq: int(r.seq)!, ...(finish ? { finish } : {}), ...(text(r.model) ? { model: String(r.model) } : {}), ...(failed ? { error: true as const } : {}) };
+    return {
+      agent: 'main',
+      start: String(r.timestamp),
+      end: plus(String(r.timestamp), int(r.duration_ms)),
+      seq: int(r.seq)!,
+      ...(finish ? { finish } : {}),
+      ...(text(r.model) ? { model: String(r.model) } : {}),
+      ...(failed ? { error: true as const } : {}),
+    };
   });
   const firstResult = new Map<string, string>();
   for (const r of input.toolResponses) {
@@ -106,8 +116,14 @@ export function buildTimeline(input: TimelineInput): Timeline {
   });
   const hosts: HostSpan[] = input.netEvents.map((r) => {
     const path = text(r.path)?.split('?')[0] ?? '';
-    const kind: HostSpan['kind'] = r.conn_type === 'tunnel' ? 'tunnel' : detectModelApi(path) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
-    const span: HostSpan = { host: hostOf(String(r.domain), int(r.port), text(r.conn_type)), kind, start: String(r.timestamp), seq: int(r.seq)! };
+    const kind: HostSpan['kind'] =
+      r.conn_type === 'tunnel' ? 'tunnel' : detectModelApi(path) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
+    const span: HostSpan = {
+      host: hostOf(String(r.domain), int(r.port), text(r.conn_type)),
+      kind,
+      start: String(r.timestamp),
+      seq: int(r.seq)!,
+    };
     const status = int(r.status_code);
     if (status !== undefined) {
       span.status = status;
@@ -139,7 +155,12 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
   const lo = from === undefined ? -Infinity : Date.parse(from);
   const hi = to === undefined ? Infinity : Date.parse(to);
   const overlaps = (s: Span): boolean => Date.parse(s.start) <= hi && Date.parse(s.end ?? '9999-12-31T00:00:00Z') >= lo;
-  return { ...timeline, turns: timeline.turns.filter(overlaps), tools: timeline.tools.filter(overlaps), hosts: timeline.hosts.filter(overlaps) };
+  return {
+    ...timeline,
+    turns: timeline.turns.filter(overlaps),
+    tools: timeline.tools.filter(overlaps),
+    hosts: timeline.hosts.filter(overlaps),
+  };
 }
 
 const COLUMNS = {
@@ -159,7 +180,8 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
   const newest = store.newestEventSeq();
   const truncated = newest > maxEvents && store.bounds().total > maxEvents;
   const floor = truncated ? store.page(undefined, maxEvents)[0]!.rowSeq : 0;
-  const rows = (table: keyof typeof COLUMNS): Row[] => store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
+  const rows = (table: keyof typeof COLUMNS): Row[] =>
+    store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
   return buildTimeline({
     sessionId: store.sessionId,
     lastSeq: newest,

@@ -92,7 +92,14 @@ interface Inference {
 }
 
 /** Priceable: a model and tokens. Priced: priceable, and the pricing data knows the model. */
-function inferenceOf(provider: string, model: string | undefined, tokens: number, costUsd: number, calls: number, known: PriceKnown): Inference {
+function inferenceOf(
+  provider: string,
+  model: string | undefined,
+  tokens: number,
+  costUsd: number,
+  calls: number,
+  known: PriceKnown,
+): Inference {
   const priceable = model !== undefined && tokens > 0 ? calls : 0;
   const priced = priceable > 0 && known(provider, model!) ? calls : 0;
   return { model, tokens, costMicros: priced ? Math.round(costUsd * 1e6) : 0, priced, priceable };
@@ -120,7 +127,8 @@ export function requestRecords(session: string, nets: readonly NetRow[], calls: 
   const loose: CallRow[] = [];
   const netIds = new Set(nets.map((n) => n.event_id));
   for (const call of calls) {
-    if (call.net_event_id !== null && netIds.has(call.net_event_id)) byNet.set(call.net_event_id, [...(byNet.get(call.net_event_id) ?? []), call]);
+    if (call.net_event_id !== null && netIds.has(call.net_event_id))
+      byNet.set(call.net_event_id, [...(byNet.get(call.net_event_id) ?? []), call]);
     else loose.push(call);
   }
   const out: UsageRecord[] = [];
@@ -208,10 +216,18 @@ export function readRequestRecords(open: OpenSession, session: string, since: st
   const tables = open.tables();
   const db: Database.Database = open.store.db;
   const nets = tables.has('net_events')
-    ? (db.prepare(`SELECT event_id, timestamp, domain, port, conn_type, decision, status_code, duration_ms, process_name, error_kind FROM net_events WHERE timestamp >= ?`).all(since) as NetRow[])
+    ? (db
+        .prepare(
+          `SELECT event_id, timestamp, domain, port, conn_type, decision, status_code, duration_ms, process_name, error_kind FROM net_events WHERE timestamp >= ?`,
+        )
+        .all(since) as NetRow[])
     : [];
   const calls = tables.has('model_calls')
-    ? (db.prepare(`SELECT net_event_id, timestamp, host, provider, model, process_name, status_code, duration_ms, input_tokens, output_tokens, usage_details, estimated_cost_usd FROM model_calls WHERE timestamp >= ?`).all(since) as CallRow[])
+    ? (db
+        .prepare(
+          `SELECT net_event_id, timestamp, host, provider, model, process_name, status_code, duration_ms, input_tokens, output_tokens, usage_details, estimated_cost_usd FROM model_calls WHERE timestamp >= ?`,
+        )
+        .all(since) as CallRow[])
     : [];
   return requestRecords(session, nets, calls, known);
 }
@@ -219,7 +235,9 @@ export function readRequestRecords(open: OpenSession, session: string, since: st
 /** main.db's ledger rows for one session. */
 export function readLedgerRows(mainDb: Database.Database, session: string): AiUsageRow[] {
   return mainDb
-    .prepare('SELECT provider, model, call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, estimated_cost, total_duration_ms FROM ai_usage WHERE session_id = ?')
+    .prepare(
+      'SELECT provider, model, call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, estimated_cost, total_duration_ms FROM ai_usage WHERE session_id = ?',
+    )
     .all(session) as AiUsageRow[];
 }
 
@@ -234,10 +252,15 @@ export function collectUsageRecords(mainDb: Database.Database, stores: SessionSt
   const out: UsageRecord[] = [];
   for (const session of allSessions(mainDb)) {
     if (only !== undefined && session.id !== only) continue;
-    const lastActive = session.status === 'running' ? Number.POSITIVE_INFINITY : Date.parse(session.stoppedAt ?? session.activity.lastEventAt ?? session.updatedAt);
+    const lastActive =
+      session.status === 'running'
+        ? Number.POSITIVE_INFINITY
+        : Date.parse(session.stoppedAt ?? session.activity.lastEventAt ?? session.updatedAt);
     if (lastActive < since) continue;
     const open = onDisk(stores, session.id);
-    out.push(...(open ? readRequestRecords(open, session.id, sinceIso, known) : ledgerRecords(session, readLedgerRows(mainDb, session.id), known)));
+    out.push(
+      ...(open ? readRequestRecords(open, session.id, sinceIso, known) : ledgerRecords(session, readLedgerRows(mainDb, session.id), known)),
+    );
   }
   return out;
 }

@@ -7,15 +7,29 @@ import type { OpenSession } from './sessionStores.ts';
 
 export function windowTimeline(session: OpenSession, ended: boolean): Timeline {
   const tables = session.tables();
-  if (!['model_calls', 'tool_calls', 'tool_responses', 'net_events'].every((t) => tables.has(t))) return { start: null, end: null, turns: [], tools: [], hosts: [] };
+  if (!['model_calls', 'tool_calls', 'tool_responses', 'net_events'].every((t) => tables.has(t)))
+    return { start: null, end: null, turns: [], tools: [], hosts: [] };
   const t = readTimeline(session.store, ended);
   return {
     start: t.start ?? null,
     end: t.end ?? null,
-    turns: t.turns.map((s) => ({ start: s.start, end: s.end ?? s.start, seq: s.seq, label: [s.model ?? 'model call', s.finish, s.error ? 'error' : undefined].filter(Boolean).join(' · ') })),
-    tools: t.tools.map((s) => ({ start: s.start, end: s.end ?? s.start, seq: s.seq, label: s.preview ? `${s.name}: ${s.preview}` : s.name })),
+    turns: t.turns.map((s) => ({
+      start: s.start,
+      end: s.end ?? s.start,
+      seq: s.seq,
+      label: [s.model ?? 'model call', s.finish, s.error ? 'error' : undefined].filter(Boolean).join(' · '),
+    })),
+    tools: t.tools.map((s) => ({
+      start: s.start,
+      end: s.end ?? s.start,
+      seq: s.seq,
+      label: s.preview ? `${s.name}: ${s.preview}` : s.name,
+    })),
     hosts: t.hosts.map((s) => ({
-      start: s.start, end: s.end ?? s.start, seq: s.seq, host: s.host,
+      start: s.start,
+      end: s.end ?? s.start,
+      seq: s.seq,
+      host: s.host,
       label: [s.kind, s.status !== undefined ? String(s.status) : undefined, s.denied ? 'denied' : undefined].filter(Boolean).join(' · '),
     })),
   };

@@ -100,7 +100,8 @@ export function resolveAppAsset(rootDir: string, requestUrl: string): AppAsset {
     } catch {
       return { kind: 'refused', status: 400, reason: 'bad percent-encoding' };
     }
-    if (segment.includes('/') || segment.includes('\\') || segment.includes('\0')) return { kind: 'refused', status: 400, reason: 'a path segment holds a separator or NUL' };
+    if (segment.includes('/') || segment.includes('\\') || segment.includes('\0'))
+      return { kind: 'refused', status: 400, reason: 'a path segment holds a separator or NUL' };
     if (segment.startsWith('.')) return { kind: 'refused', status: 403, reason: 'dot-segments and dot-files are not served' };
     segments.push(segment);
   }
@@ -109,7 +110,8 @@ export function resolveAppAsset(rootDir: string, requestUrl: string): AppAsset {
   const root = resolve(rootDir);
   const path = resolve(root, ...segments);
   const rel = relative(root, path);
-  if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) return { kind: 'refused', status: 403, reason: 'outside the renderer folder' };
+  if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel))
+    return { kind: 'refused', status: 403, reason: 'outside the renderer folder' };
   const contentType = MIME_TYPES[extname(path).toLowerCase()];
   if (contentType === undefined) return { kind: 'refused', status: 404, reason: `no file type for ${extname(path)}` };
   return { kind: 'file', path, contentType };

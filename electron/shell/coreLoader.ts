@@ -13,7 +13,10 @@ import type * as AppMain from '../app/appMain.ts';
 export type { CoreStartOptions, RunningCore } from '../app/appMain.ts';
 
 /** Which file holds the core's entry: compiled JS if it exists, else the TypeScript source. */
-export function coreEntry(appRoot: string, exists: (path: string) => boolean = existsSync): { readonly path: string; readonly typescript: boolean } {
+export function coreEntry(
+  appRoot: string,
+  exists: (path: string) => boolean = existsSync,
+): { readonly path: string; readonly typescript: boolean } {
   const compiled = join(appRoot, 'dist', 'electron', 'app', 'appMain.js');
   if (exists(compiled)) return { path: compiled, typescript: false };
   return { path: join(appRoot, 'electron', 'app', 'appMain.ts'), typescript: true };

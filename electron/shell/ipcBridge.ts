@@ -40,7 +40,9 @@ export function toCallError(err: unknown): CallError {
   const found = direct.success ? direct.data : nested?.success ? nested.data : null;
   if (found !== null) {
     // Only the contract's fields cross to the renderer: no stack, no host paths in extra properties.
-    return found.candidates === undefined ? { code: found.code, message: found.message } : { code: found.code, message: found.message, candidates: found.candidates };
+    return found.candidates === undefined
+      ? { code: found.code, message: found.message }
+      : { code: found.code, message: found.message, candidates: found.candidates };
   }
   if (err instanceof Error) return { code: 'internal', message: err.message };
   return { code: 'internal', message: String(err) };
@@ -51,7 +53,11 @@ export const FORBIDDEN_SENDER: CallError = { code: 'forbidden', message: 'this f
 /** Validates the envelope, refuses names outside CALLS, and forwards to the core. Never throws. */
 export async function answerCall(core: HostCore | Promise<HostCore>, raw: unknown): Promise<CallAnswer> {
   const envelope = CallEnvelopeSchema.safeParse(raw);
-  if (!envelope.success) return { ok: false, error: { code: 'bad_request', message: `a call is { name, params }: ${envelope.error.issues[0]?.message ?? 'invalid'}` } };
+  if (!envelope.success)
+    return {
+      ok: false,
+      error: { code: 'bad_request', message: `a call is { name, params }: ${envelope.error.issues[0]?.message ?? 'invalid'}` },
+    };
   const { name, params } = envelope.data;
   if (!Object.hasOwn(CALLS, name)) return { ok: false, error: { code: 'unknown_call', message: `unknown call ${name}` } };
   try {

@@ -28,13 +28,17 @@ function keychainName(safeStorage: SafeStorage, platform: NodeJS.Platform): stri
   if (platform === 'win32') return 'Windows DPAPI (Electron safeStorage)';
   const backend = safeStorage.getSelectedStorageBackend?.() ?? 'unknown';
   // basic_text "encrypts" with a password written into Chromium's source: anyone who can read the file can decrypt it.
-  if (backend === 'basic_text') return { refused: `safeStorage's backend here is basic_text (no keyring such as gnome-keyring or KWallet is running), which encrypts with a password hard-coded in Electron and so protects nothing; ${PLAIN_FALLBACK} instead` };
+  if (backend === 'basic_text')
+    return {
+      refused: `safeStorage's backend here is basic_text (no keyring such as gnome-keyring or KWallet is running), which encrypts with a password hard-coded in Electron and so protects nothing; ${PLAIN_FALLBACK} instead`,
+    };
   if (backend === 'unknown') return { refused: `safeStorage cannot say which keyring it uses; ${PLAIN_FALLBACK}` };
   return `the system keychain (Electron safeStorage, ${backend})`;
 }
 
 export function keychainCipher(safeStorage: SafeStorage, platform: NodeJS.Platform): KeychainChoice {
-  if (!safeStorage.isEncryptionAvailable()) return { cipher: null, note: `the system keychain is not available to Electron safeStorage; ${PLAIN_FALLBACK}` };
+  if (!safeStorage.isEncryptionAvailable())
+    return { cipher: null, note: `the system keychain is not available to Electron safeStorage; ${PLAIN_FALLBACK}` };
   const name = keychainName(safeStorage, platform);
   if (typeof name !== 'string') return { cipher: null, note: name.refused };
   return {

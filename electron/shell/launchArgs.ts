@@ -44,11 +44,14 @@ export function parseSessionLink(link: string): LaunchRequest {
     return { kind: 'invalid', reason: 'not a URL' };
   }
   if (url.protocol !== `${CAPSEM_SCHEME}:`) return { kind: 'invalid', reason: `not a ${CAPSEM_SCHEME}: link` };
-  if (url.hostname !== SESSION_LINK_HOST) return { kind: 'invalid', reason: `a ${CAPSEM_SCHEME}: link must be ${CAPSEM_SCHEME}://${SESSION_LINK_HOST}/<id-or-name>` };
-  if (url.username !== '' || url.password !== '' || url.port !== '') return { kind: 'invalid', reason: 'a session link carries no credentials or port' };
+  if (url.hostname !== SESSION_LINK_HOST)
+    return { kind: 'invalid', reason: `a ${CAPSEM_SCHEME}: link must be ${CAPSEM_SCHEME}://${SESSION_LINK_HOST}/<id-or-name>` };
+  if (url.username !== '' || url.password !== '' || url.port !== '')
+    return { kind: 'invalid', reason: 'a session link carries no credentials or port' };
   if (url.search !== '' || url.hash !== '') return { kind: 'invalid', reason: 'a session link carries no query or fragment' };
   const segments = url.pathname.split('/').filter((s) => s !== '');
-  if (segments.length !== 1) return { kind: 'invalid', reason: `a session link names exactly one session: ${CAPSEM_SCHEME}://${SESSION_LINK_HOST}/<id-or-name>` };
+  if (segments.length !== 1)
+    return { kind: 'invalid', reason: `a session link names exactly one session: ${CAPSEM_SCHEME}://${SESSION_LINK_HOST}/<id-or-name>` };
   let decoded: string;
   try {
     decoded = decodeURIComponent(segments[0]!);

@@ -1,6 +1,17 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BrowserWindow, app, dialog, ipcMain, protocol, safeStorage, session, shell, type IpcMainInvokeEvent, type WebContents } from 'electron';
+import {
+  BrowserWindow,
+  app,
+  dialog,
+  ipcMain,
+  protocol,
+  safeStorage,
+  session,
+  shell,
+  type IpcMainInvokeEvent,
+  type WebContents,
+} from 'electron';
 import type { EventName, EventPayload, HostCore } from '../contract/appContract.ts';
 import { APP_ENTRY_URL, appResponseHeaders, isAppUrl, isInsideRoot, resolveAppAsset } from './appProtocol.ts';
 import { importCore, type RunningCore } from './coreLoader.ts';
@@ -8,7 +19,14 @@ import { checkExternalLink } from './externalLinks.ts';
 import { keychainCipher } from './keychainCipher.ts';
 import { FORBIDDEN_SENDER, answerCall, isTrustedSender } from './ipcBridge.ts';
 import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, IPC_PICK_FOLDER, type CallAnswer, type EventMessage } from './ipcChannels.ts';
-import { CAPSEM_SCHEME, SecondInstanceDataSchema, parseLaunchArgs, parseSessionLink, type LaunchRequest, type OpenRequest } from './launchArgs.ts';
+import {
+  CAPSEM_SCHEME,
+  SecondInstanceDataSchema,
+  parseLaunchArgs,
+  parseSessionLink,
+  type LaunchRequest,
+  type OpenRequest,
+} from './launchArgs.ts';
 import { permissionAllowed } from './permissions.ts';
 
 // The Electron main process: one window onto the host core, nothing more. It takes the
@@ -23,7 +41,9 @@ const PRELOAD = join(__dirname, 'preload.cjs');
 
 // Must run before `ready`: a standard + secure scheme gets a real origin (so CSP 'self' and the
 // sender check mean "our pages"), fetch() support and a code cache, like https would.
-protocol.registerSchemesAsPrivileged([{ scheme: CAPSEM_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } }]);
+protocol.registerSchemesAsPrivileged([
+  { scheme: CAPSEM_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } },
+]);
 
 let win: BrowserWindow | null = null;
 let pageLoaded = false;
@@ -67,7 +87,13 @@ async function startCore(): Promise<RunningCore> {
   const core = await importCore(APP_ROOT);
   const keychain = keychainCipher(safeStorage, process.platform);
   log(keychain.note);
-  return core.startAppCore({ home: process.env.CAPSEM_HOME, resourcesDir: app.isPackaged ? process.resourcesPath : null, command: 'capsem desktop app', note: log, cipher: keychain.cipher });
+  return core.startAppCore({
+    home: process.env.CAPSEM_HOME,
+    resourcesDir: app.isPackaged ? process.resourcesPath : null,
+    command: 'capsem desktop app',
+    note: log,
+    cipher: keychain.cipher,
+  });
 }
 
 function coreForCalls(): Promise<HostCore> {
@@ -109,7 +135,10 @@ ipcMain.handle(IPC_PICK_FOLDER, async (event): Promise<string | null> => {
     log(`refused a folder picker for ${event.senderFrame?.url ?? 'a destroyed frame'}`);
     return null;
   }
-  const chosen = await dialog.showOpenDialog(win, { title: 'Project folder to share with the session', properties: ['openDirectory', 'createDirectory'] });
+  const chosen = await dialog.showOpenDialog(win, {
+    title: 'Project folder to share with the session',
+    properties: ['openDirectory', 'createDirectory'],
+  });
   return chosen.canceled ? null : (chosen.filePaths[0] ?? null);
 });
 
@@ -117,11 +146,13 @@ ipcMain.handle(IPC_PICK_FOLDER, async (event): Promise<string | null> => {
 
 async function serveApp(request: Request): Promise<Response> {
   const asset = resolveAppAsset(RENDERER_DIR, request.url);
-  if (asset.kind === 'refused') return new Response(asset.reason, { status: asset.status, headers: appResponseHeaders('text/plain; charset=utf-8') });
+  if (asset.kind === 'refused')
+    return new Response(asset.reason, { status: asset.status, headers: appResponseHeaders('text/plain; charset=utf-8') });
   try {
     // A symlink inside dist/renderer must not lead out of it.
     const [root, file] = await Promise.all([realpath(RENDERER_DIR), realpath(asset.path)]);
-    if (!isInsideRoot(root, file)) return new Response('outside the renderer folder', { status: 403, headers: appResponseHeaders('text/plain; charset=utf-8') });
+    if (!isInsideRoot(root, file))
+      return new Response('outside the renderer folder', { status: 403, headers: appResponseHeaders('text/plain; charset=utf-8') });
     return new Response(await readFile(file), { status: 200, headers: appResponseHeaders(asset.contentType) });
   } catch {
     const hint = asset.path.endsWith('index.html') ? ' (the renderer is not built: npm run build:renderer)' : '';
@@ -155,10 +186,14 @@ app.on('web-contents-created', (_event, contents) => {
 
 function hardenSession(): void {
   const ses = session.defaultSession;
-  ses.setPermissionRequestHandler((_contents, permission, callback, details) => callback(permissionAllowed(permission, details.requestingUrl)));
+  ses.setPermissionRequestHandler((_contents, permission, callback, details) =>
+    callback(permissionAllowed(permission, details.requestingUrl)),
+  );
   ses.setPermissionCheckHandler((_contents, permission, requestingOrigin) => permissionAllowed(permission, requestingOrigin));
   // The page talks to the host only over IPC; CSP already blocks these, this is the second lock.
-  ses.webRequest.onBeforeRequest({ urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'file://*/*'] }, (_details, callback) => callback({ cancel: true }));
+  ses.webRequest.onBeforeRequest({ urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'file://*/*'] }, (_details, callback) =>
+    callback({ cancel: true }),
+  );
   protocol.handle(CAPSEM_SCHEME, serveApp);
 }
 
@@ -227,23 +262,29 @@ if (!app.requestSingleInstanceLock({ argv: process.argv })) {
   });
   takeLaunch(parseLaunchArgs(process.argv), 'the command line');
 
-  app.whenReady().then(() => {
-    // Packaged builds register capsem:// with the desktop (the .desktop file / Info.plist come
-    // from electron-builder's `protocols`); from a checkout this would point the OS at bare Electron.
-    if (app.isPackaged) app.setAsDefaultProtocolClient(CAPSEM_SCHEME);
-    hardenSession();
-    running = startCore();
-    running.then((r) => forwardEvents(r.core), (err: unknown) => {
-      const message = err instanceof Error ? err.message : String(err);
-      log(`the core did not start: ${message}`);
-      dialog.showErrorBox('Capsem could not start its core', message);
-    });
-    win = createWindow();
-    app.on('activate', () => {
-      if (win === null) win = createWindow();
-      else focusWindow();
-    });
-  }, (err: unknown) => log(`startup failed: ${String(err)}`));
+  app.whenReady().then(
+    () => {
+      // Packaged builds register capsem:// with the desktop (the .desktop file / Info.plist come
+      // from electron-builder's `protocols`); from a checkout this would point the OS at bare Electron.
+      if (app.isPackaged) app.setAsDefaultProtocolClient(CAPSEM_SCHEME);
+      hardenSession();
+      running = startCore();
+      running.then(
+        (r) => forwardEvents(r.core),
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          log(`the core did not start: ${message}`);
+          dialog.showErrorBox('Capsem could not start its core', message);
+        },
+      );
+      win = createWindow();
+      app.on('activate', () => {
+        if (win === null) win = createWindow();
+        else focusWindow();
+      });
+    },
+    (err: unknown) => log(`startup failed: ${String(err)}`),
+  );
 
   app.on('window-all-closed', () => {
     // macOS keeps the app (and its VMs) alive with no window, as its apps do.
@@ -257,7 +298,10 @@ if (!app.requestSingleInstanceLock({ argv: process.argv })) {
     event.preventDefault();
     quitting = true;
     running
-      .then((r) => r.stop(), () => undefined)
+      .then(
+        (r) => r.stop(),
+        () => undefined,
+      )
       .catch((err: unknown) => log(`the core did not stop cleanly: ${String(err)}`))
       .finally(() => app.quit());
   });

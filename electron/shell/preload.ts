@@ -1,5 +1,14 @@
 import { contextBridge, ipcRenderer, webUtils } from 'electron';
-import type { CallError, CallName, CallParams, CallResult, CapsemApi, CapsemFiles, EventName, EventPayload } from '../contract/appContract.ts';
+import type {
+  CallError,
+  CallName,
+  CallParams,
+  CallResult,
+  CapsemApi,
+  CapsemFiles,
+  EventName,
+  EventPayload,
+} from '../contract/appContract.ts';
 import { APP_OPEN_EVENT, IPC_CALL, IPC_EVENT, IPC_PICK_FOLDER, isCallAnswer, isEventMessage } from './ipcChannels.ts';
 
 // The sandboxed preload: exposes `window.capsem` (CapsemApi, exactly) and `window.capsemFiles`
@@ -46,7 +55,9 @@ ipcRenderer.on(IPC_EVENT, (_event, message: unknown) => {
  * lose its code.
  */
 function failure(error: CallError): CallError & { readonly name: 'CallError' } {
-  return error.candidates === undefined ? { name: 'CallError', code: error.code, message: error.message } : { name: 'CallError', code: error.code, message: error.message, candidates: error.candidates };
+  return error.candidates === undefined
+    ? { name: 'CallError', code: error.code, message: error.message }
+    : { name: 'CallError', code: error.code, message: error.message, candidates: error.candidates };
 }
 
 const api: CapsemApi = {

@@ -47,8 +47,14 @@ function causeOf(reason: Reason, stream: boolean, calls: readonly NullTokenCall[
   if (reason === 'cutShort') {
     const how = kinds || 'it ended before its final event';
     return stream
-      ? { message: `${what}: the stream was cut short`, cause: `The stream was cut short (${how}): the provider's usage comes in its last event, which never arrived.` }
-      : { message: `${what}: the response was cut short`, cause: `The response was cut short (${how}): the usage is at the end of the response JSON, which never arrived.` };
+      ? {
+          message: `${what}: the stream was cut short`,
+          cause: `The stream was cut short (${how}): the provider's usage comes in its last event, which never arrived.`,
+        }
+      : {
+          message: `${what}: the response was cut short`,
+          cause: `The response was cut short (${how}): the usage is at the end of the response JSON, which never arrived.`,
+        };
   }
   if (reason === 'undecoded') {
     const detail = calls.find((c) => c.errorMessage)?.errorMessage;
@@ -57,10 +63,23 @@ function causeOf(reason: Reason, stream: boolean, calls: readonly NullTokenCall[
       cause: `Gzip bug: the response's Content-Encoding could not be undone (decode_error${detail ? `: ${detail}` : ''}), so the parser read still-encoded bytes and found no usage; check Accept-Encoding and Content-Encoding in the headers; the bytes as received are in event_body_blobs.`,
     };
   }
-  if (!stream) return { message: what, cause: 'Non-streaming: for non-streaming responses tokens come from the response JSON, not SSE; check the response body in event_body_blobs.' };
+  if (!stream)
+    return {
+      message: what,
+      cause:
+        'Non-streaming: for non-streaming responses tokens come from the response JSON, not SSE; check the response body in event_body_blobs.',
+    };
   return calls.every((c) => c.linked)
-    ? { message: what, cause: "The stream ended normally and its body was decoded, yet no usage could be read from it: the provider's usage event may have a shape the parser does not read; compare the response body in event_body_blobs with the provider's stream format." }
-    : { message: what, cause: "No usage could be read from the stream, and this file does not link model calls to their exchanges, so what happened cannot be told from it: check the exchange's Content-Encoding (a compressed body parsed without decoding yields no events), whether it ended early, and its response body." };
+    ? {
+        message: what,
+        cause:
+          "The stream ended normally and its body was decoded, yet no usage could be read from it: the provider's usage event may have a shape the parser does not read; compare the response body in event_body_blobs with the provider's stream format.",
+      }
+    : {
+        message: what,
+        cause:
+          "No usage could be read from the stream, and this file does not link model calls to their exchanges, so what happened cannot be told from it: check the exchange's Content-Encoding (a compressed body parsed without decoding yields no events), whether it ended early, and its response body.",
+      };
 }
 
 /** The findings for answered model calls with NULL tokens, one per cause, and a note for the calls whose provider reported none by design. */
@@ -85,8 +104,11 @@ export function nullTokenFindings(calls: Iterable<NullTokenCall>): { findings: N
     count: g.count,
     samples: g.calls.slice(0, SAMPLES).map((c) => `${c.id} ${c.model ?? '?'}`),
   }));
-  const notes = unreported === 0 ? [] : [
-    `${unreported} streamed model ${unreported === 1 ? 'call has' : 'calls have'} no token counts because the provider reported none (an OpenAI Chat Completions stream reports usage only when the request sets stream_options.include_usage): nothing was lost, the tokens are unknown`,
-  ];
+  const notes =
+    unreported === 0
+      ? []
+      : [
+          `${unreported} streamed model ${unreported === 1 ? 'call has' : 'calls have'} no token counts because the provider reported none (an OpenAI Chat Completions stream reports usage only when the request sets stream_options.include_usage): nothing was lost, the tokens are unknown`,
+        ];
   return { findings, notes };
 }

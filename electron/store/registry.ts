@@ -170,7 +170,11 @@ export function renameSession(db: Database.Database, id: SessionId, newName: str
 
 /** A resumed session is running again under its own id; its figures are rolled up again when it ends. */
 export function markRunning(db: Database.Database, id: SessionId): SessionRecord {
-  const changed = db.prepare("UPDATE sessions SET status = 'running', status_reason = NULL, stopped_at = NULL, rolled_up_at = NULL, updated_at = ? WHERE id = ?").run(new Date().toISOString(), id);
+  const changed = db
+    .prepare(
+      "UPDATE sessions SET status = 'running', status_reason = NULL, stopped_at = NULL, rolled_up_at = NULL, updated_at = ? WHERE id = ?",
+    )
+    .run(new Date().toISOString(), id);
   if (changed.changes === 0) throw new Error(`no session with id ${id}`);
   return getSession(db, id)!;
 }

@@ -69,12 +69,17 @@ export function computeRollup(db: Database.Database): Rollup {
     .sort();
   const latestCall = tables.has('model_calls')
     ? (db.prepare('SELECT provider, process_name AS agent, net_event_id FROM model_calls ORDER BY id DESC LIMIT 1').get() as
-        | { provider: string; agent: string | null; net_event_id: string | null }
-        | undefined)
+        { provider: string; agent: string | null; net_event_id: string | null } | undefined)
     : undefined;
   const inferenceHost =
     latestCall?.net_event_id && tables.has('net_events')
-      ? ((db.prepare("SELECT domain || CASE WHEN port IS NULL OR port = 443 THEN '' ELSE ':' || port END AS host FROM net_events WHERE event_id = ?").get(latestCall.net_event_id) as { host: string } | undefined)?.host ?? null)
+      ? ((
+          db
+            .prepare(
+              "SELECT domain || CASE WHEN port IS NULL OR port = 443 THEN '' ELSE ':' || port END AS host FROM net_events WHERE event_id = ?",
+            )
+            .get(latestCall.net_event_id) as { host: string } | undefined
+        )?.host ?? null)
       : null;
   return {
     totals: {
@@ -149,43 +154,73 @@ export function rollUpSession(home: CapsemHome, mainDb: Database.Database, id: S
 
 export function writeRollup(mainDb: Database.Database, id: SessionId, rollup: Rollup | null, end: EndOptions): void {
   const endedAt = end.endedAt ?? rollup?.activity.lastEventAt ?? new Date().toISOString();
-  mainDb.transaction(() => {
-    const exists = mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id);
-    if (!exists) throw new Error(`session ${id} is not in main.db`);
-    mainDb
-      .prepare(
-        `UPDATE sessions SET status = ?, status_reason = coalesce(?, status_reason), stopped_at = coalesce(stopped_at, ?),
+  mainDb
+    .transaction(() => {
+      const exists = mainDb.prepare('SELECT 1 FROM sessions WHERE id = ?').get(id);
+      if (!exists) throw new Error(`session ${id} is not in main.db`);
+      mainDb
+        .prepare(
+          `UPDATE sessions SET status = ?, status_reason = coalesce(?, status_reason), stopped_at = coalesce(stopped_at, ?),
            rolled_up_at = coalesce(rolled_up_at, ?), updated_at = coalesce(rolled_up_at, ?) WHERE id = ?`,
-      )
-      .run(end.status, end.reason ?? null, endedAt, endedAt, endedAt, id);
-    if (!rollup) return;
-    const t = rollup.totals;
-    mainDb
-      .prepare(
-        `UPDATE sessions SET total_requests = ?, allowed_requests = ?, denied_requests = ?, total_model_calls = ?,
+        )
+        .run(end.status, end.reason ?? null, endedAt, endedAt, endedAt, id);
+      if (!rollup) return;
+      const t = rollup.totals;
+      mainDb
+        .prepare(
+          `UPDATE sessions SET total_requests = ?, allowed_requests = ?, denied_requests = ?, total_model_calls = ?,
            total_input_tokens = ?, total_output_tokens = ?, total_estimated_cost = ?, total_tool_calls = ?,
            total_mcp_calls = ?, total_file_events = ?, exec_count = ?, event_count = ?, last_event_at = ?,
            inference_host = ?, agent = ? WHERE id = ?`,
-      )
-      .run(t.requests, t.allowedRequests, t.deniedRequests, t.modelCalls, t.inputTokens, t.outputTokens, t.costUsd,
-        t.toolCalls, t.mcpCalls, t.fileEvents, t.execCount, t.events, rollup.activity.lastEventAt, rollup.activity.inferenceHost,
-        rollup.activity.agent, id);
-    for (const table of ['ai_usage', 'tool_usage', 'mcp_usage']) mainDb.prepare(`DELETE FROM ${table} WHERE session_id = ?`).run(id);
-    const ai = mainDb.prepare(
-      `INSERT INTO ai_usage (session_id, provider, model, call_count, input_tokens, output_tokens, cache_read_tokens,
+        )
+        .run(
+          t.requests,
+          t.allowedRequests,
+          t.deniedRequests,
+          t.modelCalls,
+          t.inputTokens,
+          t.outputTokens,
+          t.costUsd,
+          t.toolCalls,
+          t.mcpCalls,
+          t.fileEvents,
+          t.execCount,
+          t.events,
+          rollup.activity.lastEventAt,
+          rollup.activity.inferenceHost,
+          rollup.activity.agent,
+          id,
+        );
+      for (const table of ['ai_usage', 'tool_usage', 'mcp_usage']) mainDb.prepare(`DELETE FROM ${table} WHERE session_id = ?`).run(id);
+      const ai = mainDb.prepare(
+        `INSERT INTO ai_usage (session_id, provider, model, call_count, input_tokens, output_tokens, cache_read_tokens,
          cache_write_tokens, estimated_cost, total_duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    for (const r of rollup.aiUsage)
-      ai.run(id, r.provider, r.model, r.call_count, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.estimated_cost, r.total_duration_ms);
-    const tool = mainDb.prepare(
-      `INSERT INTO tool_usage (session_id, tool_name, origin, call_count, error_count, total_duration_ms, bytes_sent, bytes_received)
+      );
+      for (const r of rollup.aiUsage)
+        ai.run(
+          id,
+          r.provider,
+          r.model,
+          r.call_count,
+          r.input_tokens,
+          r.output_tokens,
+          r.cache_read_tokens,
+          r.cache_write_tokens,
+          r.estimated_cost,
+          r.total_duration_ms,
+        );
+      const tool = mainDb.prepare(
+        `INSERT INTO tool_usage (session_id, tool_name, origin, call_count, error_count, total_duration_ms, bytes_sent, bytes_received)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    for (const r of rollup.toolUsage) tool.run(id, r.tool_name, r.origin, r.call_count, r.error_count, r.total_duration_ms, r.bytes_sent, r.bytes_received);
-    const mcp = mainDb.prepare(
-      `INSERT INTO mcp_usage (session_id, server_name, call_count, error_count, total_duration_ms, bytes_sent, bytes_received)
+      );
+      for (const r of rollup.toolUsage)
+        tool.run(id, r.tool_name, r.origin, r.call_count, r.error_count, r.total_duration_ms, r.bytes_sent, r.bytes_received);
+      const mcp = mainDb.prepare(
+        `INSERT INTO mcp_usage (session_id, server_name, call_count, error_count, total_duration_ms, bytes_sent, bytes_received)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    );
-    for (const r of rollup.mcpUsage) mcp.run(id, r.server_name, r.call_count, r.error_count, r.total_duration_ms, r.bytes_sent, r.bytes_received);
-  }).immediate();
+      );
+      for (const r of rollup.mcpUsage)
+        mcp.run(id, r.server_name, r.call_count, r.error_count, r.total_duration_ms, r.bytes_sent, r.bytes_received);
+    })
+    .immediate();
 }

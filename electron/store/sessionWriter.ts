@@ -85,7 +85,13 @@ function layoutOf(table: SessionTable): TableLayout {
     const columns = insertColumns(table);
     const defs = SESSION_TABLES[table].columns as Record<string, ColumnDef>;
     const defaults = columns.map((c) => literalDefault(defs[c]!.default));
-    layout = { columns, defaults, idIndex: columns.indexOf('id'), seqIndex: columns.indexOf('seq'), eventIdIndex: columns.indexOf('event_id') };
+    layout = {
+      columns,
+      defaults,
+      idIndex: columns.indexOf('id'),
+      seqIndex: columns.indexOf('seq'),
+      eventIdIndex: columns.indexOf('event_id'),
+    };
     layouts.set(table, layout);
   }
   return layout;
@@ -127,7 +133,16 @@ function cellBytes(value: CellValue): number {
  * batched here and committed by a worker thread, one transaction per batch.
  */
 export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [Error]; unwritable: [reason: string] }> {
-  readonly stats: WriterStats = { appended: 0, committed: 0, dropped: 0, rejected: 0, lost: 0, lostByTable: {}, queuedBytes: 0, committedSeq: 0 };
+  readonly stats: WriterStats = {
+    appended: 0,
+    committed: 0,
+    dropped: 0,
+    rejected: 0,
+    lost: 0,
+    lostByTable: {},
+    queuedBytes: 0,
+    committedSeq: 0,
+  };
   private seq: number;
   private readonly ids: Partial<Record<SessionTable, number>>;
   private readonly eventIds: EventIdMinter;
@@ -307,10 +322,14 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
             writer_dropped: String(this.stats.dropped),
             writer_rejected: String(this.stats.rejected),
             writer_lost: String(this.stats.lost),
-            ...(this.unwritableReason ? { writer_unwritable: this.unwritableReason, writer_lost_net_events: String(this.stats.lostByTable.net_events ?? 0) } : {}),
+            ...(this.unwritableReason
+              ? { writer_unwritable: this.unwritableReason, writer_lost_net_events: String(this.stats.lostByTable.net_events ?? 0) }
+              : {}),
             closed_at: new Date().toISOString(),
           };
-          this.worker.once('message', (m: FromWorker) => (m.kind === 'closed' ? resolve() : reject(new Error(`writer close failed: ${m.kind === 'failed' ? m.error : m.kind}`))));
+          this.worker.once('message', (m: FromWorker) =>
+            m.kind === 'closed' ? resolve() : reject(new Error(`writer close failed: ${m.kind === 'failed' ? m.error : m.kind}`)),
+          );
           this.post({ kind: 'close', meta: closing });
         }),
     );

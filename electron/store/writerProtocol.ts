@@ -30,7 +30,12 @@ export interface RejectedRow {
 export type RowCounts = Partial<Record<SessionTable, number>>;
 
 export type FromWorker =
-  | { readonly kind: 'ready'; readonly maxSeq: number; readonly maxIds: Partial<Record<SessionTable, number>>; readonly nextEventId: number }
+  | {
+      readonly kind: 'ready';
+      readonly maxSeq: number;
+      readonly maxIds: Partial<Record<SessionTable, number>>;
+      readonly nextEventId: number;
+    }
   | { readonly kind: 'committed'; readonly batchNo: number; readonly rows: number; readonly rejected: RejectedRow[] }
   /** The batch was not written because session.db cannot be written; `reason` says why. */
   | { readonly kind: 'lost'; readonly batchNo: number; readonly rows: RowCounts; readonly reason: string }

@@ -156,7 +156,9 @@ function main(init: WriterInit): void {
   const insert = (table: SessionTable): Database.Statement<CellValue[]> => inserts.get(table)!;
 
   // After the batch's rows: a call answered in the same batch it was asked in is found.
-  const answer = db.prepare("UPDATE tool_calls SET status = 'responded', response_preview = coalesce(response_preview, ?) WHERE call_id = ? AND status = 'requested'");
+  const answer = db.prepare(
+    "UPDATE tool_calls SET status = 'responded', response_preview = coalesce(response_preview, ?) WHERE call_id = ? AND status = 'requested'",
+  );
   const answerAll = (answered: readonly AnsweredToolCall[]): void => {
     for (const a of answered) answer.run(a.preview, a.callId);
   };

@@ -58,7 +58,11 @@ function decoder(coding: string, input: Buffer): Transform {
 
 /** The codings to undo, in the order to undo them (applied in order, so undone in reverse). */
 function codingsOf(contentEncoding: string | undefined): string[] {
-  return (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity').reverse();
+  return (contentEncoding ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c && c !== 'identity')
+    .reverse();
 }
 
 /** The body itself when there is nothing to undo: no coding, or no bytes. */
@@ -107,7 +111,13 @@ export async function decodeBody(input: Buffer, contentEncoding: string | undefi
       });
       stream.on('end', () => finish({ bytes: Buffer.concat(parts, size), truncated: false }));
       // A stream that breaks after yielding something was cut short: keep what it held.
-      stream.on('error', (err) => finish(size > 0 ? { bytes: Buffer.concat(parts, size), truncated: false } : { bytes: Buffer.alloc(0), truncated: false, error: err.message }));
+      stream.on('error', (err) =>
+        finish(
+          size > 0
+            ? { bytes: Buffer.concat(parts, size), truncated: false }
+            : { bytes: Buffer.alloc(0), truncated: false, error: err.message },
+        ),
+      );
       stream.end(bytes);
     });
     if (out.error) return { bytes: input, truncated: false, error: `${codings.join(', ')}: ${out.error}` };

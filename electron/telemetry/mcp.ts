@@ -30,7 +30,9 @@ function capped(value: unknown): unknown {
 }
 
 function responses(contentType: string | undefined, body: Uint8Array): Json[] {
-  const values = /text\/event-stream/i.test(contentType ?? '') ? parseSse(body).events.map((e) => lenientJson(e.data)) : [lenientJson(Buffer.from(body).toString('utf8'))];
+  const values = /text\/event-stream/i.test(contentType ?? '')
+    ? parseSse(body).events.map((e) => lenientJson(e.data))
+    : [lenientJson(Buffer.from(body).toString('utf8'))];
   return values.flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isObject);
 }
 
@@ -38,12 +40,17 @@ function responses(contentType: string | undefined, body: Uint8Array): Json[] {
 function resultText(result: unknown): string | undefined {
   if (!isObject(result)) return result === undefined ? undefined : JSON.stringify(result);
   const blocks = arr(result.content).filter(isObject);
-  const text = blocks.map((b) => (typeof b.text === 'string' ? b.text : '')).filter(Boolean).join('\n');
+  const text = blocks
+    .map((b) => (typeof b.text === 'string' ? b.text : ''))
+    .filter(Boolean)
+    .join('\n');
   return text || JSON.stringify(result);
 }
 
 export function parseMcpExchange(requestJson: unknown, responseContentType: string | undefined, responseBody: Uint8Array): McpMessage[] {
-  const requests = (Array.isArray(requestJson) ? requestJson : [requestJson]).filter((m): m is Json => isObject(m) && m.jsonrpc === '2.0' && typeof m.method === 'string');
+  const requests = (Array.isArray(requestJson) ? requestJson : [requestJson]).filter(
+    (m): m is Json => isObject(m) && m.jsonrpc === '2.0' && typeof m.method === 'string',
+  );
   if (requests.length === 0) return [];
   const answers = new Map<string, Json>();
   for (const r of responses(responseContentType, responseBody)) {
@@ -69,7 +76,12 @@ export function parseMcpExchange(requestJson: unknown, responseContentType: stri
       resultText: req.method === 'tools/call' ? resultText(result) : undefined,
       error: error ?? (isToolError ? (resultText(result) ?? 'tool error') : undefined),
       serverName: typeof serverInfo?.name === 'string' ? serverInfo.name : undefined,
-      facts: { method: req.method, id: id ?? null, params: capped(params), ...(answer ? { result: capped(result), error: answer.error ?? null } : {}) },
+      facts: {
+        method: req.method,
+        id: id ?? null,
+        params: capped(params),
+        ...(answer ? { result: capped(result), error: answer.error ?? null } : {}),
+      },
     };
   });
 }

@@ -43,7 +43,13 @@ export type ResponseReader =
   | { readonly stream: (events: SseEvent[]) => ModelResponse; readonly json: (body: unknown) => ModelResponse }
   | { readonly lines: (lines: Json[]) => ModelResponse };
 
-export const emptyResponse = (streamed: boolean): ModelResponse => ({ text: '', thinking: '', toolCalls: [], streamed, complete: !streamed });
+export const emptyResponse = (streamed: boolean): ModelResponse => ({
+  text: '',
+  thinking: '',
+  toolCalls: [],
+  streamed,
+  complete: !streamed,
+});
 
 export function errorOf(body: unknown): string | undefined {
   const e = obj(body).error;
@@ -63,7 +69,13 @@ export function setUsage(out: ModelResponse, counts: { prompt?: number; cached?:
 /** Reads a model API response body (already decoded from its Content-Encoding) with its endpoint's reader. */
 export function readModelResponse(reader: ResponseReader, contentType: string | undefined, body: Uint8Array): ModelResponse {
   const text = Buffer.from(body).toString('utf8');
-  if ('lines' in reader) return reader.lines(text.split('\n').filter((l) => l.trim() !== '').map((line) => obj(lenientJson(line))));
+  if ('lines' in reader)
+    return reader.lines(
+      text
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((line) => obj(lenientJson(line))),
+    );
   const isSse = /text\/event-stream/i.test(contentType ?? '') || /^\s*(event|data):/.test(text);
   if (isSse) return reader.stream(parseSse(body).events);
   const json = lenientJson(text);

@@ -58,7 +58,10 @@ export function message(role: string, content: unknown, extra: Partial<Inference
   return m;
 }
 
-export function settings(view: RequestView, s: { temperature?: unknown; maxTokens?: unknown; topP?: unknown; stream?: unknown; toolChoice?: unknown }): RequestView {
+export function settings(
+  view: RequestView,
+  s: { temperature?: unknown; maxTokens?: unknown; topP?: unknown; stream?: unknown; toolChoice?: unknown },
+): RequestView {
   const temperature = num(s.temperature);
   const maxTokens = num(s.maxTokens);
   const topP = num(s.topP);

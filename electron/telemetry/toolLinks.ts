@@ -44,11 +44,20 @@ function canonicalArguments(text: string): string {
 function sortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]),
+  );
 }
 
 function turnText(turn: ConversationTurn): string {
-  return JSON.stringify([turn.role, turn.text, turn.calls.map((c) => [c.name, canonicalArguments(c.arguments)]), turn.results.map((r) => [r.name, r.content])]);
+  return JSON.stringify([
+    turn.role,
+    turn.text,
+    turn.calls.map((c) => [c.name, canonicalArguments(c.arguments)]),
+    turn.results.map((r) => [r.name, r.content]),
+  ]);
 }
 
 interface CallTurn {
@@ -85,7 +94,14 @@ export function conversationLinks(turns: readonly ConversationTurn[]): Conversat
   for (const turn of turns) {
     const before = running.copy().digest('hex').slice(0, 32);
     turn.results.forEach((result, index) => {
-      results.push({ key: `${before}:${index}`, providerId: result.id, answers: answeredCall(result, callTurns), name: result.name, content: result.content, isError: result.isError });
+      results.push({
+        key: `${before}:${index}`,
+        providerId: result.id,
+        answers: answeredCall(result, callTurns),
+        name: result.name,
+        content: result.content,
+        isError: result.isError,
+      });
     });
     if (turn.calls.length > 0) callTurns.push({ prefix: before, calls: turn.calls, answered: turn.calls.map(() => false) });
     running.update(turnText(turn)).update('\u0000');

@@ -45,7 +45,11 @@ export class UpgradedStreamLedger {
     private readonly emit: (row: FrameRow) => void,
   ) {
     this.budget = budget;
-    const state = (): DirectionState => ({ reader: websocket ? new WsFrameReader((size) => this.take(size)) : null, messageType: 'binary', bytes: 0 });
+    const state = (): DirectionState => ({
+      reader: websocket ? new WsFrameReader((size) => this.take(size)) : null,
+      messageType: 'binary',
+      bytes: 0,
+    });
     this.directions = { sent: state(), received: state() };
   }
 
@@ -94,7 +98,17 @@ export class UpgradedStreamLedger {
       }
     }
     const kept = chunk.subarray(0, this.take(chunk.length));
-    this.emit({ at: new Date(), direction, opcode: 'raw', fin: true, size: chunk.length, content: null, body: Buffer.from(kept), storedBytes: kept.length, truncated: kept.length < chunk.length });
+    this.emit({
+      at: new Date(),
+      direction,
+      opcode: 'raw',
+      fin: true,
+      size: chunk.length,
+      content: null,
+      body: Buffer.from(kept),
+      storedBytes: kept.length,
+      truncated: kept.length < chunk.length,
+    });
   }
 
   private frame(direction: Direction, frame: WsFrame): void {
@@ -102,8 +116,24 @@ export class UpgradedStreamLedger {
     if (frame.opcode === 'text' || frame.opcode === 'binary') state.messageType = frame.opcode;
     const textual = frame.opcode === 'text' || (frame.opcode === 'continuation' && state.messageType === 'text');
     const kept = frame.payload.length > 0 || frame.size === 0;
-    const content = !kept ? null : frame.opcode === 'close' ? closeFrameText(frame.payload) : textual || frame.opcode === 'ping' || frame.opcode === 'pong' ? wholeUtf8(frame.payload) : null;
+    const content = !kept
+      ? null
+      : frame.opcode === 'close'
+        ? closeFrameText(frame.payload)
+        : textual || frame.opcode === 'ping' || frame.opcode === 'pong'
+          ? wholeUtf8(frame.payload)
+          : null;
     const body = content === null && frame.payload.length > 0 ? frame.payload : null;
-    this.emit({ at: new Date(), direction, opcode: frame.opcode, fin: frame.fin, size: frame.size, content, body, storedBytes: frame.payload.length, truncated: frame.truncated });
+    this.emit({
+      at: new Date(),
+      direction,
+      opcode: frame.opcode,
+      fin: frame.fin,
+      size: frame.size,
+      content,
+      body,
+      storedBytes: frame.payload.length,
+      truncated: frame.truncated,
+    });
   }
 }

@@ -84,7 +84,14 @@ export class WsFrameReader {
   private complete(): WsFrame {
     const frame = this.frame!;
     this.frame = null;
-    return { fin: frame.fin, opcode: frame.opcode, rsv: frame.rsv, size: frame.size, payload: frame.kept, truncated: frame.kept.length < frame.size };
+    return {
+      fin: frame.fin,
+      opcode: frame.opcode,
+      rsv: frame.rsv,
+      size: frame.size,
+      payload: frame.kept,
+      truncated: frame.kept.length < frame.size,
+    };
   }
 
   /** Consumes header bytes from `chunk` at `at`; starts a frame once the header is whole. Returns the new position. */

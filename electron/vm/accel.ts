@@ -23,9 +23,21 @@ export function chooseAccelerator(input: AcceleratorProbeInput): AcceleratorChoi
   const flags = /^flags\s*:(.*)$/m.exec(input.cpuinfo)?.[1]?.split(/\s+/) ?? [];
   const hardware = flags.includes('vmx') || flags.includes('svm');
   if (input.kvmDevice === 'absent') return { accel: 'tcg', reason: 'no /dev/kvm: using TCG (software emulation, about 10x slower)' };
-  if (input.pvmModule) return { accel: 'tcg', reason: '/dev/kvm is a software hypervisor (kvm_pvm), which cannot run a stock kernel: using TCG (about 10x slower)' };
-  if (!hardware) return { accel: 'tcg', reason: 'the CPU shows no vmx/svm flag, so /dev/kvm cannot be hardware virtualisation: using TCG (about 10x slower)' };
-  if (input.kvmDevice === 'no-access') return { accel: 'tcg', reason: '/dev/kvm is not readable and writable by this user (add yourself to the kvm group): using TCG (about 10x slower)' };
+  if (input.pvmModule)
+    return {
+      accel: 'tcg',
+      reason: '/dev/kvm is a software hypervisor (kvm_pvm), which cannot run a stock kernel: using TCG (about 10x slower)',
+    };
+  if (!hardware)
+    return {
+      accel: 'tcg',
+      reason: 'the CPU shows no vmx/svm flag, so /dev/kvm cannot be hardware virtualisation: using TCG (about 10x slower)',
+    };
+  if (input.kvmDevice === 'no-access')
+    return {
+      accel: 'tcg',
+      reason: '/dev/kvm is not readable and writable by this user (add yourself to the kvm group): using TCG (about 10x slower)',
+    };
   return { accel: 'kvm', reason: 'KVM (hardware virtualisation)' };
 }
 

@@ -11,7 +11,10 @@ const AGENT_DIR = fileURLToPath(new URL('../../native/agent/', import.meta.url))
 
 export function agentBinary(env: NodeJS.ProcessEnv = process.env): string {
   if (env.CAPSEM_AGENT_BINARY) {
-    if (!existsSync(env.CAPSEM_AGENT_BINARY)) throw new Error(`CAPSEM_AGENT_BINARY names ${env.CAPSEM_AGENT_BINARY}, which does not exist: point it at a built capsem-agent, or unset it to build the one in native/agent`);
+    if (!existsSync(env.CAPSEM_AGENT_BINARY))
+      throw new Error(
+        `CAPSEM_AGENT_BINARY names ${env.CAPSEM_AGENT_BINARY}, which does not exist: point it at a built capsem-agent, or unset it to build the one in native/agent`,
+      );
     return env.CAPSEM_AGENT_BINARY;
   }
   const built = join(AGENT_DIR, 'build', 'capsem-agent');
@@ -20,7 +23,8 @@ export function agentBinary(env: NodeJS.ProcessEnv = process.env): string {
     throw new Error(`the guest agent is missing (${built}); reinstall the app`);
   }
   const make = spawnSync('make', ['-s', '-C', AGENT_DIR], { encoding: 'utf8' });
-  if (make.error) throw new Error(`building the guest agent needs make and gcc (apt-get install -y build-essential): ${make.error.message}`);
+  if (make.error)
+    throw new Error(`building the guest agent needs make and gcc (apt-get install -y build-essential): ${make.error.message}`);
   if (make.status !== 0) throw new Error(`building the guest agent failed: ${make.stderr.trim().split('\n').slice(-3).join(' ')}`);
   return built;
 }

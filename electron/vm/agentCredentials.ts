@@ -13,7 +13,10 @@ const KEYS = {
   claude: { from: ['ANTHROPIC_API_KEY'], provider: 'anthropic', guest: 'ANTHROPIC_API_KEY', example: 'sk-ant-...' },
   codex: { from: ['OPENAI_API_KEY'], provider: 'openai', guest: 'OPENAI_API_KEY', example: 'sk-...' },
   gemini: { from: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], provider: 'gemini', guest: 'GEMINI_API_KEY', example: 'AIza...' },
-} as const satisfies Record<AgentName, { readonly from: readonly string[]; readonly provider: string; readonly guest: string; readonly example: string }>;
+} as const satisfies Record<
+  AgentName,
+  { readonly from: readonly string[]; readonly provider: string; readonly guest: string; readonly example: string }
+>;
 
 /** A variable agentCredentials reads or returns, by name, so a request's credentials type as plain JSON. */
 export type CredentialVariable = (typeof KEYS)[AgentName]['from'][number] | (typeof KEYS)[AgentName]['guest'];
@@ -41,7 +44,12 @@ export type WhenKeyLocked = 'refuse' | 'leave-to-owner';
  * guest. None when `store` (the one the session's broker reads) holds the key instead. Throws
  * MissingAgentKeyError, one line with the fix, when neither has it or it cannot be a key.
  */
-export function agentCredentials(agent: AgentName, env: Readonly<Record<string, string | undefined>>, store: KeyStore | null = null, whenLocked: WhenKeyLocked = 'refuse'): AgentCredentials {
+export function agentCredentials(
+  agent: AgentName,
+  env: Readonly<Record<string, string | undefined>>,
+  store: KeyStore | null = null,
+  whenLocked: WhenKeyLocked = 'refuse',
+): AgentCredentials {
   const key = KEYS[agent];
   const name = key.from.find((variable) => (env[variable] ?? '').trim() !== '');
   const value = name ? env[name]!.trim() : '';
@@ -49,11 +57,18 @@ export function agentCredentials(agent: AgentName, env: Readonly<Record<string, 
     if (storedKey(store, key.provider)) return {};
     if (store?.locked(key.provider)) {
       if (whenLocked === 'leave-to-owner') return {};
-      throw new MissingAgentKeyError(`${codingAgent(agent).label} needs ${key.from[0]}: it is not set here, and the ${key.provider} key is ${LOCKED_KEY_TEXT}: start the Capsem app and run this again, or export ${key.from[0]}=${key.example}, or store it with capsem keys set ${key.provider}`);
+      throw new MissingAgentKeyError(
+        `${codingAgent(agent).label} needs ${key.from[0]}: it is not set here, and the ${key.provider} key is ${LOCKED_KEY_TEXT}: start the Capsem app and run this again, or export ${key.from[0]}=${key.example}, or store it with capsem keys set ${key.provider}`,
+      );
     }
-    throw new MissingAgentKeyError(`${codingAgent(agent).label} needs ${key.from.join(' or ')}, and it is not set: export ${key.from[0]}=${key.example} in the shell you start capsem (or the app) from, then start again`);
+    throw new MissingAgentKeyError(
+      `${codingAgent(agent).label} needs ${key.from.join(' or ')}, and it is not set: export ${key.from[0]}=${key.example} in the shell you start capsem (or the app) from, then start again`,
+    );
   }
-  if (value.length > 4096 || /[\0-\x1f\x7f]/.test(value)) throw new MissingAgentKeyError(`${name} holds ${value.length > 4096 ? 'more than 4096 characters' : 'control characters'}, which no API key has: set it to the key alone, then start again`);
+  if (value.length > 4096 || /[\0-\x1f\x7f]/.test(value))
+    throw new MissingAgentKeyError(
+      `${name} holds ${value.length > 4096 ? 'more than 4096 characters' : 'control characters'}, which no API key has: set it to the key alone, then start again`,
+    );
   return { [key.guest]: value };
 }
 
@@ -73,6 +88,9 @@ function storedKey(store: KeyStore | null, provider: string): boolean {
 export function agentStandIn(agent: AgentName, guestEnv: Readonly<Record<string, string>>): AgentCredentials {
   const key = KEYS[agent];
   const standIn = guestEnv[key.guest];
-  if (!standIn) throw new MissingAgentKeyError(`${codingAgent(agent).label} cannot start: the session's proxy holds no key for it, so it has no stand-in to give the agent: export ${key.from[0]}=${key.example} (or add it with capsem keys), then start again`);
+  if (!standIn)
+    throw new MissingAgentKeyError(
+      `${codingAgent(agent).label} cannot start: the session's proxy holds no key for it, so it has no stand-in to give the agent: export ${key.from[0]}=${key.example} (or add it with capsem keys), then start again`,
+    );
   return { [key.guest]: standIn };
 }

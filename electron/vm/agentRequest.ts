@@ -3,7 +3,10 @@ import { AGENT_NAMES } from '../contract/agents.ts';
 import { CREDENTIAL_VARIABLES, type CredentialVariable } from './agentCredentials.ts';
 
 /** A coding agent's key, under the variables agentCredentials reads or returns. */
-export const AgentCredentialsSchema = z.partialRecord(z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]), z.string().max(8192));
+export const AgentCredentialsSchema = z.partialRecord(
+  z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]),
+  z.string().max(8192),
+);
 
 /** A coding agent for a session's terminal: its arguments, and its key as agentCredentials took it from the caller's environment. */
 export const AgentRequestSchema = z.strictObject({

@@ -44,7 +44,10 @@ const CLAUDE: CodingAgent = {
           projects: { [GUEST_WORKSPACE]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
         }),
       },
-      { path: '.claude/settings.json', content: json({ env: { DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1' } }) },
+      {
+        path: '.claude/settings.json',
+        content: json({ env: { DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1' } }),
+      },
     ];
   },
 };

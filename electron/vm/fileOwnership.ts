@@ -40,7 +40,8 @@ const APT = 'sudo apt-get install -y --no-install-recommends';
 export function subordinateRange(file: string | null, user: string, uid: number): string | null {
   for (const line of (file ?? '').split('\n')) {
     const [owner, start, count] = line.trim().split(':');
-    if ((owner === user || owner === String(uid)) && /^\d+$/.test(start ?? '') && /^[1-9]\d*$/.test(count ?? '')) return `${start}:${count}`;
+    if ((owner === user || owner === String(uid)) && /^\d+$/.test(start ?? '') && /^[1-9]\d*$/.test(count ?? ''))
+      return `${start}:${count}`;
   }
   return null;
 }
@@ -57,18 +58,30 @@ function freeRange(file: string | null): string {
 
 export function planOwnership(facts: OwnershipFacts): OwnershipPlan {
   if (facts.uid === 0) return { kind: 'root' };
-  const missing = (problem: string, fix: string): OwnershipPlan => ({ kind: 'unavailable', problem: `to share the workspace as ${facts.user}, ${problem}`, fix });
+  const missing = (problem: string, fix: string): OwnershipPlan => ({
+    kind: 'unavailable',
+    problem: `to share the workspace as ${facts.user}, ${problem}`,
+    fix,
+  });
   if (!facts.unshare) return missing('capsem needs unshare', `${APT} util-linux`);
   if (!facts.newuidmap || !facts.newgidmap) return missing('capsem needs newuidmap and newgidmap', `${APT} uidmap`);
   if (facts.maxUserNamespaces === 0 || facts.unprivilegedUsernsClone === 0) {
-    return missing('user namespaces must be enabled', facts.unprivilegedUsernsClone === 0 ? 'sudo sysctl -w kernel.unprivileged_userns_clone=1' : 'sudo sysctl -w user.max_user_namespaces=15000');
+    return missing(
+      'user namespaces must be enabled',
+      facts.unprivilegedUsernsClone === 0
+        ? 'sudo sysctl -w kernel.unprivileged_userns_clone=1'
+        : 'sudo sysctl -w user.max_user_namespaces=15000',
+    );
   }
   const subuid = subordinateRange(facts.subuid, facts.user, facts.uid);
   const subgid = subordinateRange(facts.subgid, facts.user, facts.uid);
   if (!subuid || !subgid) {
     const range = freeRange(`${facts.subuid ?? ''}\n${facts.subgid ?? ''}`);
     const what = !subuid && !subgid ? '/etc/subuid and /etc/subgid' : !subuid ? '/etc/subuid' : '/etc/subgid';
-    return missing(`${what} must give ${facts.user} a range of subordinate ids`, `sudo usermod --add-subuids ${range} --add-subgids ${range} ${facts.user}`);
+    return missing(
+      `${what} must give ${facts.user} a range of subordinate ids`,
+      `sudo usermod --add-subuids ${range} --add-subgids ${range} ${facts.user}`,
+    );
   }
   return { kind: 'user-namespace', unshare: facts.unshare, user: facts.user, subuid };
 }
@@ -113,15 +126,41 @@ export function hostFacts(): OwnershipFacts {
 export function pidFolderMount(needed: readonly string[], varRun = realPathOr('/var/run')): string {
   const real = needed.map(realPathOr);
   const target = [varRun, '/var'].find((candidate) => real.every((path) => !folderHolds(candidate, path)));
-  if (!target) throw new Error(`virtiofsd needs a private ${varRun} or /var, and ${real.join(' and ')} lie under them; put CAPSEM_HOME and the project folder elsewhere`);
+  if (!target)
+    throw new Error(
+      `virtiofsd needs a private ${varRun} or /var, and ${real.join(' and ')} lie under them; put CAPSEM_HOME and the project folder elsewhere`,
+    );
   return target;
 }
 
 /** The command that runs virtiofsd on `source` with its socket at `socket`, as the plan says. */
-export function virtiofsdCommand(plan: OwnershipPlan, virtiofsd: string, socket: string, source: string, mountTarget: () => string): { readonly file: string; readonly args: readonly string[] } {
+export function virtiofsdCommand(
+  plan: OwnershipPlan,
+  virtiofsd: string,
+  socket: string,
+  source: string,
+  mountTarget: () => string,
+): { readonly file: string; readonly args: readonly string[] } {
   const options = [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', 'cache=auto'];
   if (plan.kind === 'root') return { file: virtiofsd, args: [...options, '-o', 'sandbox=chroot'] };
   if (plan.kind === 'unavailable') throw new Error(`${plan.problem} (${plan.fix}); run capsem doctor`);
   const script = 'mount -t tmpfs -o mode=0755 capsem-virtiofsd "$1" && shift && exec "$@"';
-  return { file: plan.unshare, args: ['--map-root-user', '--map-auto', '--mount', '--', 'sh', '-c', script, 'capsem-virtiofsd', mountTarget(), virtiofsd, ...options, '-o', 'sandbox=namespace'] };
+  return {
+    file: plan.unshare,
+    args: [
+      '--map-root-user',
+      '--map-auto',
+      '--mount',
+      '--',
+      'sh',
+      '-c',
+      script,
+      'capsem-virtiofsd',
+      mountTarget(),
+      virtiofsd,
+      ...options,
+      '-o',
+      'sandbox=namespace',
+    ],
+  };
 }

@@ -22,7 +22,15 @@ export const FrameType = {
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 const CONTROL_STREAM_TYPES = new Set<number>([FrameType.HELLO, FrameType.CONTROL, FrameType.EVENT, FrameType.ERROR]);
-const STREAM_TYPES = new Set<number>([FrameType.OPEN, FrameType.DATA, FrameType.WINDOW, FrameType.CLOSE, FrameType.RESET, FrameType.EXIT, FrameType.RESIZE]);
+const STREAM_TYPES = new Set<number>([
+  FrameType.OPEN,
+  FrameType.DATA,
+  FrameType.WINDOW,
+  FrameType.CLOSE,
+  FrameType.RESET,
+  FrameType.EXIT,
+  FrameType.RESIZE,
+]);
 /** Types whose payload has one exact size. */
 const FIXED_SIZE = new Map<number, number>([
   [FrameType.WINDOW, 4],
@@ -53,7 +61,8 @@ export function encodeFrame(type: FrameType, stream: number, payload: Uint8Array
   return frame;
 }
 
-export const encodeJsonFrame = (type: FrameType, stream: number, value: unknown): Buffer => encodeFrame(type, stream, Buffer.from(JSON.stringify(value)));
+export const encodeJsonFrame = (type: FrameType, stream: number, value: unknown): Buffer =>
+  encodeFrame(type, stream, Buffer.from(JSON.stringify(value)));
 
 export function encodeU32(value: number): Buffer {
   const b = Buffer.allocUnsafe(4);
@@ -72,8 +81,12 @@ export function encodeResize(cols: number, rows: number): Buffer {
 function headerProblem(length: number, stream: number, type: number, reserved: number): string | null {
   if (length > MAX_PAYLOAD) return `frame payload of ${length} bytes is over the ${MAX_PAYLOAD}-byte maximum`;
   if (reserved !== 0) return `frame reserved field is ${reserved}, not 0`;
-  if (stream === 0 && !CONTROL_STREAM_TYPES.has(type)) return STREAM_TYPES.has(type) ? `frame type 0x${type.toString(16)} needs a stream id` : `unknown frame type 0x${type.toString(16)}`;
-  if (stream !== 0 && !STREAM_TYPES.has(type)) return CONTROL_STREAM_TYPES.has(type) ? `frame type 0x${type.toString(16)} belongs on stream 0` : `unknown frame type 0x${type.toString(16)}`;
+  if (stream === 0 && !CONTROL_STREAM_TYPES.has(type))
+    return STREAM_TYPES.has(type) ? `frame type 0x${type.toString(16)} needs a stream id` : `unknown frame type 0x${type.toString(16)}`;
+  if (stream !== 0 && !STREAM_TYPES.has(type))
+    return CONTROL_STREAM_TYPES.has(type)
+      ? `frame type 0x${type.toString(16)} belongs on stream 0`
+      : `unknown frame type 0x${type.toString(16)}`;
   const size = FIXED_SIZE.get(type);
   if (size !== undefined && length !== size) return `frame type 0x${type.toString(16)} carries ${size} bytes, not ${length}`;
   return null;

@@ -2,7 +2,18 @@ import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import type { FsChange } from '../recording/fsEventRows.ts';
-import { encodeFrame, encodeJsonFrame, encodeResize, encodeU32, FrameDecoder, FrameType, MAX_PAYLOAD, PROTOCOL_VERSION, ProtocolError, type Frame } from './frame.ts';
+import {
+  encodeFrame,
+  encodeJsonFrame,
+  encodeResize,
+  encodeU32,
+  FrameDecoder,
+  FrameType,
+  MAX_PAYLOAD,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type Frame,
+} from './frame.ts';
 
 // The host end of the agent's multiplexed port (native/agent/PROTOCOL.md): the handshake, control
 // messages, and streams with credit-based flow control. Each stream holds at most one window of
@@ -29,8 +40,21 @@ export interface ExitStatus {
 }
 
 export type OpenRequest =
-  | { readonly kind: 'pty'; readonly cols: number; readonly rows: number; readonly term: string; readonly argv?: readonly string[]; readonly env?: Readonly<Record<string, string>> }
-  | { readonly kind: 'exec'; readonly argv: readonly string[]; readonly env?: Readonly<Record<string, string>>; readonly cwd?: string; readonly stdin: boolean };
+  | {
+      readonly kind: 'pty';
+      readonly cols: number;
+      readonly rows: number;
+      readonly term: string;
+      readonly argv?: readonly string[];
+      readonly env?: Readonly<Record<string, string>>;
+    }
+  | {
+      readonly kind: 'exec';
+      readonly argv: readonly string[];
+      readonly env?: Readonly<Record<string, string>>;
+      readonly cwd?: string;
+      readonly stdin: boolean;
+    };
 
 export interface NetOpen {
   readonly kind: 'net';
@@ -62,7 +86,14 @@ function guestOpen(open: Record<string, unknown>): GuestOpen | string {
   if (open.dst === undefined) return { kind: 'net', process, pid };
   const dst = open.dst as { address?: unknown; port?: unknown } | null;
   const port = dst?.port;
-  if (typeof dst?.address !== 'string' || isIP(dst.address) === 0 || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+  if (
+    typeof dst?.address !== 'string' ||
+    isIP(dst.address) === 0 ||
+    typeof port !== 'number' ||
+    !Number.isInteger(port) ||
+    port < 1 ||
+    port > 65535
+  ) {
     return 'a net stream\'s dst must be {"address": an IP address, "port": 1 to 65535}';
   }
   return { kind: 'net', process, pid, destination: { address: dst.address, port } };
@@ -133,7 +164,8 @@ export class MuxStream extends Duplex {
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    if (!(this.sentClose && this.remoteClosed)) this.mux.send(FrameType.RESET, this.id, Buffer.from(err?.message ?? this.resetReason ?? 'closed by the host'));
+    if (!(this.sentClose && this.remoteClosed))
+      this.mux.send(FrameType.RESET, this.id, Buffer.from(err?.message ?? this.resetReason ?? 'closed by the host'));
     this.mux.forget(this.id);
     this.stderr.destroy();
     const pending = this.pending;
@@ -172,7 +204,10 @@ export class MuxStream extends Duplex {
         return;
       case FrameType.EXIT: {
         const status = parseJson(frame.payload, 'EXIT');
-        this.exitStatus = { code: typeof status.code === 'number' ? status.code : null, signal: typeof status.signal === 'string' ? status.signal : null };
+        this.exitStatus = {
+          code: typeof status.code === 'number' ? status.code : null,
+          signal: typeof status.signal === 'string' ? status.signal : null,
+        };
         this.emit('exit', this.exitStatus);
         return;
       }

@@ -43,7 +43,10 @@ export function checkProjectFolder(path: string, rules: ProjectFolderRules): str
   try {
     folder = realpathSync(path);
   } catch {
-    throw new ProjectFolderError('not_found', `the project folder ${path} does not exist; create it (mkdir -p ${path}) or name another folder`);
+    throw new ProjectFolderError(
+      'not_found',
+      `the project folder ${path} does not exist; create it (mkdir -p ${path}) or name another folder`,
+    );
   }
   if (!statSync(folder).isDirectory()) {
     throw new ProjectFolderError('not_a_folder', `${path} is a file, not a folder; share the folder that holds it (${dirname(folder)})`);
@@ -51,15 +54,25 @@ export function checkProjectFolder(path: string, rules: ProjectFolderRules): str
   const home = realPathOr(rules.home);
   const capsemHome = realPathOr(rules.capsemHome);
   if (folderHolds(capsemHome, folder)) {
-    throw new ProjectFolderError('capsem_data', `${path} is inside Capsem's own data (CAPSEM_HOME ${capsemHome}), which a session must not see; share your project's folder instead`);
+    throw new ProjectFolderError(
+      'capsem_data',
+      `${path} is inside Capsem's own data (CAPSEM_HOME ${capsemHome}), which a session must not see; share your project's folder instead`,
+    );
   }
   const holdsHome = folderHolds(folder, home);
   if (holdsHome && !rules.wholeHomeConfirmed) {
-    const what = folder === '/' ? 'the whole computer' : folder === home ? 'your whole home folder' : `a folder that holds your whole home (${home})`;
-    throw new ProjectFolderError('whole_home', `${path} is ${what}: every key, token and project in it would be open to the agent; share your project's folder instead, or ${rules.confirmHint} if you mean it`);
+    const what =
+      folder === '/' ? 'the whole computer' : folder === home ? 'your whole home folder' : `a folder that holds your whole home (${home})`;
+    throw new ProjectFolderError(
+      'whole_home',
+      `${path} is ${what}: every key, token and project in it would be open to the agent; share your project's folder instead, or ${rules.confirmHint} if you mean it`,
+    );
   }
   if (!holdsHome && folderHolds(folder, capsemHome)) {
-    throw new ProjectFolderError('capsem_data', `${path} holds Capsem's own data (CAPSEM_HOME ${capsemHome}), which a session must not see; share a folder beside it, or move CAPSEM_HOME out of it`);
+    throw new ProjectFolderError(
+      'capsem_data',
+      `${path} holds Capsem's own data (CAPSEM_HOME ${capsemHome}), which a session must not see; share a folder beside it, or move CAPSEM_HOME out of it`,
+    );
   }
   return folder;
 }

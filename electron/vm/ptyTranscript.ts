@@ -27,7 +27,13 @@ export class PtyTranscript {
     if (existing) this.startedMs = existing.timestamp * 1000;
     else {
       this.startedMs = Date.now();
-      const header: TranscriptHeader = { version: 2, width: size.cols, height: size.rows, timestamp: Math.floor(this.startedMs / 1000), env: { TERM: term } };
+      const header: TranscriptHeader = {
+        version: 2,
+        width: size.cols,
+        height: size.rows,
+        timestamp: Math.floor(this.startedMs / 1000),
+        env: { TERM: term },
+      };
       writeSync(this.fd, `${JSON.stringify(header)}\n`);
     }
   }
@@ -60,7 +66,9 @@ function parseHeader(line: string): TranscriptHeader | null {
   try {
     const header = JSON.parse(line) as Partial<TranscriptHeader>;
     const isSize = (n: unknown): boolean => Number.isInteger(n) && (n as number) > 0;
-    return header.version === 2 && typeof header.timestamp === 'number' && isSize(header.width) && isSize(header.height) ? (header as TranscriptHeader) : null;
+    return header.version === 2 && typeof header.timestamp === 'number' && isSize(header.width) && isSize(header.height)
+      ? (header as TranscriptHeader)
+      : null;
   } catch {
     return null;
   }
@@ -81,7 +89,9 @@ function readHeader(path: string): TranscriptHeader | null {
 function parseEvent(line: string): TranscriptEvent | null {
   try {
     const value = JSON.parse(line) as unknown;
-    return Array.isArray(value) && typeof value[0] === 'number' && (value[1] === 'o' || value[1] === 'r') && typeof value[2] === 'string' ? [value[0], value[1], value[2]] : null;
+    return Array.isArray(value) && typeof value[0] === 'number' && (value[1] === 'o' || value[1] === 'r') && typeof value[2] === 'string'
+      ? [value[0], value[1], value[2]]
+      : null;
   } catch {
     return null;
   }

@@ -31,7 +31,9 @@ function onPath(name: string): string | null {
 export function findQemu(env: NodeJS.ProcessEnv = process.env): QemuPaths | null {
   const qemu = env.CAPSEM_QEMU ?? onPath('qemu-system-x86_64');
   if (!qemu || !existsSync(qemu)) return null;
-  const virtiofsd = [env.CAPSEM_VIRTIOFSD, '/usr/lib/qemu/virtiofsd', '/usr/libexec/virtiofsd'].find((p): p is string => !!p && existsSync(p)) ?? onPath('virtiofsd');
+  const virtiofsd =
+    [env.CAPSEM_VIRTIOFSD, '/usr/lib/qemu/virtiofsd', '/usr/libexec/virtiofsd'].find((p): p is string => !!p && existsSync(p)) ??
+    onPath('virtiofsd');
   return { qemu, virtiofsd, setpriv: onPath('setpriv') };
 }
 
@@ -51,35 +53,64 @@ export function qemuArgs(spec: LaunchSpec, accel: AcceleratorChoice, sockets: Qe
   const memory = `${spec.memoryMiB}M`;
   const machine = ['microvm', 'x-option-roms=off', 'pit=on', 'pic=on', 'rtc=on'];
   if (sockets.virtiofs) machine.push('memory-backend=mem');
-  const cmdline = ['console=ttyS0', 'quiet', 'panic=-1', ...(tsc ? [`tsc_early_khz=${tsc}`] : []), spec.cmdline].filter((s) => s !== '').join(' ');
+  const cmdline = ['console=ttyS0', 'quiet', 'panic=-1', ...(tsc ? [`tsc_early_khz=${tsc}`] : []), spec.cmdline]
+    .filter((s) => s !== '')
+    .join(' ');
   const args = [
-    '-M', machine.join(','),
-    '-accel', accel.accel,
+    '-M',
+    machine.join(','),
+    '-accel',
+    accel.accel,
     // Under TCG the default CPU model has no AES-NI, and TLS in the guest then runs at a few MiB/s.
     // Without ERMS and FSRM the guest's kernel and libc copy memory with wider moves than
     // `rep movsb`, which TCG runs a byte at a time: the agent channel went from 25-30 to 55-95 MiB/s.
-    '-cpu', accel.accel === 'kvm' ? 'host' : TCG_CPU,
-    '-m', memory,
-    '-smp', String(spec.cpus),
-    '-nodefaults', '-no-user-config', '-no-reboot', '-display', 'none', '-monitor', 'none',
-    '-serial', `file:${spec.serialLog}`,
-    '-kernel', spec.kernel,
-    '-initrd', spec.initrd,
-    '-append', cmdline,
+    '-cpu',
+    accel.accel === 'kvm' ? 'host' : TCG_CPU,
+    '-m',
+    memory,
+    '-smp',
+    String(spec.cpus),
+    '-nodefaults',
+    '-no-user-config',
+    '-no-reboot',
+    '-display',
+    'none',
+    '-monitor',
+    'none',
+    '-serial',
+    `file:${spec.serialLog}`,
+    '-kernel',
+    spec.kernel,
+    '-initrd',
+    spec.initrd,
+    '-append',
+    cmdline,
     // libvhost-user (virtiofsd) refuses legacy virtio-mmio devices.
-    '-global', 'virtio-mmio.force-legacy=false',
-    '-device', 'virtio-serial-device,id=vser0',
-    '-chardev', `socket,id=agent,path=${sockets.agentPort},server=on,wait=off`,
-    '-device', `virtserialport,bus=vser0.0,chardev=agent,name=${AGENT_PORT_NAME}`,
+    '-global',
+    'virtio-mmio.force-legacy=false',
+    '-device',
+    'virtio-serial-device,id=vser0',
+    '-chardev',
+    `socket,id=agent,path=${sockets.agentPort},server=on,wait=off`,
+    '-device',
+    `virtserialport,bus=vser0.0,chardev=agent,name=${AGENT_PORT_NAME}`,
   ];
   spec.disks.forEach((disk, i) => {
-    args.push('-drive', `id=disk${i},file=${disk.path},format=raw,if=none${disk.readOnly ? ',readonly=on' : ''}`, '-device', `virtio-blk-device,drive=disk${i}${disk.serial ? `,serial=${disk.serial}` : ''}`);
+    args.push(
+      '-drive',
+      `id=disk${i},file=${disk.path},format=raw,if=none${disk.readOnly ? ',readonly=on' : ''}`,
+      '-device',
+      `virtio-blk-device,drive=disk${i}${disk.serial ? `,serial=${disk.serial}` : ''}`,
+    );
   });
   if (sockets.virtiofs) {
     args.push(
-      '-object', `memory-backend-memfd,id=mem,size=${memory},share=on`,
-      '-chardev', `socket,id=workspace,path=${sockets.virtiofs}`,
-      '-device', 'vhost-user-fs-device,chardev=workspace,tag=workspace',
+      '-object',
+      `memory-backend-memfd,id=mem,size=${memory},share=on`,
+      '-chardev',
+      `socket,id=workspace,path=${sockets.virtiofs}`,
+      '-device',
+      'vhost-user-fs-device,chardev=workspace,tag=workspace',
     );
   }
   return args;
@@ -100,7 +131,8 @@ function spawnTied(paths: QemuPaths, command: string, args: readonly string[]): 
 
 function exitOf(child: ChildProcess, stderr: () => string): Promise<VmExit> {
   return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve({ code: child.exitCode, signal: child.signalCode, stderr: stderr() });
+    if (child.exitCode !== null || child.signalCode !== null)
+      return resolve({ code: child.exitCode, signal: child.signalCode, stderr: stderr() });
     child.once('exit', (code, signal) => resolve({ code, signal, stderr: stderr() }));
     child.once('error', (err) => resolve({ code: null, signal: null, stderr: `${stderr()}\n${err.message}`.trim() }));
   });
@@ -139,11 +171,14 @@ export class QemuBackend implements VmBackend {
     // QEMU creates the console log with the umask's mode; the guest's console is the session's data.
     closeSync(openSync(spec.serialLog, 'a', 0o600));
     chmodSync(spec.serialLog, 0o600);
-    if (spec.workspace && !this.paths.virtiofsd) throw new Error('virtiofsd was not found (it ships in qemu-system-common as /usr/lib/qemu/virtiofsd); install qemu-system-x86');
+    if (spec.workspace && !this.paths.virtiofsd)
+      throw new Error('virtiofsd was not found (it ships in qemu-system-common as /usr/lib/qemu/virtiofsd); install qemu-system-x86');
     const sockets = socketsIn(spec.runDir, spec.workspace !== undefined);
     const helpers: { child: ChildProcess; exited: Promise<VmExit> }[] = [];
     if (spec.workspace && sockets.virtiofs) {
-      const command = virtiofsdCommand(this.ownership, this.paths.virtiofsd!, sockets.virtiofs, spec.workspace, () => pidFolderMount([spec.workspace!, spec.runDir]));
+      const command = virtiofsdCommand(this.ownership, this.paths.virtiofsd!, sockets.virtiofs, spec.workspace, () =>
+        pidFolderMount([spec.workspace!, spec.runDir]),
+      );
       const child = spawnTied(this.paths, command.file, command.args);
       const stderr = tail(child);
       const exited = exitOf(child, stderr);

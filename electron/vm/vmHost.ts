@@ -25,7 +25,10 @@ import type { SessionPaths } from '../store/paths.ts';
 // The owner's live VMs, keyed by session id: it starts, resumes and stops them, for the owner
 // socket's vm.* methods (owner/vmHostMethods.ts) and the app's own calls alike.
 
-export type PlanFor = (kind: ImageKind, onProgress: (p: ImageProgress) => void) => (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
+export type PlanFor = (
+  kind: ImageKind,
+  onProgress: (p: ImageProgress) => void,
+) => (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
 
 export interface VmHostOptions {
   readonly home: CapsemHome;
@@ -90,23 +93,44 @@ export class VmHost {
    * anything is registered.
    */
   async start(
-    params: { name: string | null; image: ImageKind; command: readonly string[]; workspace?: ProjectFolderChoice | null; resume?: SessionId; agent?: AgentRequest },
+    params: {
+      name: string | null;
+      image: ImageKind;
+      command: readonly string[];
+      workspace?: ProjectFolderChoice | null;
+      resume?: SessionId;
+      agent?: AgentRequest;
+    },
     report: StartReporter,
   ): Promise<VmSession> {
     const agent = params.agent ? agentProgram(params.image, params.agent, this.keyStore) : undefined;
     // Checked before anything is registered: a folder that cannot be shared leaves no session behind.
     const projectFolder = params.workspace
-      ? checkProjectFolder(params.workspace.path, { home: homedir(), capsemHome: this.options.home.root, wholeHomeConfirmed: params.workspace.wholeHome, confirmHint: 'add --yes-whole-home' })
+      ? checkProjectFolder(params.workspace.path, {
+          home: homedir(),
+          capsemHome: this.options.home.root,
+          wholeHomeConfirmed: params.workspace.wholeHome,
+          confirmHint: 'add --yes-whole-home',
+        })
       : null;
-    const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) => report.progress(p));
+    const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) =>
+      report.progress(p),
+    );
     const session = await VmSession.start({
-      home: this.options.home, name: params.name, command: agent ? agent.argv : params.command, backend: this.options.backend(), plan,
+      home: this.options.home,
+      name: params.name,
+      command: agent ? agent.argv : params.command,
+      backend: this.options.backend(),
+      plan,
       // The caller's key, taken from its environment, is for the session's broker: it wins over the owner's own (and over a stored one).
       hostEnv: agent ? { ...(this.options.hostEnv ?? process.env), ...agent.keys } : this.options.hostEnv,
       onStatus: (line) => report.status(line),
       onRegistered: (id) => report.registered?.(id),
       keyStore: this.keyStore,
-      image: params.image, projectFolder, ...(params.resume ? { resume: params.resume } : {}), ...(agent ? { terminal: agent.terminal, agent: agent.name } : {}),
+      image: params.image,
+      projectFolder,
+      ...(params.resume ? { resume: params.resume } : {}),
+      ...(agent ? { terminal: agent.terminal, agent: agent.name } : {}),
     });
     if (projectFolder) {
       try {
@@ -135,7 +159,10 @@ export class VmHost {
     const workspace = projectFolder ? { path: projectFolder, wholeHome: true } : null;
     // The agent starts again without the arguments it first had: a one-shot prompt (-p) is not sent twice.
     const terminal = agent ? { agent: { name: agent, credentials: resumeCredentials(agent, callerEnv, this.keyStore) } } : {};
-    return this.start({ name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id, ...terminal }, report);
+    return this.start(
+      { name: record.name, image, command: record.command ? [record.command] : ['resume'], workspace, resume: id, ...terminal },
+      report,
+    );
   }
 
   /** Resolves when no VM is running here (an owner CLI waits for the VMs it serves to others). */
@@ -160,7 +187,8 @@ interface AgentProgram {
 function agentProgram(image: ImageKind, agent: AgentRequest, store: KeyStore): AgentProgram {
   const parsed = AgentRequestSchema.parse(agent);
   const label = codingAgent(parsed.name as AgentName).label;
-  if (image !== 'agent') throw new SessionStartRefused('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
+  if (image !== 'agent')
+    throw new SessionStartRefused('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
   return {
     name: parsed.name,
     argv: [codingAgent(parsed.name).command, ...parsed.args],
@@ -170,12 +198,19 @@ function agentProgram(image: ImageKind, agent: AgentRequest, store: KeyStore): A
 }
 
 /** The key of the agent a resumed session ran, from the resuming caller's environment (none when `store` holds it); MissingAgentKeyError when neither has it. */
-function resumeCredentials(agent: AgentName, callerEnv: Readonly<Record<string, string | undefined>>, store: KeyStore): Record<string, string> {
+function resumeCredentials(
+  agent: AgentName,
+  callerEnv: Readonly<Record<string, string | undefined>>,
+  store: KeyStore,
+): Record<string, string> {
   return { ...agentCredentials(agent, callerEnv, store) };
 }
 
 /** A session that can be booted again, the image it ran, the project folder it shared and the agent on its terminal; otherwise why not, as SessionStartRefused. */
-function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRecord; image: ImageKind; projectFolder: string | null; agent: AgentName | null } {
+function resumableSession(
+  home: CapsemHome,
+  id: SessionId,
+): { record: SessionRecord; image: ImageKind; projectFolder: string | null; agent: AgentName | null } {
   const db = openMainDb(home);
   let record: SessionRecord | null;
   try {
@@ -185,17 +220,29 @@ function resumableSession(home: CapsemHome, id: SessionId): { record: SessionRec
   }
   if (!record) throw new SessionStartRefused('unknown_session', `no session with id ${id}`);
   const label = record.name ? `${id} (${record.name})` : id;
-  if (record.mode !== 'vm') throw new SessionStartRefused('not_resumable', `session ${label} did not run in a VM (${record.mode}), so there is nothing to boot again`);
-  if (!record.resumable) throw new SessionStartRefused('not_resumable', `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`);
+  if (record.mode !== 'vm')
+    throw new SessionStartRefused(
+      'not_resumable',
+      `session ${label} did not run in a VM (${record.mode}), so there is nothing to boot again`,
+    );
+  if (!record.resumable)
+    throw new SessionStartRefused(
+      'not_resumable',
+      `session ${label} was not kept for resuming: only named sessions keep their disk (capsem run --name N)`,
+    );
   const paths = sessionPaths(home, id);
   if (!existsSync(paths.dbPath)) throw new SessionStartRefused('not_resumable', `session ${label} has no session.db on disk any more`);
   const meta = readVmSessionMeta(paths.dbPath);
   // Sessions from before the image was kept ran the agent image.
   const image = meta.vm_image === 'minimal' ? 'minimal' : 'agent';
-  if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE))) throw new SessionStartRefused('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
+  if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE)))
+    throw new SessionStartRefused('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
   const projectFolder = meta.vm_workspace ?? null;
   if (projectFolder !== null && !isFolder(projectFolder)) {
-    throw new SessionStartRefused('workspace_gone', `session ${label} shared the project folder ${projectFolder}, which is gone; put the folder back there and resume again, or start a new session on another folder`);
+    throw new SessionStartRefused(
+      'workspace_gone',
+      `session ${label} shared the project folder ${projectFolder}, which is gone; put the folder back there and resume again, or start a new session on another folder`,
+    );
   }
   return { record, image, projectFolder, agent: meta.vm_terminal_agent ?? null };
 }

@@ -187,7 +187,9 @@ export class VmSession {
 
   static async start(options: VmSessionOptions): Promise<VmSession> {
     const status = options.onStatus ?? (() => {});
-    const record = options.resume ? reopenSession(options.home, options.resume) : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
+    const record = options.resume
+      ? reopenSession(options.home, options.resume)
+      : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id);
     options.onRegistered?.(record.id);
     const runDir = join(options.home.runDir, 'vms', record.id);
@@ -212,7 +214,11 @@ export class VmSession {
     // Boot figures count from the launch: a first run's image build is its own stage, reported as such.
     let t0 = performance.now();
     const workspace = options.projectFolder ?? paths.workspaceDir;
-    const meta: Record<string, string> = { ...(options.image ? { vm_image: options.image } : {}), ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}), ...(options.agent ? { vm_terminal_agent: options.agent } : {}) };
+    const meta: Record<string, string> = {
+      ...(options.image ? { vm_image: options.image } : {}),
+      ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}),
+      ...(options.agent ? { vm_terminal_agent: options.agent } : {}),
+    };
     try {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
@@ -220,15 +226,30 @@ export class VmSession {
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
       // proxy is needed only once the guest has booted.
       [recorded, launched] = await Promise.allSettled([
-        startRecording(options.home, { session: record, ca, command: options.command, env: options.hostEnv ?? process.env, mode: 'vm', meta, keyStore: options.keyStore }),
+        startRecording(options.home, {
+          session: record,
+          ca,
+          command: options.command,
+          env: options.hostEnv ?? process.env,
+          mode: 'vm',
+          meta,
+          keyStore: options.keyStore,
+        }),
         (async () => {
           const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
             throw new ImageNotReady(err instanceof Error ? err.message : String(err));
           });
           t0 = performance.now();
           const vm = await options.backend.launch({
-            kernel: plan.kernel, initrd: plan.initrd, cmdline: plan.cmdline, disks: plan.disks, workspace,
-            memoryMiB: options.memoryMiB ?? 1024, cpus: options.cpus ?? DEFAULT_VM_CPUS, runDir, serialLog: paths.serialLogPath,
+            kernel: plan.kernel,
+            initrd: plan.initrd,
+            cmdline: plan.cmdline,
+            disks: plan.disks,
+            workspace,
+            memoryMiB: options.memoryMiB ?? 1024,
+            cpus: options.cpus ?? DEFAULT_VM_CPUS,
+            runDir,
+            serialLog: paths.serialLogPath,
           });
           return { plan, vm };
         })(),
@@ -243,7 +264,8 @@ export class VmSession {
     }
     if (launched.status === 'rejected') {
       // The image never got as far as a boot: say so, with the build's own words (and fix).
-      if (launched.reason instanceof ImageNotReady) return fail(`image not ready: ${launched.reason.message}`, `the guest image is not ready: ${launched.reason.message}`);
+      if (launched.reason instanceof ImageNotReady)
+        return fail(`image not ready: ${launched.reason.message}`, `the guest image is not ready: ${launched.reason.message}`);
       return bootFailed(launched.reason);
     }
     const recording = recorded.value;
@@ -271,11 +293,24 @@ export class VmSession {
       const helloMs = performance.now() - t0;
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
-        type: 'config', time_ms: Date.now(), hostname: 'capsem', workspace: plan.guestWorkspace, proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
+        type: 'config',
+        time_ms: Date.now(),
+        hostname: 'capsem',
+        workspace: plan.guestWorkspace,
+        proxy_port: plan.guestProxyPort ?? GUEST_PROXY_PORT,
         // Every program in the guest gets the stand-ins, as `capsem record` gives its command: a real key never leaves the host.
-        env: { CAPSEM_SESSION_ID: recording.session.id, LANG: 'C.UTF-8', ...guestCryptoEnv(booted.accelerator.accel), ...plan.guestEnv, ...recording.credentials.guestEnv },
+        env: {
+          CAPSEM_SESSION_ID: recording.session.id,
+          LANG: 'C.UTF-8',
+          ...guestCryptoEnv(booted.accelerator.accel),
+          ...plan.guestEnv,
+          ...recording.credentials.guestEnv,
+        },
       });
-      const readyMessage = await Promise.race([ready, booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths)))]);
+      const readyMessage = await Promise.race([
+        ready,
+        booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths))),
+      ]);
       const readyMs = performance.now() - t0;
       const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
@@ -296,13 +331,17 @@ export class VmSession {
   private async writeHomeFiles(files: readonly HomeFile[]): Promise<void> {
     const env: Record<string, string> = {};
     files.forEach((file, i) => (env[`CAPSEM_HOME_FILE_${i}`] = file.content.replace(/\n$/, '')));
-    const script = 'cd "$HOME" || exit 1; i=0; for path in "$@"; do mkdir -p "$(dirname "$path")" && printenv "CAPSEM_HOME_FILE_$i" > "$path" || exit 1; i=$((i + 1)); done';
+    const script =
+      'cd "$HOME" || exit 1; i=0; for path in "$@"; do mkdir -p "$(dirname "$path")" && printenv "CAPSEM_HOME_FILE_$i" > "$path" || exit 1; i=$((i + 1)); done';
     const { stream, result } = this.exec(['sh', '-c', script, 'capsem-home-files', ...files.map((f) => f.path)], { env });
     let err = '';
     stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
     stream.resume();
     const { code } = await result;
-    if (code !== 0) throw new Error(`the terminal program's settings (${files.map((f) => `~/${f.path}`).join(', ')}) could not be written in the guest: ${err.trim() || `exit ${code}`}`);
+    if (code !== 0)
+      throw new Error(
+        `the terminal program's settings (${files.map((f) => `~/${f.path}`).join(', ')}) could not be written in the guest: ${err.trim() || `exit ${code}`}`,
+      );
   }
 
   /** Runs one command in the guest; its outcome becomes an exec_events row. */
@@ -327,7 +366,9 @@ export class VmSession {
       };
       stream.on('end', () => finish(stream.exitStatus, null));
       stream.on('error', (e) => finish(stream.exitStatus, e));
-      stream.on('close', () => finish(stream.exitStatus, stream.exitStatus ? null : new Error(stream.resetReason ?? 'the VM ended before the command did')));
+      stream.on('close', () =>
+        finish(stream.exitStatus, stream.exitStatus ? null : new Error(stream.resetReason ?? 'the VM ended before the command did')),
+      );
     });
     return { stream, result };
   }
@@ -338,10 +379,22 @@ export class VmSession {
    * output is in. Output is kept for replay and in the host's copy of the screen.
    */
   attachPty(size: { cols: number; rows: number }, term = 'xterm-256color'): PtyAttachment {
-    const terminal = (this.terminal ??= { transcript: new PtyTranscript(this.paths.ptyLogPath, size, term), screen: new TerminalScreen(size), size, view: null, closed: false });
+    const terminal = (this.terminal ??= {
+      transcript: new PtyTranscript(this.paths.ptyLogPath, size, term),
+      screen: new TerminalScreen(size),
+      size,
+      view: null,
+      closed: false,
+    });
     const previous = terminal.view;
     const program = this.program;
-    const source = this.mux.open({ kind: 'pty', cols: size.cols, rows: size.rows, term, ...(program ? { argv: program.argv, env: program.env } : {}) });
+    const source = this.mux.open({
+      kind: 'pty',
+      cols: size.cols,
+      rows: size.rows,
+      term,
+      ...(program ? { argv: program.argv, env: program.env } : {}),
+    });
     const resize = (cols: number, rows: number): void => {
       if (terminal.closed || (cols === terminal.size.cols && rows === terminal.size.rows)) return;
       terminal.size = { cols, rows };
@@ -408,7 +461,8 @@ export class VmSession {
     });
     this.mux.on('close', () => {
       // QEMU ending closes the port too; give its exit a moment to be the reason given.
-      if (this.state === 'running') setTimeout(() => this.state === 'running' && void this.crash('the agent connection closed'), 500).unref();
+      if (this.state === 'running')
+        setTimeout(() => this.state === 'running' && void this.crash('the agent connection closed'), 500).unref();
     });
     const every = this.options.heartbeatMs ?? 2000;
     this.heartbeat = setInterval(() => {
@@ -416,7 +470,8 @@ export class VmSession {
         () => (this.missedPings = 0),
         () => {
           this.missedPings += 1;
-          if (this.missedPings >= 3 && this.state === 'running') void this.crash(`the guest agent stopped answering (${this.missedPings} heartbeats missed)`);
+          if (this.missedPings >= 3 && this.state === 'running')
+            void this.crash(`the guest agent stopped answering (${this.missedPings} heartbeats missed)`);
         },
       );
     }, every);
@@ -460,7 +515,13 @@ function vmExitError(when: string, exit: VmExit, paths: SessionPaths): Error {
   return new Error(`${describeExit(`QEMU exited ${when}`, exit)}; see ${paths.serialLogPath}`);
 }
 
-function bootFigures(ready: ControlMessage, helloMs: number, readyMs: number, agent: string | undefined, accel: string): Record<string, string> {
+function bootFigures(
+  ready: ControlMessage,
+  helloMs: number,
+  readyMs: number,
+  agent: string | undefined,
+  accel: string,
+): Record<string, string> {
   const stages = typeof ready.stages === 'object' && ready.stages !== null ? (ready.stages as Record<string, unknown>) : {};
   const figures: Record<string, string> = {
     vm_accelerator: accel,

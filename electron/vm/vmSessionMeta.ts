@@ -27,7 +27,10 @@ export function readVmSessionMeta(dbPath: string): VmSessionMeta {
 function metaOf(dbPath: string): VmSessionMeta {
   const db = openSessionDbReadOnly(dbPath);
   try {
-    const rows = db.prepare(`SELECT key, value FROM session_meta WHERE key IN (${KEYS.map(() => '?').join(', ')})`).all(...KEYS) as { key: (typeof KEYS)[number]; value: unknown }[];
+    const rows = db.prepare(`SELECT key, value FROM session_meta WHERE key IN (${KEYS.map(() => '?').join(', ')})`).all(...KEYS) as {
+      key: (typeof KEYS)[number];
+      value: unknown;
+    }[];
     const meta: Record<string, string> = {};
     for (const { key, value } of rows) {
       if (typeof value !== 'string') continue;

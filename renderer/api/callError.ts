@@ -14,7 +14,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function candidatesOf(value: unknown): CallError['candidates'] {
   if (!Array.isArray(value)) return undefined;
-  return value.flatMap((c: unknown) => (isRecord(c) && typeof c.id === 'string' ? [{ id: c.id, name: typeof c.name === 'string' ? c.name : null }] : []));
+  return value.flatMap((c: unknown) =>
+    isRecord(c) && typeof c.id === 'string' ? [{ id: c.id, name: typeof c.name === 'string' ? c.name : null }] : [],
+  );
 }
 
 /**

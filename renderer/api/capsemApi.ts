@@ -19,7 +19,11 @@ export interface Connection {
 function importByPath(api: CapsemApi): (file: File) => Promise<Imported> {
   return async (file) => {
     const path = window.capsemFiles?.pathFor(file) ?? '';
-    if (!path) throw new CapsemCallError({ code: 'no_path', message: `${file.name} is not a file on this computer; save it to disk and drop it again` });
+    if (!path)
+      throw new CapsemCallError({
+        code: 'no_path',
+        message: `${file.name} is not a file on this computer; save it to disk and drop it again`,
+      });
     return api.call('sessions.import', { path });
   };
 }
@@ -34,9 +38,18 @@ export function importByUpload(token: string | null): (file: File) => Promise<Im
     const query = new URLSearchParams({ ...(token ? { [BROWSER_TOKEN_PARAM]: token } : {}), name: file.name });
     let response: Response;
     try {
-      response = await fetch(`${BROWSER_IMPORT_PATH}?${query.toString()}`, { method: 'POST', body: file, headers: { 'content-type': 'application/octet-stream' }, cache: 'no-store', referrerPolicy: 'no-referrer' });
+      response = await fetch(`${BROWSER_IMPORT_PATH}?${query.toString()}`, {
+        method: 'POST',
+        body: file,
+        headers: { 'content-type': 'application/octet-stream' },
+        cache: 'no-store',
+        referrerPolicy: 'no-referrer',
+      });
     } catch (e) {
-      throw new CapsemCallError({ code: 'disconnected', message: `could not upload ${file.name}: ${e instanceof Error ? e.message : String(e)}` });
+      throw new CapsemCallError({
+        code: 'disconnected',
+        message: `could not upload ${file.name}: ${e instanceof Error ? e.message : String(e)}`,
+      });
     }
     let body: unknown = null;
     try {
@@ -44,8 +57,10 @@ export function importByUpload(token: string | null): (file: File) => Promise<Im
     } catch {
       // Not JSON: reported below by status.
     }
-    if (response.ok && isRecord(body) && typeof body.id === 'string') return { id: body.id, name: typeof body.name === 'string' ? body.name : null };
-    if (isRecord(body) && typeof body.code === 'string' && typeof body.message === 'string') throw new CapsemCallError({ code: body.code, message: body.message });
+    if (response.ok && isRecord(body) && typeof body.id === 'string')
+      return { id: body.id, name: typeof body.name === 'string' ? body.name : null };
+    if (isRecord(body) && typeof body.code === 'string' && typeof body.message === 'string')
+      throw new CapsemCallError({ code: body.code, message: body.message });
     throw new CapsemCallError({ code: 'failed', message: `importing ${file.name} failed (HTTP ${response.status})` });
   };
 }

@@ -90,7 +90,8 @@ export class WireClient implements CapsemApi {
     else if (name === 'terminal.attach') this.#sticky.set(`term:${id}`, { name, params });
     else if (name === 'terminal.resize') {
       const attached = this.#sticky.get(`term:${id}`);
-      if (attached) this.#sticky.set(`term:${id}`, { name: 'terminal.attach', params: { ...(attached.params as object), size: params.size } });
+      if (attached)
+        this.#sticky.set(`term:${id}`, { name: 'terminal.attach', params: { ...(attached.params as object), size: params.size } });
     } else if (name === 'terminal.detach') this.#sticky.delete(`term:${id}`);
   }
 
@@ -131,7 +132,8 @@ export class WireClient implements CapsemApi {
       if (this.#socket !== socket) return;
       this.#socket = null;
       // In-flight calls cannot be answered by a new socket: fail them so the UI shows why.
-      for (const pending of this.#pending.values()) pending.reject(new CapsemCallError({ code: 'disconnected', message: 'the connection to the Capsem core was lost' }));
+      for (const pending of this.#pending.values())
+        pending.reject(new CapsemCallError({ code: 'disconnected', message: 'the connection to the Capsem core was lost' }));
       this.#pending.clear();
       this.#attempt += 1;
       const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.#attempt - 1)) * (0.8 + Math.random() * 0.4);
@@ -159,11 +161,13 @@ export class WireClient implements CapsemApi {
     this.#pending.delete(message.id);
     if ('error' in message && isRecord(message.error)) {
       const error = message.error;
-      pending.reject(new CapsemCallError({
-        code: typeof error.code === 'string' ? error.code : 'error',
-        message: typeof error.message === 'string' ? error.message : 'the call failed',
-        candidates: Array.isArray(error.candidates) ? (error.candidates as { id: string; name: string | null }[]) : undefined,
-      }));
+      pending.reject(
+        new CapsemCallError({
+          code: typeof error.code === 'string' ? error.code : 'error',
+          message: typeof error.message === 'string' ? error.message : 'the call failed',
+          candidates: Array.isArray(error.candidates) ? (error.candidates as { id: string; name: string | null }[]) : undefined,
+        }),
+      );
     } else {
       pending.resolve(message.result);
     }

@@ -26,10 +26,13 @@ export function App() {
     setActiveTab(id);
   }, []);
 
-  const open = useCallback((id: string) => {
-    setTabs((current) => (current.includes(id) ? current : [...current, id]));
-    setActive(id);
-  }, [setActive]);
+  const open = useCallback(
+    (id: string) => {
+      setTabs((current) => (current.includes(id) ? current : [...current, id]));
+      setActive(id);
+    },
+    [setActive],
+  );
 
   const close = useCallback((id: string) => {
     setTabs((current) => {
@@ -82,7 +85,15 @@ export function App() {
           <ResolveProblem problem={openProblem.error} onOpen={openCandidate} testIdPrefix="open" onDismiss={() => setOpenProblem(null)} />
         </div>
       )}
-      <TabBar tabs={tabs} active={active} byId={store.byId} onSelect={setActive} onClose={close} settingsOpen={settingsOpen} onSettings={() => setSettingsOpen(true)} />
+      <TabBar
+        tabs={tabs}
+        active={active}
+        byId={store.byId}
+        onSelect={setActive}
+        onClose={close}
+        settingsOpen={settingsOpen}
+        onSettings={() => setSettingsOpen(true)}
+      />
       <main className="panes">
         <section className="pane" hidden={!settingsOpen} data-testid="settings-pane">
           {settingsOpen && <KeysSettings />}

@@ -126,7 +126,13 @@ export function ImportButton({ busy, onFiles }: { readonly busy: boolean; readon
   const input = useRef<HTMLInputElement>(null);
   return (
     <>
-      <button type="button" data-testid="import" disabled={busy} title="Import a .capsem archive or a session.db (or drop one on the window)" onClick={() => input.current?.click()}>
+      <button
+        type="button"
+        data-testid="import"
+        disabled={busy}
+        title="Import a .capsem archive or a session.db (or drop one on the window)"
+        onClick={() => input.current?.click()}
+      >
         {busy ? 'Importing…' : 'Import…'}
       </button>
       <input
@@ -162,7 +168,13 @@ export function ImportBar({ state }: { readonly state: FileImport }) {
           <span className="error">
             Could not import <strong>{p.file}</strong>: {p.message}
           </span>
-          <button type="button" className="dismiss" aria-label="dismiss" data-testid="import-error-dismiss" onClick={() => state.dismiss(p.key)}>
+          <button
+            type="button"
+            className="dismiss"
+            aria-label="dismiss"
+            data-testid="import-error-dismiss"
+            onClick={() => state.dismiss(p.key)}
+          >
             ×
           </button>
         </div>

@@ -17,7 +17,14 @@ export function TabBar({ tabs, active, byId, onSelect, onClose, settingsOpen, on
   const titles = tabTitles(tabs, byId);
   return (
     <nav className="tabs" role="tablist">
-      <button type="button" role="tab" aria-selected={!settingsOpen && active === null} className={!settingsOpen && active === null ? 'tab active' : 'tab'} data-testid="tab-list" onClick={() => onSelect(null)}>
+      <button
+        type="button"
+        role="tab"
+        aria-selected={!settingsOpen && active === null}
+        className={!settingsOpen && active === null ? 'tab active' : 'tab'}
+        data-testid="tab-list"
+        onClick={() => onSelect(null)}
+      >
         Sessions
       </button>
       {tabs.map((id) => {
@@ -53,7 +60,14 @@ export function TabBar({ tabs, active, byId, onSelect, onClose, settingsOpen, on
           </div>
         );
       })}
-      <button type="button" role="tab" aria-selected={settingsOpen} className={settingsOpen ? 'tab active tab-settings' : 'tab tab-settings'} data-testid="tab-settings" onClick={onSettings}>
+      <button
+        type="button"
+        role="tab"
+        aria-selected={settingsOpen}
+        className={settingsOpen ? 'tab active tab-settings' : 'tab tab-settings'}
+        data-testid="tab-settings"
+        onClick={onSettings}
+      >
         Settings
       </button>
     </nav>

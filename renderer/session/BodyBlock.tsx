@@ -60,7 +60,11 @@ export function BodyBlock({ sessionId, eventId, body }: Props) {
           <button type="button" onClick={() => void loadMore()} disabled={busy} data-testid={`body-${body.direction}-more`}>
             {busy ? 'Loading…' : 'Load more'}
           </button>
-          <span className="muted">{loaded ? `${formatCount(loaded.text.length)} of ${formatCount(loaded.total)} characters` : `first ${formatCount(text.length)} characters`}</span>
+          <span className="muted">
+            {loaded
+              ? `${formatCount(loaded.text.length)} of ${formatCount(loaded.total)} characters`
+              : `first ${formatCount(text.length)} characters`}
+          </span>
           {error && <span className="error">{error}</span>}
         </div>
       )}

@@ -74,7 +74,12 @@ export function DetailPane({ sessionId, kind, seq, onJump, onClose }: Props) {
             {(detail.modelCallSeq !== null || detail.netSeq !== null) && (
               <div className="links">
                 {detail.modelCallSeq !== null && (
-                  <button type="button" className="link" data-testid="detail-model-link" onClick={() => onJump('model', detail.modelCallSeq!)}>
+                  <button
+                    type="button"
+                    className="link"
+                    data-testid="detail-model-link"
+                    onClick={() => onJump('model', detail.modelCallSeq!)}
+                  >
                     emitted by model call #{detail.modelCallSeq}
                   </button>
                 )}

@@ -119,13 +119,13 @@ export function EventTable({ sessionId, kind, columns, visible, liveVersion, foc
           {rows.error && <span className="error">{rows.error}</span>}
         </div>
         <div className="grid-head-wrap" ref={head}>
-        <div className="grid-head" style={grid} role="row">
-          {columns.map((c) => (
-            <div key={c.key} className={c.numeric ? 'cell num' : 'cell'} role="columnheader">
-              {c.label}
-            </div>
-          ))}
-        </div>
+          <div className="grid-head" style={grid} role="row">
+            {columns.map((c) => (
+              <div key={c.key} className={c.numeric ? 'cell num' : 'cell'} role="columnheader">
+                {c.label}
+              </div>
+            ))}
+          </div>
         </div>
         <div
           ref={scroller}
@@ -163,7 +163,9 @@ export function EventTable({ sessionId, kind, columns, visible, liveVersion, foc
           {rows.total === 0 && <div className="muted pad">{filter ? 'No rows match the filter.' : 'No rows yet.'}</div>}
         </div>
       </div>
-      {selected && <DetailPane sessionId={sessionId} kind={kind} seq={selected.seq} onJump={context.jump} onClose={() => setSelected(null)} />}
+      {selected && (
+        <DetailPane sessionId={sessionId} kind={kind} seq={selected.seq} onJump={context.jump} onClose={() => setSelected(null)} />
+      )}
     </div>
   );
 }

@@ -10,7 +10,13 @@ export function FrameList({ frames, total }: { readonly frames: readonly Frame[]
       </h4>
       <ol className="model-items" data-testid="frames">
         {frames.map((frame, index) => (
-          <li key={index} className={`item frame-${frame.direction}`} data-testid="frame" data-direction={frame.direction} data-opcode={frame.opcode}>
+          <li
+            key={index}
+            className={`item frame-${frame.direction}`}
+            data-testid="frame"
+            data-direction={frame.direction}
+            data-opcode={frame.opcode}
+          >
             <div className="item-head">
               <span className="badge">{frame.direction === 'sent' ? '→ sent' : '← received'}</span>
               <strong>{frame.opcode}</strong>

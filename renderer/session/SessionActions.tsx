@@ -56,7 +56,14 @@ export function SessionActions({ session, sessionId, onResumed, onSummary }: Pro
   return (
     <div className="actions">
       {resumable && (
-        <button type="button" className="primary" data-testid="resume" disabled={busy !== null} title="Boot this session again on its own disk and session.db" onClick={() => void run('resume')}>
+        <button
+          type="button"
+          className="primary"
+          data-testid="resume"
+          disabled={busy !== null}
+          title="Boot this session again on its own disk and session.db"
+          onClick={() => void run('resume')}
+        >
           {busy === 'resume' ? 'Resuming…' : 'Resume'}
         </button>
       )}
@@ -65,7 +72,12 @@ export function SessionActions({ session, sessionId, onResumed, onSummary }: Pro
           {busy === 'stop' ? 'Stopping…' : 'Stop'}
         </button>
       )}
-      <select data-testid="export-format" aria-label="Export format" value={format} onChange={(e) => setFormat(e.target.value as ExportFormat)}>
+      <select
+        data-testid="export-format"
+        aria-label="Export format"
+        value={format}
+        onChange={(e) => setFormat(e.target.value as ExportFormat)}
+      >
         {EXPORT_FORMATS.map((f) => (
           <option key={f.value} value={f.value}>
             {f.label}

@@ -13,7 +13,9 @@ export function SessionHeader({ id, session }: { readonly id: string; readonly s
       {session && (
         <span className="figures muted" data-testid="session-figures">
           <span title="cost">{formatCost(session.costUsd)}</span>
-          <span title="tokens in + out">{formatCount(session.inputTokens)} + {formatCount(session.outputTokens)} tok</span>
+          <span title="tokens in + out">
+            {formatCount(session.inputTokens)} + {formatCount(session.outputTokens)} tok
+          </span>
           <span>{formatCount(session.requests)} req</span>
           <span>{formatCount(session.modelCalls)} model</span>
           <span>{formatCount(session.toolCalls)} tools</span>

@@ -5,7 +5,13 @@ import { errorText } from '../api/callError.ts';
 import { formatTime } from '../app/format.ts';
 
 /** Search across the whole session (sessions.search); a hit jumps to its row in its view. */
-export function SessionSearch({ sessionId, onJump }: { readonly sessionId: string; readonly onJump: (kind: TableKind, seq: number) => void }) {
+export function SessionSearch({
+  sessionId,
+  onJump,
+}: {
+  readonly sessionId: string;
+  readonly onJump: (kind: TableKind, seq: number) => void;
+}) {
   const api = useApi();
   const [query, setQuery] = useState('');
   const [hits, setHits] = useState<readonly SearchHit[] | null>(null);
@@ -54,7 +60,14 @@ export function SessionSearch({ sessionId, onJump }: { readonly sessionId: strin
           <div className="search-head muted">
             {busy ? 'searching…' : error ? <span className="error">{error}</span> : `${hits?.length ?? 0} hits`}
             <span className="spacer" />
-            <button type="button" className="link" onClick={() => { setHits(null); setError(null); }}>
+            <button
+              type="button"
+              className="link"
+              onClick={() => {
+                setHits(null);
+                setError(null);
+              }}
+            >
               close
             </button>
           </div>

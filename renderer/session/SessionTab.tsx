@@ -63,7 +63,15 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
       </div>
       <div className="view-switcher" role="tablist">
         {VIEWS.map((v) => (
-          <button key={v.view} type="button" role="tab" aria-selected={view === v.view} className={view === v.view ? 'view-tab active' : 'view-tab'} data-testid={`view-${v.view}`} onClick={() => show(v.view)}>
+          <button
+            key={v.view}
+            type="button"
+            role="tab"
+            aria-selected={view === v.view}
+            className={view === v.view ? 'view-tab active' : 'view-tab'}
+            data-testid={`view-${v.view}`}
+            onClick={() => show(v.view)}
+          >
             {v.label}
           </button>
         ))}
@@ -80,7 +88,17 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
               )}
               {v.view === 'timeline' && <TimelineView sessionId={id} liveVersion={live.any} onJump={jump} />}
               {v.view === 'cost' && <CostView sessionId={id} liveVersion={live.model} />}
-              {v.kind !== null && <EventTable sessionId={id} kind={v.kind} columns={VIEW_COLUMNS[v.kind]} visible={active} liveVersion={live[v.kind]} focus={focus[v.kind] ?? null} context={context} />}
+              {v.kind !== null && (
+                <EventTable
+                  sessionId={id}
+                  kind={v.kind}
+                  columns={VIEW_COLUMNS[v.kind]}
+                  visible={active}
+                  liveVersion={live[v.kind]}
+                  focus={focus[v.kind] ?? null}
+                  context={context}
+                />
+              )}
             </div>
           );
         })}

@@ -7,7 +7,12 @@ import { useApi } from '../api/ApiContext.tsx';
 import { errorText } from '../api/callError.ts';
 import { StartingNote } from '../app/StartingNote.tsx';
 
-type Mode = { kind: 'attaching' } | { kind: 'live'; exitCode?: number | null } | { kind: 'replay'; events: number } | { kind: 'none' } | { kind: 'error'; message: string };
+type Mode =
+  | { kind: 'attaching' }
+  | { kind: 'live'; exitCode?: number | null }
+  | { kind: 'replay'; events: number }
+  | { kind: 'none' }
+  | { kind: 'error'; message: string };
 
 /** The scrollback the host keeps of a live terminal too, so a repaint brings back all this view had. */
 const SCROLLBACK: TerminalScrollbackLines = 10_000;
@@ -31,7 +36,13 @@ function play(term: Terminal, part: TranscriptPart): Promise<void> {
  * An ended session's transcript, a chunk at a time: the next is asked for once the terminal has
  * taken in the last, so a long recording neither arrives in one message nor piles up in the page.
  */
-async function replay(term: Terminal, transcript: Transcript, more: (from: number) => Promise<TranscriptPart>, gone: () => boolean, played: (events: number) => void): Promise<void> {
+async function replay(
+  term: Terminal,
+  transcript: Transcript,
+  more: (from: number) => Promise<TranscriptPart>,
+  gone: () => boolean,
+  played: (events: number) => void,
+): Promise<void> {
   term.resize(clamp(transcript.width), clamp(transcript.height));
   let part: TranscriptPart = transcript;
   let events = 0;
@@ -49,7 +60,12 @@ async function replay(term: Terminal, transcript: Transcript, more: (from: numbe
 function themeFromPage(): { background: string; foreground: string; cursor: string; selectionBackground: string } {
   const css = getComputedStyle(document.documentElement);
   const read = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
-  return { background: read('--term-bg', '#111'), foreground: read('--term-fg', '#ddd'), cursor: read('--term-fg', '#ddd'), selectionBackground: read('--term-selection', '#3a5a8a') };
+  return {
+    background: read('--term-bg', '#111'),
+    foreground: read('--term-fg', '#ddd'),
+    cursor: read('--term-fg', '#ddd'),
+    selectionBackground: read('--term-selection', '#3a5a8a'),
+  };
 }
 
 /** Tells the host how much output has been drawn: one call in flight at a time, each carrying all drawn since the last. */
@@ -96,7 +112,13 @@ export function TerminalView({ sessionId, visible, starting }: Props) {
   useEffect(() => {
     const element = container.current;
     if (!element) return;
-    const term = new Terminal({ fontFamily: 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace', fontSize: 13, scrollback: SCROLLBACK, theme: themeFromPage(), allowProposedApi: false });
+    const term = new Terminal({
+      fontFamily: 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace',
+      fontSize: 13,
+      scrollback: SCROLLBACK,
+      theme: themeFromPage(),
+      allowProposedApi: false,
+    });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(element);
@@ -130,9 +152,13 @@ export function TerminalView({ sessionId, visible, starting }: Props) {
           term.focus();
         } else if (result.transcript) {
           const more = (from: number) => api.call('terminal.replay', { id: sessionId, from });
-          replay(term, result.transcript, more, () => disposed, (events) => setMode({ kind: 'replay', events })).catch(
-            (e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }),
-          );
+          replay(
+            term,
+            result.transcript,
+            more,
+            () => disposed,
+            (events) => setMode({ kind: 'replay', events }),
+          ).catch((e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }));
         } else setMode({ kind: 'none' });
       },
       (e: unknown) => !disposed && setMode({ kind: 'error', message: errorText(e) }),
@@ -152,7 +178,10 @@ export function TerminalView({ sessionId, visible, starting }: Props) {
         if (disposed || element.clientWidth === 0 || element.clientHeight === 0 || !live) return;
         const before = `${term.cols}x${term.rows}`;
         fit.fit();
-        if (`${term.cols}x${term.rows}` !== before) void api.call('terminal.resize', { id: sessionId, size: { cols: clamp(term.cols), rows: clamp(term.rows) } }).catch(() => undefined);
+        if (`${term.cols}x${term.rows}` !== before)
+          void api
+            .call('terminal.resize', { id: sessionId, size: { cols: clamp(term.cols), rows: clamp(term.rows) } })
+            .catch(() => undefined);
       }, 80);
     });
     observer.observe(element);
@@ -171,8 +200,12 @@ export function TerminalView({ sessionId, visible, starting }: Props) {
     <div className="terminal-view">
       <div className="terminal-note" data-testid="terminal-note">
         {mode.kind === 'attaching' && (starting ? <StartingNote progress={starting} detail /> : 'Attaching…')}
-        {mode.kind === 'live' && (mode.exitCode === undefined ? 'live' : `the session's shell exited${mode.exitCode === null ? '' : ` (code ${mode.exitCode})`}`)}
-        {mode.kind === 'replay' && (mode.events > 0 ? `replay of an ended session (${mode.events} recorded events)` : 'replay of an ended session: no terminal output was recorded')}
+        {mode.kind === 'live' &&
+          (mode.exitCode === undefined ? 'live' : `the session's shell exited${mode.exitCode === null ? '' : ` (code ${mode.exitCode})`}`)}
+        {mode.kind === 'replay' &&
+          (mode.events > 0
+            ? `replay of an ended session (${mode.events} recorded events)`
+            : 'replay of an ended session: no terminal output was recorded')}
         {mode.kind === 'none' && 'This session has no terminal transcript.'}
         {mode.kind === 'error' && <span className="error">{mode.message}</span>}
       </div>

@@ -24,7 +24,13 @@ const text = (key: string) => (row: TableRow) => cellText(field(row, key));
 const num = (format: (n: number | null) => string, key: string) => (row: TableRow) => format(asNumber(field(row, key)));
 
 const time: ColumnSpec = { key: 'at', label: 'time', width: '104px', render: (row) => formatTime(row.at), title: (row) => row.at };
-const duration: ColumnSpec = { key: 'duration_ms', label: 'duration', width: '78px', numeric: true, render: num(formatDuration, 'duration_ms') };
+const duration: ColumnSpec = {
+  key: 'duration_ms',
+  label: 'duration',
+  width: '78px',
+  numeric: true,
+  render: num(formatDuration, 'duration_ms'),
+};
 
 function statusClass(code: number | null): string {
   if (code == null) return 'muted';
@@ -68,7 +74,13 @@ const CELLS: { readonly [K in TableKind]: Record<TableColumn<K>, ColumnSpec | nu
     },
     bytes_received: null,
     duration_ms: duration,
-    process_name: { key: 'process_name', label: 'process', width: 'minmax(60px, 0.6fr)', render: text('process_name'), title: text('process_name') },
+    process_name: {
+      key: 'process_name',
+      label: 'process',
+      width: 'minmax(60px, 0.6fr)',
+      render: text('process_name'),
+      title: text('process_name'),
+    },
   },
   model: {
     provider: { key: 'provider', label: 'provider', width: '82px', render: text('provider') },
@@ -77,7 +89,13 @@ const CELLS: { readonly [K in TableKind]: Record<TableColumn<K>, ColumnSpec | nu
     output_tokens: { key: 'output_tokens', label: 'out', width: '64px', numeric: true, render: num(formatCount, 'output_tokens') },
     cache_read: { key: 'cache_read', label: 'cache rd', width: '74px', numeric: true, render: num(formatCount, 'cache_read') },
     cache_write: { key: 'cache_write', label: 'cache wr', width: '74px', numeric: true, render: num(formatCount, 'cache_write') },
-    estimated_cost_usd: { key: 'estimated_cost_usd', label: 'cost', width: '72px', numeric: true, render: num(formatCost, 'estimated_cost_usd') },
+    estimated_cost_usd: {
+      key: 'estimated_cost_usd',
+      label: 'cost',
+      width: '72px',
+      numeric: true,
+      render: num(formatCost, 'estimated_cost_usd'),
+    },
     stop_reason: { key: 'stop_reason', label: 'stop', width: 'minmax(80px, 0.6fr)', render: text('stop_reason') },
     duration_ms: duration,
   },
@@ -86,7 +104,13 @@ const CELLS: { readonly [K in TableKind]: Record<TableColumn<K>, ColumnSpec | nu
     tool_name: { key: 'tool_name', label: 'tool', width: 'minmax(90px, 0.8fr)', render: text('tool_name'), title: text('tool_name') },
     status: { key: 'status', label: 'status', width: '90px', render: text('status') },
     duration_ms: duration,
-    response_preview: { key: 'response_preview', label: 'response', width: 'minmax(160px, 3fr)', render: text('response_preview'), title: text('response_preview') },
+    response_preview: {
+      key: 'response_preview',
+      label: 'response',
+      width: 'minmax(160px, 3fr)',
+      render: text('response_preview'),
+      title: text('response_preview'),
+    },
     model_call_seq: {
       key: 'model_call_seq',
       label: 'model call',

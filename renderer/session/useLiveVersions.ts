@@ -29,9 +29,12 @@ export function useLiveVersions(sessionId: string, onSummary: (s: SessionSummary
     api.call('live.subscribe', { id: sessionId }).catch(() => undefined);
   }, [api, sessionId, epoch]);
 
-  useEffect(() => () => {
-    if (totalsTimer.current) clearTimeout(totalsTimer.current);
-  }, []);
+  useEffect(
+    () => () => {
+      if (totalsTimer.current) clearTimeout(totalsTimer.current);
+    },
+    [],
+  );
 
   useHostEvent('session.events', (event) => {
     if (event.id !== sessionId) return;
@@ -43,7 +46,10 @@ export function useLiveVersions(sessionId: string, onSummary: (s: SessionSummary
     if (totalsTimer.current) return;
     totalsTimer.current = setTimeout(() => {
       totalsTimer.current = null;
-      api.call('sessions.info', { id: sessionId }).then((s) => latestSummary.current(s), () => undefined);
+      api.call('sessions.info', { id: sessionId }).then(
+        (s) => latestSummary.current(s),
+        () => undefined,
+      );
     }, TOTALS_EVERY_MS);
   });
 

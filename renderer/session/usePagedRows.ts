@@ -43,24 +43,22 @@ export function usePagedRows(sessionId: string, kind: TableKind, filter: string,
       if (loading.current.has(page)) return;
       loading.current.add(page);
       const gen = generation.current;
-      api
-        .call('events.page', { id: sessionId, kind, offset: page * PAGE_SIZE, limit: PAGE_SIZE, ...(filter ? { filter } : {}) })
-        .then(
-          (result) => {
-            if (gen !== generation.current) return;
-            loading.current.delete(page);
-            pages.current.set(page, result.rows);
-            totalRef.current = result.total;
-            setTotal(result.total);
-            setError(null);
-            rerender();
-          },
-          (e: unknown) => {
-            if (gen !== generation.current) return;
-            loading.current.delete(page);
-            setError(errorText(e));
-          },
-        );
+      api.call('events.page', { id: sessionId, kind, offset: page * PAGE_SIZE, limit: PAGE_SIZE, ...(filter ? { filter } : {}) }).then(
+        (result) => {
+          if (gen !== generation.current) return;
+          loading.current.delete(page);
+          pages.current.set(page, result.rows);
+          totalRef.current = result.total;
+          setTotal(result.total);
+          setError(null);
+          rerender();
+        },
+        (e: unknown) => {
+          if (gen !== generation.current) return;
+          loading.current.delete(page);
+          setError(errorText(e));
+        },
+      );
     },
     [api, sessionId, kind, filter],
   );
@@ -107,7 +105,8 @@ export function usePagedRows(sessionId: string, kind: TableKind, filter: string,
         if (at >= 0) return page * PAGE_SIZE + at;
       }
       // Rows are in seq order: a binary search costs ~17 one-row reads for 100k rows.
-      const seqAt = async (offset: number) => (await api.call('events.page', { id: sessionId, kind, offset, limit: 1, ...(filter ? { filter } : {}) })).rows[0]?.seq;
+      const seqAt = async (offset: number) =>
+        (await api.call('events.page', { id: sessionId, kind, offset, limit: 1, ...(filter ? { filter } : {}) })).rows[0]?.seq;
       let lo = 0;
       let hi = (totalRef.current ?? 0) - 1;
       while (lo <= hi) {

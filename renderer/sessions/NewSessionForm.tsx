@@ -54,7 +54,13 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
     setBusy(true);
     setError(null);
     try {
-      const { id } = await api.call('sessions.start', { name: name.trim() || null, image: agent === 'shell' ? image : 'agent', workspace: folder.trim() || null, wholeHome, agent });
+      const { id } = await api.call('sessions.start', {
+        name: name.trim() || null,
+        image: agent === 'shell' ? image : 'agent',
+        workspace: folder.trim() || null,
+        wholeHome,
+        agent,
+      });
       setOpen(false);
       setName('');
       chooseFolder('');
@@ -77,15 +83,34 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
   }
   return (
     <form className="new-session" data-testid="new-session-form" onSubmit={(e) => void submit(e)}>
-      <input data-testid="new-session-name" placeholder="name (optional)" value={name} maxLength={64} autoFocus spellCheck={false} onChange={(e) => setName(e.target.value)} />
-      <select data-testid="new-session-agent" value={agent} aria-label="runs" onChange={(e) => isTerminalChoice(e.target.value) && setAgent(e.target.value)}>
+      <input
+        data-testid="new-session-name"
+        placeholder="name (optional)"
+        value={name}
+        maxLength={64}
+        autoFocus
+        spellCheck={false}
+        onChange={(e) => setName(e.target.value)}
+      />
+      <select
+        data-testid="new-session-agent"
+        value={agent}
+        aria-label="runs"
+        onChange={(e) => isTerminalChoice(e.target.value) && setAgent(e.target.value)}
+      >
         {Object.entries(TERMINALS).map(([value, label]) => (
           <option key={value} value={value}>
             {label}
           </option>
         ))}
       </select>
-      <select data-testid="new-session-image" value={agent === 'shell' ? image : 'agent'} disabled={agent !== 'shell'} title={agent === 'shell' ? undefined : 'the coding agents are in the agent image'} onChange={(e) => setImage(e.target.value === 'minimal' ? 'minimal' : 'agent')}>
+      <select
+        data-testid="new-session-image"
+        value={agent === 'shell' ? image : 'agent'}
+        disabled={agent !== 'shell'}
+        title={agent === 'shell' ? undefined : 'the coding agents are in the agent image'}
+        onChange={(e) => setImage(e.target.value === 'minimal' ? 'minimal' : 'agent')}
+      >
         <option value="agent">agent image</option>
         <option value="minimal">minimal image</option>
       </select>
@@ -100,7 +125,12 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
         onChange={(e) => chooseFolder(e.target.value)}
       />
       {pickFolder && (
-        <button type="button" data-testid="new-session-pick-folder" disabled={busy} onClick={() => void pickFolder().then((path) => path !== null && chooseFolder(path))}>
+        <button
+          type="button"
+          data-testid="new-session-pick-folder"
+          disabled={busy}
+          onClick={() => void pickFolder().then((path) => path !== null && chooseFolder(path))}
+        >
           Choose…
         </button>
       )}
@@ -112,7 +142,12 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
       </button>
       {askWholeHome && (
         <label className="whole-home">
-          <input type="checkbox" data-testid="new-session-whole-home" checked={wholeHome} onChange={(e) => setWholeHome(e.target.checked)} />
+          <input
+            type="checkbox"
+            data-testid="new-session-whole-home"
+            checked={wholeHome}
+            onChange={(e) => setWholeHome(e.target.checked)}
+          />
           Share my whole home folder
         </label>
       )}
@@ -134,7 +169,11 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
           ))}
         </div>
       )}
-      {error && <span className="error" role="alert">{error}</span>}
+      {error && (
+        <span className="error" role="alert">
+          {error}
+        </span>
+      )}
     </form>
   );
 }

@@ -17,7 +17,14 @@ export function ResolveProblem({ problem, onOpen, testIdPrefix = 'resolve', onDi
       {problem.candidates && problem.candidates.length > 0 && (
         <span className="candidates">
           {problem.candidates.map((c) => (
-            <button key={c.id} type="button" className="link" data-testid={`${testIdPrefix}-candidate`} data-session-id={c.id} onClick={() => onOpen(c.id)}>
+            <button
+              key={c.id}
+              type="button"
+              className="link"
+              data-testid={`${testIdPrefix}-candidate`}
+              data-session-id={c.id}
+              onClick={() => onOpen(c.id)}
+            >
               {c.name ?? '(unnamed)'} <code>{shortId(c.id)}</code>
             </button>
           ))}

@@ -5,7 +5,15 @@ import { SessionTable } from './SessionTable.tsx';
 import type { SessionStore } from './useSessionStore.ts';
 
 /** The home tab: filter, new session (and the app's other list actions, e.g. Import…), and the table of every session. */
-export function SessionList({ store, onOpen, actions }: { readonly store: SessionStore; readonly onOpen: (id: string) => void; readonly actions?: ReactNode }) {
+export function SessionList({
+  store,
+  onOpen,
+  actions,
+}: {
+  readonly store: SessionStore;
+  readonly onOpen: (id: string) => void;
+  readonly actions?: ReactNode;
+}) {
   const [filter, setFilter] = useState('');
   const shown = useMemo(() => {
     const needle = filter.trim().toLowerCase();
@@ -24,7 +32,11 @@ export function SessionList({ store, onOpen, actions }: { readonly store: Sessio
         {actions}
         <NewSessionForm onStarted={onOpen} />
       </div>
-      {store.error && <div className="error" role="alert">{store.error}</div>}
+      {store.error && (
+        <div className="error" role="alert">
+          {store.error}
+        </div>
+      )}
       {!store.loaded && !store.error && <div className="muted pad">Loading sessions…</div>}
       {store.loaded && store.sessions.length === 0 && <div className="muted pad">No sessions yet. Start one with “New session”.</div>}
       {shown.length > 0 && <SessionTable sessions={shown} onOpen={onOpen} />}

@@ -39,9 +39,18 @@ interface Sort {
 }
 
 /** The session list itself: sortable by any column (click a header; click again to reverse). */
-export function SessionTable({ sessions, onOpen }: { readonly sessions: readonly SessionSummary[]; readonly onOpen: (id: string) => void }) {
+export function SessionTable({
+  sessions,
+  onOpen,
+}: {
+  readonly sessions: readonly SessionSummary[];
+  readonly onOpen: (id: string) => void;
+}) {
   const [sort, setSort] = useState<Sort>({ key: 'created', descending: true });
-  const now = useNow(1000, sessions.some((s) => s.status === 'running'));
+  const now = useNow(
+    1000,
+    sessions.some((s) => s.status === 'running'),
+  );
 
   const sorted = useMemo(() => {
     const column = COLUMNS.find((c) => c.key === sort.key) ?? COLUMNS[3]!;
@@ -74,8 +83,17 @@ export function SessionTable({ sessions, onOpen }: { readonly sessions: readonly
         </thead>
         <tbody>
           {sorted.map((s) => (
-            <tr key={s.id} data-testid="session-row" data-session-id={s.id} tabIndex={0} onClick={() => onOpen(s.id)} onKeyDown={(e) => e.key === 'Enter' && onOpen(s.id)}>
-              <td><CopyId id={s.id} /></td>
+            <tr
+              key={s.id}
+              data-testid="session-row"
+              data-session-id={s.id}
+              tabIndex={0}
+              onClick={() => onOpen(s.id)}
+              onKeyDown={(e) => e.key === 'Enter' && onOpen(s.id)}
+            >
+              <td>
+                <CopyId id={s.id} />
+              </td>
               <td className="name">{s.name ?? <span className="muted">(unnamed)</span>}</td>
               <td data-testid="session-status">
                 {s.starting ? <StartingNote progress={s.starting} /> : <StatusBadge status={s.status} reason={s.statusReason} />}

@@ -26,10 +26,7 @@ export function KeysSettings() {
   const [drafts, setDrafts] = useState<Readonly<Record<string, string>>>({});
   const [problem, setProblem] = useState<string | null>(null);
 
-  const refresh = useCallback(
-    () => api.call('keys.list', {}).then(setList, (e: unknown) => setProblem(errorText(e))),
-    [api],
-  );
+  const refresh = useCallback(() => api.call('keys.list', {}).then(setList, (e: unknown) => setProblem(errorText(e))), [api]);
   useEffect(() => {
     void refresh();
   }, [refresh]);
@@ -39,15 +36,29 @@ export function KeysSettings() {
     setProblem(null);
     return refresh();
   };
-  const save = (provider: string) => api.call('keys.set', { provider, key: drafts[provider] ?? '' }).then(() => done(provider), (e: unknown) => setProblem(errorText(e)));
-  const remove = (provider: string) => api.call('keys.remove', { provider }).then(() => done(provider), (e: unknown) => setProblem(errorText(e)));
+  const save = (provider: string) =>
+    api.call('keys.set', { provider, key: drafts[provider] ?? '' }).then(
+      () => done(provider),
+      (e: unknown) => setProblem(errorText(e)),
+    );
+  const remove = (provider: string) =>
+    api.call('keys.remove', { provider }).then(
+      () => done(provider),
+      (e: unknown) => setProblem(errorText(e)),
+    );
 
   return (
     <div className="settings-keys" data-testid="settings-keys">
       <h2>Provider keys</h2>
       <p>
-        Keys never enter a session: its programs get a stand-in, and the proxy puts the real key on requests to that provider&apos;s own API hosts.
-        {list && <> Stored keys: <span data-testid="keys-store">{list.store}</span>.</>}
+        Keys never enter a session: its programs get a stand-in, and the proxy puts the real key on requests to that provider&apos;s own API
+        hosts.
+        {list && (
+          <>
+            {' '}
+            Stored keys: <span data-testid="keys-store">{list.store}</span>.
+          </>
+        )}
       </p>
       {problem && (
         <p role="alert" className="keys-problem" data-testid="keys-problem">

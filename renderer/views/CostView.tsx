@@ -24,7 +24,14 @@ function UsageCells({ usage }: { readonly usage: Usage }) {
 
 function CostTable({ cost }: { readonly cost: Cost }) {
   const total = cost.byModel.reduce(
-    (sum, row) => ({ calls: sum.calls + row.calls, inputTokens: sum.inputTokens + row.inputTokens, outputTokens: sum.outputTokens + row.outputTokens, cacheReadTokens: sum.cacheReadTokens + row.cacheReadTokens, cacheWriteTokens: sum.cacheWriteTokens + row.cacheWriteTokens, costUsd: sum.costUsd + row.costUsd }),
+    (sum, row) => ({
+      calls: sum.calls + row.calls,
+      inputTokens: sum.inputTokens + row.inputTokens,
+      outputTokens: sum.outputTokens + row.outputTokens,
+      cacheReadTokens: sum.cacheReadTokens + row.cacheReadTokens,
+      cacheWriteTokens: sum.cacheWriteTokens + row.cacheWriteTokens,
+      costUsd: sum.costUsd + row.costUsd,
+    }),
     { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
   );
   return (
@@ -108,10 +115,16 @@ function CumulativeChart({ points, width }: { readonly points: Cost['cumulative'
     >
       <line x1={PAD.left} x2={width - PAD.right} y1={chart.y(0)} y2={chart.y(0)} className="axis" />
       <line x1={PAD.left} x2={PAD.left} y1={PAD.top} y2={chart.y(0)} className="axis" />
-      <text x={PAD.left - 6} y={chart.y(chart.max) + 4} className="axis-label" textAnchor="end">{formatCost(chart.max)}</text>
-      <text x={PAD.left - 6} y={chart.y(0)} className="axis-label" textAnchor="end">$0</text>
+      <text x={PAD.left - 6} y={chart.y(chart.max) + 4} className="axis-label" textAnchor="end">
+        {formatCost(chart.max)}
+      </text>
+      <text x={PAD.left - 6} y={chart.y(0)} className="axis-label" textAnchor="end">
+        $0
+      </text>
       {chart.ticks.map((tick) => (
-        <text key={tick.at} x={chart.x(tick.at)} y={HEIGHT - 8} className="axis-label" textAnchor="middle">{tick.label}</text>
+        <text key={tick.at} x={chart.x(tick.at)} y={HEIGHT - 8} className="axis-label" textAnchor="middle">
+          {tick.label}
+        </text>
       ))}
       <path d={chart.path} className="cost-line" />
       {point && (

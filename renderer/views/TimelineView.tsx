@@ -59,15 +59,26 @@ function lanesOf(timeline: Timeline, x: (t: number) => number): Lane[] {
   const lanes: Lane[] = [
     { name: 'turns', kind: 'model', className: 'bar-turn', bars: toBars(timeline.turns, x) },
     { name: 'tools', kind: 'tool', className: 'bar-tool', bars: toBars(timeline.tools, x) },
-    ...hosts.slice(0, MAX_HOST_LANES).map(([host, spans]): Lane => ({ name: host, kind: 'net', className: 'bar-host', bars: toBars(spans, x) })),
+    ...hosts
+      .slice(0, MAX_HOST_LANES)
+      .map(([host, spans]): Lane => ({ name: host, kind: 'net', className: 'bar-host', bars: toBars(spans, x) })),
   ];
   const rest = hosts.slice(MAX_HOST_LANES).flatMap(([, spans]) => spans);
-  if (rest.length > 0) lanes.push({ name: `${hosts.length - MAX_HOST_LANES} other hosts`, kind: 'net', className: 'bar-host', bars: toBars(rest, x) });
+  if (rest.length > 0)
+    lanes.push({ name: `${hosts.length - MAX_HOST_LANES} other hosts`, kind: 'net', className: 'bar-host', bars: toBars(rest, x) });
   return lanes;
 }
 
 /** Turns, tool calls and hosts on one time axis; hover names a bar, click opens its row. */
-export function TimelineView({ sessionId, liveVersion, onJump }: { readonly sessionId: string; readonly liveVersion: number; readonly onJump: (kind: TableKind, seq: number) => void }) {
+export function TimelineView({
+  sessionId,
+  liveVersion,
+  onJump,
+}: {
+  readonly sessionId: string;
+  readonly liveVersion: number;
+  readonly onJump: (kind: TableKind, seq: number) => void;
+}) {
   const api = useApi();
   const { value: timeline, error } = useSessionQuery(() => api.call('sessions.timeline', { id: sessionId }), [api, sessionId, liveVersion]);
   const [ref, width] = useElementWidth<HTMLDivElement>();
@@ -88,11 +99,25 @@ export function TimelineView({ sessionId, liveVersion, onJump }: { readonly sess
       {error && <div className="error">{error}</div>}
       {timeline && !timeline.start && <div className="muted pad">No events yet.</div>}
       {drawn && (
-        <svg width={width} height={AXIS_HEIGHT + drawn.lanes.length * LANE_HEIGHT + 4} className="timeline-svg" role="img" aria-label="session timeline">
+        <svg
+          width={width}
+          height={AXIS_HEIGHT + drawn.lanes.length * LANE_HEIGHT + 4}
+          className="timeline-svg"
+          role="img"
+          aria-label="session timeline"
+        >
           {drawn.ticks.map((tick) => (
             <g key={tick.at}>
-              <line x1={tick.x} x2={tick.x} y1={AXIS_HEIGHT - 4} y2={AXIS_HEIGHT + drawn.lanes.length * LANE_HEIGHT} className="grid-line" />
-              <text x={tick.x + 3} y={12} className="axis-label">{tick.label}</text>
+              <line
+                x1={tick.x}
+                x2={tick.x}
+                y1={AXIS_HEIGHT - 4}
+                y2={AXIS_HEIGHT + drawn.lanes.length * LANE_HEIGHT}
+                className="grid-line"
+              />
+              <text x={tick.x + 3} y={12} className="axis-label">
+                {tick.label}
+              </text>
             </g>
           ))}
           {drawn.lanes.map((lane, i) => {

@@ -1,6 +1,9 @@
 import { formatTime } from '../app/format.ts';
 
-const STEPS_MS = [10, 50, 100, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 86_400_000];
+const STEPS_MS = [
+  10, 50, 100, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000,
+  7_200_000, 21_600_000, 86_400_000,
+];
 
 /** Round tick times for an axis of `widthPx` over [start, end], at most one per ~90 px. */
 export function timeTicks(start: number, end: number, widthPx: number): { at: number; label: string }[] {

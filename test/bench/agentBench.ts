@@ -90,7 +90,8 @@ sys.exit(4)
 function claudeVersionOnHost(rootfs: string, scratch: string): string {
   const out = join(scratch, 'unsquashed');
   const extracted = spawnSync('unsquashfs', ['-q', '-n', '-d', out, rootfs, CLAUDE_BINARY], { encoding: 'utf8' });
-  if (extracted.status !== 0) return `not run: unsquashfs failed: ${(extracted.stderr || extracted.error?.message || '').trim().slice(0, 200)}`;
+  if (extracted.status !== 0)
+    return `not run: unsquashfs failed: ${(extracted.stderr || extracted.error?.message || '').trim().slice(0, 200)}`;
   const times: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const t = performance.now();
@@ -103,9 +104,16 @@ function claudeVersionOnHost(rootfs: string, scratch: string): string {
 }
 
 /** Milliseconds of one `capsem run --image agent -- ARGV`, failing on a non-zero exit. */
-async function timedRun(home: string, env: NodeJS.ProcessEnv, argv: string[], workspace?: string): Promise<{ ms: number; stdout: string; stderr: string }> {
+async function timedRun(
+  home: string,
+  env: NodeJS.ProcessEnv,
+  argv: string[],
+  workspace?: string,
+): Promise<{ ms: number; stdout: string; stderr: string }> {
   const t = performance.now();
-  const r = await runCapsemAsync(home, ['run', '--image', 'agent', ...(workspace ? ['--workspace', workspace] : []), '--', ...argv], env, { timeoutMs: 600_000 });
+  const r = await runCapsemAsync(home, ['run', '--image', 'agent', ...(workspace ? ['--workspace', workspace] : []), '--', ...argv], env, {
+    timeoutMs: 600_000,
+  });
   if (r.code !== 0) throw new Error(`capsem run -- ${argv.join(' ')} exited ${r.code}: ${r.stderr.slice(-2000)}`);
   return { ms: performance.now() - t, stdout: r.stdout, stderr: r.stderr };
 }
@@ -117,14 +125,20 @@ export async function agentBench(): Promise<boolean> {
   const upHome = tempHome();
   // Claude Code may ask its provider something at start: a local Anthropic upstream answers.
   const anthropic = await startUpstream(upHome, ['api.anthropic.com'], (req, body, res) => {
-    if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens')) return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
+    if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens'))
+      return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
     const model = (body as { model?: string } | null)?.model ?? 'claude-sonnet-4-6';
     sse(res, anthropicStream(model, 'Hello.', [], { input: 10, output: 2 }));
   });
   const caFile = join(home.root, 'upstream-ca.pem');
   writeFileSync(caFile, anthropic.caPem);
   const folder = mkdtempSync(join(tmpdir(), 'capsem-agent-bench-'));
-  const env = { ...NO_KEYS, ANTHROPIC_API_KEY: KEY, CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${anthropic.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+  const env = {
+    ...NO_KEYS,
+    ANTHROPIC_API_KEY: KEY,
+    CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${anthropic.port}`,
+    CAPSEM_UPSTREAM_CA_FILE: caFile,
+  };
   try {
     console.log('  agent image: building or finding it cached (untimed)...');
     const image = /\b(agent-[0-9a-f]{16})\b(?![\s\S]*\bagent-[0-9a-f]{16}\b)/.exec((await timedRun(home.root, env, ['true'])).stderr)?.[1];
@@ -147,7 +161,8 @@ export async function agentBench(): Promise<boolean> {
     writeFileSync(join(folder, 'agent.json'), JSON.stringify({ argv: agent.argv, env: agent.env, homeFiles: agent.homeFiles }));
     writeFileSync(join(folder, 'own-start.py'), OWN_START);
     const own: number[] = [];
-    for (let i = 0; i < RUNS; i++) own.push(Number((await timedRun(home.root, env, ['python3', '/workspace/own-start.py'], folder)).stdout.trim()));
+    for (let i = 0; i < RUNS; i++)
+      own.push(Number((await timedRun(home.root, env, ['python3', '/workspace/own-start.py'], folder)).stdout.trim()));
     if (own.some((v) => !Number.isFinite(v))) throw new Error(`Claude Code's own start printed no time: ${own.join(', ')}`);
 
     console.log(`  start to Claude Code's prompt: ${RUNS} x capsem run --agent claude...`);
@@ -176,7 +191,12 @@ export async function agentBench(): Promise<boolean> {
       figure("Claude Code's own start to its prompt in the guest", ms(median(own)), true, 'baseline'),
       figure('claude --version in the guest', ms(median(version)), true, 'for comparison'),
       figure('claude --version on the host', hostVersion, true, 'for comparison'),
-      figure("start to Claude Code's prompt", `${ms(median(prompt))} (${(median(prompt) / baseline).toFixed(2)}x)`, median(prompt) <= 1.5 * baseline, `<= 1.5 x ${ms(baseline)}`),
+      figure(
+        "start to Claude Code's prompt",
+        `${ms(median(prompt))} (${(median(prompt) / baseline).toFixed(2)}x)`,
+        median(prompt) <= 1.5 * baseline,
+        `<= 1.5 x ${ms(baseline)}`,
+      ),
       figure('warm exec p50, true in the agent VM', ms(median(execs)), median(execs) < 50, '< 50 ms'),
     ]);
   } finally {

@@ -21,7 +21,10 @@ import { figure, median, printFigures } from './report.ts';
 const CHILD = fileURLToPath(new URL('./apiServerChild.ts', import.meta.url));
 
 async function startServer(home: CapsemHome): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD], { env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+    env: { ...process.env, CAPSEM_HOME: home.root },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.once('data', (c: Buffer) => resolve(c.toString().trim()));
     child.once('exit', (code) => reject(new Error(`API server exited (${code})`)));
@@ -54,11 +57,31 @@ function thousandSessions(home: CapsemHome): void {
   db.transaction(() => {
     for (let i = 0; i < 1000; i++) {
       const record = registerSession(db, { name: `bulk-${i}`, createdAt: new Date(Date.UTC(2026, 9, 1) + i * 60_000).toISOString() });
-      writeRollup(db, record.id, {
-        totals: { requests: 10, allowedRequests: 9, deniedRequests: 1, modelCalls: 3, inputTokens: 1000, outputTokens: 100, costUsd: 0.01, toolCalls: 4, mcpCalls: 1, fileEvents: 2, execCount: 0, events: 20 },
-        activity: { lastEventAt: record.createdAt, inferenceHost: 'api.anthropic.com', agent: 'claude' },
-        aiUsage: [], toolUsage: [], mcpUsage: [],
-      }, { status: 'stopped' });
+      writeRollup(
+        db,
+        record.id,
+        {
+          totals: {
+            requests: 10,
+            allowedRequests: 9,
+            deniedRequests: 1,
+            modelCalls: 3,
+            inputTokens: 1000,
+            outputTokens: 100,
+            costUsd: 0.01,
+            toolCalls: 4,
+            mcpCalls: 1,
+            fileEvents: 2,
+            execCount: 0,
+            events: 20,
+          },
+          activity: { lastEventAt: record.createdAt, inferenceHost: 'api.anthropic.com', agent: 'claude' },
+          aiUsage: [],
+          toolUsage: [],
+          mcpUsage: [],
+        },
+        { status: 'stopped' },
+      );
       const dir = sessionPaths(home, record.id).dir;
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, 'session.db'), '');
@@ -88,10 +111,13 @@ export async function apiBench(): Promise<boolean> {
     const [searchMs, searchReply] = await timed(() => call(server!.url, `/v1/sessions/${big!.id}/search?q=${encodeURIComponent(q)}`));
     const searchPeak = memory(pid).peak;
     const hits = searchReply.json<{ seqs: number[] }>().seqs.length;
-    const [rawScanMs] = await timed(() => bigDb.prepare('SELECT count(*) AS n FROM event_body_blobs WHERE instr(lower(CAST(body AS TEXT)), lower(?)) > 0').get(q));
+    const [rawScanMs] = await timed(() =>
+      bigDb.prepare('SELECT count(*) AS n FROM event_body_blobs WHERE instr(lower(CAST(body AS TEXT)), lower(?)) > 0').get(q),
+    );
     const pageMs = await medianMs(9, () => call(server!.url, `/v1/sessions/${big!.id}?limit=2000&view=summary`));
     const rawPageMs = await medianMs(5, () => {
-      for (const t of ['net_events', 'model_calls', 'tool_calls', 'tool_responses', 'fs_events']) bigDb.prepare(`SELECT * FROM ${t} ORDER BY seq DESC LIMIT 2000`).all();
+      for (const t of ['net_events', 'model_calls', 'tool_calls', 'tool_responses', 'fs_events'])
+        bigDb.prepare(`SELECT * FROM ${t} ORDER BY seq DESC LIMIT 2000`).all();
     });
     server.child.kill('SIGTERM');
 
@@ -119,7 +145,8 @@ export async function apiBench(): Promise<boolean> {
     store.close();
     const mediumDb = new Database(mediumPath, { readonly: true });
     const rawTimelineMs = await medianMs(10, () => {
-      for (const t of ['net_events', 'model_calls', 'tool_calls', 'tool_responses']) mediumDb.prepare(`SELECT * FROM ${t} ORDER BY seq`).all();
+      for (const t of ['net_events', 'model_calls', 'tool_calls', 'tool_responses'])
+        mediumDb.prepare(`SELECT * FROM ${t} ORDER BY seq`).all();
     });
     mediumDb.close();
 
@@ -132,14 +159,37 @@ export async function apiBench(): Promise<boolean> {
     bigDb.close();
 
     const ratio = (a: number, b: number): string => `${(a / b).toFixed(1)}x raw SQL`;
-    return printFigures(`api: ${bodyMb.toFixed(0)} MB of bodies in a 10,000-event session; timeline over ${timelineEvents} events; ${listCount} sessions listed`, [
-      figure('search (one pass, keys and values)', `${searchMs.toFixed(0)} ms, ${hits} hits, ${ratio(searchMs, rawScanMs)}`, searchMs < 500 && bodyMb >= 100, '< 500 ms on >= 100 MB'),
-      figure('search peak RSS (server process)', `${searchPeak.toFixed(0)} MiB (idle ${idle.rss.toFixed(0)} MiB)`, searchPeak < 150, '< 150 MiB'),
-      figure('timeline cold (median of 7), over HTTP', `${coldHttpMs.toFixed(1)} ms (compute alone ${coldComputeMs.toFixed(1)} ms, ${ratio(coldComputeMs, rawTimelineMs)})`, coldHttpMs < 50, '< 50 ms'),
-      figure('timeline cached, over HTTP', `${cachedMs.toFixed(2)} ms`, cachedMs < 5, '< 5 ms'),
-      figure('2,000-event summary page', `${pageMs.toFixed(1)} ms, ${ratio(pageMs, rawPageMs)}`, pageMs < 100, '< 100 ms'),
-      figure('list 1,000 sessions', `${listMs.toFixed(1)} ms, ${ratio(listMs, rawListMs)}`, listMs < 100 && listCount === 1000, '< 100 ms'),
-    ]);
+    return printFigures(
+      `api: ${bodyMb.toFixed(0)} MB of bodies in a 10,000-event session; timeline over ${timelineEvents} events; ${listCount} sessions listed`,
+      [
+        figure(
+          'search (one pass, keys and values)',
+          `${searchMs.toFixed(0)} ms, ${hits} hits, ${ratio(searchMs, rawScanMs)}`,
+          searchMs < 500 && bodyMb >= 100,
+          '< 500 ms on >= 100 MB',
+        ),
+        figure(
+          'search peak RSS (server process)',
+          `${searchPeak.toFixed(0)} MiB (idle ${idle.rss.toFixed(0)} MiB)`,
+          searchPeak < 150,
+          '< 150 MiB',
+        ),
+        figure(
+          'timeline cold (median of 7), over HTTP',
+          `${coldHttpMs.toFixed(1)} ms (compute alone ${coldComputeMs.toFixed(1)} ms, ${ratio(coldComputeMs, rawTimelineMs)})`,
+          coldHttpMs < 50,
+          '< 50 ms',
+        ),
+        figure('timeline cached, over HTTP', `${cachedMs.toFixed(2)} ms`, cachedMs < 5, '< 5 ms'),
+        figure('2,000-event summary page', `${pageMs.toFixed(1)} ms, ${ratio(pageMs, rawPageMs)}`, pageMs < 100, '< 100 ms'),
+        figure(
+          'list 1,000 sessions',
+          `${listMs.toFixed(1)} ms, ${ratio(listMs, rawListMs)}`,
+          listMs < 100 && listCount === 1000,
+          '< 100 ms',
+        ),
+      ],
+    );
   } finally {
     server?.child.kill('SIGTERM');
     rmSync(root, { recursive: true, force: true });

@@ -30,13 +30,17 @@ function buildSession(dbPath: string): { bodies: number } {
   const bodySize = Math.floor(BODY_BYTES / (netEvents * 2));
   // Bodies vary (a pool of distinct prose, each stamped with its event) so compression is realistic.
   const pool = Array.from({ length: 256 }, () => prose(rng, bodySize - 40));
-  const net = db.prepare(`INSERT INTO net_events (seq, event_id, trace_id, timestamp, domain, decision, process_name, method, path, status_code, bytes_sent, bytes_received, duration_ms, request_headers, response_headers)
+  const net =
+    db.prepare(`INSERT INTO net_events (seq, event_id, trace_id, timestamp, domain, decision, process_name, method, path, status_code, bytes_sent, bytes_received, duration_ms, request_headers, response_headers)
     VALUES (?, ?, ?, ?, 'api.anthropic.com', 'allowed', 'claude', 'POST', '/v1/messages', 200, ?, ?, 800, '{"content-type":"application/json"}', '{"content-type":"application/json"}')`);
-  const blob = db.prepare(`INSERT INTO event_body_blobs (event_id, source_table, direction, content_type, original_bytes, stored_bytes, body, created_at)
+  const blob =
+    db.prepare(`INSERT INTO event_body_blobs (event_id, source_table, direction, content_type, original_bytes, stored_bytes, body, created_at)
     VALUES (?, 'net_events', ?, 'application/json', ?, ?, ?, ?)`);
-  const model = db.prepare(`INSERT INTO model_calls (seq, event_id, net_event_id, trace_id, timestamp, provider, model, method, path, input_tokens, output_tokens, estimated_cost_usd)
+  const model =
+    db.prepare(`INSERT INTO model_calls (seq, event_id, net_event_id, trace_id, timestamp, provider, model, method, path, input_tokens, output_tokens, estimated_cost_usd)
     VALUES (?, ?, ?, ?, ?, 'anthropic', 'claude-sonnet-4-20250514', 'POST', '/v1/messages', 1200, 300, 0.0081)`);
-  const tool = db.prepare(`INSERT INTO tool_calls (seq, event_id, timestamp, model_call_id, provider, status, call_index, call_id, tool_name, arguments, decision, trace_id)
+  const tool =
+    db.prepare(`INSERT INTO tool_calls (seq, event_id, timestamp, model_call_id, provider, status, call_index, call_id, tool_name, arguments, decision, trace_id)
     VALUES (?, ?, ?, ?, 'anthropic', 'responded', 0, ?, 'Bash', '{"command":"npm test"}', 'allowed', ?)`);
   let bodies = 0;
   const start = 1_780_000_000_000;
@@ -80,7 +84,9 @@ export async function archiveBench(): Promise<boolean> {
     const { bodies } = buildSession(paths.dbPath);
     rollUpSession(home, mainDb, record.id, { status: 'stopped' });
     const dbBytes = statSync(paths.dbPath).size;
-    console.log(`  built ${EVENTS.toLocaleString('en')} events, ${(bodies / 1e6).toFixed(0)} MB of bodies, session.db ${(dbBytes / 2 ** 20).toFixed(0)} MiB in ${seconds(performance.now() - t)}`);
+    console.log(
+      `  built ${EVENTS.toLocaleString('en')} events, ${(bodies / 1e6).toFixed(0)} MB of bodies, session.db ${(dbBytes / 2 ** 20).toFixed(0)} MiB in ${seconds(performance.now() - t)}`,
+    );
 
     t = performance.now();
     copyFileSync(paths.dbPath, join(home.root, 'copy.db'));
@@ -107,15 +113,23 @@ export async function archiveBench(): Promise<boolean> {
     const gunzipMs = performance.now() - t;
     console.log(`  imported as ${imported.id} (${imported.name})`);
 
-    return printFigures(`archive: ${EVENTS.toLocaleString('en')} events, ${(bodies / 1e6).toFixed(0)} MB of bodies (session.db ${(dbBytes / 2 ** 20).toFixed(0)} MiB)`, [
-      figure('plain file copy (baseline)', seconds(copyMs), true, 'baseline'),
-      figure('export (tar, backup API)', `${seconds(exportMs)} (${(exportMs / copyMs).toFixed(1)}x copy)`, exportMs < 5000, '< 5 s'),
-      figure('import (verify, stage, register)', `${seconds(importMs)} (${(importMs / copyMs).toFixed(1)}x copy)`, importMs < 5000, '< 5 s'),
-      figure('archive size', `${(exported.bytes / 2 ** 20).toFixed(0)} MiB`, true, 'printed'),
-      figure('export --gzip', `${seconds(gzipMs)}, ${(gz.bytes / 2 ** 20).toFixed(0)} MiB`, true, 'printed'),
-      figure('import of the gzip archive', seconds(gunzipMs), true, 'printed'),
-      figure('peak RSS (export + import)', `${peak.toFixed(0)} MiB`, peak < 1024, '< 1 GiB'),
-    ]);
+    return printFigures(
+      `archive: ${EVENTS.toLocaleString('en')} events, ${(bodies / 1e6).toFixed(0)} MB of bodies (session.db ${(dbBytes / 2 ** 20).toFixed(0)} MiB)`,
+      [
+        figure('plain file copy (baseline)', seconds(copyMs), true, 'baseline'),
+        figure('export (tar, backup API)', `${seconds(exportMs)} (${(exportMs / copyMs).toFixed(1)}x copy)`, exportMs < 5000, '< 5 s'),
+        figure(
+          'import (verify, stage, register)',
+          `${seconds(importMs)} (${(importMs / copyMs).toFixed(1)}x copy)`,
+          importMs < 5000,
+          '< 5 s',
+        ),
+        figure('archive size', `${(exported.bytes / 2 ** 20).toFixed(0)} MiB`, true, 'printed'),
+        figure('export --gzip', `${seconds(gzipMs)}, ${(gz.bytes / 2 ** 20).toFixed(0)} MiB`, true, 'printed'),
+        figure('import of the gzip archive', seconds(gunzipMs), true, 'printed'),
+        figure('peak RSS (export + import)', `${peak.toFixed(0)} MiB`, peak < 1024, '< 1 GiB'),
+      ],
+    );
   } finally {
     mainDb.close();
     home.remove();

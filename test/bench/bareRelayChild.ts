@@ -24,10 +24,11 @@ server.on('connect', (req, client: Socket) => {
     const inner = new TLSSocket(client, { isServer: true, secureContext });
     const upstream = connect({ host: to.address, port: to.port, servername: dest.host, ca: upstreamCa });
     inner.pipe(upstream).pipe(inner);
-    for (const side of [client, inner, upstream]) side.on('error', () => {
-      inner.destroy();
-      upstream.destroy();
-    });
+    for (const side of [client, inner, upstream])
+      side.on('error', () => {
+        inner.destroy();
+        upstream.destroy();
+      });
   });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));

@@ -18,7 +18,10 @@ const PROXY_CPU_PER_REQUEST_US = 400;
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 
 function child(script: string, env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; line: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', here(script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', here(script)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     proc.stdout!.once('data', (c: Buffer) => resolve({ proc, line: c.toString().trim() }));
     proc.once('exit', (code) => reject(new Error(`${script} exited (${code})`)));
@@ -27,7 +30,9 @@ function child(script: string, env: NodeJS.ProcessEnv): Promise<{ proc: ChildPro
 
 /** Resident memory now (VmRSS): the target is the proxy's size while it holds 200 streams, not its peak during the 10 MB transfers before. */
 function residentMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
 }
 
@@ -108,12 +113,14 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
     for (const [i, path] of paths.entries()) {
       const spent = cpuFrom(path);
       const end = performance.now() + 1000;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (performance.now() < end) {
-          await get(path.dispatcher, path.origin, '/small');
-          done[i]! += 1;
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (performance.now() < end) {
+            await get(path.dispatcher, path.origin, '/small');
+            done[i]! += 1;
+          }
+        }),
+      );
       spent(cpu[i]!);
     }
   }
@@ -149,7 +156,10 @@ async function bigBodies(paths: readonly Path[]): Promise<BigBody[]> {
   }
   return rates.map((r, i) => ({
     rate: percentile(r, 50),
-    ratio: percentile(r.map((x, round) => x / rates[0]![round]!), 50),
+    ratio: percentile(
+      r.map((x, round) => x / rates[0]![round]!),
+      50,
+    ),
     cpu: cpuPer(cpu[i]!, rounds, 1),
   }));
 }
@@ -210,7 +220,10 @@ export async function proxyBench(): Promise<boolean> {
     const mockInfo = JSON.parse(mock.line) as { url: string; ca: string };
 
     const origin = `https://${HOST}`;
-    const direct = new Agent({ connect: { ca: upCa.certPem, servername: HOST, lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) }, connections: 16 });
+    const direct = new Agent({
+      connect: { ca: upCa.certPem, servername: HOST, lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) },
+      connections: 16,
+    });
     const directOrigin = `https://${HOST}:${upPort}`;
     const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
     const viaOurs = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 16 });
@@ -218,9 +231,10 @@ export async function proxyBench(): Promise<boolean> {
     const viaMock = new ProxyAgent({ uri: mockInfo.url.replace(/^https:/, 'http:'), requestTls: { ca: mockInfo.ca }, connections: 16 });
 
     console.log('  latency (sequential small HTTPS GETs)...');
-    const phase = <T>(name: string, p: Promise<T>): Promise<T> => p.catch((err: Error) => {
-      throw new Error(`${name}: ${err.message}`);
-    });
+    const phase = <T>(name: string, p: Promise<T>): Promise<T> =>
+      p.catch((err: Error) => {
+        throw new Error(`${name}: ${err.message}`);
+      });
     const dLat = await phase('direct', latencies(direct, directOrigin, 1000));
     const oLat = await phase('capsem proxy', latencies(viaOurs, origin, 1000));
     const mLat = await phase('mockttp', latencies(viaMock, origin, 1000));
@@ -241,21 +255,59 @@ export async function proxyBench(): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 500));
     const streamRss = residentMb(ours.proc.pid!);
     for (const r of held) r.end('data: bye\n\n');
-    await Promise.all(streams.map(async (s) => {
-      for await (const _ of s.body) void _;
-    }));
-    const added = (p: number): string => `${(percentile(oLat, p) - percentile(dLat, p)).toFixed(2)} ms (mockttp ${(percentile(mLat, p) - percentile(dLat, p)).toFixed(2)} ms)`;
+    await Promise.all(
+      streams.map(async (s) => {
+        for await (const _ of s.body) void _;
+      }),
+    );
+    const added = (p: number): string =>
+      `${(percentile(oLat, p) - percentile(dLat, p)).toFixed(2)} ms (mockttp ${(percentile(mLat, p) - percentile(dLat, p)).toFixed(2)} ms)`;
     const ok = printFigures('proxy: small HTTPS requests, recording on, against direct and mockttp in the same run', [
       figure('direct p50 / p95', `${percentile(dLat, 50).toFixed(2)} / ${percentile(dLat, 95).toFixed(2)} ms`, true, 'baseline'),
-      figure('added latency p50', added(50), percentile(oLat, 50) - percentile(dLat, 50) <= percentile(mLat, 50) - percentile(dLat, 50), "<= mockttp's"),
+      figure(
+        'added latency p50',
+        added(50),
+        percentile(oLat, 50) - percentile(dLat, 50) <= percentile(mLat, 50) - percentile(dLat, 50),
+        "<= mockttp's",
+      ),
       figure('added latency p95', added(95), percentile(oLat, 95) - percentile(dLat, 95) <= 5, '<= +5 ms'),
-      figure('requests/s at concurrency 10', `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`, oRps >= 3000, '>= 3,000'),
-      figure('  CPU per request, all processes', `direct ${dRun.cpu.bench.toFixed(0)} us (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} us = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}); mockttp ${(mRun.cpu.bench + mRun.cpu.proxy).toFixed(0)} us`, oRun.cpu.proxy <= PROXY_CPU_PER_REQUEST_US, `proxy <= ${PROXY_CPU_PER_REQUEST_US} us`),
-      figure('10 MB streamed body', `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`, oBig.ratio >= 0.5, '>= 0.5x direct'),
-      figure('  CPU per 10 MB transfer, all processes', `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording thread and the rest ${(oBig.cpu.proxy - oBig.cpu.main).toFixed(0)})`, true, 'context'),
-      figure('  bare TLS relay: no HTTP, no recording', `${rRun.rps.toFixed(0)} requests/s (${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} us CPU each), 10 MB at ${rBig.ratio.toFixed(2)}x direct: what ending and reopening TLS alone allows here`, true, 'context'),
+      figure(
+        'requests/s at concurrency 10',
+        `${oRps.toFixed(0)} (direct ${dRps.toFixed(0)}, mockttp ${mRps.toFixed(0)})`,
+        oRps >= 3000,
+        '>= 3,000',
+      ),
+      figure(
+        '  CPU per request, all processes',
+        `direct ${dRun.cpu.bench.toFixed(0)} us (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} us = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}); mockttp ${(mRun.cpu.bench + mRun.cpu.proxy).toFixed(0)} us`,
+        oRun.cpu.proxy <= PROXY_CPU_PER_REQUEST_US,
+        `proxy <= ${PROXY_CPU_PER_REQUEST_US} us`,
+      ),
+      figure(
+        '10 MB streamed body',
+        `${oBig.rate.toFixed(0)} MB/s, ${oBig.ratio.toFixed(2)}x direct (mockttp ${mBig.ratio.toFixed(2)}x)`,
+        oBig.ratio >= 0.5,
+        '>= 0.5x direct',
+      ),
+      figure(
+        '  CPU per 10 MB transfer, all processes',
+        `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording thread and the rest ${(oBig.cpu.proxy - oBig.cpu.main).toFixed(0)})`,
+        true,
+        'context',
+      ),
+      figure(
+        '  bare TLS relay: no HTTP, no recording',
+        `${rRun.rps.toFixed(0)} requests/s (${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} us CPU each), 10 MB at ${rBig.ratio.toFixed(2)}x direct: what ending and reopening TLS alone allows here`,
+        true,
+        'context',
+      ),
       figure('proxy RSS with 200 open streams', `${streamRss.toFixed(0)} MiB`, streamRss < 300, '< 300 MiB'),
-      figure('new leaf certificate', `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`, percentile(leafTimes, 50) < 5, 'p50 < 5 ms'),
+      figure(
+        'new leaf certificate',
+        `p50 ${percentile(leafTimes, 50).toFixed(1)} ms, p95 ${percentile(leafTimes, 95).toFixed(1)} ms`,
+        percentile(leafTimes, 50) < 5,
+        'p50 < 5 ms',
+      ),
     ]);
     await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), viaRelay.close(), streamAgent.close()]);
     upstream.close();

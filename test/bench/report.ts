@@ -13,7 +13,8 @@ export function figure(label: string, value: string, pass: boolean, target: stri
 export function printFigures(title: string, figures: readonly Figure[]): boolean {
   console.log(`\n== ${title}`);
   const width = Math.max(...figures.map((f) => f.label.length));
-  for (const f of figures) console.log(`  ${f.label.padEnd(width)}  ${f.value.padEnd(34)} ${f.pass ? 'PASS' : 'FAIL'} (target ${f.target})`);
+  for (const f of figures)
+    console.log(`  ${f.label.padEnd(width)}  ${f.value.padEnd(34)} ${f.pass ? 'PASS' : 'FAIL'} (target ${f.target})`);
   return figures.every((f) => f.pass);
 }
 

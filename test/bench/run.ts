@@ -7,7 +7,14 @@ import { vmBench } from './vmBench.ts';
 
 // `npm run bench` runs every benchmark; `npm run bench -- store` runs one. Each prints its
 // figures against a baseline measured in the same run and exits 1 when a target is missed.
-const BENCHES: Record<string, () => Promise<boolean>> = { store: storeBench, api: apiBench, proxy: proxyBench, vm: vmBench, archive: archiveBench, agent: agentBench };
+const BENCHES: Record<string, () => Promise<boolean>> = {
+  store: storeBench,
+  api: apiBench,
+  proxy: proxyBench,
+  vm: vmBench,
+  archive: archiveBench,
+  agent: agentBench,
+};
 
 const asked = process.argv.slice(2);
 const unknown = asked.filter((name) => !(name in BENCHES));

@@ -13,7 +13,9 @@ import { figure, median, percentile, printFigures, rssSampler } from './report.t
 
 const EVENTS = 300_000;
 const ROUNDS = 3;
-const BODY = Buffer.from(`{"model":"claude-sonnet-4-20250514","stream":true,"messages":[${'{"role":"user","content":"the agent reads the failing test then edits the retry budget"},'.repeat(60)}`).subarray(0, 4096);
+const BODY = Buffer.from(
+  `{"model":"claude-sonnet-4-20250514","stream":true,"messages":[${'{"role":"user","content":"the agent reads the failing test then edits the retry budget"},'.repeat(60)}`,
+).subarray(0, 4096);
 
 type Mixed = { [T in SessionTable]: [T, RowOf<T>] }[SessionTable];
 
@@ -24,35 +26,97 @@ function mixedRow(i: number, lastEventId: string, eventId: () => string | undefi
     case 0:
     case 3:
     case 6:
-      return ['net_events', {
-        event_id: eventId(), trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, domain: 'api.anthropic.com',
-        decision: 'allowed', process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages', status_code: 200, bytes_sent: 5123,
-        bytes_received: 20480, duration_ms: 830, ttfb_ms: 210, matched_rule: 'default.allow-public',
-        request_headers: '{"content-type":"application/json","x-api-key":"sha256:5e884898da280471"}',
-        response_headers: '{"content-type":"text/event-stream"}', request_body_preview: '{"model":"claude-sonnet-4","messages":[{"role":"user","content":"fix the retry budget"}]}',
-        response_body_preview: 'event: message_start\ndata: {"type":"message_start"}',
-      }];
+      return [
+        'net_events',
+        {
+          event_id: eventId(),
+          trace_id: 'a1b2c3d4e5f60718',
+          turn_id: 'feedfacecafe0001',
+          timestamp: ts,
+          domain: 'api.anthropic.com',
+          decision: 'allowed',
+          process_name: 'claude',
+          pid: 412,
+          method: 'POST',
+          path: '/v1/messages',
+          status_code: 200,
+          bytes_sent: 5123,
+          bytes_received: 20480,
+          duration_ms: 830,
+          ttfb_ms: 210,
+          matched_rule: 'default.allow-public',
+          request_headers: '{"content-type":"application/json","x-api-key":"sha256:5e884898da280471"}',
+          response_headers: '{"content-type":"text/event-stream"}',
+          request_body_preview: '{"model":"claude-sonnet-4","messages":[{"role":"user","content":"fix the retry budget"}]}',
+          response_body_preview: 'event: message_start\ndata: {"type":"message_start"}',
+        },
+      ];
     case 1:
     case 7:
-      return ['model_calls', {
-        trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, provider: 'anthropic', model: 'claude-sonnet-4-20250514',
-        process_name: 'claude', pid: 412, method: 'POST', path: '/v1/messages', stream: 1, messages_count: 12, tools_count: 9, request_bytes: 5123,
-        message_id: 'msg_01ABCDEF', status_code: 200, text_content: 'I will run the tests first and then edit the retry budget.',
-        stop_reason: 'tool_use', input_tokens: 12000, output_tokens: 340, duration_ms: 830, response_bytes: 20480, estimated_cost_usd: 0.0411,
-        usage_details: '{"cache_read":9000,"cache_write":120}',
-      }];
+      return [
+        'model_calls',
+        {
+          trace_id: 'a1b2c3d4e5f60718',
+          turn_id: 'feedfacecafe0001',
+          timestamp: ts,
+          provider: 'anthropic',
+          model: 'claude-sonnet-4-20250514',
+          process_name: 'claude',
+          pid: 412,
+          method: 'POST',
+          path: '/v1/messages',
+          stream: 1,
+          messages_count: 12,
+          tools_count: 9,
+          request_bytes: 5123,
+          message_id: 'msg_01ABCDEF',
+          status_code: 200,
+          text_content: 'I will run the tests first and then edit the retry budget.',
+          stop_reason: 'tool_use',
+          input_tokens: 12000,
+          output_tokens: 340,
+          duration_ms: 830,
+          response_bytes: 20480,
+          estimated_cost_usd: 0.0411,
+          usage_details: '{"cache_read":9000,"cache_write":120}',
+        },
+      ];
     case 2:
     case 5:
     case 8:
-      return ['tool_calls', {
-        trace_id: 'a1b2c3d4e5f60718', turn_id: 'feedfacecafe0001', timestamp: ts, model_call_id: 1, provider: 'anthropic', status: 'requested',
-        call_index: i % 3, call_id: `toolu_${i}`, tool_name: 'Bash', arguments: '{"command":"npm test"}', origin: 'native', decision: 'allowed',
-      }];
+      return [
+        'tool_calls',
+        {
+          trace_id: 'a1b2c3d4e5f60718',
+          turn_id: 'feedfacecafe0001',
+          timestamp: ts,
+          model_call_id: 1,
+          provider: 'anthropic',
+          status: 'requested',
+          call_index: i % 3,
+          call_id: `toolu_${i}`,
+          tool_name: 'Bash',
+          arguments: '{"command":"npm test"}',
+          origin: 'native',
+          decision: 'allowed',
+        },
+      ];
     default:
-      return ['event_body_blobs', {
-        event_id: lastEventId, source_table: 'net_events', direction: i % 10 === 4 ? 'request' : 'response', content_type: 'application/json',
-        original_bytes: BODY.length, stored_bytes: BODY.length, truncated: 0, body_hash: 'e3b0c44298fc1c149afbf4c8996fb924', body: BODY, created_at: ts,
-      }];
+      return [
+        'event_body_blobs',
+        {
+          event_id: lastEventId,
+          source_table: 'net_events',
+          direction: i % 10 === 4 ? 'request' : 'response',
+          content_type: 'application/json',
+          original_bytes: BODY.length,
+          stored_bytes: BODY.length,
+          truncated: 0,
+          body_hash: 'e3b0c44298fc1c149afbf4c8996fb924',
+          body: BODY,
+          created_at: ts,
+        },
+      ];
   }
 }
 
@@ -79,7 +143,10 @@ function rawInserts(path: string): number {
   const plan = new Map<SessionTable, { columns: string[]; stmt: Database.Statement }>();
   for (const table of tables) {
     const columns = insertColumns(table).filter((c) => c !== 'id');
-    plan.set(table, { columns, stmt: db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`) });
+    plan.set(table, {
+      columns,
+      stmt: db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`),
+    });
   }
   const ids = new EventIdMinter(firstEventId(null));
   let seq = 0;
@@ -140,7 +207,9 @@ export async function storeBench(): Promise<boolean> {
     for (let round = 0; round < ROUNDS; round++) {
       rawRates.push(rawInserts(join(dir, `raw-${round}.db`)));
       writerRates.push(await throughWriter(join(dir, `writer-${round}.db`)));
-      console.log(`  round ${round + 1}/${ROUNDS}: writer ${Math.round(writerRates[round]!).toLocaleString('en')} ev/s, raw ${Math.round(rawRates[round]!).toLocaleString('en')} ev/s`);
+      console.log(
+        `  round ${round + 1}/${ROUNDS}: writer ${Math.round(writerRates[round]!).toLocaleString('en')} ev/s, raw ${Math.round(rawRates[round]!).toLocaleString('en')} ev/s`,
+      );
     }
     const peakRss = rss.stop();
     const writer = median(writerRates);
@@ -148,13 +217,16 @@ export async function storeBench(): Promise<boolean> {
     const visible = await visibilityLatencies(join(dir, 'visible.db'));
     const p50 = percentile(visible, 50);
     const p99 = percentile(visible, 99);
-    return printFigures(`store: ${EVENTS.toLocaleString('en')} events per round (3 net_events, 2 model_calls, 3 tool_calls, 2 x 4 KiB body blobs per 10), median of ${ROUNDS}`, [
-      figure('writer throughput', `${Math.round(writer).toLocaleString('en')} events/s`, writer >= 150_000, '>= 150,000 events/s'),
-      figure('raw better-sqlite3 baseline', `${Math.round(raw).toLocaleString('en')} events/s`, true, 'baseline'),
-      figure('writer / raw', `${(writer / raw).toFixed(2)}x`, writer / raw >= 0.6, '>= 0.6x'),
-      figure('row visible to a reader', `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`, p99 < 50, 'p99 < 50 ms'),
-      figure('peak RSS', `${peakRss.toFixed(0)} MiB`, true, 'printed'),
-    ]);
+    return printFigures(
+      `store: ${EVENTS.toLocaleString('en')} events per round (3 net_events, 2 model_calls, 3 tool_calls, 2 x 4 KiB body blobs per 10), median of ${ROUNDS}`,
+      [
+        figure('writer throughput', `${Math.round(writer).toLocaleString('en')} events/s`, writer >= 150_000, '>= 150,000 events/s'),
+        figure('raw better-sqlite3 baseline', `${Math.round(raw).toLocaleString('en')} events/s`, true, 'baseline'),
+        figure('writer / raw', `${(writer / raw).toFixed(2)}x`, writer / raw >= 0.6, '>= 0.6x'),
+        figure('row visible to a reader', `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`, p99 < 50, 'p99 < 50 ms'),
+        figure('peak RSS', `${peakRss.toFixed(0)} MiB`, true, 'printed'),
+      ],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

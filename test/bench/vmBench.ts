@@ -75,7 +75,8 @@ async function prepareImage(home: Parameters<typeof ensureImage>[0], kind: Image
     onProgress: (p) => {
       const tenth = Math.floor(p.fraction * 10);
       if (p.stage === lastStage && tenth === lastTenth) return;
-      if (p.stage !== 'inputs' && p.stage !== 'cache') console.log(`  ${kind} image: ${String(Math.round(p.fraction * 100)).padStart(3)}% ${p.stage}: ${p.message}`);
+      if (p.stage !== 'inputs' && p.stage !== 'cache')
+        console.log(`  ${kind} image: ${String(Math.round(p.fraction * 100)).padStart(3)}% ${p.stage}: ${p.message}`);
       lastStage = p.stage;
       lastTenth = tenth;
     },
@@ -92,8 +93,19 @@ async function prepareImage(home: Parameters<typeof ensureImage>[0], kind: Image
 async function bareBoot(qemu: QemuPaths, accel: AcceleratorChoice, image: GuestImage, runDir: string): Promise<number> {
   mkdirSync(runDir, { recursive: true, mode: 0o700 });
   const args = qemuArgs(
-    { kernel: image.kernel, initrd: image.initrd, cmdline: 'capsem.bare=1', disks: [], memoryMiB: MEMORY_MIB, cpus: DEFAULT_VM_CPUS, runDir, serialLog: '' },
-    accel, socketsIn(runDir, false), tscKhz(),
+    {
+      kernel: image.kernel,
+      initrd: image.initrd,
+      cmdline: 'capsem.bare=1',
+      disks: [],
+      memoryMiB: MEMORY_MIB,
+      cpus: DEFAULT_VM_CPUS,
+      runDir,
+      serialLog: '',
+    },
+    accel,
+    socketsIn(runDir, false),
+    tscKhz(),
   );
   const serial = args.indexOf('-serial');
   args.splice(serial, 2, '-serial', 'stdio');
@@ -139,7 +151,10 @@ interface SessionBoot {
 }
 
 /** Session start through `echo x` to its first byte of output, then an orderly stop (not timed). */
-async function sessionBoot(start: (plan: (paths: SessionPaths, ca: string) => Promise<BootPlan>) => Promise<VmSession>, plan: (paths: SessionPaths, ca: string) => Promise<BootPlan>): Promise<SessionBoot> {
+async function sessionBoot(
+  start: (plan: (paths: SessionPaths, ca: string) => Promise<BootPlan>) => Promise<VmSession>,
+  plan: (paths: SessionPaths, ca: string) => Promise<BootPlan>,
+): Promise<SessionBoot> {
   let planMs = 0;
   const t0 = performance.now();
   const session = await start(async (paths, ca) => {
@@ -153,7 +168,8 @@ async function sessionBoot(start: (plan: (paths: SessionPaths, ca: string) => Pr
     const { stream, result } = session.exec(['echo', 'x']);
     const first = new Promise<number>((resolve) => stream.once('data', () => resolve(performance.now() - t0)));
     const outcome = await result;
-    if (outcome.code !== 0 || outcome.stdoutBytes !== 2) throw new Error(`echo x in the guest: exit ${outcome.code}, ${outcome.stdoutBytes} bytes of output`);
+    if (outcome.code !== 0 || outcome.stdoutBytes !== 2)
+      throw new Error(`echo x in the guest: exit ${outcome.code}, ${outcome.stdoutBytes} bytes of output`);
     return { firstOutputMs: await first, planMs, readyMs, stages: session.boot };
   } finally {
     await session.stop();
@@ -161,7 +177,10 @@ async function sessionBoot(start: (plan: (paths: SessionPaths, ca: string) => Pr
 }
 
 /** A command's run, timed from the exec request to its exit; `outputMs` from its first byte of output to its exit. */
-async function execTimed(session: VmSession, argv: string[]): Promise<{ ms: number; outputMs: number; out: string; err: string; code: number | null; stdoutBytes: number }> {
+async function execTimed(
+  session: VmSession,
+  argv: string[],
+): Promise<{ ms: number; outputMs: number; out: string; err: string; code: number | null; stdoutBytes: number }> {
   const t = performance.now();
   const { stream, result } = session.exec(argv);
   let first: number | null = null;
@@ -180,8 +199,10 @@ async function execTimed(session: VmSession, argv: string[]): Promise<{ ms: numb
 /** Where a session start goes, p50 of each: plan (image check), kernel, init, agent, ready, first output. */
 function stageLine(boots: readonly SessionBoot[]): string {
   const p50 = (key: string): string => ms(median(boots.map((b) => Number(b.stages[key] ?? NaN))));
-  return `plan ${ms(median(boots.map((b) => b.planMs)))}, kernel ${p50('vm_boot_kernel_ms')}, init ${p50('vm_boot_init_ms')}, agent ${p50('vm_boot_agent_ms')}, ` +
-    `hello ${p50('vm_boot_hello_ms')}, ready ${p50('vm_boot_ready_ms')} (start() ${ms(median(boots.map((b) => b.readyMs)))}) ms`;
+  return (
+    `plan ${ms(median(boots.map((b) => b.planMs)))}, kernel ${p50('vm_boot_kernel_ms')}, init ${p50('vm_boot_init_ms')}, agent ${p50('vm_boot_agent_ms')}, ` +
+    `hello ${p50('vm_boot_hello_ms')}, ready ${p50('vm_boot_ready_ms')} (start() ${ms(median(boots.map((b) => b.readyMs)))}) ms`
+  );
 }
 
 export async function vmBench(): Promise<boolean> {
@@ -267,7 +288,11 @@ export async function vmBench(): Promise<boolean> {
     const upPort = (upstream.address() as AddressInfo).port;
     const plainPort = (plainUpstream.address() as AddressInfo).port;
     console.log(`  transfer: ${TRANSFERS} x 64 MiB through the proxy (guest curl) and over the raw channel, in one agent VM...`);
-    const vm = await start(imageBootPlan(home, 'agent'), { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile });
+    const vm = await start(imageBootPlan(home, 'agent'), {
+      ...process.env,
+      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`,
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+    });
     const download: Download[] = [];
     const plain: number[] = [];
     const channel: number[] = [];
@@ -283,24 +308,33 @@ export async function vmBench(): Promise<boolean> {
     }
     const fetchTimed = async (url: string): Promise<Download> => {
       const busy = hostCoresBusyFrom();
-      const d = await execTimed(vm, ['sh', '-c', `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${url}; code=$?; times; exit $code`]);
+      const d = await execTimed(vm, [
+        'sh',
+        '-c',
+        `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${url}; code=$?; times; exit $code`,
+      ]);
       const coresBusy = busy();
       const [result = '', , children = ''] = d.out.trim().split('\n');
       const [size, seconds] = result.split(' ').map(Number);
-      if (d.code !== 0 || size !== BYTES || !seconds) throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
+      if (d.code !== 0 || size !== BYTES || !seconds)
+        throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
       const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
       return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), curlShare: curlCpu / seconds, coresBusy };
     };
     try {
       const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
-      if (hello.code !== 0 || hello.out !== 'ok\n') throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
+      if (hello.code !== 0 || hello.out !== 'ok\n')
+        throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
       for (let i = 0; i < TRANSFERS; i++) {
         download.push(await fetchTimed(`https://${HOST}/64m`));
         plain.push((await fetchTimed(`http://${HOST}/64m`)).guest);
         const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
-        if (c.code !== 0 || c.stdoutBytes !== BYTES) throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
+        if (c.code !== 0 || c.stdoutBytes !== BYTES)
+          throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
         channel.push(mib(BYTES, c.outputMs));
-        console.log(`  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.guest.toFixed(1)} MiB/s (${download[i]!.host.toFixed(1)} counting curl's start), plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`);
+        console.log(
+          `  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.guest.toFixed(1)} MiB/s (${download[i]!.host.toFixed(1)} counting curl's start), plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`,
+        );
       }
       // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
       const openssl = await execTimed(vm, ['sh', '-c', `openssl speed -seconds 1 -bytes 16384 -evp ${cipher} 2>/dev/null | tail -1`]);
@@ -315,18 +349,56 @@ export async function vmBench(): Promise<boolean> {
     const coresBusy = median(download.map((d) => d.coresBusy));
     const curlBusy = median(download.map((d) => d.curlShare));
 
-    return printFigures(`vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`, [
-      figure('bare boot to init p50 / p95', `${ms(percentile(bare, 50))} / ${ms(percentile(bare, 95))} ms`, true, 'baseline'),
-      figure('session to first output p50 / p95', `${ms(percentile(first, 50))} / ${ms(percentile(first, 95))} ms = ${bootRatio.toFixed(2)}x bare`, bootRatio <= 1.3, '<= 1.3x bare p50'),
-      figure('  session start, p50 of each', stageLine(ours), true, 'context'),
-      figure('warm exec `true` p50 / p95', `${percentile(execs, 50).toFixed(1)} / ${percentile(execs, 95).toFixed(1)} ms`, percentile(execs, 50) < 50, 'p50 < 50 ms'),
-      figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
-      figure(`  guest ${cipher} (openssl speed)`, `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`, true, 'context'),
-      figure('guest curl 64 MiB via the proxy', `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`, downGuest / chan >= 0.5, '>= 0.5x channel'),
-      figure("  guest curl's own CPU during the download", `${curlBusy.toFixed(2)} s (user and system, its start included) for each second of its transfer: near 1, curl's own work on its vCPU is the limit`, true, 'context'),
-      figure('  host CPU during the download', `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`, true, 'context'),
-      figure('  the same download over plain HTTP (no TLS in the guest)', `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`, true, 'context'),
-    ]);
+    return printFigures(
+      `vm: real QEMU (${accel.accel}) boots, execs and transfers, against bare QEMU and the raw channel in the same run`,
+      [
+        figure('bare boot to init p50 / p95', `${ms(percentile(bare, 50))} / ${ms(percentile(bare, 95))} ms`, true, 'baseline'),
+        figure(
+          'session to first output p50 / p95',
+          `${ms(percentile(first, 50))} / ${ms(percentile(first, 95))} ms = ${bootRatio.toFixed(2)}x bare`,
+          bootRatio <= 1.3,
+          '<= 1.3x bare p50',
+        ),
+        figure('  session start, p50 of each', stageLine(ours), true, 'context'),
+        figure(
+          'warm exec `true` p50 / p95',
+          `${percentile(execs, 50).toFixed(1)} / ${percentile(execs, 95).toFixed(1)} ms`,
+          percentile(execs, 50) < 50,
+          'p50 < 50 ms',
+        ),
+        figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
+        figure(
+          `  guest ${cipher} (openssl speed)`,
+          `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`,
+          true,
+          'context',
+        ),
+        figure(
+          'guest curl 64 MiB via the proxy',
+          `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`,
+          downGuest / chan >= 0.5,
+          '>= 0.5x channel',
+        ),
+        figure(
+          "  guest curl's own CPU during the download",
+          `${curlBusy.toFixed(2)} s (user and system, its start included) for each second of its transfer: near 1, curl's own work on its vCPU is the limit`,
+          true,
+          'context',
+        ),
+        figure(
+          '  host CPU during the download',
+          `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`,
+          true,
+          'context',
+        ),
+        figure(
+          '  the same download over plain HTTP (no TLS in the guest)',
+          `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`,
+          true,
+          'context',
+        ),
+      ],
+    );
   } finally {
     await Promise.all([...live].map((s) => s.stop()));
     upstream?.close();

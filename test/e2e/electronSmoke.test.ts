@@ -30,7 +30,13 @@ beforeAll(async () => {
   }
   const built = spawnSync(process.execPath, [join(root, 'scripts', 'build-shell.mjs')], { cwd: root, encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`build:shell failed: ${built.stderr}`);
-  app = await _electron.launch({ executablePath: runtime.binary, args: [root], cwd: root, env: { ...process.env, CAPSEM_HOME: home }, timeout: 60_000 });
+  app = await _electron.launch({
+    executablePath: runtime.binary,
+    args: [root],
+    cwd: root,
+    env: { ...process.env, CAPSEM_HOME: home },
+    timeout: 60_000,
+  });
   page = await app.firstWindow();
   await page.waitForLoadState('domcontentloaded');
 }, 120_000);
@@ -51,14 +57,28 @@ describe('the Electron app', () => {
     const seen = await page!.evaluate(() => {
       const g = globalThis as unknown as Record<string, unknown>;
       const api = g.capsem as { mode: unknown } | undefined;
-      return { keys: api ? Object.keys(api).sort() : null, mode: api?.mode, require: typeof g.require, process: typeof g.process, module: typeof g.module };
+      return {
+        keys: api ? Object.keys(api).sort() : null,
+        mode: api?.mode,
+        require: typeof g.require,
+        process: typeof g.process,
+        module: typeof g.module,
+      };
     });
-    expect(seen).toEqual({ keys: ['call', 'mode', 'on'], mode: { kind: 'electron' }, require: 'undefined', process: 'undefined', module: 'undefined' });
+    expect(seen).toEqual({
+      keys: ['call', 'mode', 'on'],
+      mode: { kind: 'electron' },
+      require: 'undefined',
+      process: 'undefined',
+      module: 'undefined',
+    });
   });
 
   it('reaches the core over IPC', async (ctx) => {
     needsRuntime(ctx);
-    const list = await page!.evaluate(() => (globalThis as unknown as { capsem: { call(n: string, p: unknown): Promise<unknown> } }).capsem.call('sessions.list', {}));
+    const list = await page!.evaluate(() =>
+      (globalThis as unknown as { capsem: { call(n: string, p: unknown): Promise<unknown> } }).capsem.call('sessions.list', {}),
+    );
     expect(Array.isArray(list)).toBe(true);
   });
 

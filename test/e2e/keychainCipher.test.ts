@@ -40,11 +40,24 @@ describe("the keychain cipher in Electron's runtime", () => {
       ctx.skip(missing);
     }
     const { build } = await import('esbuild');
-    await build({ absWorkingDir: root, entryPoints: ['electron/shell/keychainCipher.ts'], outfile: join(dir, 'keychainCipher.cjs'), bundle: true, format: 'cjs', platform: 'node', logLevel: 'silent' });
+    await build({
+      absWorkingDir: root,
+      entryPoints: ['electron/shell/keychainCipher.ts'],
+      outfile: join(dir, 'keychainCipher.cjs'),
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      logLevel: 'silent',
+    });
     writeFileSync(join(dir, 'main.cjs'), MAIN);
     const run = spawnSync((runtime as { binary: string }).binary, [join(dir, 'main.cjs')], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stderr).toBe(0);
-    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { note: string; cipher: string | null; roundTrip?: boolean; keyInCiphertext?: boolean };
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as {
+      note: string;
+      cipher: string | null;
+      roundTrip?: boolean;
+      keyInCiphertext?: boolean;
+    };
     if (out.cipher === null) expect(out.note).toContain('keys.json');
     else expect(out).toMatchObject({ cipher: expect.stringContaining('Electron safeStorage'), roundTrip: true, keyInCiphertext: false });
   }, 90_000);

@@ -123,9 +123,17 @@ beforeAll(async () => {
   await seedSessions(home, { sessions: 3, events: 300, seed: 7 });
   const cowork = idOfName('co-work1') as SessionId;
   const transcript = new PtyTranscript(sessionPaths(home, cowork).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
-  transcript.output(Buffer.from('root@capsem:~# npm test\r\n\x1b[32m  ✓ retries three times then gives up\x1b[0m\r\n\x1b[32m  ✓ logs why it stopped\x1b[0m\r\n\r\n  2 passing (41ms)\r\n\r\nroot@capsem:~# git status --short\r\n M src/main.ts\r\n?? notes.md\r\nroot@capsem:~# '));
+  transcript.output(
+    Buffer.from(
+      'root@capsem:~# npm test\r\n\x1b[32m  ✓ retries three times then gives up\x1b[0m\r\n\x1b[32m  ✓ logs why it stopped\x1b[0m\r\n\r\n  2 passing (41ms)\r\n\r\nroot@capsem:~# git status --short\r\n M src/main.ts\r\n?? notes.md\r\nroot@capsem:~# ',
+    ),
+  );
   transcript.close();
-  const long = new PtyTranscript(sessionPaths(home, idOfName('code-vm1') as SessionId).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
+  const long = new PtyTranscript(
+    sessionPaths(home, idOfName('code-vm1') as SessionId).ptyLogPath,
+    { cols: 100, rows: 30 },
+    'xterm-256color',
+  );
   for (let i = 0; i < LONG_REPLAY_LINES; i++) long.output(Buffer.from(`replayed line ${i} ${'.'.repeat(200)}\r\n`));
   long.output(Buffer.from('end of the long recording\r\n'));
   long.close();
@@ -136,8 +144,16 @@ beforeAll(async () => {
   const start = Date.parse('2025-01-01T00:00:00Z');
   for (let i = 0; i < BIG_ROWS; i++) {
     bigSession.writer.append('net_events', {
-      timestamp: new Date(start + i).toISOString(), domain: `host-${i % 50}.example`, decision: i % 97 === 0 ? 'denied' : 'allowed', method: 'GET',
-      path: `/item/${i}`, status_code: 200, bytes_sent: 10, bytes_received: 100, duration_ms: 3, process_name: 'curl',
+      timestamp: new Date(start + i).toISOString(),
+      domain: `host-${i % 50}.example`,
+      decision: i % 97 === 0 ? 'denied' : 'allowed',
+      method: 'GET',
+      path: `/item/${i}`,
+      status_code: 200,
+      bytes_sent: 10,
+      bytes_received: 100,
+      duration_ms: 3,
+      process_name: 'curl',
     });
     if (bigSession.writer.needsDrain) await bigSession.writer.drained();
   }
@@ -151,20 +167,54 @@ beforeAll(async () => {
   const encoded = gzipSync(json);
   for (const stored of [json, encoded]) {
     const net = gzSession.writer.append('net_events', {
-      timestamp: now(), domain: 'api.example', decision: 'allowed', method: 'POST', path: '/v1/things', status_code: 200,
-      response_headers: '{"content-type":"application/json","content-encoding":"gzip"}', bytes_received: encoded.length,
+      timestamp: now(),
+      domain: 'api.example',
+      decision: 'allowed',
+      method: 'POST',
+      path: '/v1/things',
+      status_code: 200,
+      response_headers: '{"content-type":"application/json","content-encoding":"gzip"}',
+      bytes_received: encoded.length,
     })!;
     gzSession.writer.append('event_body_blobs', {
-      event_id: net.eventId!, source_table: 'net_events', direction: 'response', content_type: 'application/json', content_encoding: 'gzip',
-      original_bytes: encoded.length, stored_bytes: stored.length, body: stored, created_at: now(),
+      event_id: net.eventId!,
+      source_table: 'net_events',
+      direction: 'response',
+      content_type: 'application/json',
+      content_encoding: 'gzip',
+      original_bytes: encoded.length,
+      stored_bytes: stored.length,
+      body: stored,
+      created_at: now(),
     });
   }
   // A WebSocket exchange in the same session, with its frames as the proxy records them.
   const ws = gzSession.writer.append('net_events', {
-    timestamp: now(), domain: 'chat.example', decision: 'allowed', method: 'GET', path: '/socket', status_code: 101, conn_type: 'websocket', bytes_sent: 11, bytes_received: 16,
+    timestamp: now(),
+    domain: 'chat.example',
+    decision: 'allowed',
+    method: 'GET',
+    path: '/socket',
+    status_code: 101,
+    conn_type: 'websocket',
+    bytes_sent: 11,
+    bytes_received: 16,
   })!;
-  for (const [direction, opcode, size, content, body] of [['sent', 'text', 11, 'hello there', null], ['received', 'binary', 2, null, Buffer.from([0xca, 0xfe])], ['received', 'close', 5, '1000 bye', null]] as const) {
-    gzSession.writer.append('ws_frames', { net_event_id: ws.eventId!, timestamp: now(), direction, opcode, size, stored_bytes: size, content, body });
+  for (const [direction, opcode, size, content, body] of [
+    ['sent', 'text', 11, 'hello there', null],
+    ['received', 'binary', 2, null, Buffer.from([0xca, 0xfe])],
+    ['received', 'close', 5, '1000 bye', null],
+  ] as const) {
+    gzSession.writer.append('ws_frames', {
+      net_event_id: ws.eventId!,
+      timestamp: now(),
+      direction,
+      opcode,
+      size,
+      stored_bytes: size,
+      content,
+      body,
+    });
   }
   await gzSession.end();
 
@@ -177,7 +227,15 @@ beforeAll(async () => {
       backend: () => new HostAgentBackend(workspace),
       plan: (_kind, onProgress) => async (_paths, caPem) => {
         await imageBuild?.(onProgress);
-        return { kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' } };
+        return {
+          kernel: '',
+          initrd: '',
+          cmdline: '',
+          disks: [],
+          guestWorkspace: workspace,
+          guestProxyPort: proxyPort,
+          guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' },
+        };
       },
     });
   }
@@ -243,7 +301,9 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await page.fill('[data-testid=session-filter]', 'code-vm');
     await page.press('[data-testid=session-filter]', 'Enter');
     await page.locator('[data-testid=resolve-error]').waitFor();
-    const offered = await page.locator('[data-testid=resolve-candidate]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')));
+    const offered = await page
+      .locator('[data-testid=resolve-candidate]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')));
     expect(offered.sort()).toEqual([idOfName('code-vm1'), idOfName('code-vm2')].sort());
     expect(await page.locator('[data-testid=tab]').count()).toBe(1);
   });
@@ -276,7 +336,10 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await call('sessions.rename', { id: second.id, name: 'twin-renamed' });
     await expect.poll(() => tab(second.id).locator('.tab-title').innerText()).toBe('twin-renamed');
     expect(await tab(first.id).locator('.tab-title').innerText()).toBe('twin');
-    expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([first.id, second.id]);
+    expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([
+      first.id,
+      second.id,
+    ]);
     expect(await pane(second.id).locator('.session-name').innerText()).toBe('twin-renamed');
   });
 
@@ -347,7 +410,9 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     // The rows the wheel reached (pages past the first two) are real rows once their pages arrive.
     expect(scrolled).toBeGreaterThan(24 * 400);
     await expect.poll(() => pane(big).locator('[data-testid=row-loading]').count()).toBe(0);
-    const seqs = await pane(big).locator('[data-testid=net-row]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))));
+    const seqs = await pane(big)
+      .locator('[data-testid=net-row]')
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))));
     expect(Math.min(...seqs)).toBeGreaterThan(350);
 
     // The end of the table: the last row (seq and path) is there.
@@ -384,7 +449,11 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await pane(gz).locator('[data-testid=net-row]', { hasText: 'chat.example' }).click();
     const frames = pane(gz).locator('[data-testid=detail-pane] [data-testid=frame]');
     await expect.poll(() => frames.count()).toBe(3);
-    expect(await frames.evaluateAll((list) => list.map((f) => [f.getAttribute('data-direction'), f.getAttribute('data-opcode'), f.querySelector('pre')?.textContent ?? '']))).toEqual([
+    expect(
+      await frames.evaluateAll((list) =>
+        list.map((f) => [f.getAttribute('data-direction'), f.getAttribute('data-opcode'), f.querySelector('pre')?.textContent ?? '']),
+      ),
+    ).toEqual([
       ['sent', 'text', 'hello there'],
       ['received', 'binary', 'cafe'],
       ['received', 'close', '1000 bye'],
@@ -393,126 +462,142 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await shot('network-websocket-frames');
   });
 
-  it.skipIf(agentMissing !== null)(`echoes typed input in a live terminal on a real pty${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    const { id } = await call('sessions.start', { name: 'live-e2e', image: 'minimal' });
-    await fresh();
-    await row(id).click();
-    const terminal = pane(id).locator('[data-testid=terminal]');
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-    await terminal.click();
-    await page.keyboard.type('echo hi-$((6*7))');
-    await page.keyboard.press('Enter');
-    const screen = terminal.locator('.xterm-rows');
-    await expect.poll(() => screen.innerText(), { timeout: 10_000 }).toMatch(/^hi-42$/m);
-    expect(await screen.innerText()).toContain('echo hi-$((6*7))');
-    await shot('terminal-live');
-  });
-
-  it.skipIf(agentMissing !== null)(`New session → Start opens the tab on Terminal at once, with the image build's stage in the tab and the row, then the live terminal${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    let finishBuild!: () => void;
-    const built = new Promise<void>((resolve) => (finishBuild = resolve));
-    imageBuild = async (onProgress) => {
-      onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3 });
-      await built;
-      onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1 });
-    };
-    try {
+  it.skipIf(agentMissing !== null)(
+    `echoes typed input in a live terminal on a real pty${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      const { id } = await call('sessions.start', { name: 'live-e2e', image: 'minimal' });
       await fresh();
-      await page.click('[data-testid=new-session]');
-      await page.fill('[data-testid=new-session-name]', 'from-form');
-      await page.click('[data-testid=new-session-start]');
-      const opened = page.locator('[data-testid=tab][aria-selected=true]');
-      await opened.waitFor();
-      const id = (await opened.getAttribute('data-session-id'))!;
-      expect(id).toBe(idOfName('from-form'));
-      expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
-      const inTab = pane(id).locator('[data-testid=terminal-note] [data-testid=start-progress]');
-      await expect.poll(() => inTab.innerText()).toMatch(/^building the image: debootstrap 30%\s+Unpacking bash/);
-      expect(await inTab.getAttribute('data-phase')).toBe('image');
-      await shot('start-progress-tab');
-      await page.click('[data-testid=tab-list]');
-      await expect.poll(() => row(id).locator('[data-testid=start-progress]').innerText()).toBe('building the image: debootstrap 30%');
-      await shot('start-progress-row');
-      await tab(id).click();
-      finishBuild();
+      await row(id).click();
+      const terminal = pane(id).locator('[data-testid=terminal]');
       await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-      await page.click('[data-testid=tab-list]');
-      await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('running');
-      expect(await row(id).locator('[data-testid=start-progress]').count()).toBe(0);
-      await call('sessions.stop', { id: id as SessionId });
-    } finally {
-      finishBuild();
-      imageBuild = null;
-    }
-  });
-
-  it.skipIf(agentMissing !== null)(`a start that fails says why in its tab and its row${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    const WHY = 'mmdebstrap failed (exit 1): E: cannot download from deb.debian.org; check the network or set http_proxy';
-    imageBuild = async (onProgress) => {
-      onProgress({ stage: 'debootstrap', message: 'Get:1 http://deb.debian.org/debian bookworm InRelease', fraction: 0.05 });
-      throw new Error(WHY);
-    };
-    try {
-      await fresh();
-      await page.click('[data-testid=new-session]');
-      await page.fill('[data-testid=new-session-name]', 'no-network');
-      await page.click('[data-testid=new-session-start]');
-      const opened = page.locator('[data-testid=tab][aria-selected=true]');
-      await opened.waitFor();
-      const id = (await opened.getAttribute('data-session-id'))!;
-      const error = pane(id).locator('[data-testid=terminal-note] .error');
-      await error.waitFor();
-      expect(await error.innerText()).toBe(`the guest image is not ready: ${WHY}`);
-      await shot('start-failed-tab');
-      await page.click('[data-testid=tab-list]');
-      await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('crashed');
-      expect(await row(id).locator('[data-testid=status-reason]').innerText()).toBe(`image not ready: ${WHY}`);
-    } finally {
-      imageBuild = null;
-    }
-  });
-
-  it.skipIf(agentMissing !== null)(`shows a live terminal's screen again after switching away, closing its tab and reloading the page${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    const { id } = await call('sessions.start', { name: 'repaint-e2e', image: 'minimal' });
-    await fresh();
-    await row(id).click();
-    const terminal = pane(id).locator('[data-testid=terminal]');
-    const screen = () => terminal.locator('.xterm-rows').innerText().then((text) => text.replace(/[ \u00a0]+$/gm, '').trimEnd());
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-    await terminal.click();
-    for (const word of ['alpha', 'beta', 'gamma']) {
-      await page.keyboard.type(`echo ${word}-$((6*7))`);
+      await terminal.click();
+      await page.keyboard.type('echo hi-$((6*7))');
       await page.keyboard.press('Enter');
-      await expect.poll(screen).toMatch(new RegExp(`^${word}-42$`, 'm'));
-    }
-    await expect.poll(screen).toMatch(/gamma-42\n[#$]$/);
-    const before = await screen();
+      const screen = terminal.locator('.xterm-rows');
+      await expect.poll(() => screen.innerText(), { timeout: 10_000 }).toMatch(/^hi-42$/m);
+      expect(await screen.innerText()).toContain('echo hi-$((6*7))');
+      await shot('terminal-live');
+    },
+  );
 
-    await pane(id).locator('[data-testid=view-network]').click();
-    await pane(id).locator('[data-testid=view-terminal]').click();
-    await expect.poll(screen).toBe(before);
+  it.skipIf(agentMissing !== null)(
+    `New session → Start opens the tab on Terminal at once, with the image build's stage in the tab and the row, then the live terminal${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      let finishBuild!: () => void;
+      const built = new Promise<void>((resolve) => (finishBuild = resolve));
+      imageBuild = async (onProgress) => {
+        onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3 });
+        await built;
+        onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1 });
+      };
+      try {
+        await fresh();
+        await page.click('[data-testid=new-session]');
+        await page.fill('[data-testid=new-session-name]', 'from-form');
+        await page.click('[data-testid=new-session-start]');
+        const opened = page.locator('[data-testid=tab][aria-selected=true]');
+        await opened.waitFor();
+        const id = (await opened.getAttribute('data-session-id'))!;
+        expect(id).toBe(idOfName('from-form'));
+        expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
+        const inTab = pane(id).locator('[data-testid=terminal-note] [data-testid=start-progress]');
+        await expect.poll(() => inTab.innerText()).toMatch(/^building the image: debootstrap 30%\s+Unpacking bash/);
+        expect(await inTab.getAttribute('data-phase')).toBe('image');
+        await shot('start-progress-tab');
+        await page.click('[data-testid=tab-list]');
+        await expect.poll(() => row(id).locator('[data-testid=start-progress]').innerText()).toBe('building the image: debootstrap 30%');
+        await shot('start-progress-row');
+        await tab(id).click();
+        finishBuild();
+        await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+        await page.click('[data-testid=tab-list]');
+        await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('running');
+        expect(await row(id).locator('[data-testid=start-progress]').count()).toBe(0);
+        await call('sessions.stop', { id: id as SessionId });
+      } finally {
+        finishBuild();
+        imageBuild = null;
+      }
+    },
+  );
 
-    await page.click('[data-testid=tab-list]');
-    await tab(id).click();
-    await expect.poll(screen).toBe(before);
+  it.skipIf(agentMissing !== null)(
+    `a start that fails says why in its tab and its row${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      const WHY = 'mmdebstrap failed (exit 1): E: cannot download from deb.debian.org; check the network or set http_proxy';
+      imageBuild = async (onProgress) => {
+        onProgress({ stage: 'debootstrap', message: 'Get:1 http://deb.debian.org/debian bookworm InRelease', fraction: 0.05 });
+        throw new Error(WHY);
+      };
+      try {
+        await fresh();
+        await page.click('[data-testid=new-session]');
+        await page.fill('[data-testid=new-session-name]', 'no-network');
+        await page.click('[data-testid=new-session-start]');
+        const opened = page.locator('[data-testid=tab][aria-selected=true]');
+        await opened.waitFor();
+        const id = (await opened.getAttribute('data-session-id'))!;
+        const error = pane(id).locator('[data-testid=terminal-note] .error');
+        await error.waitFor();
+        expect(await error.innerText()).toBe(`the guest image is not ready: ${WHY}`);
+        await shot('start-failed-tab');
+        await page.click('[data-testid=tab-list]');
+        await expect.poll(() => row(id).locator('[data-testid=status-badge]').innerText()).toBe('crashed');
+        expect(await row(id).locator('[data-testid=status-reason]').innerText()).toBe(`image not ready: ${WHY}`);
+      } finally {
+        imageBuild = null;
+      }
+    },
+  );
 
-    await tab(id).locator('[data-testid=tab-close]').click();
-    await row(id).click();
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-    await expect.poll(screen).toBe(before);
+  it.skipIf(agentMissing !== null)(
+    `shows a live terminal's screen again after switching away, closing its tab and reloading the page${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      const { id } = await call('sessions.start', { name: 'repaint-e2e', image: 'minimal' });
+      await fresh();
+      await row(id).click();
+      const terminal = pane(id).locator('[data-testid=terminal]');
+      const screen = () =>
+        terminal
+          .locator('.xterm-rows')
+          .innerText()
+          .then((text) => text.replace(/[ \u00a0]+$/gm, '').trimEnd());
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      await terminal.click();
+      for (const word of ['alpha', 'beta', 'gamma']) {
+        await page.keyboard.type(`echo ${word}-$((6*7))`);
+        await page.keyboard.press('Enter');
+        await expect.poll(screen).toMatch(new RegExp(`^${word}-42$`, 'm'));
+      }
+      await expect.poll(screen).toMatch(/gamma-42\n[#$]$/);
+      const before = await screen();
 
-    await fresh();
-    await row(id).click();
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-    await expect.poll(screen).toBe(before);
-    // And it is the live shell, not a picture of it.
-    await terminal.click();
-    await page.keyboard.type('echo delta-$((6*7))');
-    await page.keyboard.press('Enter');
-    await expect.poll(screen).toMatch(/^delta-42$/m);
-    await shot('terminal-repainted');
-    await call('sessions.stop', { id: id as SessionId });
-  });
+      await pane(id).locator('[data-testid=view-network]').click();
+      await pane(id).locator('[data-testid=view-terminal]').click();
+      await expect.poll(screen).toBe(before);
+
+      await page.click('[data-testid=tab-list]');
+      await tab(id).click();
+      await expect.poll(screen).toBe(before);
+
+      await tab(id).locator('[data-testid=tab-close]').click();
+      await row(id).click();
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      await expect.poll(screen).toBe(before);
+
+      await fresh();
+      await row(id).click();
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      await expect.poll(screen).toBe(before);
+      // And it is the live shell, not a picture of it.
+      await terminal.click();
+      await page.keyboard.type('echo delta-$((6*7))');
+      await page.keyboard.press('Enter');
+      await expect.poll(screen).toMatch(/^delta-42$/m);
+      await shot('terminal-repainted');
+      await call('sessions.stop', { id: id as SessionId });
+    },
+  );
 
   it('exports the session as an archive by default: a tar whose first member is the manifest', async () => {
     await fresh();
@@ -607,7 +692,9 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     await fresh();
     const id = await openByName('code-vm1');
     await pane(id).locator('[data-testid=view-terminal]').click();
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText(), { timeout: 20_000 }).toBe(`replay of an ended session (${LONG_REPLAY_LINES + 1} recorded events)`);
+    await expect
+      .poll(() => pane(id).locator('[data-testid=terminal-note]').innerText(), { timeout: 20_000 })
+      .toBe(`replay of an ended session (${LONG_REPLAY_LINES + 1} recorded events)`);
     await expect.poll(() => pane(id).locator('.xterm-rows').innerText()).toContain('end of the long recording');
   });
 
@@ -661,28 +748,31 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     expect(await error.count()).toBe(0);
   });
 
-  it.skipIf(agentMissing !== null)(`resumes an ended named session in the same tab: its terminal is live again${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    const { id } = await call('sessions.start', { name: 'resume-e2e', image: 'minimal' });
-    await call('sessions.stop', { id });
-    expect(await call('sessions.info', { id })).toMatchObject({ status: 'stopped', live: false, resumable: true });
-    await fresh();
-    expect(await openByName('resume-e2e')).toBe(id);
-    const resume = pane(id).locator('[data-testid=resume]');
-    await resume.click();
-    // The same tab (keyed by id), now on the Terminal view, attached live.
-    await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-    expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
-    expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([id]);
-    expect(await resume.count()).toBe(0);
-    await expect.poll(() => pane(id).locator('[data-testid=stop]').count()).toBe(1);
-    const terminal = pane(id).locator('[data-testid=terminal]');
-    await terminal.click();
-    await page.keyboard.type('echo back-$((6*8))');
-    await page.keyboard.press('Enter');
-    await expect.poll(() => terminal.locator('.xterm-rows').innerText(), { timeout: 10_000 }).toMatch(/^back-48$/m);
-    await pane(id).locator('[data-testid=stop]').click();
-    await expect.poll(() => pane(id).locator('[data-testid=resume]').count()).toBe(1);
-  });
+  it.skipIf(agentMissing !== null)(
+    `resumes an ended named session in the same tab: its terminal is live again${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      const { id } = await call('sessions.start', { name: 'resume-e2e', image: 'minimal' });
+      await call('sessions.stop', { id });
+      expect(await call('sessions.info', { id })).toMatchObject({ status: 'stopped', live: false, resumable: true });
+      await fresh();
+      expect(await openByName('resume-e2e')).toBe(id);
+      const resume = pane(id).locator('[data-testid=resume]');
+      await resume.click();
+      // The same tab (keyed by id), now on the Terminal view, attached live.
+      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+      expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
+      expect(await page.locator('[data-testid=tab]').evaluateAll((els) => els.map((e) => e.getAttribute('data-session-id')))).toEqual([id]);
+      expect(await resume.count()).toBe(0);
+      await expect.poll(() => pane(id).locator('[data-testid=stop]').count()).toBe(1);
+      const terminal = pane(id).locator('[data-testid=terminal]');
+      await terminal.click();
+      await page.keyboard.type('echo back-$((6*8))');
+      await page.keyboard.press('Enter');
+      await expect.poll(() => terminal.locator('.xterm-rows').innerText(), { timeout: 10_000 }).toMatch(/^back-48$/m);
+      await pane(id).locator('[data-testid=stop]').click();
+      await expect.poll(() => pane(id).locator('[data-testid=resume]').count()).toBe(1);
+    },
+  );
 
   it('says why a session cannot be resumed when Resume fails', async () => {
     // A named VM session of the agent image whose disk is gone: kept for resuming by its record,
@@ -706,68 +796,75 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     expect(await pane(id).locator('[data-testid=resume]').isEnabled()).toBe(true);
   });
 
-  it.skipIf(agentMissing !== null)(`New session shares a project folder picked from the recent ones, shows a gone one as gone, and asks before sharing the whole home folder${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, async () => {
-    // Folders outside CAPSEM_HOME, as a user's projects are; the first is used once through the call.
-    const projects = mkdtempSync(join(tmpdir(), 'capsem-e2e-projects-'));
-    const used = join(projects, 'shop-api');
-    const gone = join(projects, 'old-thing');
-    mkdirSync(used);
-    mkdirSync(gone);
-    try {
-      for (const folder of [gone, used]) {
-        const { id } = await call('sessions.start', { name: null, image: 'minimal', workspace: folder, wholeHome: false });
-        await expect.poll(async () => (await call('sessions.info', { id: id as SessionId })).live).toBe(true);
+  it.skipIf(agentMissing !== null)(
+    `New session shares a project folder picked from the recent ones, shows a gone one as gone, and asks before sharing the whole home folder${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    async () => {
+      // Folders outside CAPSEM_HOME, as a user's projects are; the first is used once through the call.
+      const projects = mkdtempSync(join(tmpdir(), 'capsem-e2e-projects-'));
+      const used = join(projects, 'shop-api');
+      const gone = join(projects, 'old-thing');
+      mkdirSync(used);
+      mkdirSync(gone);
+      try {
+        for (const folder of [gone, used]) {
+          const { id } = await call('sessions.start', { name: null, image: 'minimal', workspace: folder, wholeHome: false });
+          await expect.poll(async () => (await call('sessions.info', { id: id as SessionId })).live).toBe(true);
+          await call('sessions.stop', { id: id as SessionId });
+        }
+        rmSync(gone, { recursive: true });
+        const sessionsBefore = (await call('sessions.list', {})).length;
+
+        await fresh();
+        await page.click('[data-testid=new-session]');
+        const recent = page.locator('[data-testid=recent-folder]');
+        await expect.poll(() => recent.allInnerTexts()).toEqual([used, `${gone} (gone)`]);
+        expect(await recent.nth(0).isEnabled()).toBe(true);
+        expect(await recent.nth(1).isDisabled()).toBe(true);
+        // No system picker in browser mode: the page cannot learn a path, so it is typed or picked here.
+        expect(await page.locator('[data-testid=new-session-pick-folder]').count()).toBe(0);
+
+        await page.fill('[data-testid=new-session-folder]', homedir());
+        await page.click('[data-testid=new-session-start]');
+        const alert = page.locator('[data-testid=new-session-form] [role=alert]');
+        await expect
+          .poll(() => alert.innerText())
+          .toBe(
+            `${homedir()} is your whole home folder: every key, token and project in it would be open to the agent; share your project's folder instead, or tick "Share my whole home folder" if you mean it`,
+          );
+        await page.locator('[data-testid=new-session-whole-home]').waitFor();
+        await shot('new-session-whole-home');
+        expect((await call('sessions.list', {})).length).toBe(sessionsBefore);
+        // Ticked, the same folder is shared (this test's guest is a host process that ignores it).
+        await page.check('[data-testid=new-session-whole-home]');
+        await page.click('[data-testid=new-session-start]');
+        const homeTab = page.locator('[data-testid=tab][aria-selected=true]');
+        await homeTab.waitFor();
+        const homeId = (await homeTab.getAttribute('data-session-id'))!;
+        await expect.poll(() => pane(homeId).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+        expect(workspaceOf(homeId)).toBe(realpathSync(homedir()));
+        await call('sessions.stop', { id: homeId as SessionId });
+
+        await page.click('[data-testid=tab-list]');
+        await page.click('[data-testid=new-session]');
+        await expect.poll(() => recent.allInnerTexts()).toEqual([homedir(), used, `${gone} (gone)`]);
+        await recent.nth(1).click();
+        expect(await page.inputValue('[data-testid=new-session-folder]')).toBe(used);
+        expect(await page.locator('[data-testid=new-session-whole-home]').count()).toBe(0);
+        await page.fill('[data-testid=new-session-name]', 'in-shop-api');
+        await shot('new-session-recent-folder');
+        await page.click('[data-testid=new-session-start]');
+        const opened = page.locator('[data-testid=tab][aria-selected=true]');
+        await opened.waitFor();
+        const id = (await opened.getAttribute('data-session-id'))!;
+        expect(id).toBe(idOfName('in-shop-api'));
+        await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
+        expect(workspaceOf(id)).toBe(realpathSync(used));
         await call('sessions.stop', { id: id as SessionId });
+      } finally {
+        rmSync(projects, { recursive: true, force: true });
       }
-      rmSync(gone, { recursive: true });
-      const sessionsBefore = (await call('sessions.list', {})).length;
-
-      await fresh();
-      await page.click('[data-testid=new-session]');
-      const recent = page.locator('[data-testid=recent-folder]');
-      await expect.poll(() => recent.allInnerTexts()).toEqual([used, `${gone} (gone)`]);
-      expect(await recent.nth(0).isEnabled()).toBe(true);
-      expect(await recent.nth(1).isDisabled()).toBe(true);
-      // No system picker in browser mode: the page cannot learn a path, so it is typed or picked here.
-      expect(await page.locator('[data-testid=new-session-pick-folder]').count()).toBe(0);
-
-      await page.fill('[data-testid=new-session-folder]', homedir());
-      await page.click('[data-testid=new-session-start]');
-      const alert = page.locator('[data-testid=new-session-form] [role=alert]');
-      await expect.poll(() => alert.innerText()).toBe(`${homedir()} is your whole home folder: every key, token and project in it would be open to the agent; share your project's folder instead, or tick "Share my whole home folder" if you mean it`);
-      await page.locator('[data-testid=new-session-whole-home]').waitFor();
-      await shot('new-session-whole-home');
-      expect((await call('sessions.list', {})).length).toBe(sessionsBefore);
-      // Ticked, the same folder is shared (this test's guest is a host process that ignores it).
-      await page.check('[data-testid=new-session-whole-home]');
-      await page.click('[data-testid=new-session-start]');
-      const homeTab = page.locator('[data-testid=tab][aria-selected=true]');
-      await homeTab.waitFor();
-      const homeId = (await homeTab.getAttribute('data-session-id'))!;
-      await expect.poll(() => pane(homeId).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-      expect(workspaceOf(homeId)).toBe(realpathSync(homedir()));
-      await call('sessions.stop', { id: homeId as SessionId });
-
-      await page.click('[data-testid=tab-list]');
-      await page.click('[data-testid=new-session]');
-      await expect.poll(() => recent.allInnerTexts()).toEqual([homedir(), used, `${gone} (gone)`]);
-      await recent.nth(1).click();
-      expect(await page.inputValue('[data-testid=new-session-folder]')).toBe(used);
-      expect(await page.locator('[data-testid=new-session-whole-home]').count()).toBe(0);
-      await page.fill('[data-testid=new-session-name]', 'in-shop-api');
-      await shot('new-session-recent-folder');
-      await page.click('[data-testid=new-session-start]');
-      const opened = page.locator('[data-testid=tab][aria-selected=true]');
-      await opened.waitFor();
-      const id = (await opened.getAttribute('data-session-id'))!;
-      expect(id).toBe(idOfName('in-shop-api'));
-      await expect.poll(() => pane(id).locator('[data-testid=terminal-note]').innerText()).toBe('live');
-      expect(workspaceOf(id)).toBe(realpathSync(used));
-      await call('sessions.stop', { id: id as SessionId });
-    } finally {
-      rmSync(projects, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it('raised no uncaught errors in the page', () => {
     expect(pageErrors).toEqual([]);

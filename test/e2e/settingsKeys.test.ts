@@ -26,7 +26,11 @@ let page: Page;
 beforeAll(async () => {
   if (missing) return;
   ensureRendererBuilt();
-  core = new AppCore({ home, checkResults: true, env: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: 'sk-from-the-environment-0123', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' } });
+  core = new AppCore({
+    home,
+    checkResults: true,
+    env: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: 'sk-from-the-environment-0123', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' },
+  });
   server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'settings e2e test', home });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
@@ -44,7 +48,9 @@ describe.skipIf(missing !== null)(`Settings → Keys in browser mode${missing ? 
   it('adds, replaces and removes a provider key, says where it is kept, and never shows it', async () => {
     await page.goto(server.url);
     await page.getByTestId('tab-settings').click();
-    await expect.poll(() => page.getByTestId('keys-store').textContent()).toBe(`${join(home.root, 'keys.json')} (mode 0600, readable by you alone; not encrypted)`);
+    await expect
+      .poll(() => page.getByTestId('keys-store').textContent())
+      .toBe(`${join(home.root, 'keys.json')} (mode 0600, readable by you alone; not encrypted)`);
     const row = (provider: string) => page.locator(`[data-testid=key-row][data-provider=${provider}]`);
     expect(await row('openai').getByTestId('key-source').textContent()).toBe('from OPENAI_API_KEY (wins over a stored key)');
     expect(await row('anthropic').getByTestId('key-source').textContent()).toBe('no key');
@@ -65,7 +71,9 @@ describe.skipIf(missing !== null)(`Settings → Keys in browser mode${missing ? 
 
     await row('anthropic').getByTestId('key-input').fill('not a key');
     await row('anthropic').getByTestId('key-save').click();
-    await expect.poll(() => page.getByTestId('keys-problem').textContent()).toBe('a key is 8 to 4096 printable characters with no spaces; this is not one');
+    await expect
+      .poll(() => page.getByTestId('keys-problem').textContent())
+      .toBe('a key is 8 to 4096 printable characters with no spaces; this is not one');
 
     await row('anthropic').getByTestId('key-remove').click();
     await expect.poll(() => row('anthropic').getByTestId('key-source').textContent()).toBe('no key');
@@ -77,8 +85,12 @@ describe.skipIf(missing !== null)(`Settings → Keys in browser mode${missing ? 
     await page.reload();
     await page.getByTestId('tab-settings').click();
     const row = page.locator('[data-testid=key-row][data-provider=gemini]');
-    await expect.poll(() => row.getByTestId('key-source').textContent()).toBe('stored by the desktop app, encrypted; readable only while the app runs');
-    expect(await page.getByTestId('keys-store').textContent()).toContain(`keys stored by the app are encrypted in ${join(home.root, 'keys.encrypted.json')}, readable only while the app runs`);
+    await expect
+      .poll(() => row.getByTestId('key-source').textContent())
+      .toBe('stored by the desktop app, encrypted; readable only while the app runs');
+    expect(await page.getByTestId('keys-store').textContent()).toContain(
+      `keys stored by the app are encrypted in ${join(home.root, 'keys.encrypted.json')}, readable only while the app runs`,
+    );
     expect(await row.getByTestId('key-save').textContent()).toBe('Replace');
     await row.getByTestId('key-remove').click();
     await expect.poll(() => row.getByTestId('key-source').textContent()).toBe('no key');

@@ -33,11 +33,18 @@ function newestMtime(dir: string): number {
  */
 export function ensureRendererBuilt(): string {
   const index = join(RENDERER_OUT, 'index.html');
-  const sources = Math.max(newestMtime(join(ROOT, 'renderer')), newestMtime(join(ROOT, 'electron', 'contract')), statSync(join(ROOT, 'vite.config.ts')).mtimeMs);
+  const sources = Math.max(
+    newestMtime(join(ROOT, 'renderer')),
+    newestMtime(join(ROOT, 'electron', 'contract')),
+    statSync(join(ROOT, 'vite.config.ts')).mtimeMs,
+  );
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return 'dist/renderer is up to date';
   const started = performance.now();
   const built = spawnSync('npx', ['vite', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
-  if (built.status !== 0) throw new Error(`npx vite build failed (${built.status ?? built.signal}): ${(built.stderr || built.stdout).trim().split('\n').slice(-10).join('\n')}`);
+  if (built.status !== 0)
+    throw new Error(
+      `npx vite build failed (${built.status ?? built.signal}): ${(built.stderr || built.stdout).trim().split('\n').slice(-10).join('\n')}`,
+    );
   return `built dist/renderer in ${Math.round(performance.now() - started)} ms`;
 }
 
@@ -45,7 +52,15 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage',
+    ],
   });
 }
 

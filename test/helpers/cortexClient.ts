@@ -18,14 +18,18 @@ const inference = z.object({
   model: text.optional(),
   requestedModel: text.optional(),
   servedModel: text.optional(),
-  messages: z.array(z.object({
-    role: text,
-    content: text,
-    contentBytes: count,
-    toolCallNames: text.optional(),
-    toolUseIds: text.optional(),
-    toolUseId: text.optional(),
-  })).optional(),
+  messages: z
+    .array(
+      z.object({
+        role: text,
+        content: text,
+        contentBytes: count,
+        toolCallNames: text.optional(),
+        toolUseIds: text.optional(),
+        toolUseId: text.optional(),
+      }),
+    )
+    .optional(),
   tools: z.array(z.object({ name: text, description: text.optional(), parameters: object.optional() })).optional(),
   toolChoice: z.unknown().optional(),
   toolCalls: z.array(toolCall).optional(),
@@ -93,48 +97,52 @@ const raw = z.object({
   forwardedBase64: text.optional(),
   requestHeaders: headers.optional(),
   query: text.optional(),
-  response: z.object({
-    status: z.number().int().optional(),
-    headers: headers.optional(),
-    body: text.optional(),
-    bodyBase64: text.optional(),
-    decoded: z.boolean().optional(),
-    truncated: z.boolean().optional(),
-    incomplete: z.boolean().optional(),
-  }).optional(),
+  response: z
+    .object({
+      status: z.number().int().optional(),
+      headers: headers.optional(),
+      body: text.optional(),
+      bodyBase64: text.optional(),
+      decoded: z.boolean().optional(),
+      truncated: z.boolean().optional(),
+      incomplete: z.boolean().optional(),
+    })
+    .optional(),
 });
 
-export const sessionEvent = z.looseObject({
-  sessionId: text,
-  seq: z.number().int().positive(),
-  at: time,
-  direction: z.enum(['inbound', 'outbound']).optional(),
-  phase: z.enum(['request', 'response', 'denied']),
-  requestId: text.optional(),
-  host: text.optional(),
-  requestedHost: text.optional(),
-  statusCode: z.number().int().min(100).max(599).optional(),
-  durationMs: z.number().nonnegative().optional(),
-  ttfbMs: z.number().nonnegative().optional(),
-  bytesUp: count.optional(),
-  bytesDown: count.optional(),
-  httpMethod: text.optional(),
-  httpPath: text.optional(),
-  tunnel: z.boolean().optional(),
-  tunnelReason: text.optional(),
-  dialAddr: text.optional(),
-  identity: object.optional(),
-  client: text.optional(),
-  error: z.object({ kind: text, message: text, code: z.number().int().optional() }).optional(),
-  invocations: z.object({ inbound: z.array(invocation).optional(), outbound: z.array(invocation).optional() }).optional(),
-  plugins: object.optional(),
-  subagent: text.optional(),
-  parentSubagent: text.optional(),
-  inference: inference.optional(),
-  mcp: mcp.optional(),
-  a2a: a2a.optional(),
-  raw: raw.optional(),
-}).refine((e) => [e.inference, e.mcp, e.a2a].filter((p) => p !== undefined).length <= 1, 'more than one of inference, mcp and a2a');
+export const sessionEvent = z
+  .looseObject({
+    sessionId: text,
+    seq: z.number().int().positive(),
+    at: time,
+    direction: z.enum(['inbound', 'outbound']).optional(),
+    phase: z.enum(['request', 'response', 'denied']),
+    requestId: text.optional(),
+    host: text.optional(),
+    requestedHost: text.optional(),
+    statusCode: z.number().int().min(100).max(599).optional(),
+    durationMs: z.number().nonnegative().optional(),
+    ttfbMs: z.number().nonnegative().optional(),
+    bytesUp: count.optional(),
+    bytesDown: count.optional(),
+    httpMethod: text.optional(),
+    httpPath: text.optional(),
+    tunnel: z.boolean().optional(),
+    tunnelReason: text.optional(),
+    dialAddr: text.optional(),
+    identity: object.optional(),
+    client: text.optional(),
+    error: z.object({ kind: text, message: text, code: z.number().int().optional() }).optional(),
+    invocations: z.object({ inbound: z.array(invocation).optional(), outbound: z.array(invocation).optional() }).optional(),
+    plugins: object.optional(),
+    subagent: text.optional(),
+    parentSubagent: text.optional(),
+    inference: inference.optional(),
+    mcp: mcp.optional(),
+    a2a: a2a.optional(),
+    raw: raw.optional(),
+  })
+  .refine((e) => [e.inference, e.mcp, e.a2a].filter((p) => p !== undefined).length <= 1, 'more than one of inference, mcp and a2a');
 
 export type DecodedEvent = z.infer<typeof sessionEvent>;
 
@@ -152,6 +160,7 @@ export const eventDetail = sessionEvent.and(z.object({ schemaVersion: z.number()
 /** Decodes as the client would, throwing with the path of the first field that does not fit. */
 export function decode<T>(schema: z.ZodType<T>, json: unknown): T {
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new Error(`does not decode: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`does not decode: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }

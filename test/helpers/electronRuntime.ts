@@ -12,7 +12,8 @@ export function electronRuntime(): { readonly ok: true; readonly binary: string 
   const dir = join(root, 'node_modules', 'electron');
   if (!existsSync(dir)) return { ok: false, why: 'no Electron runtime: the electron package is not installed' };
   const pathFile = join(dir, 'path.txt');
-  if (!existsSync(pathFile)) return { ok: false, why: 'no Electron runtime: node_modules/electron has no binary (its download host is unreachable here)' };
+  if (!existsSync(pathFile))
+    return { ok: false, why: 'no Electron runtime: node_modules/electron has no binary (its download host is unreachable here)' };
   const binary = join(dir, 'dist', readFileSync(pathFile, 'utf8').trim());
   try {
     accessSync(binary, constants.X_OK);

@@ -15,12 +15,23 @@ export interface EscapeAttempt {
 }
 
 /** Spellings of the host's own loopback (and of "this host"), every one of which must be refused. */
-export const LOOPBACK_SPELLINGS = ['127.0.0.1', '[::1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '0.0.0.0', '2130706433', '0x7f.1', '127.1', 'localhost'] as const;
+export const LOOPBACK_SPELLINGS = [
+  '127.0.0.1',
+  '[::1]',
+  '[::ffff:127.0.0.1]',
+  '[::ffff:7f00:1]',
+  '0.0.0.0',
+  '2130706433',
+  '0x7f.1',
+  '127.1',
+  'localhost',
+] as const;
 
 /** The canonical destinations those spellings are recorded under. */
 export const LOOPBACK_DOMAINS = ['127.0.0.1', '::1', '0.0.0.0', 'localhost'] as const;
 
-const WEBSOCKET = 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+const WEBSOCKET =
+  'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
 
 export function escapeAttempts(port: number, fronted: string): EscapeAttempt[] {
   return [
@@ -34,12 +45,43 @@ export function escapeAttempts(port: number, fronted: string): EscapeAttempt[] {
       request: `GET http://${host}:${port}/v1/sessions HTTP/1.1\r\nAUTHHost: ${host}:${port}\r\nConnection: close\r\n\r\n`,
       expect: 403,
     })),
-    { label: 'WebSocket upgrade inside a tunnel to loopback', tunnel: `127.0.0.1:${port}`, request: `GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${WEBSOCKET}\r\n`, expect: 403 },
-    { label: 'a tunnel to loopback spelled as a number', tunnel: `2130706433:${port}`, request: `GET /v1/sessions HTTP/1.1\r\nHost: 2130706433:${port}\r\n\r\n`, expect: 403 },
-    { label: 'cloud metadata as IPv4-mapped IPv6', request: 'GET http://[::ffff:169.254.169.254]/latest/meta-data/ HTTP/1.1\r\nAUTHHost: [::ffff:169.254.169.254]\r\nConnection: close\r\n\r\n', expect: 403 },
-    { label: 'a Host naming loopback behind a public name', request: `GET http://${fronted}/ HTTP/1.1\r\nAUTHHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`, expect: 421 },
-    { label: 'a Host naming loopback inside a TLS tunnel', tunnel: `${fronted}:443`, tls: true, request: `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`, expect: 421 },
-    { label: 'a Host that does not parse inside a TLS tunnel', tunnel: `${fronted}:443`, tls: true, request: `GET / HTTP/1.1\r\nHost: ${fronted}/elsewhere\r\n\r\n`, expect: 421 },
+    {
+      label: 'WebSocket upgrade inside a tunnel to loopback',
+      tunnel: `127.0.0.1:${port}`,
+      request: `GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${WEBSOCKET}\r\n`,
+      expect: 403,
+    },
+    {
+      label: 'a tunnel to loopback spelled as a number',
+      tunnel: `2130706433:${port}`,
+      request: `GET /v1/sessions HTTP/1.1\r\nHost: 2130706433:${port}\r\n\r\n`,
+      expect: 403,
+    },
+    {
+      label: 'cloud metadata as IPv4-mapped IPv6',
+      request:
+        'GET http://[::ffff:169.254.169.254]/latest/meta-data/ HTTP/1.1\r\nAUTHHost: [::ffff:169.254.169.254]\r\nConnection: close\r\n\r\n',
+      expect: 403,
+    },
+    {
+      label: 'a Host naming loopback behind a public name',
+      request: `GET http://${fronted}/ HTTP/1.1\r\nAUTHHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
+      expect: 421,
+    },
+    {
+      label: 'a Host naming loopback inside a TLS tunnel',
+      tunnel: `${fronted}:443`,
+      tls: true,
+      request: `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`,
+      expect: 421,
+    },
+    {
+      label: 'a Host that does not parse inside a TLS tunnel',
+      tunnel: `${fronted}:443`,
+      tls: true,
+      request: `GET / HTTP/1.1\r\nHost: ${fronted}/elsewhere\r\n\r\n`,
+      expect: 421,
+    },
   ];
 }
 
@@ -53,8 +95,20 @@ function tunnelled(host: string, path: string, body: string): string {
 /** Allowed requests that once broke a parser before their record was written; both must reach the upstream and be recorded. */
 export function parserBreakingAttempts(): EscapeAttempt[] {
   return [
-    { label: 'a request body nested past what any parser recurses through', tunnel: 'api.anthropic.com:443', tls: true, request: tunnelled('api.anthropic.com', '/v1/messages', DEEP_BODY), expect: 200 },
-    { label: 'a model path with a broken escape', tunnel: 'generativelanguage.googleapis.com:443', tls: true, request: tunnelled('generativelanguage.googleapis.com', '/v1beta/models/%E0%A4%A:generateContent', '{"contents":[]}'), expect: 200 },
+    {
+      label: 'a request body nested past what any parser recurses through',
+      tunnel: 'api.anthropic.com:443',
+      tls: true,
+      request: tunnelled('api.anthropic.com', '/v1/messages', DEEP_BODY),
+      expect: 200,
+    },
+    {
+      label: 'a model path with a broken escape',
+      tunnel: 'generativelanguage.googleapis.com:443',
+      tls: true,
+      request: tunnelled('generativelanguage.googleapis.com', '/v1beta/models/%E0%A4%A:generateContent', '{"contents":[]}'),
+      expect: 200,
+    },
   ];
 }
 

@@ -15,7 +15,8 @@ export const AGENT_BINARY = join(AGENT_DIR, 'build', 'capsem-agent');
 
 /** Builds the agent (incremental); returns why it cannot, or null. */
 export function buildAgent(): string | null {
-  if (spawnSync('sh', ['-c', 'command -v gcc && command -v make'], { stdio: 'ignore' }).status !== 0) return 'gcc and make are not installed';
+  if (spawnSync('sh', ['-c', 'command -v gcc && command -v make'], { stdio: 'ignore' }).status !== 0)
+    return 'gcc and make are not installed';
   const built = spawnSync('make', ['-s', '-C', AGENT_DIR], { encoding: 'utf8' });
   if (built.status !== 0) return `building the agent failed: ${built.stderr.trim().split('\n').slice(-3).join(' ')}`;
   return existsSync(AGENT_BINARY) ? null : 'the agent build produced no binary';
@@ -40,20 +41,26 @@ export class HostAgentBackend implements VmBackend {
     const server = createServer();
     await new Promise<void>((r) => server.listen(path, r));
     const accepted = new Promise<Socket>((r) => server.once('connection', (socket: Socket) => r((this.port = socket))));
-    const child = spawn(AGENT_BINARY, ['--connect', path, '--shell', '/bin/sh', '--workspace', this.workspace], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(AGENT_BINARY, ['--connect', path, '--shell', '/bin/sh', '--workspace', this.workspace], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.pid = child.pid ?? null;
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4096)));
-    const exited = new Promise<VmExit>((resolve) => child.once('exit', (code, signal) => {
-      server.close();
-      resolve({ code, signal, stderr: stderr.trim() });
-    }));
+    const exited = new Promise<VmExit>((resolve) =>
+      child.once('exit', (code, signal) => {
+        server.close();
+        resolve({ code, signal, stderr: stderr.trim() });
+      }),
+    );
     return {
       accelerator: { accel: 'tcg', reason: 'no VM: the agent runs as a host process (test backend)' },
       pids: child.pid ? [child.pid] : [],
       exited,
       connectAgentPort: async (timeoutMs) => {
-        const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`agent did not connect within ${timeoutMs} ms`)), timeoutMs).unref());
+        const timer = new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`agent did not connect within ${timeoutMs} ms`)), timeoutMs).unref(),
+        );
         return Promise.race([accepted, timer]);
       },
       kill: async () => {

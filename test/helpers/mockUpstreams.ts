@@ -28,38 +28,52 @@ export async function startUpstream(home: CapsemHome, hosts: string[], handler: 
   }
   const first = contexts.get(hosts[0]!)!;
   const requests: Upstream['requests'] = [];
-  const server: Server = createServer({ cert: first.cert, key: first.key, SNICallback: (name, cb) => {
-    const c = contexts.get(name) ?? first;
-    cb(null, createSecureContext(c));
-  } }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      requests.push({ path: req.url ?? '', body, headers: req.headers });
-      handler(req, body, res, requests.length);
-    });
-  });
+  const server: Server = createServer(
+    {
+      cert: first.cert,
+      key: first.key,
+      SNICallback: (name, cb) => {
+        const c = contexts.get(name) ?? first;
+        cb(null, createSecureContext(c));
+      },
+    },
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON
+        }
+        requests.push({ path: req.url ?? '', body, headers: req.headers });
+        handler(req, body, res, requests.length);
+      });
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
     caPem: ca.certPem,
     requests,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-export function sse(res: ServerResponse, events: { event?: string; data: unknown }[], options: { gzip?: boolean; cutAfter?: number } = {}): void {
-  const frames = events.map((e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
+export function sse(
+  res: ServerResponse,
+  events: { event?: string; data: unknown }[],
+  options: { gzip?: boolean; cutAfter?: number } = {},
+): void {
+  const frames = events.map(
+    (e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`,
+  );
   const kept = options.cutAfter === undefined ? frames : frames.slice(0, options.cutAfter);
   const payload = Buffer.from(kept.join(''));
   res.writeHead(200, { 'content-type': 'text/event-stream', ...(options.gzip ? { 'content-encoding': 'gzip' } : {}) });
@@ -83,27 +97,73 @@ export function json(res: ServerResponse, status: number, body: unknown, options
 }
 
 /** An Anthropic Messages stream: optional thinking, text, then tool_use blocks. */
-export function anthropicStream(model: string, text: string, tools: { id: string; name: string; input: unknown }[], usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number }): { event: string; data: unknown }[] {
+export function anthropicStream(
+  model: string,
+  text: string,
+  tools: { id: string; name: string; input: unknown }[],
+  usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number },
+): { event: string; data: unknown }[] {
   const events: { event: string; data: unknown }[] = [
-    { event: 'message_start', data: { type: 'message_start', message: { id: 'msg_test_1', type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: usage.cacheRead ?? 0, cache_creation_input_tokens: usage.cacheWrite ?? 0 } } } },
+    {
+      event: 'message_start',
+      data: {
+        type: 'message_start',
+        message: {
+          id: 'msg_test_1',
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: [],
+          stop_reason: null,
+          usage: {
+            input_tokens: usage.input,
+            output_tokens: 1,
+            cache_read_input_tokens: usage.cacheRead ?? 0,
+            cache_creation_input_tokens: usage.cacheWrite ?? 0,
+          },
+        },
+      },
+    },
     { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } } },
-    { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Let me check.' } } },
+    {
+      event: 'content_block_delta',
+      data: { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Let me check.' } },
+    },
     { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
     { event: 'content_block_start', data: { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } } },
-    ...text.match(/.{1,7}/g)!.map((piece) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: piece } } })),
+    ...text.match(/.{1,7}/g)!.map((piece) => ({
+      event: 'content_block_delta',
+      data: { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: piece } },
+    })),
     { event: 'content_block_stop', data: { type: 'content_block_stop', index: 1 } },
   ];
   tools.forEach((tool, i) => {
     const json = JSON.stringify(tool.input);
     events.push(
-      { event: 'content_block_start', data: { type: 'content_block_start', index: 2 + i, content_block: { type: 'tool_use', id: tool.id, name: tool.name, input: {} } } },
-      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(0, 5) } } },
-      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(5) } } },
+      {
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index: 2 + i, content_block: { type: 'tool_use', id: tool.id, name: tool.name, input: {} } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(0, 5) } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 2 + i, delta: { type: 'input_json_delta', partial_json: json.slice(5) } },
+      },
       { event: 'content_block_stop', data: { type: 'content_block_stop', index: 2 + i } },
     );
   });
   events.push(
-    { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: tools.length ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } } },
+    {
+      event: 'message_delta',
+      data: {
+        type: 'message_delta',
+        delta: { stop_reason: tools.length ? 'tool_use' : 'end_turn', stop_sequence: null },
+        usage: { output_tokens: usage.output },
+      },
+    },
     { event: 'message_stop', data: { type: 'message_stop' } },
   );
   return events;
@@ -116,13 +176,27 @@ export function anthropicStream(model: string, text: string, tools: { id: string
  */
 export function openaiChatStream(model: string, text: string, usage?: { prompt: number; completion: number }): { data: unknown }[] {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): { data: unknown } => ({
-    data: { id: 'chatcmpl-test-1', object: 'chat.completion.chunk', created: 1, model, choices, ...(usage ? { usage: null } : {}), ...extra },
+    data: {
+      id: 'chatcmpl-test-1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model,
+      choices,
+      ...(usage ? { usage: null } : {}),
+      ...extra,
+    },
   });
   return [
     chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
     ...text.match(/.{1,7}/g)!.map((piece) => chunk([{ index: 0, delta: { content: piece }, finish_reason: null }])),
     chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
-    ...(usage ? [chunk([], { usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion } })] : []),
+    ...(usage
+      ? [
+          chunk([], {
+            usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+          }),
+        ]
+      : []),
     { data: '[DONE]' },
   ];
 }

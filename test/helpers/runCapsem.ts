@@ -46,9 +46,15 @@ export interface SpawnOptions {
 }
 
 /** Starts the real `capsem` from the user's folder and hands back the child, for tests that talk to it while it runs. */
-export function spawnCapsem(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: SpawnOptions = {}): ChildProcessWithoutNullStreams {
+export function spawnCapsem(
+  home: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  options: SpawnOptions = {},
+): ChildProcessWithoutNullStreams {
   const base: NodeJS.ProcessEnv = { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...env };
-  if (options.asUser) return spawn('setpriv', [...options.asUser.setpriv, '--', process.execPath, BIN, ...args], { cwd: options.asUser.cwd, env: base });
+  if (options.asUser)
+    return spawn('setpriv', [...options.asUser.setpriv, '--', process.execPath, BIN, ...args], { cwd: options.asUser.cwd, env: base });
   if (!options.onPath) return spawn(process.execPath, [BIN, ...args], { cwd: USER_FOLDER, env: base });
   return spawn('capsem', [...args], { cwd: USER_FOLDER, env: { ...base, PATH: `${options.onPath.binDir}${delimiter}${base.PATH ?? ''}` } });
 }
@@ -57,17 +63,25 @@ export function spawnCapsem(home: string, args: readonly string[], env: NodeJS.P
  * The same, without blocking this process: for tests that serve the child from here. With
  * `timeoutMs`, a capsem still running then is killed and reported as code -1 with a note on stderr.
  */
-export function runCapsemAsync(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: SpawnOptions & { readonly timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCapsemAsync(
+  home: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  options: SpawnOptions & { readonly timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawnCapsem(home, args, env, options);
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    const timer = options.timeoutMs === undefined ? null : setTimeout(() => {
-      timedOut = true;
-      stderr += `\n(test: capsem did not exit within ${options.timeoutMs} ms; killed)\n`;
-      child.kill('SIGKILL');
-    }, options.timeoutMs);
+    const timer =
+      options.timeoutMs === undefined
+        ? null
+        : setTimeout(() => {
+            timedOut = true;
+            stderr += `\n(test: capsem did not exit within ${options.timeoutMs} ms; killed)\n`;
+            child.kill('SIGKILL');
+          }, options.timeoutMs);
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);

@@ -6,7 +6,10 @@ import { rollUpSession } from '../../electron/store/rollup.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 
 /** A registered, running session with an open writer, for tests that need to control its rows. */
-export async function liveSession(home: CapsemHome, name: string | null = null): Promise<{ id: SessionId; writer: SessionWriter; end: () => Promise<void> }> {
+export async function liveSession(
+  home: CapsemHome,
+  name: string | null = null,
+): Promise<{ id: SessionId; writer: SessionWriter; end: () => Promise<void> }> {
   const db = openMainDb(home);
   const record = registerSession(db, { name, mode: 'test' });
   db.close();

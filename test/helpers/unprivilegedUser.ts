@@ -20,7 +20,9 @@ function run(command: string, args: readonly string[]): { ok: boolean; output: s
 
 function hasRange(file: string): boolean {
   try {
-    return readFileSync(file, 'utf8').split('\n').some((line) => line.startsWith(`${TEST_USER}:`));
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .some((line) => line.startsWith(`${TEST_USER}:`));
   } catch {
     return false;
   }

@@ -42,17 +42,30 @@ export function agentImageUnavailable(): string | null {
  * Boots an agent-image VM whose proxy sends `hosts` (port 443) to a local TLS upstream it trusts
  * by `upstreamCaPem`, plus any `extraResolve` entries (host:port=ip:port), as CAPSEM_RESOLVE does.
  */
-export async function startAgentVm(home: CapsemHome, upstream: { readonly port: number; readonly caPem: string }, hosts: readonly string[], extraResolve: readonly string[] = []): Promise<{ host: VmHost; session: VmSession }> {
+export async function startAgentVm(
+  home: CapsemHome,
+  upstream: { readonly port: number; readonly caPem: string },
+  hosts: readonly string[],
+  extraResolve: readonly string[] = [],
+): Promise<{ host: VmHost; session: VmSession }> {
   const caFile = join(home.root, 'upstream-ca.pem');
   writeFileSync(caFile, upstream.caPem);
   const resolve = [...hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`), ...extraResolve].join(',');
-  const host = new VmHost({ home, backend: () => new QemuBackend(findQemu()!), hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile } });
+  const host = new VmHost({
+    home,
+    backend: () => new QemuBackend(findQemu()!),
+    hostEnv: { ...process.env, CAPSEM_RESOLVE: resolve, CAPSEM_UPSTREAM_CA_FILE: caFile },
+  });
   const session = await host.start({ name: null, image: 'agent', command: ['test'] }, { status: () => {}, progress: () => {} });
   return { host, session };
 }
 
 /** Runs one command in a session's guest and collects what it printed and its exit code. */
-export async function guestRun(session: VmSession, argv: string[], options: ExecOptions = {}): Promise<{ out: string; err: string; code: number | null }> {
+export async function guestRun(
+  session: VmSession,
+  argv: string[],
+  options: ExecOptions = {},
+): Promise<{ out: string; err: string; code: number | null }> {
   const { stream, result } = session.exec(argv, options);
   let out = '';
   let err = '';

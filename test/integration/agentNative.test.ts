@@ -19,10 +19,14 @@ describe('guest agent (native)', () => {
     expect(check.stdout).toContain('capsem-agent 0.1.0 protocol 2');
   });
 
-  it.skipIf(noClang !== null)(`survives ${FUZZ_SECONDS} s of libFuzzer on its frame decoder and JSON reader${noClang ? ` (skipped: ${noClang})` : ''}`, () => {
-    const fuzz = spawnSync('sh', [`${AGENT_DIR}fuzz/run.sh`, String(FUZZ_SECONDS)], { encoding: 'utf8' });
-    const stats = /stat::number_of_executed_units:\s*(\d+)/.exec(fuzz.stderr);
-    expect(fuzz.status, fuzz.stderr.split('\n').slice(-20).join('\n')).toBe(0);
-    expect(Number(stats?.[1] ?? 0)).toBeGreaterThan(1000);
-  }, (FUZZ_SECONDS + 120) * 1000);
+  it.skipIf(noClang !== null)(
+    `survives ${FUZZ_SECONDS} s of libFuzzer on its frame decoder and JSON reader${noClang ? ` (skipped: ${noClang})` : ''}`,
+    () => {
+      const fuzz = spawnSync('sh', [`${AGENT_DIR}fuzz/run.sh`, String(FUZZ_SECONDS)], { encoding: 'utf8' });
+      const stats = /stat::number_of_executed_units:\s*(\d+)/.exec(fuzz.stderr);
+      expect(fuzz.status, fuzz.stderr.split('\n').slice(-20).join('\n')).toBe(0);
+      expect(Number(stats?.[1] ?? 0)).toBeGreaterThan(1000);
+    },
+    (FUZZ_SECONDS + 120) * 1000,
+  );
 });

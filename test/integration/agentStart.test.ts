@@ -31,12 +31,48 @@ describe('capsem run --agent refuses what cannot start, before any session exist
 
   it.each([
     ['an unknown agent', ['--agent', 'copilot'], {}, 2, 'capsem: --agent takes claude, codex, gemini, not "copilot"'],
-    ['Claude Code without ANTHROPIC_API_KEY', ['--agent', 'claude'], {}, 1, 'capsem: Claude Code needs ANTHROPIC_API_KEY, and it is not set: export ANTHROPIC_API_KEY=sk-ant-... in the shell you start capsem (or the app) from, then start again'],
-    ['Codex without OPENAI_API_KEY', ['--agent', 'codex'], { ANTHROPIC_API_KEY: 'sk-ant-present' }, 1, 'capsem: Codex needs OPENAI_API_KEY, and it is not set: export OPENAI_API_KEY=sk-... in the shell you start capsem (or the app) from, then start again'],
-    ['Gemini CLI without GEMINI_API_KEY or GOOGLE_API_KEY', ['--agent', 'gemini'], {}, 1, 'capsem: Gemini CLI needs GEMINI_API_KEY or GOOGLE_API_KEY, and it is not set: export GEMINI_API_KEY=AIza... in the shell you start capsem (or the app) from, then start again'],
-    ['a key with a line break in it', ['--agent', 'claude'], { ANTHROPIC_API_KEY: 'sk-ant-one\nsk-ant-two' }, 1, 'capsem: ANTHROPIC_API_KEY holds control characters, which no API key has: set it to the key alone, then start again'],
-    ['an agent on the minimal image', ['--agent', 'codex', '--image', 'minimal'], { OPENAI_API_KEY: 'sk-present' }, 2, 'capsem: Codex is in the agent image only: leave out --image minimal'],
-    ["the agent's arguments without --", ['--agent', 'claude', 'fix', 'it'], { ANTHROPIC_API_KEY: 'sk-ant-present' }, 2, "capsem: the agent's own arguments go after --: capsem run --agent claude -- fix it"],
+    [
+      'Claude Code without ANTHROPIC_API_KEY',
+      ['--agent', 'claude'],
+      {},
+      1,
+      'capsem: Claude Code needs ANTHROPIC_API_KEY, and it is not set: export ANTHROPIC_API_KEY=sk-ant-... in the shell you start capsem (or the app) from, then start again',
+    ],
+    [
+      'Codex without OPENAI_API_KEY',
+      ['--agent', 'codex'],
+      { ANTHROPIC_API_KEY: 'sk-ant-present' },
+      1,
+      'capsem: Codex needs OPENAI_API_KEY, and it is not set: export OPENAI_API_KEY=sk-... in the shell you start capsem (or the app) from, then start again',
+    ],
+    [
+      'Gemini CLI without GEMINI_API_KEY or GOOGLE_API_KEY',
+      ['--agent', 'gemini'],
+      {},
+      1,
+      'capsem: Gemini CLI needs GEMINI_API_KEY or GOOGLE_API_KEY, and it is not set: export GEMINI_API_KEY=AIza... in the shell you start capsem (or the app) from, then start again',
+    ],
+    [
+      'a key with a line break in it',
+      ['--agent', 'claude'],
+      { ANTHROPIC_API_KEY: 'sk-ant-one\nsk-ant-two' },
+      1,
+      'capsem: ANTHROPIC_API_KEY holds control characters, which no API key has: set it to the key alone, then start again',
+    ],
+    [
+      'an agent on the minimal image',
+      ['--agent', 'codex', '--image', 'minimal'],
+      { OPENAI_API_KEY: 'sk-present' },
+      2,
+      'capsem: Codex is in the agent image only: leave out --image minimal',
+    ],
+    [
+      "the agent's arguments without --",
+      ['--agent', 'claude', 'fix', 'it'],
+      { ANTHROPIC_API_KEY: 'sk-ant-present' },
+      2,
+      "capsem: the agent's own arguments go after --: capsem run --agent claude -- fix it",
+    ],
   ] as const)('refuses %s with one line saying what to do', async (_what, args, env, code, message) => {
     const r = await runCapsemAsync(home.root, ['run', ...args], { ...NO_KEYS, ...env });
     expect(r.stderr).toBe(`${message}\n`);
@@ -65,7 +101,8 @@ describe("the app's sessions.start with an agent", () => {
     try {
       await expect(core.handle('sessions.start', { name: 'needs-key', image: 'agent', agent: 'gemini' })).rejects.toMatchObject({
         code: 'missing_key',
-        message: 'Gemini CLI needs GEMINI_API_KEY or GOOGLE_API_KEY, and it is not set: export GEMINI_API_KEY=AIza... in the shell you start capsem (or the app) from, then start again',
+        message:
+          'Gemini CLI needs GEMINI_API_KEY or GOOGLE_API_KEY, and it is not set: export GEMINI_API_KEY=AIza... in the shell you start capsem (or the app) from, then start again',
       });
       expect(await core.handle('sessions.list', {})).toEqual([]);
     } finally {
@@ -132,7 +169,9 @@ describe('resuming a coding agent session without its key', () => {
   it('capsem resume says which key the agent needs in one line, and boots nothing', async () => {
     const id = stoppedAgentSession(home, 'claude-work', 'claude');
     const r = await runCapsemAsync(home.root, ['resume', 'claude-work'], { ...NO_KEYS, ...NO_VM });
-    expect(r.stderr).toBe('capsem: Claude Code needs ANTHROPIC_API_KEY, and it is not set: export ANTHROPIC_API_KEY=sk-ant-... in the shell you start capsem (or the app) from, then start again\n');
+    expect(r.stderr).toBe(
+      'capsem: Claude Code needs ANTHROPIC_API_KEY, and it is not set: export ANTHROPIC_API_KEY=sk-ant-... in the shell you start capsem (or the app) from, then start again\n',
+    );
     expect(r.code).toBe(1);
     expect(statusOf(home, id)).toBe('stopped');
   });
@@ -159,7 +198,8 @@ describe('resuming a coding agent session without its key', () => {
     try {
       await expect(core.handle('sessions.resume', { id })).rejects.toMatchObject({
         code: 'missing_key',
-        message: 'Codex needs OPENAI_API_KEY, and it is not set: export OPENAI_API_KEY=sk-... in the shell you start capsem (or the app) from, then start again',
+        message:
+          'Codex needs OPENAI_API_KEY, and it is not set: export OPENAI_API_KEY=sk-... in the shell you start capsem (or the app) from, then start again',
       });
       expect(statusOf(home, id)).toBe('stopped');
     } finally {

@@ -70,13 +70,55 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
   it('sends title from the first prompt, totalTokens with cache tokens, procs, lastRequestAt and promptContext; active is the newest session alone', async () => {
     const live = await liveSession(home, null);
     const w = live.writer;
-    const turn = (at: string, pid: number, prompt: string, messages: number, usage: { input: number; output: number; cacheRead: number; cacheWrite: number }): void => {
-      const exchange = w.append('net_events', { timestamp: at, domain: 'api.anthropic.com', decision: 'allowed', method: 'POST', path: '/v1/messages', status_code: 200, pid })!;
-      const request = { model: 'claude', system: 'you are terse', messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>ignore me</system-reminder>' }, { type: 'text', text: prompt }] }] };
-      w.append('event_body_blobs', { event_id: exchange.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: at, body: body(request) });
+    const turn = (
+      at: string,
+      pid: number,
+      prompt: string,
+      messages: number,
+      usage: { input: number; output: number; cacheRead: number; cacheWrite: number },
+    ): void => {
+      const exchange = w.append('net_events', {
+        timestamp: at,
+        domain: 'api.anthropic.com',
+        decision: 'allowed',
+        method: 'POST',
+        path: '/v1/messages',
+        status_code: 200,
+        pid,
+      })!;
+      const request = {
+        model: 'claude',
+        system: 'you are terse',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: '<system-reminder>ignore me</system-reminder>' },
+              { type: 'text', text: prompt },
+            ],
+          },
+        ],
+      };
+      w.append('event_body_blobs', {
+        event_id: exchange.eventId!,
+        source_table: 'net_events',
+        direction: 'request',
+        original_bytes: 1,
+        stored_bytes: 1,
+        created_at: at,
+        body: body(request),
+      });
       w.append('model_calls', {
-        timestamp: at, provider: 'anthropic', method: 'POST', path: '/v1/messages', net_event_id: exchange.eventId!, messages_count: messages, tools_count: 3,
-        input_tokens: usage.input, output_tokens: usage.output, usage_details: JSON.stringify({ cache_read: usage.cacheRead, cache_write: usage.cacheWrite }),
+        timestamp: at,
+        provider: 'anthropic',
+        method: 'POST',
+        path: '/v1/messages',
+        net_event_id: exchange.eventId!,
+        messages_count: messages,
+        tools_count: 3,
+        input_tokens: usage.input,
+        output_tokens: usage.output,
+        usage_details: JSON.stringify({ cache_read: usage.cacheRead, cache_write: usage.cacheWrite }),
       });
     };
     const long = `Port the retry budget\nto the new client ${'and keep every test green '.repeat(5)}`;
@@ -130,13 +172,16 @@ describe('GET /v1/sessions/{id}', () => {
     expect(seen).toEqual(whole.events.map((e) => e.seq));
   });
 
-  it('sends each exchange as its request then its response, paired by requestId, with each phase\'s fields', async () => {
+  it("sends each exchange as its request then its response, paired by requestId, with each phase's fields", async () => {
     const { events } = (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>();
     const exchanges = new Map<string, SessionEvent[]>();
     for (const e of events) if (e.requestId !== undefined) exchanges.set(e.requestId, [...(exchanges.get(e.requestId) ?? []), e]);
     expect(exchanges.size).toBeGreaterThan(20);
     for (const [requestId, pair] of exchanges) {
-      expect(pair.map((e) => e.phase), requestId).toEqual(['request', pair[1]!.phase === 'denied' ? 'denied' : 'response']);
+      expect(
+        pair.map((e) => e.phase),
+        requestId,
+      ).toEqual(['request', pair[1]!.phase === 'denied' ? 'denied' : 'response']);
       const [request, answer] = pair as [SessionEvent, SessionEvent];
       expect(answer.seq).toBe(request.seq + 1);
       expect(request).not.toHaveProperty('statusCode');
@@ -154,7 +199,8 @@ describe('GET /v1/sessions/{id}', () => {
       if (e.kind === 'file') expect(e).not.toHaveProperty('direction');
       else expect(e.direction).toBe('outbound');
       // A tool call points at the response that asked for it, a result at the request that carried it.
-      if (e.tool?.modelCallSeq !== undefined) expect(bySeq.get(e.tool.modelCallSeq)).toMatchObject({ kind: 'model', phase: e.kind === 'tool_call' ? 'response' : 'request' });
+      if (e.tool?.modelCallSeq !== undefined)
+        expect(bySeq.get(e.tool.modelCallSeq)).toMatchObject({ kind: 'model', phase: e.kind === 'tool_call' ? 'response' : 'request' });
     }
   });
 
@@ -171,7 +217,9 @@ describe('GET /v1/sessions/{id}', () => {
   it('falls back to the default limit on a bad value and caps it at 2000', async () => {
     for (const bad of ['abc', '-3', '0', '1e3']) {
       const page = (await call(api.url, `/v1/sessions/${named}?limit=${bad}`)).json<Page>();
-      expect(page.events.length, bad).toBe(Math.min(500, (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.length));
+      expect(page.events.length, bad).toBe(
+        Math.min(500, (await call(api.url, `/v1/sessions/${named}?limit=2000`)).json<Page>().events.length),
+      );
     }
   });
 
@@ -180,7 +228,10 @@ describe('GET /v1/sessions/{id}', () => {
     for (const bad of ['abc', '', '-3', '2.5', '0', '1e3']) {
       const reply = await call(api.url, `/v1/sessions/${named}?limit=7&before=${bad}`);
       expect(reply.status, bad).toBe(200);
-      expect(reply.json<Page>().events.map((e) => e.seq), bad).toEqual(tail.events.map((e) => e.seq));
+      expect(
+        reply.json<Page>().events.map((e) => e.seq),
+        bad,
+      ).toEqual(tail.events.map((e) => e.seq));
     }
   });
 
@@ -197,7 +248,18 @@ describe('GET /v1/sessions/{id}', () => {
       const got = structuredClone(summary.events[i]!) as SessionEvent;
       if (expected.inference) {
         models += 1;
-        for (const key of ['messages', 'tools', 'toolCalls', 'toolResults', 'historyToolCalls', 'toolChoice', 'temperature', 'maxTokens', 'topP'] as const) delete expected.inference[key];
+        for (const key of [
+          'messages',
+          'tools',
+          'toolCalls',
+          'toolResults',
+          'historyToolCalls',
+          'toolChoice',
+          'temperature',
+          'maxTokens',
+          'topP',
+        ] as const)
+          delete expected.inference[key];
         if (event.phase === 'request') {
           expect(got.inference!.messageCount).toBe(event.inference!.messages!.length);
           expect(got.inference!.toolCount).toBe(event.inference!.tools!.length);
@@ -242,7 +304,9 @@ describe('GET /v1/sessions/{id}/events/{seq}', () => {
   it('returns the full event with schemaVersion, and the captured bytes with ?raw=1', async () => {
     const page = (await call(api.url, `/v1/sessions/${named}?limit=2000&view=summary`)).json<Page>();
     const request = page.events.find((e) => e.kind === 'model' && e.phase === 'request')!;
-    const detail = (await call(api.url, `/v1/sessions/${named}/events/${request.seq}?raw=1`)).json<SessionEvent & { schemaVersion: number }>();
+    const detail = (await call(api.url, `/v1/sessions/${named}/events/${request.seq}?raw=1`)).json<
+      SessionEvent & { schemaVersion: number }
+    >();
     expect(detail.schemaVersion).toBe(1);
     expect(detail.seq).toBe(request.seq);
     expect(JSON.parse(detail.raw!.request!)).toHaveProperty('messages');
@@ -269,7 +333,12 @@ describe('GET /v1/sessions/{id}/events/{seq}', () => {
 describe('GET /v1/sessions/{id}/timeline', () => {
   it('has a turn per model call, a tool span per tool call ending at its result, and a host per request', async () => {
     const t = (await call(api.url, `/v1/sessions/${named}/timeline`)).json<{
-      id: string; lastSeq: number; agents: unknown[]; turns: { seq: number; finish?: string }[]; tools: { id: string; start: string; end?: string }[]; hosts: { kind: string }[];
+      id: string;
+      lastSeq: number;
+      agents: unknown[];
+      turns: { seq: number; finish?: string }[];
+      tools: { id: string; start: string; end?: string }[];
+      hosts: { kind: string }[];
     }>();
     const db = openMainDb(home);
     const totals = getSession(db, named as never)!.totals;
@@ -287,8 +356,17 @@ describe('GET /v1/sessions/{id}/timeline', () => {
   });
 
   it('keeps only spans overlapping ?from/?to, but always every agent', async () => {
-    const all = (await call(api.url, `/v1/sessions/${named}/timeline`)).json<{ start: string; end: string; turns: unknown[]; agents: unknown[] }>();
-    const none = (await call(api.url, `/v1/sessions/${named}/timeline?to=2000-01-01T00:00:00Z`)).json<{ turns: unknown[]; hosts: unknown[]; agents: unknown[] }>();
+    const all = (await call(api.url, `/v1/sessions/${named}/timeline`)).json<{
+      start: string;
+      end: string;
+      turns: unknown[];
+      agents: unknown[];
+    }>();
+    const none = (await call(api.url, `/v1/sessions/${named}/timeline?to=2000-01-01T00:00:00Z`)).json<{
+      turns: unknown[];
+      hosts: unknown[];
+      agents: unknown[];
+    }>();
     expect(none.turns).toEqual([]);
     expect(none.hosts).toEqual([]);
     expect(none.agents).toEqual(all.agents);
@@ -315,16 +393,65 @@ describe('GET /v1/sessions/{id}/search', () => {
   it('finds a case-insensitive Unicode substring in bodies, seqs ascending, with lastSeq', async () => {
     const live = await liveSession(home, null);
     const w = live.writer;
-    const plain = w.append('net_events', { timestamp: now(), domain: 'example.com', decision: 'allowed', method: 'POST', path: '/a', status_code: 200 })!;
-    w.append('event_body_blobs', { event_id: plain.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from('{"note":"Die GROẞE Straße in Zürich"}') });
-    w.append('event_body_blobs', { event_id: plain.eventId!, source_table: 'net_events', direction: 'response', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from('{"answer":"Grüezi"}') });
-    const model = w.append('net_events', { timestamp: now(), domain: 'api.anthropic.com', decision: 'allowed', method: 'POST', path: '/v1/messages', status_code: 200 })!;
+    const plain = w.append('net_events', {
+      timestamp: now(),
+      domain: 'example.com',
+      decision: 'allowed',
+      method: 'POST',
+      path: '/a',
+      status_code: 200,
+    })!;
+    w.append('event_body_blobs', {
+      event_id: plain.eventId!,
+      source_table: 'net_events',
+      direction: 'request',
+      original_bytes: 1,
+      stored_bytes: 1,
+      created_at: now(),
+      body: Buffer.from('{"note":"Die GROẞE Straße in Zürich"}'),
+    });
+    w.append('event_body_blobs', {
+      event_id: plain.eventId!,
+      source_table: 'net_events',
+      direction: 'response',
+      original_bytes: 1,
+      stored_bytes: 1,
+      created_at: now(),
+      body: Buffer.from('{"answer":"Grüezi"}'),
+    });
+    const model = w.append('net_events', {
+      timestamp: now(),
+      domain: 'api.anthropic.com',
+      decision: 'allowed',
+      method: 'POST',
+      path: '/v1/messages',
+      status_code: 200,
+    })!;
     const body = { model: 'claude', messages: [{ role: 'user', content: 'please fix the Retry Budget' }] };
-    w.append('event_body_blobs', { event_id: model.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: now(), body: Buffer.from(JSON.stringify(body)) });
-    const call2 = w.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', net_event_id: model.eventId! })!;
+    w.append('event_body_blobs', {
+      event_id: model.eventId!,
+      source_table: 'net_events',
+      direction: 'request',
+      original_bytes: 1,
+      stored_bytes: 1,
+      created_at: now(),
+      body: Buffer.from(JSON.stringify(body)),
+    });
+    const call2 = w.append('model_calls', {
+      timestamp: now(),
+      provider: 'anthropic',
+      method: 'POST',
+      path: '/v1/messages',
+      net_event_id: model.eventId!,
+    })!;
     w.append('fs_events', { timestamp: now(), action: 'created', path: 'retry budget.txt' });
     await w.flush();
-    const search = async (q: string) => (await call(api.url, `/v1/sessions/${live.id}/search?q=${encodeURIComponent(q)}`)).json<{ seqs: number[]; lastSeq: number; schemaVersion: number }>();
+    const search = async (q: string) =>
+      (await call(api.url, `/v1/sessions/${live.id}/search?q=${encodeURIComponent(q)}`)).json<{
+        seqs: number[];
+        lastSeq: number;
+        schemaVersion: number;
+      }>();
     // The model call's exchange is its model_calls row's two events; a request body matches the request event.
     expect(model.seq + 1).toBe(call2.seq);
     expect(await search('retry budget')).toEqual({ seqs: [requestSeqOf(call2.seq)], lastSeq: finalSeqOf(4), schemaVersion: 1 });
@@ -347,7 +474,16 @@ describe('GET /v1/sessions/{id}/search', () => {
 });
 
 describe('guards', () => {
-  const routes = ['/', '/healthz', '/v1/sessions', '/v1/events', () => `/v1/sessions/${named}`, () => `/v1/sessions/${named}/timeline`, () => `/v1/sessions/${named}/search?q=a`, () => `/v1/sessions/${named}/events/1`];
+  const routes = [
+    '/',
+    '/healthz',
+    '/v1/sessions',
+    '/v1/events',
+    () => `/v1/sessions/${named}`,
+    () => `/v1/sessions/${named}/timeline`,
+    () => `/v1/sessions/${named}/search?q=a`,
+    () => `/v1/sessions/${named}/events/1`,
+  ];
   const paths = (): string[] => routes.map((r) => (typeof r === 'string' ? r : r()));
 
   it('answers 403 to a non-loopback Host on every route (DNS rebinding)', async () => {
@@ -357,7 +493,8 @@ describe('guards', () => {
         expect(reply.status, `${host} ${path}`).toBe(403);
       }
     }
-    for (const host of ['localhost', '127.0.0.1:1', '[::1]:8080']) expect((await call(api.url, '/healthz', { headers: { host } })).status, host).toBe(200);
+    for (const host of ['localhost', '127.0.0.1:1', '[::1]:8080'])
+      expect((await call(api.url, '/healthz', { headers: { host } })).status, host).toBe(200);
   });
 
   it('answers 403 to any Origin header on every route', async () => {
@@ -377,7 +514,9 @@ describe('guards', () => {
 
   it('DELETE with a non-loopback Host or an Origin is refused', async () => {
     expect((await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE', headers: { host: 'evil.example' } })).status).toBe(403);
-    expect((await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE', headers: { origin: 'http://localhost' } })).status).toBe(403);
+    expect((await call(api.url, `/v1/sessions/${crashed}`, { method: 'DELETE', headers: { origin: 'http://localhost' } })).status).toBe(
+      403,
+    );
     expect((await call(api.url, '/v1/sessions', { method: 'DELETE', headers: { origin: 'null' } })).status).toBe(403);
     expect(existsSync(sessionPaths(home, crashed as never).dbPath)).toBe(true);
   });

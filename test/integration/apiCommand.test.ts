@@ -18,7 +18,11 @@ afterAll(() => home.remove());
 
 /** `capsem api --port 0` as a user runs it, once it says where it listens. */
 async function startApi(): Promise<{ child: ChildProcess; url: string; port: number }> {
-  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], {
+    cwd: USER_FOLDER,
+    env: { ...process.env, CAPSEM_HOME: home.root },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.add(child);
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -74,7 +78,11 @@ it('answers hostile requests with a 4xx JSON error each, and goes on serving', a
     ['a target that is not a path', `GET http://a:99999/ HTTP/1.1\r\n${host}Connection: close\r\n\r\n`, 400],
     ['a path with broken percent-encoding', `GET /v1/sessions/%E0%A4%A HTTP/1.1\r\n${host}Connection: close\r\n\r\n`, 400],
     ['a query string over the header limit', `GET /v1/sessions?${'q=x&'.repeat(5000)} HTTP/1.1\r\n${host}Connection: close\r\n\r\n`, 431],
-    ['a WebSocket upgrade', `GET /v1/events HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`, 400],
+    [
+      'a WebSocket upgrade',
+      `GET /v1/events HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      400,
+    ],
     ['a CONNECT', `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`, 405],
     ['no Host header', `GET /v1/sessions HTTP/1.1\r\nConnection: close\r\n\r\n`, 400],
     ['a request line that is not HTTP', `\x01\x02 nonsense\r\n\r\n`, 400],

@@ -17,20 +17,32 @@ afterAll(async () => {
   home.remove();
 });
 
-const segment = fc.oneof(fc.constantFrom('v1', 'sessions', 'events', 'timeline', 'search', '..', '%00', '%zz', 'co-work1'), fc.string({ maxLength: 12 }).map(encodeURIComponent), fc.constant('SESSION'));
-const query = fc.dictionary(fc.constantFrom('limit', 'before', 'view', 'q', 'from', 'to', 'raw', 'archived', 'session'), fc.oneof(fc.string({ maxLength: 10 }), fc.integer().map(String)));
+const segment = fc.oneof(
+  fc.constantFrom('v1', 'sessions', 'events', 'timeline', 'search', '..', '%00', '%zz', 'co-work1'),
+  fc.string({ maxLength: 12 }).map(encodeURIComponent),
+  fc.constant('SESSION'),
+);
+const query = fc.dictionary(
+  fc.constantFrom('limit', 'before', 'view', 'q', 'from', 'to', 'raw', 'archived', 'session'),
+  fc.oneof(fc.string({ maxLength: 10 }), fc.integer().map(String)),
+);
 
 it('answers hostile paths and queries with a clear status, never a 500, and keeps serving', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(segment, { maxLength: 5 }), query, fc.constantFrom('GET', 'DELETE', 'POST'), async (parts, params, method) => {
-      if (method === 'GET' && parts.join('/') === 'v1/events') return; // the live tail never ends
-      const path = `/${parts.map((p) => (p === 'SESSION' ? id : p)).join('/')}?${new URLSearchParams(params).toString()}`;
-      const reply = await call(api.url, path, { method });
-      expect([200, 400, 403, 404, 405, 409], `${method} ${path}: ${reply.body}`).toContain(reply.status);
-      if (reply.status !== 200 || !reply.headers['content-type']?.toString().startsWith('text/plain')) {
-        if (reply.status !== 200) expect(() => JSON.parse(reply.body), reply.body).not.toThrow();
-      }
-    }),
+    fc.asyncProperty(
+      fc.array(segment, { maxLength: 5 }),
+      query,
+      fc.constantFrom('GET', 'DELETE', 'POST'),
+      async (parts, params, method) => {
+        if (method === 'GET' && parts.join('/') === 'v1/events') return; // the live tail never ends
+        const path = `/${parts.map((p) => (p === 'SESSION' ? id : p)).join('/')}?${new URLSearchParams(params).toString()}`;
+        const reply = await call(api.url, path, { method });
+        expect([200, 400, 403, 404, 405, 409], `${method} ${path}: ${reply.body}`).toContain(reply.status);
+        if (reply.status !== 200 || !reply.headers['content-type']?.toString().startsWith('text/plain')) {
+          if (reply.status !== 200) expect(() => JSON.parse(reply.body), reply.body).not.toThrow();
+        }
+      },
+    ),
     { numRuns: 300 },
   );
   expect((await call(api.url, '/healthz')).body).toBe('ok\n');

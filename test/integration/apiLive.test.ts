@@ -62,7 +62,10 @@ function tail(path: string, options: { paused?: boolean } = {}): Tail {
     until: async (predicate, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs;
       while (!predicate()) {
-        if (Date.now() > deadline) throw new Error(`timed out; have ${events.length} events; hub published ${api.hub.published}, feed errors ${api.feed.errors} ${api.feed.lastError}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out; have ${events.length} events; hub published ${api.hub.published}, feed errors ${api.feed.errors} ${api.feed.lastError}`,
+          );
         await new Promise<void>((r) => {
           waiters.push(r);
           setTimeout(r, 50);
@@ -80,7 +83,14 @@ describe('GET /v1/events', () => {
     const live = await liveSession(home, 'busy');
     const total = 3000;
     for (let i = 0; i < total; i++) {
-      live.writer.append('net_events', { timestamp: now(), domain: `h${i % 7}.example`, decision: 'allowed', method: 'GET', path: `/${i}`, status_code: 200 });
+      live.writer.append('net_events', {
+        timestamp: now(),
+        domain: `h${i % 7}.example`,
+        decision: 'allowed',
+        method: 'GET',
+        path: `/${i}`,
+        status_code: 200,
+      });
       if (i % 500 === 0) await new Promise((r) => setImmediate(r));
     }
     await live.writer.flush();
@@ -88,7 +98,10 @@ describe('GET /v1/events', () => {
     await sub.until(() => sub.events.filter((e) => e.sessionId === live.id).length >= 2 * total);
     const mine = sub.events.filter((e) => e.sessionId === live.id);
     expect(mine.map((e) => e.seq)).toEqual(Array.from({ length: 2 * total }, (_, i) => i + 1));
-    expect(mine.slice(84, 86).map((e) => [e.httpPath, e.phase])).toEqual([['/42', 'request'], ['/42', 'response']]);
+    expect(mine.slice(84, 86).map((e) => [e.httpPath, e.phase])).toEqual([
+      ['/42', 'request'],
+      ['/42', 'response'],
+    ]);
     sub.close();
     await live.end();
   });
@@ -137,9 +150,17 @@ describe('GET /v1/events', () => {
     const ids = early.frames.map((f) => Number(/^event: session-event\nid: (\d+)\ndata: /.exec(f)![1]));
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
     const { headers } = await late.response;
-    expect([headers['content-type'], headers['cache-control'], headers['x-accel-buffering']]).toEqual(['text/event-stream', 'no-cache', 'no']);
+    expect([headers['content-type'], headers['cache-control'], headers['x-accel-buffering']]).toEqual([
+      'text/event-stream',
+      'no-cache',
+      'no',
+    ]);
     const transport = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
-    expect(Object.keys(headers).filter((h) => !transport.has(h)).sort()).toEqual(['cache-control', 'content-type', 'x-accel-buffering']);
+    expect(
+      Object.keys(headers)
+        .filter((h) => !transport.has(h))
+        .sort(),
+    ).toEqual(['cache-control', 'content-type', 'x-accel-buffering']);
     early.close();
     late.close();
     await live.end();
@@ -155,7 +176,16 @@ describe('GET /v1/events', () => {
     const big = JSON.stringify({ command: 'x'.repeat(20_000) });
     const total = 1500;
     for (let i = 0; i < total; i++) {
-      live.writer.append('tool_calls', { timestamp: now(), provider: 'anthropic', status: 'requested', call_index: 0, call_id: `c${i}`, tool_name: 'Bash', arguments: big, decision: 'allowed' });
+      live.writer.append('tool_calls', {
+        timestamp: now(),
+        provider: 'anthropic',
+        status: 'requested',
+        call_index: 0,
+        call_id: `c${i}`,
+        tool_name: 'Bash',
+        arguments: big,
+        decision: 'allowed',
+      });
       if (i % 100 === 0) await new Promise((r) => setImmediate(r));
     }
     await live.writer.flush();

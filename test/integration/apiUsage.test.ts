@@ -22,16 +22,39 @@ let running: SessionId;
 let unpriced: SessionId;
 let vacuumed: SessionId;
 
-function exchange(writer: SessionWriter, model: string | null, fields: { status?: number; cost?: number; host?: string; agent?: string } = {}): void {
+function exchange(
+  writer: SessionWriter,
+  model: string | null,
+  fields: { status?: number; cost?: number; host?: string; agent?: string } = {},
+): void {
   const host = fields.host ?? 'api.anthropic.com';
   const net = writer.append('net_events', {
-    timestamp: now(), domain: host, port: 443, decision: 'allowed', process_name: fields.agent ?? 'claude', method: 'POST', path: '/v1/messages',
-    status_code: fields.status ?? 200, duration_ms: 300,
+    timestamp: now(),
+    domain: host,
+    port: 443,
+    decision: 'allowed',
+    process_name: fields.agent ?? 'claude',
+    method: 'POST',
+    path: '/v1/messages',
+    status_code: fields.status ?? 200,
+    duration_ms: 300,
   });
   if (model === null) return;
   writer.append('model_calls', {
-    net_event_id: net!.eventId, host, timestamp: now(), provider: 'anthropic', model, process_name: fields.agent ?? 'claude', method: 'POST', path: '/v1/messages',
-    status_code: fields.status ?? 200, input_tokens: 1_000, output_tokens: 200, usage_details: JSON.stringify({ cache_read: 5_000 }), estimated_cost_usd: fields.cost ?? 0.0075, duration_ms: 300,
+    net_event_id: net!.eventId,
+    host,
+    timestamp: now(),
+    provider: 'anthropic',
+    model,
+    process_name: fields.agent ?? 'claude',
+    method: 'POST',
+    path: '/v1/messages',
+    status_code: fields.status ?? 200,
+    input_tokens: 1_000,
+    output_tokens: 200,
+    usage_details: JSON.stringify({ cache_read: 5_000 }),
+    estimated_cost_usd: fields.cost ?? 0.0075,
+    duration_ms: 300,
   });
 }
 
@@ -160,7 +183,10 @@ describe('GET /v1/usage', () => {
   });
 
   it('answers any parameters with 200 or a 400 in JSON, never a 500', async () => {
-    const value = fc.oneof(fc.constantFrom('10m', '1h', '6h', '6h1m', 'today', '7d', 'month', '1m', '0s', '1e3m', 'model', 'host', '', running), fc.string({ maxLength: 12 }));
+    const value = fc.oneof(
+      fc.constantFrom('10m', '1h', '6h', '6h1m', 'today', '7d', 'month', '1m', '0s', '1e3m', 'model', 'host', '', running),
+      fc.string({ maxLength: 12 }),
+    );
     await fc.assert(
       fc.asyncProperty(fc.dictionary(fc.constantFrom('window', 'resolution', 'group', 'session'), value), async (params) => {
         const reply = await call(api.url, `/v1/usage?${new URLSearchParams(params).toString()}`);
@@ -178,7 +204,7 @@ describe('GET /v1/usage', () => {
     expect(reply.headers.allow).toBe('GET');
   });
 
-  it('answers 503 when main.db\'s ledger cannot be read, rather than a total missing its spend', async () => {
+  it("answers 503 when main.db's ledger cannot be read, rather than a total missing its spend", async () => {
     const broken = tempHome();
     const gone = await liveSession(broken, 'gone');
     exchange(gone.writer, 'claude-sonnet-4-20250514');
@@ -201,13 +227,32 @@ describe('GET /v1/usage', () => {
 
 describe('GET /v1/pipeline and /v1/plugins', () => {
   it('lists the recording steps in order with the policy in use as their config', async () => {
-    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'only-anthropic', action: 'allow', domains: ['api.anthropic.com'] }, { id: 'rest', action: 'deny', domains: ['*'] }] }));
+    writeFileSync(
+      join(home.root, 'policy.json'),
+      JSON.stringify({
+        version: 1,
+        rules: [
+          { id: 'only-anthropic', action: 'allow', domains: ['api.anthropic.com'] },
+          { id: 'rest', action: 'deny', domains: ['*'] },
+        ],
+      }),
+    );
     const reply = await call(api.url, '/v1/pipeline');
     expect(reply.status).toBe(200);
-    const pipeline = reply.json<{ inbound: unknown[]; outbound: { name: string; direction: string; position: number; capabilities: string[]; config: Record<string, unknown> }[] }>();
+    const pipeline = reply.json<{
+      inbound: unknown[];
+      outbound: { name: string; direction: string; position: number; capabilities: string[]; config: Record<string, unknown> }[];
+    }>();
     expect(pipeline.inbound).toEqual([]);
-    expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}`)).toEqual(['0:policy:outbound', '1:credential:outbound', '2:recorder:outbound']);
-    expect(pipeline.outbound[0]!.config).toMatchObject({ source: join(home.root, 'policy.json'), rules: [{ id: 'only-anthropic' }, { id: 'rest' }] });
+    expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}`)).toEqual([
+      '0:policy:outbound',
+      '1:credential:outbound',
+      '2:recorder:outbound',
+    ]);
+    expect(pipeline.outbound[0]!.config).toMatchObject({
+      source: join(home.root, 'policy.json'),
+      rules: [{ id: 'only-anthropic' }, { id: 'rest' }],
+    });
     for (const p of pipeline.outbound) expect(p).not.toHaveProperty('onError');
   });
 

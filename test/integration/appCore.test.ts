@@ -53,9 +53,18 @@ beforeAll(async () => {
   const t0 = Date.parse('2025-01-01T00:00:00Z');
   for (let i = 0; i < 100_000; i++) {
     bigSession.writer.append('net_events', {
-      timestamp: new Date(t0 + i).toISOString(), domain: `host-${i % 50}.example`, decision: i % 97 === 0 ? 'denied' : 'allowed', method: 'GET',
-      path: `/item/${i}`, status_code: 200, bytes_sent: 10, bytes_received: 100, duration_ms: 3, process_name: 'curl',
-      request_headers: '{"accept":"*/*"}', request_body_preview: 'x'.repeat(200),
+      timestamp: new Date(t0 + i).toISOString(),
+      domain: `host-${i % 50}.example`,
+      decision: i % 97 === 0 ? 'denied' : 'allowed',
+      method: 'GET',
+      path: `/item/${i}`,
+      status_code: 200,
+      bytes_sent: 10,
+      bytes_received: 100,
+      duration_ms: 3,
+      process_name: 'curl',
+      request_headers: '{"accept":"*/*"}',
+      request_body_preview: 'x'.repeat(200),
     });
     if (bigSession.writer.needsDrain) await bigSession.writer.drained();
   }
@@ -63,11 +72,38 @@ beforeAll(async () => {
   // A session whose response body is stored gzip-encoded (as another tool might have written it).
   const gzSession = await liveSession(home, 'gz');
   gz = gzSession.id;
-  const net = gzSession.writer.append('net_events', { timestamp: now(), domain: 'api.example', decision: 'allowed', method: 'POST', path: '/v1', status_code: 200, response_headers: '{"content-encoding":"gzip"}' })!;
+  const net = gzSession.writer.append('net_events', {
+    timestamp: now(),
+    domain: 'api.example',
+    decision: 'allowed',
+    method: 'POST',
+    path: '/v1',
+    status_code: 200,
+    response_headers: '{"content-encoding":"gzip"}',
+  })!;
   const encoded = gzipSync(Buffer.from(JSON.stringify(GZ_JSON)));
-  gzSession.writer.append('event_body_blobs', { event_id: net.eventId!, source_table: 'net_events', direction: 'response', content_type: 'application/json', content_encoding: 'gzip', original_bytes: encoded.length, stored_bytes: encoded.length, body: encoded, created_at: now() });
+  gzSession.writer.append('event_body_blobs', {
+    event_id: net.eventId!,
+    source_table: 'net_events',
+    direction: 'response',
+    content_type: 'application/json',
+    content_encoding: 'gzip',
+    original_bytes: encoded.length,
+    stored_bytes: encoded.length,
+    body: encoded,
+    created_at: now(),
+  });
   const large = Buffer.from(LARGE);
-  gzSession.writer.append('event_body_blobs', { event_id: net.eventId!, source_table: 'net_events', direction: 'request', content_type: 'text/plain', original_bytes: large.length, stored_bytes: large.length, body: large, created_at: now() });
+  gzSession.writer.append('event_body_blobs', {
+    event_id: net.eventId!,
+    source_table: 'net_events',
+    direction: 'request',
+    content_type: 'text/plain',
+    original_bytes: large.length,
+    stored_bytes: large.length,
+    body: large,
+    created_at: now(),
+  });
   await gzSession.end();
   // A recorded terminal for the first seeded session.
   const transcript = new PtyTranscript(sessionPaths(home, seeded[0]!.id).ptyLogPath, { cols: 100, rows: 30 }, 'xterm-256color');
@@ -98,7 +134,9 @@ describe('validation', () => {
 
   it('answers an unknown session id with unknown_session', async () => {
     expect((await failure('sessions.info', { id: '00000000-0000-4000-8000-000000000000' })).code).toBe('unknown_session');
-    expect((await failure('events.page', { id: '00000000-0000-4000-8000-000000000000', kind: 'net', offset: 0, limit: 1 })).code).toBe('unknown_session');
+    expect((await failure('events.page', { id: '00000000-0000-4000-8000-000000000000', kind: 'net', offset: 0, limit: 1 })).code).toBe(
+      'unknown_session',
+    );
   });
 });
 
@@ -290,7 +328,13 @@ describe('events', () => {
     expect(denied.total).toBe(Math.ceil(100_000 / 97));
     await plain.handle('events.page', { id: big, kind: 'net', offset: 0, limit: 200, filter: 'HOST-7.EXAMPLE' });
     const t = performance.now();
-    const further = (await plain.handle('events.page', { id: big, kind: 'net', offset: 1000, limit: 200, filter: 'HOST-7.EXAMPLE' })) as CallResult<'events.page'>;
+    const further = (await plain.handle('events.page', {
+      id: big,
+      kind: 'net',
+      offset: 1000,
+      limit: 200,
+      filter: 'HOST-7.EXAMPLE',
+    })) as CallResult<'events.page'>;
     const filteredMs = performance.now() - t;
     console.log(`a further filtered page (matches counted once): ${filteredMs.toFixed(1)} ms`);
     expect(further.rows[0]!.columns.path).toBe(`/item/${1000 * 50 + 7}`);
@@ -329,7 +373,9 @@ describe('events', () => {
     expect(request.preview).toHaveLength(PREVIEW_CHARS);
     const rest = await call('events.body', { id: gz, eventId: row.eventId, direction: 'request', offset: PREVIEW_CHARS, length: 1 << 20 });
     expect(rest).toEqual({ text: 'x'.repeat(1000), offset: PREVIEW_CHARS, total: LARGE.length });
-    expect((await failure('events.body', { id: gz, eventId: 'ffffffffffff', direction: 'request', offset: 0, length: 10 })).code).toBe('unknown_event');
+    expect((await failure('events.body', { id: gz, eventId: 'ffffffffffff', direction: 'request', offset: 0, length: 10 })).code).toBe(
+      'unknown_event',
+    );
   });
 
   it('gives the timeline, the cost by model and search hits', async () => {
@@ -391,7 +437,6 @@ describe('terminal and live updates without VMs', () => {
 
 const agentMissing = buildAgent();
 
-
 describe.skipIf(agentMissing !== null)(`a live session with the real agent${agentMissing ? ` (skipped: ${agentMissing})` : ''}`, () => {
   it('starts a session, echoes typed input through terminal.output, stops it, then replays it', async () => {
     const workspace = join(home.root, 'live-ws');
@@ -400,7 +445,15 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
     const vmHost = new VmHost({
       home,
       backend: () => new HostAgentBackend(workspace),
-      plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+      plan: () => async (_paths, caPem) => ({
+        kernel: '',
+        initrd: '',
+        cmdline: '',
+        disks: [],
+        guestWorkspace: workspace,
+        guestProxyPort: proxyPort,
+        guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      }),
     });
     const liveCore = new AppCore({ home, vmHost, checkResults: true });
     const output: string[] = [];
@@ -428,7 +481,11 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
       expect(attached).toEqual({ live: true, transcript: null });
       expect(starting.at(0)).toMatchObject({ id, state: 'progress', progress: { phase: 'boot' } });
       expect(starting.at(-1)).toEqual({ id, state: 'ready', progress: null, message: null });
-      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ live: true, onDisk: true, starting: null });
+      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({
+        live: true,
+        onDisk: true,
+        starting: null,
+      });
       expect(screens).toEqual(['']);
       await liveCore.handle('terminal.resize', { id, size: { cols: 100, rows: 30 } });
       await liveCore.handle('terminal.input', { id, data: 'echo "answer-$((40 + 2))"\n' });
@@ -452,8 +509,14 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
 
       // Resume boots it again under the same id; its terminal is live again.
       expect((await liveCore.handle('sessions.resume', { id })) as CallResult<'sessions.resume'>).toEqual({ id });
-      expect(((await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>).live).toBe(true);
-      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({ status: 'running', live: true, resumable: true });
+      expect(((await liveCore.handle('terminal.attach', { id, size: { cols: 90, rows: 20 } })) as CallResult<'terminal.attach'>).live).toBe(
+        true,
+      );
+      expect((await liveCore.handle('sessions.info', { id })) as CallResult<'sessions.info'>).toMatchObject({
+        status: 'running',
+        live: true,
+        resumable: true,
+      });
       output.length = 0;
       await liveCore.handle('terminal.input', { id, data: 'echo "again-$((40 + 3))"\n' });
       await waitFor('again-43');

@@ -38,11 +38,19 @@ describe('Settings keys calls (keys.list, keys.set, keys.remove)', () => {
       const cli = await runCapsemAsync(home.root, ['keys', 'list'], NO_KEYS);
       expect(cli.stdout).toMatch(/^anthropic\s+stored$/m);
 
-      await expect(core.handle('keys.set', { provider: 'anthropic', key: 'has a space in it' })).rejects.toMatchObject({ code: 'bad_params', message: 'a key is 8 to 4096 printable characters with no spaces; this is not one' });
-      await expect(core.handle('keys.set', { provider: 'nosuch', key: second })).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining('no provider "nosuch": one of anthropic, openai, gemini') });
+      await expect(core.handle('keys.set', { provider: 'anthropic', key: 'has a space in it' })).rejects.toMatchObject({
+        code: 'bad_params',
+        message: 'a key is 8 to 4096 printable characters with no spaces; this is not one',
+      });
+      await expect(core.handle('keys.set', { provider: 'nosuch', key: second })).rejects.toMatchObject({
+        code: 'not_found',
+        message: expect.stringContaining('no provider "nosuch": one of anthropic, openai, gemini'),
+      });
       expect(await core.handle('keys.remove', { provider: 'anthropic' })).toEqual({ removed: true });
       expect(await core.handle('keys.remove', { provider: 'anthropic' })).toEqual({ removed: false });
-      expect(await core.handle('keys.list', {})).toMatchObject({ providers: expect.arrayContaining([{ id: 'anthropic', source: 'none', variable: null }]) });
+      expect(await core.handle('keys.list', {})).toMatchObject({
+        providers: expect.arrayContaining([{ id: 'anthropic', source: 'none', variable: null }]),
+      });
     } finally {
       core.close();
     }

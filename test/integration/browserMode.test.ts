@@ -68,10 +68,19 @@ describe('browser mode, one hostile request at a time', () => {
   });
 
   it('answers the same target on a WebSocket upgrade with 400, and keeps serving', async () => {
-    const answer = await exchange([
-      'GET http://a:99999/ws HTTP/1.1', `Host: 127.0.0.1:${port}`, `Origin: http://127.0.0.1:${port}`, 'Connection: Upgrade', 'Upgrade: websocket',
-      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '', '',
-    ].join('\r\n'));
+    const answer = await exchange(
+      [
+        'GET http://a:99999/ws HTTP/1.1',
+        `Host: 127.0.0.1:${port}`,
+        `Origin: http://127.0.0.1:${port}`,
+        'Connection: Upgrade',
+        'Upgrade: websocket',
+        'Sec-WebSocket-Version: 13',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        '',
+        '',
+      ].join('\r\n'),
+    );
     expect(answer, stderr).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(answer).toMatch(/refused: the request target must be a path/);
     expect(alive(), stderr).toBe(true);

@@ -22,7 +22,11 @@ let core: AppCore;
 let server: BrowserServer;
 let unbuilt: BrowserServer;
 
-function get(port: number, path: string, host = `127.0.0.1:${port}`): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function get(
+  port: number,
+  path: string,
+  host = `127.0.0.1:${port}`,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
       let body = '';
@@ -92,15 +96,18 @@ describe('the page', () => {
 });
 
 const asRoot = process.getuid?.() === 0;
-describe.skipIf(asRoot)(`a renderer file this process cannot read${asRoot ? ' (skipped: running as root, which reads a mode-000 file)' : ''}`, () => {
-  it('is a 404 like a missing file, and the server goes on serving', async () => {
-    const locked = join(rendererDir, 'locked.js');
-    writeFileSync(locked, 'console.log("locked")');
-    chmodSync(locked, 0);
-    expect((await get(server.port, '/locked.js')).status).toBe(404);
-    expect((await get(server.port, '/app.js')).status).toBe(200);
-  });
-});
+describe.skipIf(asRoot)(
+  `a renderer file this process cannot read${asRoot ? ' (skipped: running as root, which reads a mode-000 file)' : ''}`,
+  () => {
+    it('is a 404 like a missing file, and the server goes on serving', async () => {
+      const locked = join(rendererDir, 'locked.js');
+      writeFileSync(locked, 'console.log("locked")');
+      chmodSync(locked, 0);
+      expect((await get(server.port, '/locked.js')).status).toBe(404);
+      expect((await get(server.port, '/app.js')).status).toBe(200);
+    });
+  },
+);
 
 describe('the socket', () => {
   it('refuses a connection without the token, with a reason', async () => {
@@ -118,10 +125,12 @@ describe('the socket', () => {
   it('refuses a foreign Host without a handshake (DNS rebinding)', async () => {
     const ws = socket(`?token=${server.token}`, { host: `evil.example:${server.port}`, origin: `http://evil.example:${server.port}` });
     ws.on('error', () => {});
-    const status = await new Promise<number>((resolve) => ws.on('unexpected-response', (req, res) => {
-      resolve(res.statusCode ?? 0);
-      req.destroy();
-    }));
+    const status = await new Promise<number>((resolve) =>
+      ws.on('unexpected-response', (req, res) => {
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      }),
+    );
     expect(status).toBe(403);
   });
 
@@ -158,17 +167,29 @@ interface Posted {
 /** POST /import as a page would (its Origin and Host), the body sent whole or not at all. */
 function post(path: string, body: Buffer | null, headers: Record<string, string> = {}, port = server.port): Promise<Posted> {
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port, path, method: 'POST',
-      headers: { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}`, 'content-type': 'application/octet-stream', ...(body ? { 'content-length': String(body.length) } : {}), ...headers },
-    }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        req.destroy();
-        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } });
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: {
+          host: `127.0.0.1:${port}`,
+          origin: `http://127.0.0.1:${port}`,
+          'content-type': 'application/octet-stream',
+          ...(body ? { 'content-length': String(body.length) } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } });
+        });
+      },
+    );
     req.on('error', reject);
     if (body) req.end(body);
     // A declared length and no body: the answer must come before any of it is read.
@@ -194,23 +215,48 @@ describe('POST /import', () => {
 
   it('is guarded like the socket: token, Origin, Host, POST only', async () => {
     const before = footprint();
-    expect(await post('/import?name=a.capsem', archive)).toMatchObject({ status: 401, body: { code: 'bad_token', message: expect.stringMatching(/token/) } });
+    expect(await post('/import?name=a.capsem', archive)).toMatchObject({
+      status: 401,
+      body: { code: 'bad_token', message: expect.stringMatching(/token/) },
+    });
     expect((await post(`/import?token=wrong`, archive)).status).toBe(401);
-    expect(await post(`/import?token=${server.token}`, archive, { origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(await post(`/import?token=${server.token}`, archive, { origin: 'http://evil.example' })).toMatchObject({
+      status: 403,
+      body: { code: 'forbidden' },
+    });
     const noOrigin = await new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: server.port, path: `/import?token=${server.token}`, method: 'POST', headers: { 'content-length': String(archive.length) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: server.port,
+          path: `/import?token=${server.token}`,
+          method: 'POST',
+          headers: { 'content-length': String(archive.length) },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end(archive);
     });
     expect(noOrigin).toBe(403);
-    expect((await post(`/import?token=${server.token}`, archive, { host: `evil.example:${server.port}`, origin: `http://evil.example:${server.port}` })).status).toBe(403);
+    expect(
+      (
+        await post(`/import?token=${server.token}`, archive, {
+          host: `evil.example:${server.port}`,
+          origin: `http://evil.example:${server.port}`,
+        })
+      ).status,
+    ).toBe(403);
     expect((await get(server.port, `/import?token=${server.token}`)).status).toBe(405);
     expect(footprint()).toEqual(before);
     // A server without CAPSEM_HOME to stage in does not import.
-    expect(await post(`/import?token=${unbuilt.token}`, archive, {}, unbuilt.port)).toMatchObject({ status: 404, body: { code: 'not_available' } });
+    expect(await post(`/import?token=${unbuilt.token}`, archive, {}, unbuilt.port)).toMatchObject({
+      status: 404,
+      body: { code: 'not_available' },
+    });
   });
 
   it('imports an uploaded archive with the token and answers its new id and name', async () => {
@@ -227,7 +273,11 @@ describe('POST /import', () => {
     const before = footprint();
     const broken = Buffer.from(archive);
     broken[archive.length >> 1] = broken[archive.length >> 1]! ^ 0xff;
-    for (const [name, body] of [['broken.capsem', broken], ['../../notes.txt', Buffer.from('hello\n')], ['empty', Buffer.alloc(0)]] as const) {
+    for (const [name, body] of [
+      ['broken.capsem', broken],
+      ['../../notes.txt', Buffer.from('hello\n')],
+      ['empty', Buffer.alloc(0)],
+    ] as const) {
       const answer = await post(`/import?token=${server.token}&name=${encodeURIComponent(name)}`, body);
       expect(answer, name).toMatchObject({ status: 400, body: { code: 'bad_archive', message: expect.any(String) } });
       expect(String(answer.body.message), name).not.toContain(home.runDir);
@@ -237,16 +287,30 @@ describe('POST /import', () => {
 
   it('refuses an upload over the cap or without a length before reading it, and cleans up one cut short', async () => {
     const before = footprint();
-    expect(await post(`/import?token=${server.token}`, null, { 'content-length': String(BROWSER_IMPORT_MAX_BYTES + 1) })).toMatchObject({ status: 413, body: { code: 'too_large' } });
-    expect(await post(`/import?token=${server.token}`, null, { 'transfer-encoding': 'chunked' })).toMatchObject({ status: 411, body: { code: 'length_required' } });
+    expect(await post(`/import?token=${server.token}`, null, { 'content-length': String(BROWSER_IMPORT_MAX_BYTES + 1) })).toMatchObject({
+      status: 413,
+      body: { code: 'too_large' },
+    });
+    expect(await post(`/import?token=${server.token}`, null, { 'transfer-encoding': 'chunked' })).toMatchObject({
+      status: 411,
+      body: { code: 'length_required' },
+    });
     // A length promised and the connection dropped part way: the staged part is removed.
     await new Promise<void>((resolve) => {
-      const req = request({ host: '127.0.0.1', port: server.port, path: `/import?token=${server.token}`, method: 'POST', headers: { origin: `http://127.0.0.1:${server.port}`, 'content-length': String(archive.length) } });
+      const req = request({
+        host: '127.0.0.1',
+        port: server.port,
+        path: `/import?token=${server.token}`,
+        method: 'POST',
+        headers: { origin: `http://127.0.0.1:${server.port}`, 'content-length': String(archive.length) },
+      });
       req.on('error', () => resolve());
-      req.write(archive.subarray(0, 1000), () => setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 100));
+      req.write(archive.subarray(0, 1000), () =>
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 100),
+      );
     });
     await expect.poll(() => footprint(), { timeout: 5000 }).toEqual(before);
   });

@@ -31,7 +31,9 @@ beforeAll(async () => {
   writeFileSync(caFile, upstream.caPem);
   const sdk = pathToFileURL(require.resolve('openai')).href;
   const script = `${upstreamHome.root}/agent.mjs`;
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
     import OpenAI from ${JSON.stringify(sdk)};
     import { existsSync } from 'node:fs';
     const client = new OpenAI({ apiKey: 'sk-test', maxRetries: 0 });
@@ -52,10 +54,13 @@ beforeAll(async () => {
         console.log('BROKEN ' + err.message);
       }
     }
-  `);
+  `,
+  );
   const env = { CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile, STALLED };
   for (const scenario of ['plain', 'stall', 'cut']) {
-    runs[scenario] = await runCapsemAsync(home.root, ['record', '--name', scenario, '--', process.execPath, script, scenario], env, { timeoutMs: 60_000 });
+    runs[scenario] = await runCapsemAsync(home.root, ['record', '--name', scenario, '--', process.execPath, script, scenario], env, {
+      timeoutMs: 60_000,
+    });
   }
 }, 120_000);
 afterAll(async () => {
@@ -65,7 +70,9 @@ afterAll(async () => {
 });
 
 function rows<T>(name: string, sql: string): T[] {
-  const id = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find((s) => s.name === name)!.id;
+  const id = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find(
+    (s) => s.name === name,
+  )!.id;
   return sessionRows<T>(`${home.root}/run/sessions/${id}/session.db`, sql);
 }
 
@@ -75,18 +82,26 @@ describe('capsem check on what real clients do', () => {
     expect(upstream.requests[0]!.body).not.toHaveProperty('stream_options');
     const check = runCapsem(home.root, ['check', 'plain']);
     expect(check.stdout).toContain('Findings: none');
-    expect(check.stdout).toMatch(/note: 1 streamed model call has no token counts because the provider reported none \(an OpenAI Chat Completions stream reports usage only when the request sets stream_options\.include_usage\)/);
+    expect(check.stdout).toMatch(
+      /note: 1 streamed model call has no token counts because the provider reported none \(an OpenAI Chat Completions stream reports usage only when the request sets stream_options\.include_usage\)/,
+    );
     expect(check.code).toBe(0);
-    expect(rows('plain', 'SELECT input_tokens, output_tokens, usage_details FROM model_calls')).toEqual([{ input_tokens: null, output_tokens: null, usage_details: '{"usage":"unreported"}' }]);
+    expect(rows('plain', 'SELECT input_tokens, output_tokens, usage_details FROM model_calls')).toEqual([
+      { input_tokens: null, output_tokens: null, usage_details: '{"usage":"unreported"}' },
+    ]);
   });
 
   it('does not count a request the client abandoned before any answer as a lost model call', () => {
     expect(runs.stall!.stdout, runs.stall!.stderr).toContain('ABORTED');
-    expect(rows('stall', "SELECT status_code, error_kind FROM net_events WHERE path = '/v1/chat/completions'")).toEqual([{ status_code: null, error_kind: 'client_canceled' }]);
+    expect(rows('stall', "SELECT status_code, error_kind FROM net_events WHERE path = '/v1/chat/completions'")).toEqual([
+      { status_code: null, error_kind: 'client_canceled' },
+    ]);
     expect(rows('stall', 'SELECT count(*) AS n FROM model_calls')).toEqual([{ n: 0 }]);
     const check = runCapsem(home.root, ['check', 'stall']);
     expect(check.stdout).toContain('Findings: none');
-    expect(check.stdout).toMatch(/note: 1 model API request ended before any response \(client_canceled: 1\): nothing came back, so there is no model call to record/);
+    expect(check.stdout).toMatch(
+      /note: 1 model API request ended before any response \(client_canceled: 1\): nothing came back, so there is no model call to record/,
+    );
     expect(check.code).toBe(0);
   });
 
@@ -97,7 +112,9 @@ describe('capsem check on what real clients do', () => {
     expect(rows('cut', 'SELECT usage_details FROM model_calls')).toEqual([{ usage_details: '{"incomplete":true}' }]);
     const check = runCapsem(home.root, ['check', 'cut']);
     expect(check.stdout).toContain('FINDING [NULL tokens] streamed model_calls with NULL tokens: the stream was cut short (1)');
-    expect(check.stdout).toContain(`likely cause: The stream was cut short (${exchange!.error_kind}): the provider's usage comes in its last event`);
+    expect(check.stdout).toContain(
+      `likely cause: The stream was cut short (${exchange!.error_kind}): the provider's usage comes in its last event`,
+    );
     expect(check.stdout).not.toMatch(/gzip/i);
     expect(check.code).toBe(1);
   });

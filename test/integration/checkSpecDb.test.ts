@@ -50,19 +50,39 @@ beforeAll(() => {
 describe('capsem check --db on a database built from the spec DDL alone', () => {
   it('passes a clean one, with notes on what the DDL leaves out', () => {
     expect(clean.stdout).toContain('Findings: none');
-    expect(clean.stdout).toContain("note: table net_events lacks columns the spec's prose names but its DDL leaves out: event_id, trace_id, turn_id, credential_ref");
+    expect(clean.stdout).toContain(
+      "note: table net_events lacks columns the spec's prose names but its DDL leaves out: event_id, trace_id, turn_id, credential_ref",
+    );
     expect(clean.stdout).toContain("note: table model_items is absent (the spec's prose describes it; its DDL does not define it)");
     expect(clean.stdout).toContain('note: table model_calls lacks columns this app adds: seq, net_event_id, host');
     expect(clean.code).toBe(0);
   });
 
   const defects: [string, string, string, RegExp][] = [
-    ['an orphaned tool call', 'DELETE FROM tool_responses', 'orphaned tool_calls', /likely cause: The model invoked a tool but the next turn's tool results weren't captured/],
-    ['a model call with NULL tokens', 'UPDATE model_calls SET output_tokens = NULL WHERE id = 2', 'NULL tokens', /likely cause: No usage could be read from the stream, and this file does not link model calls to their exchanges/],
-    ['an answered model request without a model call',
+    [
+      'an orphaned tool call',
+      'DELETE FROM tool_responses',
+      'orphaned tool_calls',
+      /likely cause: The model invoked a tool but the next turn's tool results weren't captured/,
+    ],
+    [
+      'a model call with NULL tokens',
+      'UPDATE model_calls SET output_tokens = NULL WHERE id = 2',
+      'NULL tokens',
+      /likely cause: No usage could be read from the stream, and this file does not link model calls to their exchanges/,
+    ],
+    [
+      'an answered model request without a model call',
       "INSERT INTO net_events (timestamp, domain, decision, method, path, status_code) VALUES ('2026-05-01T10:00:09Z', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)",
-      'AI provider correlation', /likely cause: Requests went to a model API but no model_calls were recorded/],
-    ['an MCP call outside tool_calls', "DELETE FROM tool_calls WHERE origin = 'mcp'", 'MCP correlation', /likely cause: An MCP tools\/call was observed without a corresponding logical tool call[\s\S]*e\.g\. echo: 1 requested, 0 in tool_calls/],
+      'AI provider correlation',
+      /likely cause: Requests went to a model API but no model_calls were recorded/,
+    ],
+    [
+      'an MCP call outside tool_calls',
+      "DELETE FROM tool_calls WHERE origin = 'mcp'",
+      'MCP correlation',
+      /likely cause: An MCP tools\/call was observed without a corresponding logical tool call[\s\S]*e\.g\. echo: 1 requested, 0 in tool_calls/,
+    ],
   ];
   for (const [what, sql, check, cause] of defects) {
     it(`finds ${what}, and only that, with its cause`, () => {

@@ -9,10 +9,14 @@ let ids: { id: string; name: string }[] = [];
 beforeAll(() => {
   const seeded = runCapsem(home.root, ['dev', 'seed', '--sessions', '4', '--events', '120', '--seed', '11']);
   expect(seeded.code, seeded.stderr).toBe(0);
-  ids = seeded.stdout.trim().split('\n').slice(0, 4).map((line) => {
-    const [id, name] = line.split(/\s+/);
-    return { id: id!, name: name! };
-  });
+  ids = seeded.stdout
+    .trim()
+    .split('\n')
+    .slice(0, 4)
+    .map((line) => {
+      const [id, name] = line.split(/\s+/);
+      return { id: id!, name: name! };
+    });
 }, 60_000);
 afterAll(() => home.remove());
 
@@ -29,13 +33,19 @@ describe('capsem CLI', () => {
   });
 
   it('prints JSON with id and name, and honours -n and filters', () => {
-    const all = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string | null; totals: { requests: number; costUsd: number } }[];
+    const all = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as {
+      id: string;
+      name: string | null;
+      totals: { requests: number; costUsd: number };
+    }[];
     expect(all.map((s) => s.id)).toEqual(ids.map((s) => s.id).reverse());
     expect(all.find((s) => s.id === ids[0]!.id)!.name).toBe('co-work1');
     expect(JSON.parse(runCapsem(home.root, ['list', '-n', '2', '--json']).stdout)).toHaveLength(2);
     const rich = JSON.parse(runCapsem(home.root, ['list', '--json', '--min-cost', '1000000']).stdout);
     expect(rich).toEqual([]);
-    const withMcp = JSON.parse(runCapsem(home.root, ['list', '--json', '--with-mcp', '--with-model', '--with-net', '--with-db']).stdout) as unknown[];
+    const withMcp = JSON.parse(
+      runCapsem(home.root, ['list', '--json', '--with-mcp', '--with-model', '--with-net', '--with-db']).stdout,
+    ) as unknown[];
     expect(withMcp.length).toBeGreaterThan(0);
   });
 
@@ -62,7 +72,11 @@ describe('capsem CLI', () => {
   });
 
   it('runs read-only SQL by name and refuses writes', () => {
-    const ok = runCapsem(home.root, ['sql', 'co-work1', "SELECT provider, count(*) AS n FROM model_calls GROUP BY provider ORDER BY provider"]);
+    const ok = runCapsem(home.root, [
+      'sql',
+      'co-work1',
+      'SELECT provider, count(*) AS n FROM model_calls GROUP BY provider ORDER BY provider',
+    ]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^provider\s+n$/m);
     const refused = runCapsem(home.root, ['sql', 'co-work1', 'DELETE FROM net_events']);

@@ -59,7 +59,10 @@ beforeAll(async () => {
   writeFileSync(join(USER_FOLDER, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '*': ['./src/*'] } } }));
   for (const shadowed of ['zod', 'ws', 'better-sqlite3']) {
     mkdirSync(join(USER_FOLDER, 'src', shadowed), { recursive: true });
-    writeFileSync(join(USER_FOLDER, 'src', shadowed, 'index.ts'), `throw new Error('capsem loaded the project\\'s own src/${shadowed}');\n`);
+    writeFileSync(
+      join(USER_FOLDER, 'src', shadowed, 'index.ts'),
+      `throw new Error('capsem loaded the project\\'s own src/${shadowed}');\n`,
+    );
   }
   upstream = await startUpstream(upstreamHome, [HOST], (req, _body, res) => json(res, 200, { hello: 'from upstream', path: req.url }));
   const caFile = join(upstreamHome.root, 'upstream-ca.pem');
@@ -68,23 +71,28 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const made of ['package.json', 'tsconfig.json', 'src', 'mine.capsem']) rmSync(join(USER_FOLDER, made), { recursive: true, force: true });
+  for (const made of ['package.json', 'tsconfig.json', 'src', 'mine.capsem'])
+    rmSync(join(USER_FOLDER, made), { recursive: true, force: true });
   await upstream?.close();
   onPath.remove();
   upstreamHome.remove();
   home.remove();
 });
 
-describe('capsem on the PATH, run from a user\'s project folder', () => {
+describe("capsem on the PATH, run from a user's project folder", () => {
   let seeded: { id: string; name: string }[] = [];
 
   it('seeds sessions, lists, checks and queries them, and renames one', async () => {
     const seed = await capsem(['dev', 'seed', '--sessions', '2', '--events', '60', '--seed', '7']);
     expect(seed.code, seed.stderr).toBe(0);
-    seeded = seed.stdout.trim().split('\n').slice(0, 2).map((line) => {
-      const [id, name] = line.split(/\s+/);
-      return { id: id!, name: name! };
-    });
+    seeded = seed.stdout
+      .trim()
+      .split('\n')
+      .slice(0, 2)
+      .map((line) => {
+        const [id, name] = line.split(/\s+/);
+        return { id: id!, name: name! };
+      });
     expect(seeded[0]!.name).toBe('co-work1');
     const listed = JSON.parse((await capsem(['list', '--json'])).stdout) as { id: string }[];
     expect(listed.map((s) => s.id).sort()).toEqual(seeded.map((s) => s.id).sort());
@@ -97,7 +105,7 @@ describe('capsem on the PATH, run from a user\'s project folder', () => {
     expect(rename.stdout.trim()).toBe(`renamed ${seeded[0]!.id} from co-work1 to mine`);
   }, 120_000);
 
-  it('exports to a relative path, which lands in the user\'s folder, imports it from there, and vacuums the import', async () => {
+  it("exports to a relative path, which lands in the user's folder, imports it from there, and vacuums the import", async () => {
     const exported = await capsem(['export', 'mine', '-o', 'mine.capsem']);
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stdout).toContain(`to ${join(USER_FOLDER, 'mine.capsem')}:`);
@@ -112,7 +120,7 @@ describe('capsem on the PATH, run from a user\'s project folder', () => {
     expect(vacuumed.stdout).toMatch(/^1 session vacuumed/m);
   }, 120_000);
 
-  it('records a program\'s HTTPS request through the proxy', async () => {
+  it("records a program's HTTPS request through the proxy", async () => {
     const program = `const r = await fetch('https://${HOST}/hello'); console.log(r.status, await r.text());`;
     const recorded = await capsem(['record', '--name', 'rec', '--', process.execPath, '--input-type=module', '-e', program], upstreamEnv);
     expect(recorded.code, recorded.stderr).toBe(0);
@@ -134,7 +142,7 @@ describe('capsem on the PATH, run from a user\'s project folder', () => {
   it('api serves the sessions until SIGTERM', async () => {
     const api = started(['api', '--port', '0']);
     try {
-      const url = await until('the API\'s address', () => /Capsem API: (http:\/\/127\.0\.0\.1:\d+)/.exec(api.output.stdout)?.[1], 30_000);
+      const url = await until("the API's address", () => /Capsem API: (http:\/\/127\.0\.0\.1:\d+)/.exec(api.output.stdout)?.[1], 30_000);
       const body = (await (await fetch(`${url}/v1/sessions`)).json()) as { sessions: { id: string; name: string | null }[] };
       expect(body.sessions.map((s) => s.name)).toEqual(expect.arrayContaining(['mine', 'rec', seeded[1]!.name]));
     } finally {
@@ -146,7 +154,17 @@ describe('capsem on the PATH, run from a user\'s project folder', () => {
 
 describe.skipIf(noVm !== null)(`VM commands from a user's project folder${noVm ? ` (skipped: ${noVm})` : ''}`, () => {
   it('run writes into a named session, resume boots it again with the file there, owner names it, stop ends it', async () => {
-    const run = await capsem(['run', '--image', 'minimal', '--name', 'anywhere', '--', 'sh', '-c', 'echo made-by-run > /workspace/made.txt; uname -s']);
+    const run = await capsem([
+      'run',
+      '--image',
+      'minimal',
+      '--name',
+      'anywhere',
+      '--',
+      'sh',
+      '-c',
+      'echo made-by-run > /workspace/made.txt; uname -s',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe('Linux\n');
 

@@ -1,7 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEEP_BODY, escapeAttempts, LOOPBACK_DOMAINS, LOOPBACK_SECRET, PARSER_HOSTS, parserBreakingAttempts, startLoopbackSecret, type EscapeAttempt, type LoopbackSecret } from '../helpers/escapeAttempts.ts';
+import {
+  DEEP_BODY,
+  escapeAttempts,
+  LOOPBACK_DOMAINS,
+  LOOPBACK_SECRET,
+  PARSER_HOSTS,
+  parserBreakingAttempts,
+  startLoopbackSecret,
+  type EscapeAttempt,
+  type LoopbackSecret,
+} from '../helpers/escapeAttempts.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
@@ -35,7 +45,11 @@ beforeAll(async () => {
   writeFileSync(caFile, upstream.caPem);
   attempts = [
     ...escapeAttempts(secret.port, FRONTED),
-    { label: 'a request without the session credentials', request: `GET http://${FRONTED}/ HTTP/1.1\r\nHost: ${FRONTED}\r\nConnection: close\r\n\r\n`, expect: 407 },
+    {
+      label: 'a request without the session credentials',
+      request: `GET http://${FRONTED}/ HTTP/1.1\r\nHost: ${FRONTED}\r\nConnection: close\r\n\r\n`,
+      expect: 407,
+    },
     ...parserBreakingAttempts(),
   ];
   result = await runCapsemAsync(home.root, ['record', '--name', 'hostile', '--', process.execPath, PROBE], {
@@ -65,11 +79,15 @@ describe('containment through capsem record', () => {
   });
 
   it('records each refused attempt as denied, under the destination that was checked', () => {
-    const denied = rows<{ domain: string; status_code: number; error_kind: string; matched_rule: string }>("SELECT domain, status_code, error_kind, matched_rule FROM net_events WHERE decision = 'denied' ORDER BY seq");
+    const denied = rows<{ domain: string; status_code: number; error_kind: string; matched_rule: string }>(
+      "SELECT domain, status_code, error_kind, matched_rule FROM net_events WHERE decision = 'denied' ORDER BY seq",
+    );
     const loopback = denied.filter((r) => r.status_code === 403 && (LOOPBACK_DOMAINS as readonly string[]).includes(r.domain));
     expect(loopback).toHaveLength(attempts.filter((a) => a.expect === 403).length - 1);
     expect(loopback.every((r) => r.error_kind === 'destination_private' && r.matched_rule === 'default.deny-private-address')).toBe(true);
-    expect(denied.filter((r) => r.domain === '169.254.169.254')).toEqual([{ domain: '169.254.169.254', status_code: 403, error_kind: 'destination_denied', matched_rule: 'default.deny-cloud-metadata' }]);
+    expect(denied.filter((r) => r.domain === '169.254.169.254')).toEqual([
+      { domain: '169.254.169.254', status_code: 403, error_kind: 'destination_denied', matched_rule: 'default.deny-cloud-metadata' },
+    ]);
     expect(denied.filter((r) => r.status_code === 421)).toEqual([
       { domain: FRONTED, status_code: 421, error_kind: 'misdirected_request', matched_rule: 'proxy.bad-request' },
       { domain: FRONTED, status_code: 421, error_kind: 'misdirected_request', matched_rule: 'proxy.bad-request' },
@@ -83,8 +101,20 @@ describe('containment through capsem record', () => {
       "SELECT n.domain, n.path, n.status_code, n.parse_error, length(b.body) AS sent FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'request' WHERE n.decision = 'allowed' ORDER BY n.seq",
     );
     expect(recorded).toEqual([
-      { domain: 'api.anthropic.com', path: '/v1/messages', status_code: 200, parse_error: expect.stringMatching(/Maximum call stack size exceeded/), sent: Buffer.byteLength(DEEP_BODY) },
-      { domain: 'generativelanguage.googleapis.com', path: '/v1beta/models/%E0%A4%A:generateContent', status_code: 200, parse_error: null, sent: 15 },
+      {
+        domain: 'api.anthropic.com',
+        path: '/v1/messages',
+        status_code: 200,
+        parse_error: expect.stringMatching(/Maximum call stack size exceeded/),
+        sent: Buffer.byteLength(DEEP_BODY),
+      },
+      {
+        domain: 'generativelanguage.googleapis.com',
+        path: '/v1beta/models/%E0%A4%A:generateContent',
+        status_code: 200,
+        parse_error: null,
+        sent: 15,
+      },
     ]);
     expect(rows('SELECT provider, model FROM model_calls')).toEqual([{ provider: 'google', model: '%E0%A4%A' }]);
     const check = runCapsem(home.root, ['check', 'hostile']);

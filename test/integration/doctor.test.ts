@@ -12,7 +12,22 @@ describe('capsem doctor', () => {
   it('names each check, says which accelerator runs VMs and why, and passes when all is installed', async () => {
     const r = await runCapsemAsync(home.root, ['doctor', '--json']);
     const findings = JSON.parse(r.stdout) as { check: string; level: string; detail: string; fix?: string }[];
-    expect(findings.map((f) => f.check)).toEqual(['qemu', 'virtiofsd', 'file ownership', 'setpriv', 'accelerator', 'guest kernel', 'agent build', 'minimal image', 'agent image', 'owner', 'api port', 'anthropic key', 'openai key', 'gemini key']);
+    expect(findings.map((f) => f.check)).toEqual([
+      'qemu',
+      'virtiofsd',
+      'file ownership',
+      'setpriv',
+      'accelerator',
+      'guest kernel',
+      'agent build',
+      'minimal image',
+      'agent image',
+      'owner',
+      'api port',
+      'anthropic key',
+      'openai key',
+      'gemini key',
+    ]);
     expect(findings.find((f) => f.check === 'accelerator')!.detail).toMatch(/KVM|TCG/);
     expect(r.code).toBe(findings.some((f) => f.level === 'fail') ? 1 : 0);
   });

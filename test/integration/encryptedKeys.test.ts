@@ -30,12 +30,20 @@ describe('keys the app stores encrypted', () => {
 
   it('are encrypted in keys.encrypted.json, and keys.list says so', async () => {
     app = await startAppCore({
-      home: home.root, resourcesDir: null, cipher: testKeyCipher('a test keychain'),
-      vm: { backend: () => { throw new Error('this test boots no VM'); } },
+      home: home.root,
+      resourcesDir: null,
+      cipher: testKeyCipher('a test keychain'),
+      vm: {
+        backend: () => {
+          throw new Error('this test boots no VM');
+        },
+      },
     });
     await app.core.handle('keys.set', { provider: 'anthropic', key: KEY });
     const list = (await app.core.handle('keys.list', {})) as KeyList;
-    expect(list.store).toBe(`encrypted with a test keychain in ${join(home.root, 'keys.encrypted.json')}; keys added with capsem keys in ${join(home.root, 'keys.json')} (mode 0600, readable by you alone; not encrypted)`);
+    expect(list.store).toBe(
+      `encrypted with a test keychain in ${join(home.root, 'keys.encrypted.json')}; keys added with capsem keys in ${join(home.root, 'keys.json')} (mode 0600, readable by you alone; not encrypted)`,
+    );
     expect(list.providers).toContainEqual({ id: 'anthropic', source: 'stored', variable: null });
     expect(readFileSync(join(home.root, 'keys.encrypted.json'), 'utf8')).not.toContain('saved-in-settings');
     expect(existsSync(join(home.root, 'keys.json'))).toBe(false);
@@ -46,9 +54,15 @@ describe('keys the app stores encrypted', () => {
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^anthropic +${LOCKED}$`, 'm'));
     expect(list.stdout).toMatch(/^openai +no key$/m);
-    expect(list.stdout).toContain(`keys stored by the app are encrypted in ${join(home.root, 'keys.encrypted.json')}, readable only while the app runs`);
+    expect(list.stdout).toContain(
+      `keys stored by the app are encrypted in ${join(home.root, 'keys.encrypted.json')}, readable only while the app runs`,
+    );
     expect(list.stdout + list.stderr).not.toContain('saved-in-settings');
-    expect(providerKeyFindings(home, NO_KEYS).find((f) => f.check === 'anthropic key')).toMatchObject({ level: 'warn', detail: expect.stringContaining(LOCKED), fix: expect.stringContaining('start the Capsem app') });
+    expect(providerKeyFindings(home, NO_KEYS).find((f) => f.check === 'anthropic key')).toMatchObject({
+      level: 'warn',
+      detail: expect.stringContaining(LOCKED),
+      fix: expect.stringContaining('start the Capsem app'),
+    });
   });
 
   it('serve capsem run --agent claude while the app owns CAPSEM_HOME: the app reads the key', async () => {
@@ -61,7 +75,11 @@ describe('keys the app stores encrypted', () => {
   it('are shown as locked in browser mode, which has no keychain', async () => {
     const core = new AppCore({ home, checkResults: true, env: NO_KEYS });
     try {
-      expect(((await core.handle('keys.list', {})) as KeyList).providers).toContainEqual({ id: 'anthropic', source: 'locked', variable: null });
+      expect(((await core.handle('keys.list', {})) as KeyList).providers).toContainEqual({
+        id: 'anthropic',
+        source: 'locked',
+        variable: null,
+      });
     } finally {
       core.close();
     }
@@ -70,15 +88,24 @@ describe('keys the app stores encrypted', () => {
   it('make capsem run --agent claude refuse in one line with the fix once the app has quit', async () => {
     await app!.stop();
     app = null;
-    const run = await runCapsemAsync(home.root, ['run', '--agent', 'claude'], { ...NO_KEYS, CAPSEM_QEMU: join(home.root, 'no-qemu-here') }, { timeoutMs: 30_000 });
-    expect(run.stderr).toBe(`capsem: Claude Code needs ANTHROPIC_API_KEY: it is not set here, and the anthropic key is ${LOCKED}: start the Capsem app and run this again, or export ANTHROPIC_API_KEY=sk-ant-..., or store it with capsem keys set anthropic\n`);
+    const run = await runCapsemAsync(
+      home.root,
+      ['run', '--agent', 'claude'],
+      { ...NO_KEYS, CAPSEM_QEMU: join(home.root, 'no-qemu-here') },
+      { timeoutMs: 30_000 },
+    );
+    expect(run.stderr).toBe(
+      `capsem: Claude Code needs ANTHROPIC_API_KEY: it is not set here, and the anthropic key is ${LOCKED}: start the Capsem app and run this again, or export ANTHROPIC_API_KEY=sk-ant-..., or store it with capsem keys set anthropic\n`,
+    );
     expect(run.code).not.toBe(0);
   });
 
   it('are named by capsem record, whose session goes without them, so a refused request is no mystery', async () => {
     const run = await runCapsemAsync(home.root, ['record', '--', 'true'], NO_KEYS, { timeoutMs: 30_000 });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toContain(`capsem record: the anthropic key is ${LOCKED}, so this session has none for anthropic: export it, or store it with capsem keys set anthropic\n`);
+    expect(run.stderr).toContain(
+      `capsem record: the anthropic key is ${LOCKED}, so this session has none for anthropic: export it, or store it with capsem keys set anthropic\n`,
+    );
     expect(run.stderr).not.toContain('the openai key');
   });
 });

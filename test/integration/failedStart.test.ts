@@ -46,7 +46,10 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
   /** What a failed start must leave: nothing running without a database, the failure said, the name free. */
   const expectNoHalfMadeSession = async (name: string, reason = FULL): Promise<void> => {
     const sessions = await list();
-    expect(sessions.filter((s) => s.status === 'running'), JSON.stringify(sessions)).toEqual([]);
+    expect(
+      sessions.filter((s) => s.status === 'running'),
+      JSON.stringify(sessions),
+    ).toEqual([]);
     const failed = sessions.filter((s) => s.name === name);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ status: 'crashed', onDisk: false });
@@ -91,60 +94,80 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
     expect(retried.stdout).toMatch(/^[0-9a-f-]{36} {2}co-work1$/m);
   }, 120_000);
 
-  it.skipIf(noVm !== null)(`capsem run (a real VM) says why, exits non-zero, and the same name works once there is room${noVm ? ` (skipped: ${noVm})` : ''}`, async () => {
-    symlinkSync(IMAGE_CACHE, join(disk.dir, 'images'));
-    try {
-      fill();
-      const failed = await capsem(['run', '--image', 'minimal', '--name', 'vm-again', '--', 'echo', 'ran']);
-      expect(failed.code).not.toBe(0);
-      expect(failed.stdout).toBe('');
-      expect(failed.stderr).toMatch(FULL);
-      await expectNoHalfMadeSession('vm-again');
+  it.skipIf(noVm !== null)(
+    `capsem run (a real VM) says why, exits non-zero, and the same name works once there is room${noVm ? ` (skipped: ${noVm})` : ''}`,
+    async () => {
+      symlinkSync(IMAGE_CACHE, join(disk.dir, 'images'));
+      try {
+        fill();
+        const failed = await capsem(['run', '--image', 'minimal', '--name', 'vm-again', '--', 'echo', 'ran']);
+        expect(failed.code).not.toBe(0);
+        expect(failed.stdout).toBe('');
+        expect(failed.stderr).toMatch(FULL);
+        await expectNoHalfMadeSession('vm-again');
 
-      makeRoom();
-      const retried = await capsem(['run', '--image', 'minimal', '--name', 'vm-again', '--', 'echo', 'ran']);
-      expect(retried.code, retried.stderr).toBe(0);
-      expect(retried.stdout).toBe('ran\n');
-    } finally {
-      rmSync(join(disk.dir, 'images'));
-    }
-  }, 180_000);
+        makeRoom();
+        const retried = await capsem(['run', '--image', 'minimal', '--name', 'vm-again', '--', 'echo', 'ran']);
+        expect(retried.code, retried.stderr).toBe(0);
+        expect(retried.stdout).toBe('ran\n');
+      } finally {
+        rmSync(join(disk.dir, 'images'));
+      }
+    },
+    180_000,
+  );
 
-  it.skipIf(noAgent !== null)(`the app's sessions.start says why, and the same name works once there is room${noAgent ? ` (skipped: ${noAgent})` : ''}`, async () => {
-    const home = capsemHome({ CAPSEM_HOME: disk.dir });
-    const workspace = join(USER_FOLDER, 'app-workspace');
-    mkdirSync(workspace, { recursive: true });
-    const proxyPort = await freePort();
-    const vmHost = new VmHost({
-      home,
-      backend: () => new HostAgentBackend(workspace),
-      plan: () => async () => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
-    });
-    const core = new AppCore({ home, vmHost, checkResults: true });
-    const failures: EventPayload<'session.starting'>[] = [];
-    core.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => {
-      if (name === 'session.starting' && (payload as EventPayload<'session.starting'>).state === 'failed') failures.push(payload as EventPayload<'session.starting'>);
-    });
-    try {
-      fill();
-      // The id comes back at once; the failure reaches the window as the start's end, and the
-      // terminal the tab asks for says why.
-      const failed = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
-      await expect(core.handle('terminal.attach', { id: failed.id, size: { cols: 80, rows: 24 } })).rejects.toMatchObject({ code: 'start_failed', message: expect.stringMatching(FULL) });
-      expect(failures).toEqual([{ id: failed.id, state: 'failed', progress: null, message: expect.stringMatching(FULL) }]);
-      const listed = (await core.handle('sessions.list', {})) as CallResult<'sessions.list'>;
-      expect(listed.filter((s) => s.status === 'running')).toEqual([]);
-      await expectNoHalfMadeSession('app-again');
+  it.skipIf(noAgent !== null)(
+    `the app's sessions.start says why, and the same name works once there is room${noAgent ? ` (skipped: ${noAgent})` : ''}`,
+    async () => {
+      const home = capsemHome({ CAPSEM_HOME: disk.dir });
+      const workspace = join(USER_FOLDER, 'app-workspace');
+      mkdirSync(workspace, { recursive: true });
+      const proxyPort = await freePort();
+      const vmHost = new VmHost({
+        home,
+        backend: () => new HostAgentBackend(workspace),
+        plan: () => async () => ({
+          kernel: '',
+          initrd: '',
+          cmdline: '',
+          disks: [],
+          guestWorkspace: workspace,
+          guestProxyPort: proxyPort,
+          guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        }),
+      });
+      const core = new AppCore({ home, vmHost, checkResults: true });
+      const failures: EventPayload<'session.starting'>[] = [];
+      core.subscribe(<N extends EventName>(name: N, payload: EventPayload<N>) => {
+        if (name === 'session.starting' && (payload as EventPayload<'session.starting'>).state === 'failed')
+          failures.push(payload as EventPayload<'session.starting'>);
+      });
+      try {
+        fill();
+        // The id comes back at once; the failure reaches the window as the start's end, and the
+        // terminal the tab asks for says why.
+        const failed = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
+        await expect(core.handle('terminal.attach', { id: failed.id, size: { cols: 80, rows: 24 } })).rejects.toMatchObject({
+          code: 'start_failed',
+          message: expect.stringMatching(FULL),
+        });
+        expect(failures).toEqual([{ id: failed.id, state: 'failed', progress: null, message: expect.stringMatching(FULL) }]);
+        const listed = (await core.handle('sessions.list', {})) as CallResult<'sessions.list'>;
+        expect(listed.filter((s) => s.status === 'running')).toEqual([]);
+        await expectNoHalfMadeSession('app-again');
 
-      makeRoom();
-      const { id } = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
-      expect(await core.handle('terminal.attach', { id, size: { cols: 80, rows: 24 } })).toMatchObject({ live: true });
-      expect(await core.handle('sessions.info', { id })).toMatchObject({ name: 'app-again', status: 'running', onDisk: true });
-      expect(await core.handle('sessions.stop', { id })).toEqual({ status: 'stopped' });
-    } finally {
-      await vmHost.stopAll();
-      core.close();
-      rmSync(workspace, { recursive: true, force: true });
-    }
-  }, 120_000);
+        makeRoom();
+        const { id } = (await core.handle('sessions.start', { name: 'app-again', image: 'minimal' })) as CallResult<'sessions.start'>;
+        expect(await core.handle('terminal.attach', { id, size: { cols: 80, rows: 24 } })).toMatchObject({ live: true });
+        expect(await core.handle('sessions.info', { id })).toMatchObject({ name: 'app-again', status: 'running', onDisk: true });
+        expect(await core.handle('sessions.stop', { id })).toEqual({ status: 'stopped' });
+      } finally {
+        await vmHost.stopAll();
+        core.close();
+        rmSync(workspace, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });

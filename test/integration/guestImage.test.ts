@@ -23,7 +23,10 @@ import { tempHome } from '../helpers/tempHome.ts';
 // built and booted only with CAPSEM_TEST_AGENT_IMAGE=1.
 
 function onPath(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore', env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` } }).status === 0;
+  return (
+    spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore', env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` } })
+      .status === 0
+  );
 }
 
 function kernelMissing(): string | null {
@@ -45,7 +48,12 @@ const missing = [
 if (missing.length > 0) console.warn(`guest image tests skipped; missing: ${missing.join('; ')}`);
 
 const agentImageWanted = process.env.CAPSEM_TEST_AGENT_IMAGE === '1';
-const agentMissing = [...missing, ...(onPath('mmdebstrap') ? [] : ['mmdebstrap']), ...(onPath('mksquashfs') ? [] : ['mksquashfs (squashfs-tools)']), ...(process.getuid?.() === 0 ? [] : ['root (mmdebstrap runs in root mode)'])];
+const agentMissing = [
+  ...missing,
+  ...(onPath('mmdebstrap') ? [] : ['mmdebstrap']),
+  ...(onPath('mksquashfs') ? [] : ['mksquashfs (squashfs-tools)']),
+  ...(process.getuid?.() === 0 ? [] : ['root (mmdebstrap runs in root mode)']),
+];
 if (agentImageWanted && agentMissing.length > 0) console.warn(`agent image test skipped; missing: ${agentMissing.join('; ')}`);
 
 // Stands in for native/agent's capsem-agent: shows what init handed it, then powers the VM off.
@@ -103,12 +111,33 @@ function buildStandIn(dir: string): string {
 function bootArgs(image: GuestImage, extra: string[]): string[] {
   const tsc = tscKhz();
   return [
-    '-M', 'microvm,x-option-roms=off,pit=on,pic=on,rtc=on', '-accel', 'tcg', '-m', '512', '-smp', '1',
-    '-nodefaults', '-no-user-config', '-nographic', '-serial', 'stdio', '-no-reboot',
-    '-kernel', image.kernel, '-initrd', image.initrd,
-    '-append', `console=ttyS0 quiet panic=-1${tsc ? ` tsc_early_khz=${tsc}` : ''}`,
+    '-M',
+    'microvm,x-option-roms=off,pit=on,pic=on,rtc=on',
+    '-accel',
+    'tcg',
+    '-m',
+    '512',
+    '-smp',
+    '1',
+    '-nodefaults',
+    '-no-user-config',
+    '-nographic',
+    '-serial',
+    'stdio',
+    '-no-reboot',
+    '-kernel',
+    image.kernel,
+    '-initrd',
+    image.initrd,
+    '-append',
+    `console=ttyS0 quiet panic=-1${tsc ? ` tsc_early_khz=${tsc}` : ''}`,
     // The agent's port, as the QEMU backend gives it; null here since nobody plays the host.
-    '-device', 'virtio-serial-device,id=vser0', '-chardev', 'null,id=mux', '-device', 'virtserialport,bus=vser0.0,chardev=mux,name=capsem.mux',
+    '-device',
+    'virtio-serial-device,id=vser0',
+    '-chardev',
+    'null,id=mux',
+    '-device',
+    'virtserialport,bus=vser0.0,chardev=mux,name=capsem.mux',
     ...extra,
   ];
 }
@@ -171,7 +200,9 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const manifest = readManifest(image.dir);
     expect(Object.keys(manifest.files).sort()).toEqual(['initrd.img', 'vmlinuz']);
     expect(manifest.inputs).toMatchObject({ kind: 'minimal', kernelVersion: findHostKernel().version });
-    expect(Object.keys(manifest.inputs)).toEqual(expect.arrayContaining(['agent', 'busybox', 'kernel', 'recipe:init-minimal.sh', 'module:virtio_console']));
+    expect(Object.keys(manifest.inputs)).toEqual(
+      expect.arrayContaining(['agent', 'busybox', 'kernel', 'recipe:init-minimal.sh', 'module:virtio_console']),
+    );
     expect(statSync(image.initrd).size).toBeGreaterThan(500_000);
     expect(await verifyImage(image)).toEqual(image);
     // Progress covers the stages in order and only moves forward, ending at 1.
@@ -179,7 +210,9 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const fractions = progress.map((p) => p.fraction);
     expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
     expect(fractions.at(-1)).toBe(1);
-    console.log(`minimal image built in ${firstBuildMs} ms: vmlinuz ${statSync(image.kernel).size} B, initrd.img ${statSync(image.initrd).size} B`);
+    console.log(
+      `minimal image built in ${firstBuildMs} ms: vmlinuz ${statSync(image.kernel).size} B, initrd.img ${statSync(image.initrd).size} B`,
+    );
   });
 
   it('answers from the cache the second time, quickly and without rebuilding', async () => {
@@ -261,7 +294,11 @@ describe.skipIf(missing.length > 0)('session disk', () => {
   afterAll(() => {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
-  const catCa = (disk: string): string => spawnSync('debugfs', ['-R', 'cat /capsem/ca.pem', disk], { encoding: 'utf8', env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` } }).stdout;
+  const catCa = (disk: string): string =>
+    spawnSync('debugfs', ['-R', 'cat /capsem/ca.pem', disk], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` },
+    }).stdout;
 
   it('is a sparse ext4 file seeded with the CA, and takes a new CA without mounting', async () => {
     const disk = join(scratch, 'session.ext4');
@@ -307,8 +344,10 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
     const disk = join(scratch, 'session.ext4');
     await createSessionDisk(disk, { caCertPem: '-----BEGIN CERTIFICATE-----\nCAPSEMTESTCA\n-----END CERTIFICATE-----\n' });
     const driveArgs = imageDisks(image, disk).flatMap((d, i) => [
-      '-drive', `if=none,id=disk${i},file=${d.path},format=raw${d.readOnly ? ',readonly=on' : ''}`,
-      '-device', `virtio-blk-device,drive=disk${i},serial=${d.serial}`,
+      '-drive',
+      `if=none,id=disk${i},file=${d.path},format=raw${d.readOnly ? ',readonly=on' : ''}`,
+      '-device',
+      `virtio-blk-device,drive=disk${i},serial=${d.serial}`,
     ]);
     const { code, console: out, ms } = await boot(bootArgs(image, driveArgs), 180_000);
     expect(code, out).toBe(0);
@@ -332,9 +371,11 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
       /stand-in-agent: agent at \/usr\/local\/sbin present/,
     ]);
     expect(out).not.toMatch(/FAILED/);
-    console.log(`agent image built in ${buildMs} ms, verified in ${verifyMs} ms, booted to power-off in ${ms} ms; ` +
-      `sizes: ${[image.kernel, image.initrd, image.rootfs!].map((p) => `${basename(p)} ${statSync(p).size} B`).join(', ')}; ` +
-      `${/root: .*/.exec(out)?.[0]}; ${/init took \d+ ms/.exec(out)?.[0]}`);
+    console.log(
+      `agent image built in ${buildMs} ms, verified in ${verifyMs} ms, booted to power-off in ${ms} ms; ` +
+        `sizes: ${[image.kernel, image.initrd, image.rootfs!].map((p) => `${basename(p)} ${statSync(p).size} B`).join(', ')}; ` +
+        `${/root: .*/.exec(out)?.[0]}; ${/init took \d+ ms/.exec(out)?.[0]}`,
+    );
     // A second boot of the same session disk (a kept, named session) works on the existing upper layer.
     const second = await boot(bootArgs(image, driveArgs), 180_000);
     expect(second.console).toMatch(/stand-in-agent: test CA in bundle: yes/);

@@ -27,7 +27,8 @@ it('leaves an existing 0755 CAPSEM_HOME at 0755 through list and record, and kee
   expect(modeOf(home).toString(8)).toBe('755');
   const sessions = readdirSync(join(home, 'run', 'sessions'));
   expect(sessions).toHaveLength(1);
-  for (const dir of ['run', 'run/sessions', `run/sessions/${sessions[0]}`, 'sessions']) expect(modeOf(join(home, dir)).toString(8), dir).toBe('700');
+  for (const dir of ['run', 'run/sessions', `run/sessions/${sessions[0]}`, 'sessions'])
+    expect(modeOf(join(home, dir)).toString(8), dir).toBe('700');
 });
 
 it('creates a missing CAPSEM_HOME 0700', () => {

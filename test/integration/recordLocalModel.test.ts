@@ -13,10 +13,15 @@ import { tempHome } from '../helpers/tempHome.ts';
 // recorded once that rule is in CAPSEM_HOME/policy.json; and sent directly, unrecorded, with
 // capsem saying so, when the user's NO_PROXY names localhost.
 
-const missing = spawnSync('python3', ['-c', 'import requests'], { encoding: 'utf8' }).status === 0 ? null : 'python3 with requests (Debian: python3-requests)';
+const missing =
+  spawnSync('python3', ['-c', 'import requests'], { encoding: 'utf8' }).status === 0
+    ? null
+    : 'python3 with requests (Debian: python3-requests)';
 const scratch = tempHome();
 const OLLAMA_CLIENT = `${scratch.root}/chat.py`;
-writeFileSync(OLLAMA_CLIENT, `
+writeFileSync(
+  OLLAMA_CLIENT,
+  `
 import json, sys, requests
 try:
     r = requests.post("http://localhost:%s/api/chat" % sys.argv[1], timeout=30,
@@ -24,7 +29,8 @@ try:
     print(json.dumps({"status": r.status_code, "body": r.text}))
 except Exception as e:
     print(json.dumps({"status": None, "body": repr(e)}))
-`);
+`,
+);
 
 let server: Server;
 let port = 0;
@@ -36,10 +42,18 @@ beforeAll(async () => {
     req.on('end', () => {
       served += 1;
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({
-        model: 'qwen3:8b', created_at: '2025-06-01T10:00:00Z', message: { role: 'assistant', content: 'Hi.' },
-        done_reason: 'stop', done: true, total_duration: 1200000, prompt_eval_count: 11, eval_count: 3,
-      }));
+      res.end(
+        JSON.stringify({
+          model: 'qwen3:8b',
+          created_at: '2025-06-01T10:00:00Z',
+          message: { role: 'assistant', content: 'Hi.' },
+          done_reason: 'stop',
+          done: true,
+          total_duration: 1200000,
+          prompt_eval_count: 11,
+          eval_count: 3,
+        }),
+      );
     });
   });
   // Bound the way `localhost` resolves here, so the proxy's lookup and Python's find the same address.
@@ -76,7 +90,10 @@ describe.skipIf(missing !== null)(`a local model under capsem record${missing ? 
     expect(refused.body).toContain(`${home.root}/policy.json (copy ${DEFAULT_POLICY_PATH} there first)`);
     expect(refused.body).toContain('"privateAddresses": "allow"');
     expect(served).toBe(0);
-    const [denied] = newestSessionRows<{ domain: string; decision: string; error_message: string }>(home.root, 'SELECT domain, decision, error_message FROM net_events');
+    const [denied] = newestSessionRows<{ domain: string; decision: string; error_message: string }>(
+      home.root,
+      'SELECT domain, decision, error_message FROM net_events',
+    );
     expect(denied).toMatchObject({ domain: 'localhost', decision: 'denied' });
     expect(denied!.error_message).toContain(rule);
 
@@ -104,7 +121,9 @@ describe.skipIf(missing !== null)(`a local model under capsem record${missing ? 
       const run = await chat(direct.root, { NO_PROXY: 'localhost', no_proxy: 'models.example.internal' });
       expect(run.status, run.body).toBe(200);
       expect(served).toBe(1);
-      expect(run.capsem.stderr).toMatch(/capsem record: NO_PROXY=localhost,models\.example\.internal: requests to these hosts go directly and are not recorded/);
+      expect(run.capsem.stderr).toMatch(
+        /capsem record: NO_PROXY=localhost,models\.example\.internal: requests to these hosts go directly and are not recorded/,
+      );
       expect(newestSessionRows(direct.root, 'SELECT domain FROM net_events')).toEqual([]);
     } finally {
       direct.remove();

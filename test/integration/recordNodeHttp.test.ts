@@ -38,10 +38,12 @@ let answers: Record<string, { status?: number; body?: string; error?: string }>;
 /** Listens on host (port 0), or on a unix socket path; resolves with the port, 0 for a socket. */
 function listen(server: Server, where: { host: string } | { path: string }): Promise<number> {
   servers.push(server);
-  return new Promise((resolve) => server.listen('path' in where ? where.path : { port: 0, host: where.host }, () => {
-    const address = server.address();
-    resolve(typeof address === 'object' && address !== null ? address.port : 0);
-  }));
+  return new Promise((resolve) =>
+    server.listen('path' in where ? where.path : { port: 0, host: where.host }, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : 0);
+    }),
+  );
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -104,10 +106,16 @@ beforeAll(async () => {
   upstream = await startUpstream(upstreamHome, [TLS_HOST], (req, _body, res) => json(res, 200, { path: req.url }));
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
-  const plainPort = await listen(createServer((req, res) => void readBody(req).then((body) => {
-    plainRequests.push({ path: req.url ?? '', body, proxyAuthorization: req.headers['proxy-authorization'] });
-    res.end(`plain:${req.url}:${req.headers['x-order'] ?? ''}`);
-  })), { host: '127.0.0.1' });
+  const plainPort = await listen(
+    createServer(
+      (req, res) =>
+        void readBody(req).then((body) => {
+          plainRequests.push({ path: req.url ?? '', body, proxyAuthorization: req.headers['proxy-authorization'] });
+          res.end(`plain:${req.url}:${req.headers['x-order'] ?? ''}`);
+        }),
+    ),
+    { host: '127.0.0.1' },
+  );
   const wsServer = createServer();
   new WebSocketServer({ server: wsServer }).on('connection', (ws) => ws.on('message', (m) => ws.send(`echo:${m.toString()}`)));
   const wsPort = await listen(wsServer, { host: '127.0.0.1' });
@@ -115,22 +123,33 @@ beforeAll(async () => {
   const wssServer = createTlsServer({ cert: leaf.certPem + upstream.caPem, key: leaf.keyPem });
   new WebSocketServer({ server: wssServer }).on('connection', (ws) => ws.on('message', (m) => ws.send(`secure:${m.toString()}`)));
   const wssPort = await listen(wssServer, { host: '127.0.0.1' });
-  const localPort = await listen(createServer((req, res) => {
-    localHits += 1;
-    res.end('local');
-  }), { host: 'localhost' });
-  await listen(createServer((req, res) => res.end('pong')), { path: SOCKET_PATH });
+  const localPort = await listen(
+    createServer((req, res) => {
+      localHits += 1;
+      res.end('local');
+    }),
+    { host: 'localhost' },
+  );
+  await listen(
+    createServer((req, res) => res.end('pong')),
+    { path: SOCKET_PATH },
+  );
   const script = `${upstreamHome.root}/client.mjs`;
   writeFileSync(script, PROGRAM);
-  result = await runCapsemAsync(home.root, ['record', '--name', 'node-http', '--', process.execPath, script], {
-    CAPSEM_RESOLVE: `${TLS_HOST}:443=127.0.0.1:${upstream.port},${PLAIN_HOST}:80=127.0.0.1:${plainPort},${WS_HOST}:80=127.0.0.1:${wsPort},${WSS_HOST}:443=127.0.0.1:${wssPort}`,
-    CAPSEM_UPSTREAM_CA_FILE: caFile,
-    NO_PROXY: 'localhost',
-    GOT_PATH: require.resolve('got'),
-    WS_PATH: pathToFileURL(require.resolve('ws')).pathname,
-    LOCAL_PORT: String(localPort),
-    SOCKET_PATH,
-  }, { timeoutMs: 60_000 });
+  result = await runCapsemAsync(
+    home.root,
+    ['record', '--name', 'node-http', '--', process.execPath, script],
+    {
+      CAPSEM_RESOLVE: `${TLS_HOST}:443=127.0.0.1:${upstream.port},${PLAIN_HOST}:80=127.0.0.1:${plainPort},${WS_HOST}:80=127.0.0.1:${wsPort},${WSS_HOST}:443=127.0.0.1:${wssPort}`,
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+      NO_PROXY: 'localhost',
+      GOT_PATH: require.resolve('got'),
+      WS_PATH: pathToFileURL(require.resolve('ws')).pathname,
+      LOCAL_PORT: String(localPort),
+      SOCKET_PATH,
+    },
+    { timeoutMs: 60_000 },
+  );
   const last = result.stdout.trim().split('\n').at(-1) ?? '';
   answers = last.startsWith('{') ? (JSON.parse(last) as typeof answers) : {};
 }, 90_000);
@@ -161,7 +180,9 @@ describe('Node programs that ignore HTTPS_PROXY, under capsem record', () => {
     // The proxy's credentials are for the proxy: the upstream never sees them.
     expect(plainRequests.filter((r) => r.proxyAuthorization !== undefined)).toEqual([]);
     expect(plainRequests.find((r) => r.path === '/v1/http-request')?.body).toBe('{"n":1}');
-    const recorded = rows<{ domain: string; method: string; path: string; status_code: number; decision: string }>('SELECT domain, method, path, status_code, decision FROM net_events ORDER BY seq');
+    const recorded = rows<{ domain: string; method: string; path: string; status_code: number; decision: string }>(
+      'SELECT domain, method, path, status_code, decision FROM net_events ORDER BY seq',
+    );
     expect(recorded).toEqual([
       { domain: TLS_HOST, method: 'GET', path: '/v1/https-request', status_code: 200, decision: 'allowed' },
       { domain: PLAIN_HOST, method: 'POST', path: '/v1/http-request', status_code: 200, decision: 'allowed' },
@@ -171,7 +192,7 @@ describe('Node programs that ignore HTTPS_PROXY, under capsem record', () => {
       { domain: WSS_HOST, method: 'GET', path: '/chat', status_code: 101, decision: 'allowed' },
       { domain: PLAIN_HOST, method: 'GET', path: '/v1/by-hand', status_code: 200, decision: 'allowed' },
     ]);
-    expect(rows('SELECT direction, content FROM ws_frames WHERE opcode = \'text\' ORDER BY id')).toEqual([
+    expect(rows("SELECT direction, content FROM ws_frames WHERE opcode = 'text' ORDER BY id")).toEqual([
       { direction: 'sent', content: 'hello' },
       { direction: 'received', content: 'echo:hello' },
       { direction: 'sent', content: 'hello' },

@@ -59,7 +59,9 @@ function digestsOf(dbPath: string): ReturnType<typeof tableDigests> {
 function meta(dbPath: string): Record<string, string> {
   const db = new BetterSqlite(dbPath, { readonly: true });
   try {
-    return Object.fromEntries((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    return Object.fromEntries(
+      (db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+    );
   } finally {
     db.close();
   }
@@ -150,7 +152,11 @@ describe('export then import', () => {
     const result = await importSession(home, mainDb, foreign);
     expect(result).toMatchObject({ source: 'session.db', adopted: true, name: null, dropped: [] });
     const imported = new BetterSqlite(sessionPaths(home, result.id).dbPath, { readonly: true });
-    const seqs = imported.prepare("SELECT seq, event_id FROM net_events UNION ALL SELECT seq, event_id FROM model_calls UNION ALL SELECT seq, event_id FROM fs_events ORDER BY seq").all() as { seq: number; event_id: string }[];
+    const seqs = imported
+      .prepare(
+        'SELECT seq, event_id FROM net_events UNION ALL SELECT seq, event_id FROM model_calls UNION ALL SELECT seq, event_id FROM fs_events ORDER BY seq',
+      )
+      .all() as { seq: number; event_id: string }[];
     imported.close();
     expect(seqs.map((r) => r.seq)).toEqual([1, 2, 3]);
     expect(seqs.every((r) => /^[0-9a-f]{12}$/.test(r.event_id))).toBe(true);
@@ -165,7 +171,9 @@ describe('a large session.db', () => {
     large = join(home.root, 'large-session.db');
     copyFileSync(sessionPaths(home, seeded[2]!.id as SessionId).dbPath, large);
     const db = new BetterSqlite(large);
-    db.exec('CREATE TABLE ballast (b BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 256) INSERT INTO ballast SELECT zeroblob(1 << 20) FROM n');
+    db.exec(
+      'CREATE TABLE ballast (b BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 256) INSERT INTO ballast SELECT zeroblob(1 << 20) FROM n',
+    );
     db.close();
   }, 60_000);
   afterAll(() => rmSync(large, { force: true }));
@@ -187,7 +195,9 @@ describe('a large session.db', () => {
 
   it('is refused when its check takes longer than the limit, and nothing is written', async () => {
     const before = { files: listing(), rows: sessionRows() };
-    await expect(importSession(home, mainDb, large, { limits: { maxValidationSeconds: 0.001 } })).rejects.toThrow(/^session.db validation took longer than 0.001 s, the import's time limit; refusing it$/);
+    await expect(importSession(home, mainDb, large, { limits: { maxValidationSeconds: 0.001 } })).rejects.toThrow(
+      /^session.db validation took longer than 0.001 s, the import's time limit; refusing it$/,
+    );
     expect({ files: listing(), rows: sessionRows() }).toEqual(before);
   }, 60_000);
 });
@@ -195,23 +205,128 @@ describe('a large session.db', () => {
 describe('a crafted archive is refused and nothing is written', () => {
   const limits: Partial<ImportLimits> = {};
   const cases: { name: string; message: RegExp; build: () => Promise<Buffer>; limits?: Partial<ImportLimits> }[] = [
-    { name: 'path traversal', message: /climbs out of the archive \(path traversal\)/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '../escape.db', body: db }]); } },
-    { name: 'absolute path', message: /"\/tmp\/evil.db": an absolute path/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: '/tmp/evil.db', body: db }]); } },
-    { name: 'symlink', message: /symbolic link to "\/etc\/passwd"/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'symlink', linkname: '/etc/passwd' }]); } },
-    { name: 'hard link', message: /hard link to "manifest.json"/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', type: 'link', linkname: 'manifest.json' }]); } },
-    { name: 'checksum mismatch', message: /checksum mismatch for "session.db"/, build: () => { const db = dbBytes(); const tampered = Buffer.from(db); tampered[tampered.length - 1] = tampered.at(-1)! ^ 0xff; return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: tampered }]); } },
-    { name: 'missing manifest', message: /first member is "session.db", not manifest.json/, build: () => craftTar([{ name: 'session.db', body: dbBytes() }]) },
-    { name: 'newer format version', message: /format version 2, newer than this Capsem reads \(1\)/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 2 }) }, { name: 'session.db', body: db }]); } },
-    { name: 'member not in the manifest', message: /member "notes.txt" is not listed in manifest.json/, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'notes.txt', body: Buffer.from('hi') }, { name: 'session.db', body: db }]); } },
-    { name: 'oversized member', message: /member "session.db" is .* MiB, over the import limit of 0.1 MiB per member/, limits: { maxMemberBytes: 100_000 }, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
-    { name: 'oversized total', message: /holds .* MiB, over the import limit of/, limits: { maxTotalBytes: 100_000 }, build: () => { const db = dbBytes(); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
+    {
+      name: 'path traversal',
+      message: /climbs out of the archive \(path traversal\)/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: '../escape.db', body: db },
+        ]);
+      },
+    },
+    {
+      name: 'absolute path',
+      message: /"\/tmp\/evil.db": an absolute path/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: '/tmp/evil.db', body: db },
+        ]);
+      },
+    },
+    {
+      name: 'symlink',
+      message: /symbolic link to "\/etc\/passwd"/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', type: 'symlink', linkname: '/etc/passwd' },
+        ]);
+      },
+    },
+    {
+      name: 'hard link',
+      message: /hard link to "manifest.json"/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', type: 'link', linkname: 'manifest.json' },
+        ]);
+      },
+    },
+    {
+      name: 'checksum mismatch',
+      message: /checksum mismatch for "session.db"/,
+      build: () => {
+        const db = dbBytes();
+        const tampered = Buffer.from(db);
+        tampered[tampered.length - 1] = tampered.at(-1)! ^ 0xff;
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', body: tampered },
+        ]);
+      },
+    },
+    {
+      name: 'missing manifest',
+      message: /first member is "session.db", not manifest.json/,
+      build: () => craftTar([{ name: 'session.db', body: dbBytes() }]),
+    },
+    {
+      name: 'newer format version',
+      message: /format version 2, newer than this Capsem reads \(1\)/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 2 }) },
+          { name: 'session.db', body: db },
+        ]);
+      },
+    },
+    {
+      name: 'member not in the manifest',
+      message: /member "notes.txt" is not listed in manifest.json/,
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'notes.txt', body: Buffer.from('hi') },
+          { name: 'session.db', body: db },
+        ]);
+      },
+    },
+    {
+      name: 'oversized member',
+      message: /member "session.db" is .* MiB, over the import limit of 0.1 MiB per member/,
+      limits: { maxMemberBytes: 100_000 },
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', body: db },
+        ]);
+      },
+    },
+    {
+      name: 'oversized total',
+      message: /holds .* MiB, over the import limit of/,
+      limits: { maxTotalBytes: 100_000 },
+      build: () => {
+        const db = dbBytes();
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', body: db },
+        ]);
+      },
+    },
     {
       name: 'compression bomb',
       message: /compression bomb/,
       limits: { ratioAfterBytes: 1 << 20 },
       build: async () => {
         const zeros = Buffer.alloc(48 << 20);
-        return gzipSync(await craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': zeros }) }, { name: 'session.db', body: zeros }]), { level: 9 });
+        return gzipSync(
+          await craftTar([
+            { name: 'manifest.json', body: manifestFor({ 'session.db': zeros }) },
+            { name: 'session.db', body: zeros },
+          ]),
+          { level: 9 },
+        );
       },
     },
     {
@@ -221,12 +336,30 @@ describe('a crafted archive is refused and nothing is written', () => {
       build: async () => {
         // Every member is as declared; the excess rides after the tar's end, where only the meter sees it.
         const db = dbBytes();
-        const tarred = await craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]);
+        const tarred = await craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', body: db },
+        ]);
         return gzipSync(Buffer.concat([tarred, Buffer.alloc(16 << 20)]), { level: 9 });
       },
     },
-    { name: 'not an archive', message: /neither a Capsem session archive nor a session.db/, build: () => Promise.resolve(Buffer.from('just some text, not an archive at all\n'.repeat(40))) },
-    { name: 'a damaged database', message: /session.db (is damaged|is not a readable SQLite database)/, build: () => { const db = Buffer.from(dbBytes()); db.fill(0x55, 4096, 12288); return craftTar([{ name: 'manifest.json', body: manifestFor({ 'session.db': db }) }, { name: 'session.db', body: db }]); } },
+    {
+      name: 'not an archive',
+      message: /neither a Capsem session archive nor a session.db/,
+      build: () => Promise.resolve(Buffer.from('just some text, not an archive at all\n'.repeat(40))),
+    },
+    {
+      name: 'a damaged database',
+      message: /session.db (is damaged|is not a readable SQLite database)/,
+      build: () => {
+        const db = Buffer.from(dbBytes());
+        db.fill(0x55, 4096, 12288);
+        return craftTar([
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }) },
+          { name: 'session.db', body: db },
+        ]);
+      },
+    },
   ];
   for (const c of cases) {
     it(`refuses ${c.name}`, async () => {
@@ -247,15 +380,40 @@ describe('HAR and JSONL', () => {
   it('writes HAR 1.2 with the request and response bodies', async () => {
     const out = join(home.root, 'co-work1.har');
     const result = await exportSession(home, mainDb, seeded[0]!.id, { format: 'har', out });
-    const har = JSON.parse(readFileSync(out, 'utf8')) as { log: { version: string; creator: { name: string; version: string }; entries: { request: { url: string } }[] } };
+    const har = JSON.parse(readFileSync(out, 'utf8')) as {
+      log: { version: string; creator: { name: string; version: string }; entries: { request: { url: string } }[] };
+    };
     expect(har.log.version).toBe('1.2');
     expect(har.log.creator.name).toBe('Capsem Desktop');
     expect(har.log.entries).toHaveLength(getSession(mainDb, seeded[0]!.id)!.totals.requests);
     expect(result.items).toBe(har.log.entries.length);
     const entry = har.log.entries.find((e) => e.request.url.startsWith('https://api.')) as unknown as {
-      startedDateTime: string; time: number; cache: object; timings: { send: number; wait: number; receive: number };
-      request: { method: string; url: string; httpVersion: string; headers: { name: string; value: string }[]; queryString: unknown[]; cookies: unknown[]; headersSize: number; bodySize: number; postData: { mimeType: string; text: string } };
-      response: { status: number; statusText: string; httpVersion: string; headers: unknown[]; cookies: unknown[]; content: { size: number; mimeType: string; text: string }; redirectURL: string; headersSize: number; bodySize: number };
+      startedDateTime: string;
+      time: number;
+      cache: object;
+      timings: { send: number; wait: number; receive: number };
+      request: {
+        method: string;
+        url: string;
+        httpVersion: string;
+        headers: { name: string; value: string }[];
+        queryString: unknown[];
+        cookies: unknown[];
+        headersSize: number;
+        bodySize: number;
+        postData: { mimeType: string; text: string };
+      };
+      response: {
+        status: number;
+        statusText: string;
+        httpVersion: string;
+        headers: unknown[];
+        cookies: unknown[];
+        content: { size: number; mimeType: string; text: string };
+        redirectURL: string;
+        headersSize: number;
+        bodySize: number;
+      };
     };
     expect(Number.isNaN(Date.parse(entry.startedDateTime))).toBe(false);
     expect(entry.request).toMatchObject({ method: 'POST', httpVersion: 'HTTP/1.1', cookies: [], queryString: [], headersSize: -1 });

@@ -13,13 +13,21 @@ let ids: string[] = [];
 beforeAll(() => {
   const seeded = runCapsem(home.root, ['dev', 'seed', '--sessions', '2', '--events', '120', '--seed', '5']);
   expect(seeded.code, seeded.stderr).toBe(0);
-  ids = seeded.stdout.trim().split('\n').slice(0, 2).map((line) => line.split(/\s+/)[0]!);
+  ids = seeded.stdout
+    .trim()
+    .split('\n')
+    .slice(0, 2)
+    .map((line) => line.split(/\s+/)[0]!);
 }, 60_000);
 afterAll(() => home.remove());
 
 describe('capsem export, import and vacuum', () => {
   it('has --help on each command', () => {
-    for (const [command, first] of [['export', 'capsem export ID|NAME'], ['import', 'capsem import FILE'], ['vacuum', 'capsem vacuum [--older-than 30d]']] as const) {
+    for (const [command, first] of [
+      ['export', 'capsem export ID|NAME'],
+      ['import', 'capsem import FILE'],
+      ['vacuum', 'capsem vacuum [--older-than 30d]'],
+    ] as const) {
       const { code, stdout } = runCapsem(home.root, [command, '--help']);
       expect(code, command).toBe(0);
       expect(stdout.startsWith(first)).toBe(true);
@@ -44,7 +52,9 @@ describe('capsem export, import and vacuum', () => {
     const file = join(home.root, 'out.capsem');
     const exported = runCapsem(home.root, ['export', 'co-work1', '-o', file]);
     expect(exported.code, exported.stderr).toBe(0);
-    expect(exported.stdout).toMatch(new RegExp(`^Exported session ${ids[0]} \\(co-work1\\) as archive to ${file}: \\d+ bytes, 1 members\\n$`));
+    expect(exported.stdout).toMatch(
+      new RegExp(`^Exported session ${ids[0]} \\(co-work1\\) as archive to ${file}: \\d+ bytes, 1 members\\n$`),
+    );
     expect(runCapsem(home.root, ['export', 'co-work1', '-o', file]).stderr).toMatch(/already exists/);
     const imported = runCapsem(home.root, ['import', file]);
     expect(imported.code, imported.stderr).toBe(0);
@@ -109,7 +119,11 @@ describe('capsem export, import and vacuum', () => {
       const db = new BetterSqlite(sessionPaths(home, id as SessionId).dbPath, { readonly: true });
       try {
         return {
-          objects: (db.prepare("SELECT type || ' ' || name AS o FROM sqlite_master WHERE name LIKE 'planted%' OR type IN ('trigger', 'view')").all() as { o: string }[]).map((r) => r.o),
+          objects: (
+            db
+              .prepare("SELECT type || ' ' || name AS o FROM sqlite_master WHERE name LIKE 'planted%' OR type IN ('trigger', 'view')")
+              .all() as { o: string }[]
+          ).map((r) => r.o),
           planted: (db.prepare("SELECT count(*) AS n FROM net_events WHERE domain = 'planted.example'").get() as { n: number }).n,
           metaType: (db.prepare("SELECT type FROM sqlite_master WHERE name = 'session_meta'").get() as { type: string }).type,
         };

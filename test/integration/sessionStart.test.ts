@@ -16,7 +16,9 @@ import { vmUnavailable } from '../helpers/vmTestHome.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const noVm = vmUnavailable();
 
-type Message = { readonly id: number; readonly result?: unknown; readonly error?: { code: string; message: string } } | { readonly event: EventName; readonly payload: unknown };
+type Message =
+  | { readonly id: number; readonly result?: unknown; readonly error?: { code: string; message: string } }
+  | { readonly event: EventName; readonly payload: unknown };
 
 /** The browser-mode app as a person starts it, and a window's connection to it. */
 class Window {
@@ -59,16 +61,22 @@ class Window {
   call<N extends CallName>(name: N, params: CallParams<N>): Promise<CallResult<N>> {
     const id = ++this.nextId;
     this.socket.send(JSON.stringify({ id, call: name, params }));
-    return this.until(`the answer to ${name}`, () => {
-      const answer = this.messages.find((m) => 'id' in m && m.id === id) as Extract<Message, { id: number }> | undefined;
-      if (!answer) return undefined;
-      if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
-      return answer.result as CallResult<N>;
-    }, 120_000);
+    return this.until(
+      `the answer to ${name}`,
+      () => {
+        const answer = this.messages.find((m) => 'id' in m && m.id === id) as Extract<Message, { id: number }> | undefined;
+        if (!answer) return undefined;
+        if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
+        return answer.result as CallResult<N>;
+      },
+      120_000,
+    );
   }
 
   events<N extends EventName>(name: N): EventPayload<N>[] {
-    return this.messages.filter((m): m is Extract<Message, { event: EventName }> => 'event' in m && m.event === name).map((m) => m.payload as EventPayload<N>);
+    return this.messages
+      .filter((m): m is Extract<Message, { event: EventName }> => 'event' in m && m.event === name)
+      .map((m) => m.payload as EventPayload<N>);
   }
 
   async until<T>(what: string, found: () => T | undefined | false, timeoutMs = 180_000): Promise<T> {
@@ -105,52 +113,87 @@ async function openWindow(env: NodeJS.ProcessEnv = {}): Promise<Window> {
   return window;
 }
 
-describe.skipIf(noVm !== null)(`a start from the window, on a machine that has never built an image${noVm ? ` (skipped: ${noVm})` : ''}`, () => {
-  it("answers with the session's id at once, then shows the image build's stages and share done, the boot, and a live terminal", async () => {
-    // A fresh CAPSEM_HOME has no images: the minimal image is built for real (about 5 s here).
-    const window = await openWindow();
-    const { id } = await window.call('sessions.start', { name: 'first-start', image: 'minimal' });
-    const answeredAt = window.messages.length;
-    const listed = (await window.call('sessions.list', {})).find((s) => s.id === id);
-    expect(listed).toMatchObject({ name: 'first-start', status: 'running', live: false, starting: expect.any(Object) });
+describe.skipIf(noVm !== null)(
+  `a start from the window, on a machine that has never built an image${noVm ? ` (skipped: ${noVm})` : ''}`,
+  () => {
+    it("answers with the session's id at once, then shows the image build's stages and share done, the boot, and a live terminal", async () => {
+      // A fresh CAPSEM_HOME has no images: the minimal image is built for real (about 5 s here).
+      const window = await openWindow();
+      const { id } = await window.call('sessions.start', { name: 'first-start', image: 'minimal' });
+      const answeredAt = window.messages.length;
+      const listed = (await window.call('sessions.list', {})).find((s) => s.id === id);
+      expect(listed).toMatchObject({ name: 'first-start', status: 'running', live: false, starting: expect.any(Object) });
 
-    const ends = () => window.events('session.starting').filter((e) => e.id === id && e.state !== 'progress');
-    await window.until('the start to end', () => ends().length > 0 && ends());
-    const starts = window.events('session.starting').filter((e) => e.id === id);
-    expect(starts.at(-1)).toEqual({ id, state: 'ready', progress: null, message: null });
-    const progress = starts.flatMap((e) => (e.progress ? [e.progress] : []));
-    const image = progress.filter((p) => p.phase === 'image');
-    // The build's own stages in order, each with the share of the whole build done so far.
-    expect([...new Set(image.map((p) => p.step))]).toEqual(['inputs', 'kernel', 'initramfs', 'manifest', 'done']);
-    const fractions = image.map((p) => p.fraction!);
-    expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
-    expect(fractions.at(-1)).toBe(1);
-    expect(image.at(-1)!.message).toMatch(/^built minimal-[0-9a-f]{16}$/);
-    // Then the boot, then ready.
-    expect(progress.findIndex((p) => p.phase === 'boot' && /^booting the VM/.test(p.message))).toBeGreaterThan(progress.indexOf(image.at(-1)!));
-    // The call had answered before the build began.
-    const firstBuildStep = window.messages.findIndex((m) => 'event' in m && m.event === 'session.starting' && (m.payload as EventPayload<'session.starting'>).progress?.step === 'kernel');
-    expect(firstBuildStep).toBeGreaterThan(answeredAt - 1);
+      const ends = () => window.events('session.starting').filter((e) => e.id === id && e.state !== 'progress');
+      await window.until('the start to end', () => ends().length > 0 && ends());
+      const starts = window.events('session.starting').filter((e) => e.id === id);
+      expect(starts.at(-1)).toEqual({ id, state: 'ready', progress: null, message: null });
+      const progress = starts.flatMap((e) => (e.progress ? [e.progress] : []));
+      const image = progress.filter((p) => p.phase === 'image');
+      // The build's own stages in order, each with the share of the whole build done so far.
+      expect([...new Set(image.map((p) => p.step))]).toEqual(['inputs', 'kernel', 'initramfs', 'manifest', 'done']);
+      const fractions = image.map((p) => p.fraction!);
+      expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
+      expect(fractions.at(-1)).toBe(1);
+      expect(image.at(-1)!.message).toMatch(/^built minimal-[0-9a-f]{16}$/);
+      // Then the boot, then ready.
+      expect(progress.findIndex((p) => p.phase === 'boot' && /^booting the VM/.test(p.message))).toBeGreaterThan(
+        progress.indexOf(image.at(-1)!),
+      );
+      // The call had answered before the build began.
+      const firstBuildStep = window.messages.findIndex(
+        (m) =>
+          'event' in m && m.event === 'session.starting' && (m.payload as EventPayload<'session.starting'>).progress?.step === 'kernel',
+      );
+      expect(firstBuildStep).toBeGreaterThan(answeredAt - 1);
 
-    expect(await window.call('sessions.info', { id: id })).toMatchObject({ live: true, starting: null });
-    expect(await window.call('terminal.attach', { id, size: { cols: 80, rows: 24 } })).toEqual({ live: true, transcript: null });
-    await window.call('terminal.input', { id, data: 'echo "up-$((6*7))"\n' });
-    await window.until('the shell to answer', () => window.events('terminal.output').map((e) => e.data).join('').includes('up-42'), 60_000);
-    expect(await window.call('sessions.stop', { id })).toEqual({ status: 'stopped' });
-  }, 300_000);
-});
+      expect(await window.call('sessions.info', { id: id })).toMatchObject({ live: true, starting: null });
+      expect(await window.call('terminal.attach', { id, size: { cols: 80, rows: 24 } })).toEqual({ live: true, transcript: null });
+      await window.call('terminal.input', { id, data: 'echo "up-$((6*7))"\n' });
+      await window.until(
+        'the shell to answer',
+        () =>
+          window
+            .events('terminal.output')
+            .map((e) => e.data)
+            .join('')
+            .includes('up-42'),
+        60_000,
+      );
+      expect(await window.call('sessions.stop', { id })).toEqual({ status: 'stopped' });
+    }, 300_000);
+  },
+);
 
 describe('a start that fails', () => {
-  it('says why, with the fix, in the start\'s end and the terminal the tab asks for, and ends crashed with its name free', async () => {
+  it("says why, with the fix, in the start's end and the terminal the tab asks for, and ends crashed with its name free", async () => {
     const window = await openWindow({ CAPSEM_AGENT_BINARY: join(ROOT, 'no-such-agent') });
     const { id } = await window.call('sessions.start', { name: 'will-fail', image: 'minimal' });
-    const WHY = /^the guest image is not ready: CAPSEM_AGENT_BINARY names \S+no-such-agent, which does not exist: point it at a built capsem-agent, or unset it to build the one in native\/agent$/;
-    const failed = await window.until('the start to fail', () => window.events('session.starting').find((e) => e.id === id && e.state === 'failed'), 60_000);
+    const WHY =
+      /^the guest image is not ready: CAPSEM_AGENT_BINARY names \S+no-such-agent, which does not exist: point it at a built capsem-agent, or unset it to build the one in native\/agent$/;
+    const failed = await window.until(
+      'the start to fail',
+      () => window.events('session.starting').find((e) => e.id === id && e.state === 'failed'),
+      60_000,
+    );
     expect(failed).toEqual({ id, state: 'failed', progress: null, message: expect.stringMatching(WHY) });
-    await expect(window.call('terminal.attach', { id, size: { cols: 80, rows: 24 } })).rejects.toMatchObject({ code: 'start_failed', message: expect.stringMatching(WHY) });
+    await expect(window.call('terminal.attach', { id, size: { cols: 80, rows: 24 } })).rejects.toMatchObject({
+      code: 'start_failed',
+      message: expect.stringMatching(WHY),
+    });
 
-    const row = await window.until('the row to say crashed', () => window.events('session.changed').map((e) => e.session).find((s) => s.id === id && s.status === 'crashed'));
-    expect(row).toMatchObject({ name: 'will-fail', live: false, starting: null, statusReason: expect.stringMatching(/^image not ready: CAPSEM_AGENT_BINARY names /) });
+    const row = await window.until('the row to say crashed', () =>
+      window
+        .events('session.changed')
+        .map((e) => e.session)
+        .find((s) => s.id === id && s.status === 'crashed'),
+    );
+    expect(row).toMatchObject({
+      name: 'will-fail',
+      live: false,
+      starting: null,
+      statusReason: expect.stringMatching(/^image not ready: CAPSEM_AGENT_BINARY names /),
+    });
     // No half-made session: nothing running, and the name can be used again at once.
     expect((await window.call('sessions.list', {})).filter((s) => s.status === 'running')).toEqual([]);
     const again = await window.call('sessions.start', { name: 'will-fail', image: 'minimal' });

@@ -28,7 +28,11 @@ function started(args: readonly string[]): Running {
   return { child, output, exited };
 }
 
-async function until<T>(what: string, probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -43,13 +47,17 @@ describe.skipIf(noVm !== null)(`capsem shell NAME attached again${noVm ? ` (skip
     const owner = started(['run', '--image', 'minimal', '--name', 'keep', '--', 'sleep', '600']);
     const clients: Running[] = [];
     try {
-      await until('the VM to run', async () => {
-        const found = await findOwner(home);
-        if (!found) return null;
-        const live = (await found.client.call('vm.list')) as { name: string | null }[];
-        found.client.close();
-        return live.some((s) => s.name === 'keep');
-      }, 120_000);
+      await until(
+        'the VM to run',
+        async () => {
+          const found = await findOwner(home);
+          if (!found) return null;
+          const live = (await found.client.call('vm.list')) as { name: string | null }[];
+          found.client.close();
+          return live.some((s) => s.name === 'keep');
+        },
+        120_000,
+      );
 
       const first = started(['shell', 'keep']);
       clients.push(first);

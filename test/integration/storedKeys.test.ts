@@ -26,7 +26,12 @@ afterAll(async () => {
 
 describe('capsem keys', () => {
   it('stores a key from stdin in a 0600 file, lists where each key comes from and never prints one', () => {
-    const set = spawnSync(process.execPath, [BIN, 'keys', 'set', 'openai'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, input: `${STORED}\n`, encoding: 'utf8' });
+    const set = spawnSync(process.execPath, [BIN, 'keys', 'set', 'openai'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      input: `${STORED}\n`,
+      encoding: 'utf8',
+    });
     expect(set.status, set.stderr).toBe(0);
     expect(statSync(`${home.root}/keys.json`).mode & 0o777).toBe(0o600);
     const list = runCapsem(home.root, ['keys', 'list'], { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: 'sk-ant-from-env-123456' });
@@ -40,18 +45,41 @@ describe('capsem keys', () => {
     const caFile = `${upstreamHome.root}/ca.pem`;
     writeFileSync(caFile, upstream.caPem);
     const script = `${upstreamHome.root}/probe.mjs`;
-    writeFileSync(script, `const r = await fetch('https://api.openai.com/v1/models', { headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY } }); console.log('KEY ' + process.env.OPENAI_API_KEY + ' ' + r.status);`);
-    const run = await runCapsemAsync(home.root, ['record', '--', process.execPath, script], {
-      OPENAI_API_KEY: '', CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile,
-    }, { timeoutMs: 60_000 });
+    writeFileSync(
+      script,
+      `const r = await fetch('https://api.openai.com/v1/models', { headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY } }); console.log('KEY ' + process.env.OPENAI_API_KEY + ' ' + r.status);`,
+    );
+    const run = await runCapsemAsync(
+      home.root,
+      ['record', '--', process.execPath, script],
+      {
+        OPENAI_API_KEY: '',
+        CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`,
+        CAPSEM_UPSTREAM_CA_FILE: caFile,
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(run.stdout, run.stderr).toMatch(/^KEY sk-proj-[A-Za-z0-9_-]{156} 200$/m);
     expect(upstream.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${STORED}`]);
   });
 
   it('substitutes on HTTP/2 too: curl --http2 carrying the stand-in gets the stored key to the provider', async () => {
-    const run = await runCapsemAsync(home.root, ['record', '--', 'sh', '-c', 'curl -sS --http2 -o /dev/null -w "%{http_version} %{http_code}" -H "authorization: Bearer $OPENAI_API_KEY" https://api.openai.com/v1/models'], {
-      OPENAI_API_KEY: '', CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: `${upstreamHome.root}/ca.pem`,
-    }, { timeoutMs: 60_000 });
+    const run = await runCapsemAsync(
+      home.root,
+      [
+        'record',
+        '--',
+        'sh',
+        '-c',
+        'curl -sS --http2 -o /dev/null -w "%{http_version} %{http_code}" -H "authorization: Bearer $OPENAI_API_KEY" https://api.openai.com/v1/models',
+      ],
+      {
+        OPENAI_API_KEY: '',
+        CAPSEM_RESOLVE: `api.openai.com:443=127.0.0.1:${upstream.port}`,
+        CAPSEM_UPSTREAM_CA_FILE: `${upstreamHome.root}/ca.pem`,
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(run.stdout, run.stderr).toBe('2 200');
     expect(upstream.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${STORED}`, `Bearer ${STORED}`]);
     const rm = runCapsem(home.root, ['keys', 'rm', 'openai']);

@@ -67,6 +67,8 @@ describe('replaying a large recorded terminal', () => {
   });
 
   it('refuses a replay for a session it does not know', async () => {
-    await expect(call('terminal.replay', { id: '00000000-0000-4000-8000-000000000000', from: 0 })).rejects.toMatchObject({ code: 'unknown_session' });
+    await expect(call('terminal.replay', { id: '00000000-0000-4000-8000-000000000000', from: 0 })).rejects.toMatchObject({
+      code: 'unknown_session',
+    });
   });
 });

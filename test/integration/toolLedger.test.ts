@@ -32,7 +32,9 @@ async function record(name: string, script: string): Promise<CliResult> {
 }
 
 function rows<T>(session: string, sql: string): T[] {
-  const id = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find((s) => s.name === session)!.id;
+  const id = (JSON.parse(runCapsem(home.root, ['list', '--json']).stdout) as { id: string; name: string }[]).find(
+    (s) => s.name === session,
+  )!.id;
   return sessionRows<T>(`${home.root}/run/sessions/${id}/session.db`, sql);
 }
 
@@ -42,24 +44,58 @@ function ollamaChat(body: { model: string; messages: { role: string; tool_name?:
   const message = result
     ? { role: 'assistant', content: `It is ${result.content} in Oslo.` }
     : { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Oslo' } } }] };
-  return { model: body.model, created_at: new Date().toISOString(), message, done: true, done_reason: 'stop', prompt_eval_count: 30, eval_count: 7 };
+  return {
+    model: body.model,
+    created_at: new Date().toISOString(),
+    message,
+    done: true,
+    done_reason: 'stop',
+    prompt_eval_count: 30,
+    eval_count: 7,
+  };
 }
 
 /** Gemini: a get_weather call for the city the conversation's first message names, until a functionResponse comes back. */
-function geminiGenerate(body: { contents: { role: string; parts: { text?: string; functionResponse?: { response: { weather: string } } }[] }[] }): unknown {
+function geminiGenerate(body: {
+  contents: { role: string; parts: { text?: string; functionResponse?: { response: { weather: string } } }[] }[];
+}): unknown {
   const city = /in (\w+)/.exec(body.contents[0]!.parts[0]!.text ?? '')?.[1] ?? 'nowhere';
   const answered = body.contents.flatMap((c) => c.parts).find((p) => p.functionResponse)?.functionResponse;
-  const parts = answered ? [{ text: `${city}: ${answered.response.weather}` }] : [{ functionCall: { name: 'get_weather', args: { city } } }];
-  return { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 40, candidatesTokenCount: 5, totalTokenCount: 45 }, modelVersion: 'gemini-2.5-flash' };
+  const parts = answered
+    ? [{ text: `${city}: ${answered.response.weather}` }]
+    : [{ functionCall: { name: 'get_weather', args: { city } } }];
+  return {
+    candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP' }],
+    usageMetadata: { promptTokenCount: 40, candidatesTokenCount: 5, totalTokenCount: 45 },
+    modelVersion: 'gemini-2.5-flash',
+  };
 }
 
 /** OpenAI Chat: a new tool call per turn until the conversation holds two results, then the answer. */
 function openaiChat(body: { model: string; messages: { role: string }[] }): unknown {
   const results = body.messages.filter((m) => m.role === 'tool').length;
-  const message = results < 2
-    ? { role: 'assistant', content: null, tool_calls: [{ id: `call_T${results + 1}`, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `part${results + 1}.txt` }) } }] }
-    : { role: 'assistant', content: 'Both parts read.' };
-  return { id: `chatcmpl-${results}`, object: 'chat.completion', created: 1, model: body.model, choices: [{ index: 0, message, finish_reason: results < 2 ? 'tool_calls' : 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 } };
+  const message =
+    results < 2
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: `call_T${results + 1}`,
+              type: 'function',
+              function: { name: 'read_file', arguments: JSON.stringify({ path: `part${results + 1}.txt` }) },
+            },
+          ],
+        }
+      : { role: 'assistant', content: 'Both parts read.' };
+  return {
+    id: `chatcmpl-${results}`,
+    object: 'chat.completion',
+    created: 1,
+    model: body.model,
+    choices: [{ index: 0, message, finish_reason: results < 2 ? 'tool_calls' : 'stop' }],
+    usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 },
+  };
 }
 
 beforeAll(async () => {
@@ -77,7 +113,10 @@ beforeAll(async () => {
   const caFile = join(upstreamHome.root, 'upstream-ca.pem');
   writeFileSync(caFile, upstream.caPem);
   env = {
-    CAPSEM_RESOLVE: [...['generativelanguage.googleapis.com', 'api.openai.com'].map((h) => `${h}:443=127.0.0.1:${upstream.port}`), `ollama.test:11434=127.0.0.1:${(ollama.address() as AddressInfo).port}`].join(','),
+    CAPSEM_RESOLVE: [
+      ...['generativelanguage.googleapis.com', 'api.openai.com'].map((h) => `${h}:443=127.0.0.1:${upstream.port}`),
+      `ollama.test:11434=127.0.0.1:${(ollama.address() as AddressInfo).port}`,
+    ].join(','),
     CAPSEM_UPSTREAM_CA_FILE: caFile,
   };
 }, 30_000);
@@ -91,7 +130,9 @@ afterAll(async () => {
 
 describe('the tool ledger with real clients', () => {
   it('files an Ollama tool result, which carries no call id, under the call it answers, in one trace', async () => {
-    await record('ollama-loop', `
+    await record(
+      'ollama-loop',
+      `
 import { Ollama } from ${sdk('ollama')};
 const ollama = new Ollama({ host: 'http://ollama.test:11434' });
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
@@ -101,10 +142,19 @@ messages.push(first.message);
 for (const call of first.message.tool_calls) messages.push({ role: 'tool', tool_name: call.function.name, content: 'rain' });
 const second = await ollama.chat({ model: 'qwen3', messages, tools });
 console.log(second.message.content);
-`);
-    const calls = rows<{ call_id: string; status: string; trace_id: string }>('ollama-loop', 'SELECT call_id, status, trace_id FROM tool_calls');
-    const results = rows<{ call_id: string; trace_id: string; content_preview: string }>('ollama-loop', 'SELECT call_id, trace_id, content_preview FROM tool_responses');
-    expect(calls).toEqual([{ call_id: expect.stringMatching(/^get_weather#0@[0-9a-f]{12}$/), status: 'responded', trace_id: expect.any(String) }]);
+`,
+    );
+    const calls = rows<{ call_id: string; status: string; trace_id: string }>(
+      'ollama-loop',
+      'SELECT call_id, status, trace_id FROM tool_calls',
+    );
+    const results = rows<{ call_id: string; trace_id: string; content_preview: string }>(
+      'ollama-loop',
+      'SELECT call_id, trace_id, content_preview FROM tool_responses',
+    );
+    expect(calls).toEqual([
+      { call_id: expect.stringMatching(/^get_weather#0@[0-9a-f]{12}$/), status: 'responded', trace_id: expect.any(String) },
+    ]);
     expect(results).toEqual([{ call_id: calls[0]!.call_id, trace_id: calls[0]!.trace_id, content_preview: 'rain' }]);
     expect(rows('ollama-loop', 'SELECT DISTINCT trace_id FROM model_calls')).toHaveLength(1);
     const check = runCapsem(home.root, ['check', 'ollama-loop']);
@@ -112,7 +162,9 @@ console.log(second.message.content);
   }, 60_000);
 
   it('keeps two Gemini conversations making the same call side by side in their own traces', async () => {
-    await record('gemini-pair', `
+    await record(
+      'gemini-pair',
+      `
 import { GoogleGenAI } from ${sdk('@google/genai')};
 const ai = new GoogleGenAI({ apiKey: 'google-test-key' });
 const config = { tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'weather', parameters: { type: 'OBJECT', properties: { city: { type: 'STRING' } } } }] }] };
@@ -127,9 +179,16 @@ const a = await ask('Weather in Oslo?');
 const b = await ask('Weather in Paris?');
 console.log((await answer('Weather in Paris?', b, 'sun')).text);
 console.log((await answer('Weather in Oslo?', a, 'rain')).text);
-`);
-    const calls = rows<{ call_id: string; arguments: string; trace_id: string; status: string }>('gemini-pair', 'SELECT call_id, arguments, trace_id, status FROM tool_calls ORDER BY id');
-    const results = rows<{ call_id: string; trace_id: string; content_preview: string }>('gemini-pair', 'SELECT call_id, trace_id, content_preview FROM tool_responses ORDER BY id');
+`,
+    );
+    const calls = rows<{ call_id: string; arguments: string; trace_id: string; status: string }>(
+      'gemini-pair',
+      'SELECT call_id, arguments, trace_id, status FROM tool_calls ORDER BY id',
+    );
+    const results = rows<{ call_id: string; trace_id: string; content_preview: string }>(
+      'gemini-pair',
+      'SELECT call_id, trace_id, content_preview FROM tool_responses ORDER BY id',
+    );
     const oslo = calls.find((c) => c.arguments.includes('Oslo'))!;
     const paris = calls.find((c) => c.arguments.includes('Paris'))!;
     expect(oslo.call_id).not.toBe(paris.call_id);
@@ -144,7 +203,9 @@ console.log((await answer('Weather in Oslo?', a, 'rain')).text);
   }, 60_000);
 
   it('records each OpenAI tool result once, on the request that first carried it back, not again as history', async () => {
-    await record('openai-turns', `
+    await record(
+      'openai-turns',
+      `
 import OpenAI from ${sdk('openai')};
 const client = new OpenAI({ apiKey: 'sk-openai-test', maxRetries: 0 });
 const tools = [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
@@ -155,13 +216,20 @@ for (;;) {
   if (!reply.tool_calls) { console.log(reply.content); break; }
   for (const call of reply.tool_calls) messages.push({ role: 'tool', tool_call_id: call.id, content: 'contents of ' + JSON.parse(call.function.arguments).path });
 }
-`);
+`,
+    );
     expect(rows('openai-turns', 'SELECT count(*) AS n FROM model_calls')).toEqual([{ n: 3 }]);
-    const results = rows('openai-turns', 'SELECT r.call_id, m.seq - (SELECT min(seq) FROM model_calls) AS turn FROM tool_responses r JOIN model_calls m ON m.id = r.model_call_id ORDER BY r.id');
+    const results = rows(
+      'openai-turns',
+      'SELECT r.call_id, m.seq - (SELECT min(seq) FROM model_calls) AS turn FROM tool_responses r JOIN model_calls m ON m.id = r.model_call_id ORDER BY r.id',
+    );
     // Turn 2 carried call_T1's result back, turn 3 call_T2's; turn 3 also re-sent call_T1's as history.
     expect(results.map((r) => (r as { call_id: string }).call_id)).toEqual(['call_T1', 'call_T2']);
     expect(rows('openai-turns', "SELECT count(*) AS n FROM model_items WHERE kind = 'tool_response'")).toEqual([{ n: 2 }]);
-    expect(rows('openai-turns', 'SELECT call_id, status FROM tool_calls ORDER BY id')).toEqual([{ call_id: 'call_T1', status: 'responded' }, { call_id: 'call_T2', status: 'responded' }]);
+    expect(rows('openai-turns', 'SELECT call_id, status FROM tool_calls ORDER BY id')).toEqual([
+      { call_id: 'call_T1', status: 'responded' },
+      { call_id: 'call_T2', status: 'responded' },
+    ]);
     expect(rows('openai-turns', 'SELECT DISTINCT trace_id FROM model_calls')).toHaveLength(1);
   }, 60_000);
 });

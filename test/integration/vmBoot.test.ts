@@ -31,10 +31,15 @@ const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
 
 function vmProcesses(home: string): number[] {
   const out = spawnSync('pgrep', ['-f', home], { encoding: 'utf8' }).stdout.trim();
-  return out === '' ? [] : out.split('\n').map(Number).filter((pid) => {
-    const cmd = spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout;
-    return /qemu-system|virtiofsd/.test(cmd);
-  });
+  return out === ''
+    ? []
+    : out
+        .split('\n')
+        .map(Number)
+        .filter((pid) => {
+          const cmd = spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' }).stdout;
+          return /qemu-system|virtiofsd/.test(cmd);
+        });
 }
 
 function rows<T>(dbPath: string, sql: string): T[] {
@@ -75,7 +80,17 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   });
 
   it('capsem run boots, streams the output and exits with the command code, leaving no VM process behind', async () => {
-    const r = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--name', 'boot1', '--', 'sh', '-c', 'echo hello from $(uname -s); echo oops >&2; exit 7']);
+    const r = await runCapsemAsync(home.root, [
+      'run',
+      '--image',
+      'minimal',
+      '--name',
+      'boot1',
+      '--',
+      'sh',
+      '-c',
+      'echo hello from $(uname -s); echo oops >&2; exit 7',
+    ]);
     expect(r.stdout).toBe('hello from Linux\n');
     expect(r.stderr).toContain('oops');
     expect(r.stderr).toMatch(/TCG|KVM/);
@@ -106,7 +121,10 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
       await settle();
     }
     await session.recording.flush();
-    const events = rows<{ action: string; path: string; size: number | null }>(session.paths.dbPath, "SELECT action, path, size FROM fs_events WHERE path = 'notes/a.txt' ORDER BY seq");
+    const events = rows<{ action: string; path: string; size: number | null }>(
+      session.paths.dbPath,
+      "SELECT action, path, size FROM fs_events WHERE path = 'notes/a.txt' ORDER BY seq",
+    );
     expect(events).toEqual([
       { action: 'created', path: 'notes/a.txt', size: 4 },
       { action: 'modified', path: 'notes/a.txt', size: 8 },
@@ -125,7 +143,10 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 60_000);
 
   it('capsem shell gives an interactive shell in a new VM and exits with its code', async () => {
-    const child = spawn(process.execPath, [BIN, 'shell', '--image', 'minimal'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root } });
+    const child = spawn(process.execPath, [BIN, 'shell', '--image', 'minimal'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.resume();
@@ -139,15 +160,23 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 180_000);
 
   it('capsem stop ends a running session by its name, in order', async () => {
-    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
+    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: 'ignore',
+    });
     const runExit = new Promise<number | null>((r) => run.once('exit', r));
-    await until('the VM', async () => {
-      const found = await findOwner(home);
-      if (!found) return null;
-      const live = (await found.client.call('vm.list')) as { name: string | null }[];
-      found.client.close();
-      return live.some((s) => s.name === 'stopme');
-    }, 120_000);
+    await until(
+      'the VM',
+      async () => {
+        const found = await findOwner(home);
+        if (!found) return null;
+        const live = (await found.client.call('vm.list')) as { name: string | null }[];
+        found.client.close();
+        return live.some((s) => s.name === 'stopme');
+      },
+      120_000,
+    );
     const stopped = await runCapsemAsync(home.root, ['stop', 'stopme']);
     expect(stopped.stdout).toMatch(/^stopped [0-9a-f-]{36} \(stopme\)\n$/);
     // The command was ended by SIGTERM in the guest: 128 + 15, as a shell reports it.
@@ -161,14 +190,22 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 180_000);
 
   it('a killed owner takes its VM with it, and the next command cleans up and marks that session crashed', async () => {
-    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'orphan', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
-    const id = await until('the VM', async () => {
-      const found = await findOwner(home);
-      if (!found) return null;
-      const live = (await found.client.call('vm.list')) as { id: string; name: string | null }[];
-      found.client.close();
-      return live.find((s) => s.name === 'orphan')?.id;
-    }, 120_000);
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'orphan', '--', 'sleep', '600'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: 'ignore',
+    });
+    const id = await until(
+      'the VM',
+      async () => {
+        const found = await findOwner(home);
+        if (!found) return null;
+        const live = (await found.client.call('vm.list')) as { id: string; name: string | null }[];
+        found.client.close();
+        return live.find((s) => s.name === 'orphan')?.id;
+      },
+      120_000,
+    );
     owner.kill('SIGKILL');
     await until('QEMU and virtiofsd to die with their owner', () => vmProcesses(home.root).length === 0, 15_000);
     expect(statusOf(home, id)).toMatchObject({ status: 'running' });
@@ -180,7 +217,11 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 240_000);
 
   it('capsem run keeps its memory flat while nothing reads its output, and stops the VM in order when the reader goes away', async () => {
-    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'flood', '--', 'cat', '/dev/zero'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'flood', '--', 'cat', '/dev/zero'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     // Its stdout is a pipe this test never reads: it fills, then stays full, as under `| sleep 60`.
     let stderr = '';
     run.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -207,7 +248,9 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
       expect(stderr).not.toMatch(/EPIPE|\n\s+at |started through this process by other commands/);
       expect(vmProcesses(home.root)).toEqual([]);
       const list = await runCapsemAsync(home.root, ['list', '--json']);
-      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).find((s) => s.name === 'flood')).toMatchObject({ status: 'stopped' });
+      expect((JSON.parse(list.stdout) as { name: string; status: string }[]).find((s) => s.name === 'flood')).toMatchObject({
+        status: 'stopped',
+      });
     } finally {
       // A failed expectation leaves the flood running: told to go, the owner stops its VM first.
       if (run.exitCode === null && run.signalCode === null) {
@@ -218,24 +261,36 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
   }, 240_000);
 
   it('sends a second capsem run through the running owner, and leaves no VM process when the owner is stopped', async () => {
-    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], { cwd: USER_FOLDER, env: { ...process.env, CAPSEM_HOME: home.root }, stdio: 'ignore' });
-    const running = await until('the first VM', async () => {
-      const found = await findOwner(home);
-      if (!found) return null;
-      const live = (await found.client.call('vm.list')) as { id: string }[];
-      found.client.close();
-      return live.length === 1 ? found.info : null;
-    }, 120_000);
+    const owner = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--', 'sleep', '600'], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home.root },
+      stdio: 'ignore',
+    });
+    const running = await until(
+      'the first VM',
+      async () => {
+        const found = await findOwner(home);
+        if (!found) return null;
+        const live = (await found.client.call('vm.list')) as { id: string }[];
+        found.client.close();
+        return live.length === 1 ? found.info : null;
+      },
+      120_000,
+    );
     expect(running.pid).toBe(owner.pid);
     const secondRun = runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'sh', '-c', 'echo second; cat /proc/1/comm; sleep 3']);
     // While it runs, the owner (the first command) hosts both VMs.
-    await until('the owner to host the second VM too', async () => {
-      const found = await findOwner(home);
-      if (!found) return null;
-      const live = (await found.client.call('vm.list')) as unknown[];
-      found.client.close();
-      return found.info.pid === owner.pid && live.length === 2;
-    }, 120_000);
+    await until(
+      'the owner to host the second VM too',
+      async () => {
+        const found = await findOwner(home);
+        if (!found) return null;
+        const live = (await found.client.call('vm.list')) as unknown[];
+        found.client.close();
+        return found.info.pid === owner.pid && live.length === 2;
+      },
+      120_000,
+    );
     const second = await secondRun;
     expect(second.stdout).toBe('second\ncapsem-agent\n');
     expect(second.code).toBe(0);
@@ -261,14 +316,30 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
     upstream = await startUpstream(upHome, [API, OTHER], (req, body, res) => {
       if (req.url === '/v1/messages') {
         return json(res, 200, {
-          id: 'msg_guest_1', type: 'message', role: 'assistant', model: (body as { model: string }).model, content: [{ type: 'text', text: 'Hello from the local upstream.' }],
-          stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 321, output_tokens: 12, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+          id: 'msg_guest_1',
+          type: 'message',
+          role: 'assistant',
+          model: (body as { model: string }).model,
+          content: [{ type: 'text', text: 'Hello from the local upstream.' }],
+          stop_reason: 'end_turn',
+          stop_sequence: null,
+          usage: { input_tokens: 321, output_tokens: 12, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
         });
       }
       json(res, 200, { path: req.url });
     });
     upHome.remove();
-    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.example'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
+    writeFileSync(
+      join(home.root, 'policy.json'),
+      JSON.stringify({
+        version: 1,
+        rules: [
+          { id: 'test.deny-blocked', action: 'deny', domains: ['blocked.example'] },
+          { id: 'test.allow', action: 'allow', domains: ['*'] },
+        ],
+        privateAddresses: 'deny',
+      }),
+    );
     ({ host, session } = await startAgentVm(home, upstream, [API, OTHER]));
   }, 900_000);
   afterAll(async () => {
@@ -281,7 +352,10 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
     expect((await run(['curl', '-sS', `https://${OTHER}/v1/hello`])).out).toBe(JSON.stringify({ path: '/v1/hello' }));
     expect((await run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.example/'])).out).toBe('403');
     await session.recording.flush();
-    const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(session.paths.dbPath, "SELECT domain, process_name, status_code, decision, matched_rule FROM net_events WHERE process_name = 'curl' ORDER BY seq");
+    const net = rows<{ domain: string; process_name: string; status_code: number; decision: string; matched_rule: string }>(
+      session.paths.dbPath,
+      "SELECT domain, process_name, status_code, decision, matched_rule FROM net_events WHERE process_name = 'curl' ORDER BY seq",
+    );
     expect(net).toEqual([
       { domain: OTHER, process_name: 'curl', status_code: 200, decision: 'allowed', matched_rule: 'test.allow' },
       { domain: 'blocked.example', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' },
@@ -292,7 +366,9 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
     const accel = probeAccelerator().accel;
     const curl = await run(['curl', '-sSv', '-o', '/dev/null', `https://${OTHER}/v1/cipher`]);
     expect(curl.code).toBe(0);
-    expect(curl.err).toContain(`SSL connection using TLSv1.3 / ${accel === 'tcg' ? 'TLS_CHACHA20_POLY1305_SHA256' : 'TLS_AES_128_GCM_SHA256'}`);
+    expect(curl.err).toContain(
+      `SSL connection using TLSv1.3 / ${accel === 'tcg' ? 'TLS_CHACHA20_POLY1305_SHA256' : 'TLS_AES_128_GCM_SHA256'}`,
+    );
     expect((await run(['sh', '-c', 'printf %s "$OPENSSL_ia32cap"'])).out).toBe(guestCryptoEnv(accel).OPENSSL_ia32cap ?? '');
   });
 
@@ -313,18 +389,37 @@ describe.skipIf(noAgentImage !== null)(`real VM, agent image: the network path${
 
   it("runs the official @anthropic-ai/sdk on the guest's node through the proxy, and the call lands in model_calls with its tokens", async () => {
     copyPackageClosure('@anthropic-ai/sdk', session.paths.workspaceDir);
-    writeFileSync(join(session.paths.workspaceDir, 'ask.cjs'), `
+    writeFileSync(
+      join(session.paths.workspaceDir, 'ask.cjs'),
+      `
 const Anthropic = require('@anthropic-ai/sdk');
 const client = new Anthropic({ apiKey: 'sk-ant-guest-test' });
 client.messages.create({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'Say hello.' }] })
   .then((m) => console.log(JSON.stringify({ text: m.content[0].text, usage: m.usage })), (e) => { console.error(String(e)); process.exit(1); });
-`);
+`,
+    );
     const r = await run(['node', 'ask.cjs']);
     expect(r.err).toBe('');
     expect(JSON.parse(r.out)).toMatchObject({ text: 'Hello from the local upstream.', usage: { input_tokens: 321, output_tokens: 12 } });
     await session.recording.flush();
-    const calls = rows<{ provider: string; model: string; input_tokens: number; output_tokens: number; process_name: string; estimated_cost_usd: number }>(session.paths.dbPath, 'SELECT provider, model, input_tokens, output_tokens, process_name, estimated_cost_usd FROM model_calls');
-    expect(calls).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-6', input_tokens: 321, output_tokens: 12, process_name: 'node', estimated_cost_usd: expect.any(Number) }]);
+    const calls = rows<{
+      provider: string;
+      model: string;
+      input_tokens: number;
+      output_tokens: number;
+      process_name: string;
+      estimated_cost_usd: number;
+    }>(session.paths.dbPath, 'SELECT provider, model, input_tokens, output_tokens, process_name, estimated_cost_usd FROM model_calls');
+    expect(calls).toEqual([
+      {
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        input_tokens: 321,
+        output_tokens: 12,
+        process_name: 'node',
+        estimated_cost_usd: expect.any(Number),
+      },
+    ]);
     expect(calls[0]!.estimated_cost_usd).toBeGreaterThan(0);
     // The request reached the upstream from the guest's own Node (Debian's), with the key it was given.
     const sent = upstream.requests.find((q) => q.path === '/v1/messages')!;

@@ -59,11 +59,27 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
     host = new VmHost({
       home,
       backend: () => new HostAgentBackend(work),
-      hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${(upstream.address() as AddressInfo).port}`, CAPSEM_UPSTREAM_CA_FILE: join(work, 'upstream-ca.pem') },
-      plan: () => async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: work, guestProxyPort: await freePort(), guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+      hostEnv: {
+        ...process.env,
+        CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+        CAPSEM_UPSTREAM_CA_FILE: join(work, 'upstream-ca.pem'),
+      },
+      plan: () => async (_paths, caPem) => ({
+        kernel: '',
+        initrd: '',
+        cmdline: '',
+        disks: [],
+        guestWorkspace: work,
+        guestProxyPort: await freePort(),
+        guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      }),
     });
     ensurePrivateDir(home.runDir);
-    server = await startControlServer({ path: join(home.runDir, 'control.sock'), info: { pid: process.pid, kind: 'cli', command: 'test', startedAt: new Date().toISOString(), version: '0.0.0' }, methods: vmHostMethods(host) });
+    server = await startControlServer({
+      path: join(home.runDir, 'control.sock'),
+      info: { pid: process.pid, kind: 'cli', command: 'test', startedAt: new Date().toISOString(), version: '0.0.0' },
+      methods: vmHostMethods(host),
+    });
     const client = await ControlClient.connect(server.path);
     const upload = `i=0; refused=0
       while [ $i -lt 120 ] && [ $refused -lt 3 ]; do
@@ -72,17 +88,21 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
         echo "$i $code"
         [ "$code" = 200 ] || refused=$((refused+1))
       done`;
-    const stream = await client.stream('vm.run', { image: 'minimal', argv: ['sh', '-c', upload] }, {
-      onData: (bytes) => {
-        stdout += bytes.toString();
+    const stream = await client.stream(
+      'vm.run',
+      { image: 'minimal', argv: ['sh', '-c', upload] },
+      {
+        onData: (bytes) => {
+          stdout += bytes.toString();
+        },
+        onEvent: (raw) => {
+          const event = VmStreamEvent.parse(raw);
+          if (event.type === 'stderr') stderr.push(Buffer.from(event.data, 'base64').toString());
+          if (event.type === 'status') status.push(event.line);
+          if (event.type === 'session') sessionId = event.id;
+        },
       },
-      onEvent: (raw) => {
-        const event = VmStreamEvent.parse(raw);
-        if (event.type === 'stderr') stderr.push(Buffer.from(event.data, 'base64').toString());
-        if (event.type === 'status') status.push(event.line);
-        if (event.type === 'session') sessionId = event.id;
-      },
-    });
+    );
     exit = await stream.exit;
     client.close();
   }, 120_000);
@@ -99,12 +119,18 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
   it('stops the VM in order and ends the run with exit code 74 and the reason', () => {
     expect(exit, stderr.join('')).toBe(74);
     expect(status).toContain(`stopping the VM: ${REASON}`);
-    expect(stderr.join('')).toMatch(new RegExp(`capsem: session ${sessionId} crashed: ${REASON}; \\d+ exchanges? \\(\\d+ rows?\\) not recorded\\n`));
+    expect(stderr.join('')).toMatch(
+      new RegExp(`capsem: session ${sessionId} crashed: ${REASON}; \\d+ exchanges? \\(\\d+ rows?\\) not recorded\\n`),
+    );
     expect(host.live).toHaveLength(0);
   });
 
   it('records or counts every guest request that reached the upstream, and forwards none it refused', () => {
-    const answered = stdout.trim().split('\n').map((line) => line.split(' ')).filter((parts) => parts.length === 2);
+    const answered = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '))
+      .filter((parts) => parts.length === 2);
     const ok = answered.filter(([, code]) => code === '200').map(([i]) => `/put/${i}`);
     // The VM is stopped within moments of the failure, usually before the guest prints a refusal;
     // the refusals themselves are pinned in proxyRefusal.test.ts and recordDiskFull.test.ts.

@@ -35,48 +35,51 @@ answers.fetchLocalhost = await fetch('http://localhost:' + port + '/').then(asyn
 console.log(JSON.stringify(answers));
 `;
 
-describe.skipIf(noAgentImage !== null)(`real VM, agent image: Node clients and the guest's own loopback${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`, () => {
-  const home = vmTestHome();
-  let upstream: Upstream;
-  let host: VmHost;
-  let session: VmSession;
+describe.skipIf(noAgentImage !== null)(
+  `real VM, agent image: Node clients and the guest's own loopback${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`,
+  () => {
+    const home = vmTestHome();
+    let upstream: Upstream;
+    let host: VmHost;
+    let session: VmSession;
 
-  beforeAll(async () => {
-    const upHome = tempHome();
-    upstream = await startUpstream(upHome, [HOST], (req, _body, res) => json(res, 200, { path: req.url }));
-    upHome.remove();
-    ({ host, session } = await startAgentVm(home, upstream, [HOST]));
-  }, 900_000);
+    beforeAll(async () => {
+      const upHome = tempHome();
+      upstream = await startUpstream(upHome, [HOST], (req, _body, res) => json(res, 200, { path: req.url }));
+      upHome.remove();
+      ({ host, session } = await startAgentVm(home, upstream, [HOST]));
+    }, 900_000);
 
-  afterAll(async () => {
-    await host?.stopAll();
-    await upstream?.close();
-    home.remove();
-  });
-
-  it('records https.request to a public host, and leaves localhost to the guest', async () => {
-    writeFileSync(join(session.paths.workspaceDir, 'client.mjs'), CLIENT);
-    // A server of the guest's own, on every loopback address, answering for itself.
-    const script = [
-      "node -e \"require('http').createServer((q, s) => s.end('guest-local')).listen(8765)\" & server=$!",
-      'for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.1; done',
-      'node client.mjs 8765',
-      'curl -s -w " %{http_code}" http://localhost:8765/',
-      'kill $server',
-    ].join('\n');
-    const r = await guestRun(session, ['sh', '-c', script], { cwd: '/workspace' });
-    expect(r.code, r.err).toBe(0);
-    const [json, curl] = r.out.trim().split('\n');
-    expect(JSON.parse(json!)).toEqual({
-      httpsRequest: { status: 200, body: JSON.stringify({ path: '/v1/from-guest' }) },
-      httpLocalhost: { status: 200, body: 'guest-local' },
-      http127: { status: 200, body: 'guest-local' },
-      fetchLocalhost: { status: 200, body: 'guest-local' },
+    afterAll(async () => {
+      await host?.stopAll();
+      await upstream?.close();
+      home.remove();
     });
-    expect(curl).toBe('guest-local 200');
-    await session.recording.flush();
-    expect(sessionRows(session.paths.dbPath, 'SELECT domain, path, status_code, process_name FROM net_events')).toEqual([
-      { domain: HOST, path: '/v1/from-guest', status_code: 200, process_name: 'node' },
-    ]);
-  }, 120_000);
-});
+
+    it('records https.request to a public host, and leaves localhost to the guest', async () => {
+      writeFileSync(join(session.paths.workspaceDir, 'client.mjs'), CLIENT);
+      // A server of the guest's own, on every loopback address, answering for itself.
+      const script = [
+        "node -e \"require('http').createServer((q, s) => s.end('guest-local')).listen(8765)\" & server=$!",
+        'for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.1; done',
+        'node client.mjs 8765',
+        'curl -s -w " %{http_code}" http://localhost:8765/',
+        'kill $server',
+      ].join('\n');
+      const r = await guestRun(session, ['sh', '-c', script], { cwd: '/workspace' });
+      expect(r.code, r.err).toBe(0);
+      const [json, curl] = r.out.trim().split('\n');
+      expect(JSON.parse(json!)).toEqual({
+        httpsRequest: { status: 200, body: JSON.stringify({ path: '/v1/from-guest' }) },
+        httpLocalhost: { status: 200, body: 'guest-local' },
+        http127: { status: 200, body: 'guest-local' },
+        fetchLocalhost: { status: 200, body: 'guest-local' },
+      });
+      expect(curl).toBe('guest-local 200');
+      await session.recording.flush();
+      expect(sessionRows(session.paths.dbPath, 'SELECT domain, path, status_code, process_name FROM net_events')).toEqual([
+        { domain: HOST, path: '/v1/from-guest', status_code: 200, process_name: 'node' },
+      ]);
+    }, 120_000);
+  },
+);

@@ -28,8 +28,11 @@ let upstream: Server;
 let upstreamCaFile: string;
 let upPort = 0;
 
-
-async function start(name: string | null = null, extra: Partial<VmSessionOptions> = {}, guestEnv: Record<string, string> = {}): Promise<{ session: VmSession; backend: HostAgentBackend }> {
+async function start(
+  name: string | null = null,
+  extra: Partial<VmSessionOptions> = {},
+  guestEnv: Record<string, string> = {},
+): Promise<{ session: VmSession; backend: HostAgentBackend }> {
   const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
   mkdirSync(workspace, { recursive: true });
   const backend = new HostAgentBackend(workspace);
@@ -41,7 +44,15 @@ async function start(name: string | null = null, extra: Partial<VmSessionOptions
     backend,
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
     heartbeatMs: 200,
-    plan: async (_paths, caPem) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: workspace, guestProxyPort: proxyPort, guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', ...guestEnv } }),
+    plan: async (_paths, caPem) => ({
+      kernel: '',
+      initrd: '',
+      cmdline: '',
+      disks: [],
+      guestWorkspace: workspace,
+      guestProxyPort: proxyPort,
+      guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', ...guestEnv },
+    }),
     ...extra,
   };
   return { session: await VmSession.start(options), backend };
@@ -88,7 +99,17 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     upPort = (upstream.address() as AddressInfo).port;
-    writeFileSync(join(home.root, 'policy.json'), JSON.stringify({ version: 1, rules: [{ id: 'test.deny-blocked', action: 'deny', domains: ['blocked.test'] }, { id: 'test.allow', action: 'allow', domains: ['*'] }], privateAddresses: 'deny' }));
+    writeFileSync(
+      join(home.root, 'policy.json'),
+      JSON.stringify({
+        version: 1,
+        rules: [
+          { id: 'test.deny-blocked', action: 'deny', domains: ['blocked.test'] },
+          { id: 'test.allow', action: 'allow', domains: ['*'] },
+        ],
+        privateAddresses: 'deny',
+      }),
+    );
   });
   afterAll(() => {
     upstream?.close();
@@ -100,8 +121,16 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     const r = await output(session, ['sh', '-c', 'echo out; echo err >&2; exit 7']);
     expect(r).toEqual({ out: 'out\n', err: 'err\n', code: 7 });
     await session.stop();
-    const [row] = rows<{ argv: string; exit_code: number; stdout_preview: string; stderr_bytes: number }>(session, 'SELECT * FROM exec_events');
-    expect(row).toMatchObject({ argv: JSON.stringify(['sh', '-c', 'echo out; echo err >&2; exit 7']), exit_code: 7, stdout_preview: 'out\n', stderr_bytes: 4 });
+    const [row] = rows<{ argv: string; exit_code: number; stdout_preview: string; stderr_bytes: number }>(
+      session,
+      'SELECT * FROM exec_events',
+    );
+    expect(row).toMatchObject({
+      argv: JSON.stringify(['sh', '-c', 'echo out; echo err >&2; exit 7']),
+      exit_code: 7,
+      stdout_preview: 'out\n',
+      stderr_bytes: 4,
+    });
   });
 
   it('carries a guest curl through the recording proxy, tagged with its process, and refuses a denied domain', async () => {
@@ -111,10 +140,19 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     const denied = await output(session, ['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', 'https://blocked.test/x']);
     expect(denied.out).toBe('403');
     await session.stop();
-    const net = rows<{ domain: string; process_name: string; pid: number; status_code: number; decision: string; matched_rule: string }>(session, 'SELECT domain, process_name, pid, status_code, decision, matched_rule FROM net_events ORDER BY seq');
+    const net = rows<{ domain: string; process_name: string; pid: number; status_code: number; decision: string; matched_rule: string }>(
+      session,
+      'SELECT domain, process_name, pid, status_code, decision, matched_rule FROM net_events ORDER BY seq',
+    );
     expect(net).toEqual([
       expect.objectContaining({ domain: HOST, process_name: 'curl', status_code: 200, decision: 'allowed' }),
-      expect.objectContaining({ domain: 'blocked.test', process_name: 'curl', status_code: 403, decision: 'denied', matched_rule: 'test.deny-blocked' }),
+      expect.objectContaining({
+        domain: 'blocked.test',
+        process_name: 'curl',
+        status_code: 403,
+        decision: 'denied',
+        matched_rule: 'test.deny-blocked',
+      }),
     ]);
     expect(net[0]!.pid).toBeGreaterThan(1);
   });
@@ -129,7 +167,10 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     await output(session, ['rm', 'src/a.txt']);
     await settle();
     await session.stop();
-    const events = rows<{ action: string; path: string; size: number | null }>(session, "SELECT action, path, size FROM fs_events WHERE path = 'src/a.txt' ORDER BY seq");
+    const events = rows<{ action: string; path: string; size: number | null }>(
+      session,
+      "SELECT action, path, size FROM fs_events WHERE path = 'src/a.txt' ORDER BY seq",
+    );
     expect(events).toEqual([
       { action: 'created', path: 'src/a.txt', size: 5 },
       { action: 'modified', path: 'src/a.txt', size: 9 },
@@ -202,10 +243,19 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
   it("runs the program the session names on its terminal, with that program's own environment and its settings written into the home first", async () => {
     const guestHome = join(home.root, 'guest-home');
     mkdirSync(guestHome);
-    const program = 'echo "started as $0 in $(basename "$PWD") with key=$AGENT_KEY"; cat "$HOME/.tool/settings.json"; printf "ask> "; read line; echo "asked: $line"; exit 3';
-    const { session } = await start(null, {
-      terminal: () => ({ argv: ['sh', '-c', program, 'tool'], env: { AGENT_KEY: 'k-123' }, homeFiles: [{ path: '.tool/settings.json', content: '{"trusted":true}\n' }] }),
-    }, { HOME: guestHome });
+    const program =
+      'echo "started as $0 in $(basename "$PWD") with key=$AGENT_KEY"; cat "$HOME/.tool/settings.json"; printf "ask> "; read line; echo "asked: $line"; exit 3';
+    const { session } = await start(
+      null,
+      {
+        terminal: () => ({
+          argv: ['sh', '-c', program, 'tool'],
+          env: { AGENT_KEY: 'k-123' },
+          homeFiles: [{ path: '.tool/settings.json', content: '{"trusted":true}\n' }],
+        }),
+      },
+      { HOME: guestHome },
+    );
     expect(readFileSync(join(guestHome, '.tool/settings.json'), 'utf8')).toBe('{"trusted":true}\n');
     const pty = session.attachPty({ cols: 80, rows: 24 });
     let seen = '';
@@ -224,7 +274,9 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     // The key is the terminal program's alone: a command run beside it does not see it.
     expect(await output(session, ['sh', '-c', 'printf "%s" "${AGENT_KEY-unset}"'])).toMatchObject({ out: 'unset', code: 0 });
     await session.stop();
-    const argvs = rows<{ argv: string }>(session, 'SELECT argv FROM exec_events').map((r) => r.argv).join('\n');
+    const argvs = rows<{ argv: string }>(session, 'SELECT argv FROM exec_events')
+      .map((r) => r.argv)
+      .join('\n');
     expect(argvs).toContain('.tool/settings.json');
     expect(argvs).not.toContain('trusted');
   });
@@ -248,7 +300,12 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     const { session } = await start();
     const end = await session.stop();
     expect(end).toEqual({ status: 'stopped', reason: null });
-    const meta = Object.fromEntries(rows<{ key: string; value: string }>(session, "SELECT key, value FROM session_meta WHERE key LIKE 'vm_%'").map((r) => [r.key, r.value]));
+    const meta = Object.fromEntries(
+      rows<{ key: string; value: string }>(session, "SELECT key, value FROM session_meta WHERE key LIKE 'vm_%'").map((r) => [
+        r.key,
+        r.value,
+      ]),
+    );
     expect(meta.vm_agent).toBe('capsem-agent 0.1.0');
     expect(Number(meta.vm_boot_ready_ms)).toBeGreaterThan(0);
   });
@@ -261,7 +318,15 @@ describe.skipIf(missing !== null)(`resuming sessions with the real agent${missin
     new VmHost({
       home: rhome,
       backend: () => new HostAgentBackend(workspace),
-      plan: () => async (paths) => ({ kernel: '', initrd: '', cmdline: '', disks: [], guestWorkspace: paths.workspaceDir, guestProxyPort: 0, guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }),
+      plan: () => async (paths) => ({
+        kernel: '',
+        initrd: '',
+        cmdline: '',
+        disks: [],
+        guestWorkspace: paths.workspaceDir,
+        guestProxyPort: 0,
+        guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      }),
     });
   const quiet = { status: () => {}, progress: () => {} };
   const resolve = (name: string) => {

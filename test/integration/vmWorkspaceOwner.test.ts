@@ -24,7 +24,12 @@ describe.skipIf(skip !== null)(`capsem run --workspace as an ordinary user${skip
   let project: string;
   const agent = agentBinary();
   const run = (args: readonly string[]) =>
-    runCapsemAsync(userHome, args, { HOME: who.home, CAPSEM_AGENT_BINARY: agent }, { asUser: { setpriv: asUser(who), cwd: root }, timeoutMs: 170_000 });
+    runCapsemAsync(
+      userHome,
+      args,
+      { HOME: who.home, CAPSEM_AGENT_BINARY: agent },
+      { asUser: { setpriv: asUser(who), cwd: root }, timeoutMs: 170_000 },
+    );
 
   beforeAll(async () => {
     // Folders the user owns; the user cannot enter this checkout's image cache, so the image is copied.
@@ -61,7 +66,10 @@ describe.skipIf(skip !== null)(`capsem run --workspace as an ordinary user${skip
   it('capsem doctor, run by that user, says the files will be theirs', async () => {
     const r = await run(['doctor', '--json']);
     const findings = JSON.parse(r.stdout) as { check: string; level: string; detail: string }[];
-    expect(findings.find((f) => f.check === 'file ownership')).toMatchObject({ level: 'ok', detail: expect.stringMatching(new RegExp(`user namespace .* are ${who.name}'s`)) });
+    expect(findings.find((f) => f.check === 'file ownership')).toMatchObject({
+      level: 'ok',
+      detail: expect.stringMatching(new RegExp(`user namespace .* are ${who.name}'s`)),
+    });
   }, 60_000);
 });
 

@@ -40,7 +40,9 @@ it('keeps every acknowledged row and a whole database when the writing process i
     .get(lastAck, lastAck) as { n: number };
   // seq is dense from 1, so every acknowledged row is there exactly when the count equals the ack.
   expect(acknowledged.n).toBe(lastAck);
-  const orphanBlobs = db.prepare('SELECT count(*) AS n FROM event_body_blobs b WHERE NOT EXISTS (SELECT 1 FROM net_events e WHERE e.event_id = b.event_id)').get() as { n: number };
+  const orphanBlobs = db
+    .prepare('SELECT count(*) AS n FROM event_body_blobs b WHERE NOT EXISTS (SELECT 1 FROM net_events e WHERE e.event_id = b.event_id)')
+    .get() as { n: number };
   expect(orphanBlobs.n).toBe(0);
   db.close();
 });

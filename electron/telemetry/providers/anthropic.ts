@@ -18,9 +18,17 @@ function anthropicRequest(body: Json): RequestView {
     const calls = blocks.filter((b) => b.type === 'tool_use');
     const results = blocks.filter((b) => b.type === 'tool_result');
     const turnCalls = calls.map((c) => ({ id: str(c.id) ?? null, name: str(c.name) ?? '', arguments: argsText(c.input) }));
-    const turnResults = results.map((r) => ({ id: str(r.tool_use_id) ?? null, name: null, content: textOf(r.content), isError: r.is_error === true }));
+    const turnResults = results.map((r) => ({
+      id: str(r.tool_use_id) ?? null,
+      name: null,
+      content: textOf(r.content),
+      isError: r.is_error === true,
+    }));
     for (const c of turnCalls) view.historyToolCalls.push({ id: c.id ?? '', name: c.name, arguments: c.arguments });
-    for (const r of turnResults) view.toolResults.push(r.isError ? { toolUseId: r.id ?? '', content: r.content, isError: true } : { toolUseId: r.id ?? '', content: r.content });
+    for (const r of turnResults)
+      view.toolResults.push(
+        r.isError ? { toolUseId: r.id ?? '', content: r.content, isError: true } : { toolUseId: r.id ?? '', content: r.content },
+      );
     const ids = [...calls.map((c) => str(c.id)), ...results.map((r) => str(r.tool_use_id))].filter(Boolean).join(',');
     const role = str(m.role) ?? 'user';
     view.messages.push(message(role, m.content, { toolCallNames: calls.map((c) => str(c.name)).join(','), toolUseIds: ids }));
@@ -29,7 +37,13 @@ function anthropicRequest(body: Json): RequestView {
   for (const t of arr(body.tools)) {
     if (isObject(t)) view.tools.push({ name: str(t.name) ?? '', description: str(t.description), parameters: t.input_schema });
   }
-  return settings(view, { temperature: body.temperature, maxTokens: body.max_tokens, topP: body.top_p, stream: body.stream, toolChoice: body.tool_choice });
+  return settings(view, {
+    temperature: body.temperature,
+    maxTokens: body.max_tokens,
+    topP: body.top_p,
+    stream: body.stream,
+    toolChoice: body.tool_choice,
+  });
 }
 
 function anthropicUsage(out: ModelResponse, usage: unknown): void {
@@ -48,7 +62,8 @@ function anthropicJson(body: Json): ModelResponse {
   for (const block of arr(body.content).filter(isObject)) {
     if (block.type === 'text') out.text += str(block.text) ?? '';
     else if (block.type === 'thinking') out.thinking += str(block.thinking) ?? '';
-    else if (block.type === 'tool_use' || block.type === 'server_tool_use') out.toolCalls.push({ id: str(block.id) ?? '', name: str(block.name) ?? '', arguments: argsText(block.input) });
+    else if (block.type === 'tool_use' || block.type === 'server_tool_use')
+      out.toolCalls.push({ id: str(block.id) ?? '', name: str(block.name) ?? '', arguments: argsText(block.input) });
   }
   anthropicUsage(out, body.usage);
   return out;
@@ -101,5 +116,12 @@ export const anthropic: ModelProvider = {
   id: 'anthropic',
   host: 'api.anthropic.com',
   priceCatalogId: 'anthropic',
-  endpoints: [{ flavor: 'messages', path: /^(?:\/v1)?\/messages$/, request: anthropicRequest, response: { stream: anthropicStream, json: (body) => anthropicJson(obj(body)) } }],
+  endpoints: [
+    {
+      flavor: 'messages',
+      path: /^(?:\/v1)?\/messages$/,
+      request: anthropicRequest,
+      response: { stream: anthropicStream, json: (body) => anthropicJson(obj(body)) },
+    },
+  ],
 };

@@ -20,8 +20,15 @@ function geminiRequest(body: Json): RequestView {
     const calls = parts.map((p) => p.functionCall).filter(isObject);
     const results = parts.map((p) => p.functionResponse).filter(isObject);
     const turnCalls = calls.map((fc) => ({ id: str(fc.id) ?? null, name: str(fc.name) ?? '', arguments: argsText(fc.args) }));
-    const turnResults = results.map((fr) => ({ id: str(fr.id) ?? null, name: str(fr.name) ?? null, content: JSON.stringify(fr.response ?? null), isError: false }));
-    turnCalls.forEach((fc, i) => view.historyToolCalls.push({ id: fc.id ?? `${fc.name || 'call'}#${i}`, name: fc.name, arguments: fc.arguments }));
+    const turnResults = results.map((fr) => ({
+      id: str(fr.id) ?? null,
+      name: str(fr.name) ?? null,
+      content: JSON.stringify(fr.response ?? null),
+      isError: false,
+    }));
+    turnCalls.forEach((fc, i) =>
+      view.historyToolCalls.push({ id: fc.id ?? `${fc.name || 'call'}#${i}`, name: fc.name, arguments: fc.arguments }),
+    );
     turnResults.forEach((fr, i) => view.toolResults.push({ toolUseId: fr.id ?? `${fr.name ?? 'call'}#${i}`, content: fr.content }));
     const role = str(c.role) ?? 'user';
     view.messages.push(message(role, c.parts, { toolCallNames: calls.map((fc) => str(fc.name)).join(',') }));
@@ -30,11 +37,17 @@ function geminiRequest(body: Json): RequestView {
   for (const group of arr(body.tools)) {
     if (!isObject(group)) continue;
     for (const d of arr(group.functionDeclarations ?? group.function_declarations)) {
-      if (isObject(d)) view.tools.push({ name: str(d.name) ?? '', description: str(d.description), parameters: d.parameters ?? d.parametersJsonSchema });
+      if (isObject(d))
+        view.tools.push({ name: str(d.name) ?? '', description: str(d.description), parameters: d.parameters ?? d.parametersJsonSchema });
     }
   }
   const config = isObject(body.generationConfig) ? body.generationConfig : {};
-  return settings(view, { temperature: config.temperature, maxTokens: config.maxOutputTokens, topP: config.topP, toolChoice: body.toolConfig });
+  return settings(view, {
+    temperature: config.temperature,
+    maxTokens: config.maxOutputTokens,
+    topP: config.topP,
+    toolChoice: body.toolConfig,
+  });
 }
 
 function geminiChunk(out: ModelResponse, body: Json): void {
@@ -52,7 +65,12 @@ function geminiChunk(out: ModelResponse, body: Json): void {
     out.stopReason = str(cand.finishReason) ?? out.stopReason;
   }
   const u = obj(body.usageMetadata);
-  setUsage(out, { prompt: num(u.promptTokenCount), cached: num(u.cachedContentTokenCount), output: num(u.candidatesTokenCount), reasoning: num(u.thoughtsTokenCount) });
+  setUsage(out, {
+    prompt: num(u.promptTokenCount),
+    cached: num(u.cachedContentTokenCount),
+    output: num(u.candidatesTokenCount),
+    reasoning: num(u.thoughtsTokenCount),
+  });
   if (body.error) out.error = errorOf(body);
 }
 
@@ -74,5 +92,12 @@ export const gemini: ModelProvider = {
   id: 'google',
   host: 'generativelanguage.googleapis.com',
   priceCatalogId: 'google',
-  endpoints: [{ flavor: 'generate', path: /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/, request: geminiRequest, response: { stream: geminiStream, json: geminiJson } }],
+  endpoints: [
+    {
+      flavor: 'generate',
+      path: /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/,
+      request: geminiRequest,
+      response: { stream: geminiStream, json: geminiJson },
+    },
+  ],
 };

@@ -35,7 +35,9 @@ export function detectModelApi(path: string): ModelApi | null {
     for (const endpoint of provider.endpoints) {
       const match = endpoint.path.exec(bare);
       if (!match) continue;
-      return match[1] === undefined ? { provider: provider.id, flavor: endpoint.flavor } : { provider: provider.id, flavor: endpoint.flavor, pathModel: decodedSegment(match[1]) };
+      return match[1] === undefined
+        ? { provider: provider.id, flavor: endpoint.flavor }
+        : { provider: provider.id, flavor: endpoint.flavor, pathModel: decodedSegment(match[1]) };
     }
   }
   return null;

@@ -20,17 +20,27 @@ export function chatRequest(body: Json, options: Json = {}): RequestView {
       const fn = isObject(c.function) ? c.function : {};
       return { id: str(c.id) ?? null, name: str(fn.name) ?? '', arguments: argsText(fn.arguments) };
     });
-    turnCalls.forEach((c, i) => view.historyToolCalls.push({ id: c.id ?? `${c.name || 'call'}#${i}`, name: c.name, arguments: c.arguments }));
+    turnCalls.forEach((c, i) =>
+      view.historyToolCalls.push({ id: c.id ?? `${c.name || 'call'}#${i}`, name: c.name, arguments: c.arguments }),
+    );
     const toolUseId = role === 'tool' ? str(m.tool_call_id) : undefined;
     if (role === 'tool') view.toolResults.push({ toolUseId: toolUseId ?? '', content: textOf(m.content) });
     // Ollama's tool messages carry no call id, at most the tool's name (tool_name).
-    const results = role === 'tool' ? [{ id: toolUseId ?? null, name: str(m.tool_name) ?? str(m.name) ?? null, content: textOf(m.content), isError: false }] : [];
+    const results =
+      role === 'tool'
+        ? [{ id: toolUseId ?? null, name: str(m.tool_name) ?? str(m.name) ?? null, content: textOf(m.content), isError: false }]
+        : [];
     view.turns.push(turn(role, role === 'tool' ? '' : m.content, turnCalls, results));
-    view.messages.push(message(role, m.content, {
-      toolCallNames: calls.map((c) => (isObject(c.function) ? str(c.function.name) : undefined)).join(','),
-      toolUseIds: calls.map((c) => str(c.id)).filter(Boolean).join(','),
-      toolUseId,
-    }));
+    view.messages.push(
+      message(role, m.content, {
+        toolCallNames: calls.map((c) => (isObject(c.function) ? str(c.function.name) : undefined)).join(','),
+        toolUseIds: calls
+          .map((c) => str(c.id))
+          .filter(Boolean)
+          .join(','),
+        toolUseId,
+      }),
+    );
   }
   for (const t of arr(body.tools)) {
     if (!isObject(t)) continue;
@@ -48,7 +58,12 @@ export function chatRequest(body: Json, options: Json = {}): RequestView {
 
 function openaiUsage(out: ModelResponse, usage: unknown): void {
   const u = obj(usage);
-  setUsage(out, { prompt: num(u.prompt_tokens), cached: num(obj(u.prompt_tokens_details).cached_tokens), output: num(u.completion_tokens), reasoning: num(obj(u.completion_tokens_details).reasoning_tokens) });
+  setUsage(out, {
+    prompt: num(u.prompt_tokens),
+    cached: num(obj(u.prompt_tokens_details).cached_tokens),
+    output: num(u.completion_tokens),
+    reasoning: num(obj(u.completion_tokens_details).reasoning_tokens),
+  });
 }
 
 function chatJson(body: Json): ModelResponse {
@@ -142,12 +157,23 @@ function responsesRequest(body: Json): RequestView {
   for (const t of arr(body.tools)) {
     if (isObject(t)) view.tools.push({ name: str(t.name) ?? str(t.type) ?? '', description: str(t.description), parameters: t.parameters });
   }
-  return settings(view, { temperature: body.temperature, maxTokens: body.max_output_tokens, topP: body.top_p, stream: body.stream, toolChoice: body.tool_choice });
+  return settings(view, {
+    temperature: body.temperature,
+    maxTokens: body.max_output_tokens,
+    topP: body.top_p,
+    stream: body.stream,
+    toolChoice: body.tool_choice,
+  });
 }
 
 function responsesUsage(out: ModelResponse, usage: unknown): void {
   const u = obj(usage);
-  setUsage(out, { prompt: num(u.input_tokens), cached: num(obj(u.input_tokens_details).cached_tokens), output: num(u.output_tokens), reasoning: num(obj(u.output_tokens_details).reasoning_tokens) });
+  setUsage(out, {
+    prompt: num(u.input_tokens),
+    cached: num(obj(u.input_tokens_details).cached_tokens),
+    output: num(u.output_tokens),
+    reasoning: num(obj(u.output_tokens_details).reasoning_tokens),
+  });
 }
 
 function responsesJson(body: Json, streamed = false): ModelResponse {
@@ -182,7 +208,8 @@ function responsesStream(events: SseEvent[]): ModelResponse {
     else if (type === 'response.output_text.delta') partial.text += str(d.delta) ?? '';
     else if (type === 'response.output_item.done') {
       const item = obj(d.item);
-      if (item.type === 'function_call') partial.toolCalls.push({ id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: argsText(item.arguments) });
+      if (item.type === 'function_call')
+        partial.toolCalls.push({ id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: argsText(item.arguments) });
     } else if (type === 'error') partial.error = errorOf(d) ?? str(d.message) ?? 'stream error';
   }
   return last ? responsesJson(last, true) : partial;
@@ -193,7 +220,17 @@ export const openai: ModelProvider = {
   host: 'api.openai.com',
   priceCatalogId: 'openai',
   endpoints: [
-    { flavor: 'chat', path: /^(?:\/v1)?\/chat\/completions$/, request: chatRequest, response: { stream: chatStream, json: (body) => chatJson(obj(body)) } },
-    { flavor: 'responses', path: /^(?:\/v1)?\/responses$/, request: responsesRequest, response: { stream: responsesStream, json: (body) => responsesJson(obj(body)) } },
+    {
+      flavor: 'chat',
+      path: /^(?:\/v1)?\/chat\/completions$/,
+      request: chatRequest,
+      response: { stream: chatStream, json: (body) => chatJson(obj(body)) },
+    },
+    {
+      flavor: 'responses',
+      path: /^(?:\/v1)?\/responses$/,
+      request: responsesRequest,
+      response: { stream: responsesStream, json: (body) => responsesJson(obj(body)) },
+    },
   ],
 };

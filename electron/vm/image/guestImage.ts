@@ -1,17 +1,51 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../../store/paths.ts';
 import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
 import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
 import { findHostKernel, resolveModules, type HostKernel } from './imageKernel.ts';
-import { describeFiles, MANIFEST_NAME, readManifest, sha256File, verifyManifestFiles, writeManifest, type ImageManifest } from './imageManifest.ts';
+import {
+  describeFiles,
+  MANIFEST_NAME,
+  readManifest,
+  sha256File,
+  verifyManifestFiles,
+  writeManifest,
+  type ImageManifest,
+} from './imageManifest.ts';
 import { installCodingAgents } from './imageCodingAgents.ts';
-import { AGENTS_LOCK, AGENTS_PACKAGE, defaultRecipeDir, readRecipe, recipeFileNames, type GuestRecipe, type ImageKind } from './imageRecipe.ts';
+import {
+  AGENTS_LOCK,
+  AGENTS_PACKAGE,
+  defaultRecipeDir,
+  readRecipe,
+  recipeFileNames,
+  type GuestRecipe,
+  type ImageKind,
+} from './imageRecipe.ts';
 import { debootstrap, removeBuildTree, squashRootfs } from './imageRootfs.ts';
 
-export { createSessionDisk, ensureSessionDisk, writeSessionDiskCa, DEFAULT_SESSION_DISK_BYTES, SESSION_DISK_CA_PATH } from './sessionDiskImage.ts';
+export {
+  createSessionDisk,
+  ensureSessionDisk,
+  writeSessionDiskCa,
+  DEFAULT_SESSION_DISK_BYTES,
+  SESSION_DISK_CA_PATH,
+} from './sessionDiskImage.ts';
 export { findHostKernel, type HostKernel } from './imageKernel.ts';
 export type { ImageKind } from './imageRecipe.ts';
 
@@ -58,7 +92,15 @@ export interface EnsureImageOptions {
 // Where each stage sits in the whole job, so one progress bar covers the build end to end.
 const STAGE_SPANS: Record<ImageKind, Partial<Record<ImageStage, [number, number]>>> = {
   minimal: { inputs: [0, 0.1], kernel: [0.1, 0.2], initramfs: [0.2, 0.85], manifest: [0.85, 1] },
-  agent: { inputs: [0, 0.02], kernel: [0.02, 0.03], debootstrap: [0.03, 0.3], agents: [0.3, 0.45], squashfs: [0.45, 0.9], initramfs: [0.9, 0.95], manifest: [0.95, 1] },
+  agent: {
+    inputs: [0, 0.02],
+    kernel: [0.02, 0.03],
+    debootstrap: [0.03, 0.3],
+    agents: [0.3, 0.45],
+    squashfs: [0.45, 0.9],
+    initramfs: [0.9, 0.95],
+    manifest: [0.95, 1],
+  },
 };
 
 function sha256Text(text: string | Uint8Array): string {
@@ -98,7 +140,13 @@ interface ImageInputs {
 }
 
 function hashRecord(record: Record<string, string>): string {
-  return sha256Text(JSON.stringify(Object.keys(record).sort().map((key) => [key, record[key]])));
+  return sha256Text(
+    JSON.stringify(
+      Object.keys(record)
+        .sort()
+        .map((key) => [key, record[key]]),
+    ),
+  );
 }
 
 /** Size and mtime of every file gatherInputs reads, with what else decides the image. */
@@ -108,7 +156,10 @@ function inputsFingerprint(kind: ImageKind, options: EnsureImageOptions): string
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p)) ?? '';
   const files = [
     ...recipeFileNames(kind).map((name) => join(recipeDir, name)),
-    kernel.path, join(kernel.modulesDir, 'modules.dep'), busybox, options.agentBinary,
+    kernel.path,
+    join(kernel.modulesDir, 'modules.dep'),
+    busybox,
+    options.agentBinary,
     ...(kind === 'agent' ? guestNodeProxyFiles().map((f) => f.hostPath) : []),
   ];
   return fingerprint([BUILDER_VERSION, kind, kernel.version], files);
@@ -141,12 +192,25 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   if (kind === 'agent') {
     // The squashfs depends on the package recipe and the coding agents only, not on the kernel or agent.
     rootfsHash = hashRecord({
-      builder: BUILDER_VERSION, packages: recipe.files['packages.txt']!, sources: recipe.files['sources.list']!,
-      agentsPackage: recipe.files[AGENTS_PACKAGE]!, agentsLock: recipe.files[AGENTS_LOCK]!,
+      builder: BUILDER_VERSION,
+      packages: recipe.files['packages.txt']!,
+      sources: recipe.files['sources.list']!,
+      agentsPackage: recipe.files[AGENTS_PACKAGE]!,
+      agentsLock: recipe.files[AGENTS_LOCK]!,
     });
     record.rootfs = rootfsHash;
   }
-  return { recipe, kernel, modules, busybox, agentLibraries, extraFiles, record, hash: hashRecord(record), ...(rootfsHash ? { rootfsHash } : {}) };
+  return {
+    recipe,
+    kernel,
+    modules,
+    busybox,
+    agentLibraries,
+    extraFiles,
+    record,
+    hash: hashRecord(record),
+    ...(rootfsHash ? { rootfsHash } : {}),
+  };
 }
 
 function processAlive(pid: number): boolean {
@@ -223,7 +287,18 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       files.push(ROOTFS_FILE);
     }
     report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
-    buildInitramfs({ kind, recipe: inputs.recipe, busybox: inputs.busybox, modules: inputs.modules, agentBinary: options.agentBinary, agentLibraries: inputs.agentLibraries, extraFiles: inputs.extraFiles }, join(tmp, INITRD_FILE));
+    buildInitramfs(
+      {
+        kind,
+        recipe: inputs.recipe,
+        busybox: inputs.busybox,
+        modules: inputs.modules,
+        agentBinary: options.agentBinary,
+        agentLibraries: inputs.agentLibraries,
+        extraFiles: inputs.extraFiles,
+      },
+      join(tmp, INITRD_FILE),
+    );
     report('manifest', 0, 'hashing files');
     const manifest: ImageManifest = {
       format: 1,
@@ -282,7 +357,8 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
   const dir = join(root, imageDirName(kind, inputs.hash));
   if (existsSync(join(dir, MANIFEST_NAME))) {
     const manifest = readManifest(dir);
-    if (manifest.hash !== inputs.hash) throw new Error(`guest image ${dir} holds a different image (hash ${manifest.hash}); delete it to rebuild`);
+    if (manifest.hash !== inputs.hash)
+      throw new Error(`guest image ${dir} holds a different image (hash ${manifest.hash}); delete it to rebuild`);
     rememberHash(root, kind, print, inputs.hash);
     report('cache', 1, `cached ${basename(dir)}`);
     return imageFromManifest(dir, manifest);
@@ -306,7 +382,9 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
 export async function verifyImage(image: Pick<GuestImage, 'dir'>): Promise<GuestImage> {
   const manifest = readManifest(image.dir);
   if (basename(image.dir) !== imageDirName(manifest.kind, manifest.hash)) {
-    throw new Error(`guest image manifest ${join(image.dir, MANIFEST_NAME)} is for ${imageDirName(manifest.kind, manifest.hash)}, not ${basename(image.dir)}`);
+    throw new Error(
+      `guest image manifest ${join(image.dir, MANIFEST_NAME)} is for ${imageDirName(manifest.kind, manifest.hash)}, not ${basename(image.dir)}`,
+    );
   }
   const needed = manifest.kind === 'agent' ? [KERNEL_FILE, INITRD_FILE, ROOTFS_FILE] : [KERNEL_FILE, INITRD_FILE];
   for (const name of needed) {
@@ -342,4 +420,3 @@ export function imageSizes(image: GuestImage): Record<string, number> {
   for (const path of [image.kernel, image.initrd, image.rootfs]) if (path) sizes[basename(path)] = statSync(path).size;
   return sizes;
 }
-

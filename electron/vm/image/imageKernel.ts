@@ -37,12 +37,16 @@ export function findHostKernel(options: { bootDir?: string; modulesRoot?: string
     });
   const chosen = candidates[0];
   if (!chosen) {
-    throw new Error(`no kernel in ${bootDir} with its modules in ${modulesRoot}: install one (on Debian: apt-get install linux-image-cloud-amd64)`);
+    throw new Error(
+      `no kernel in ${bootDir} with its modules in ${modulesRoot}: install one (on Debian: apt-get install linux-image-cloud-amd64)`,
+    );
   }
   try {
     accessSync(chosen.path, constants.R_OK);
   } catch {
-    throw new Error(`the kernel ${chosen.path} is not readable by this user; make it readable (chmod 0644 ${chosen.path}) or build as root`);
+    throw new Error(
+      `the kernel ${chosen.path} is not readable by this user; make it readable (chmod 0644 ${chosen.path}) or build as root`,
+    );
   }
   return { ...chosen, modulesDir: join(modulesRoot, chosen.version) };
 }
@@ -71,7 +75,10 @@ export async function resolveModules(kernel: HostKernel, names: readonly string[
     visiting.add(name);
     const path = await modinfoField(kernel, 'filename', name);
     if (path !== '(builtin)' && path.length > 0) {
-      const depends = (await modinfoField(kernel, 'depends', name)).split(',').map((d) => d.trim()).filter((d) => d.length > 0);
+      const depends = (await modinfoField(kernel, 'depends', name))
+        .split(',')
+        .map((d) => d.trim())
+        .filter((d) => d.length > 0);
       for (const dep of depends) await visit(dep);
       ordered.push({ name, path });
     }

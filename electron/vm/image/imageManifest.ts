@@ -67,10 +67,14 @@ export async function verifyManifestFiles(dir: string, manifest: ImageManifest):
     try {
       actual = await sha256File(path);
     } catch (err) {
-      throw new Error(`guest image file ${path} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); delete ${dir} to rebuild it`);
+      throw new Error(
+        `guest image file ${path} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); delete ${dir} to rebuild it`,
+      );
     }
     if (actual !== expected.sha256) {
-      throw new Error(`guest image file ${path} does not match its manifest (sha256 ${actual}, expected ${expected.sha256}); delete ${dir} to rebuild it`);
+      throw new Error(
+        `guest image file ${path} does not match its manifest (sha256 ${actual}, expected ${expected.sha256}); delete ${dir} to rebuild it`,
+      );
     }
   }
 }

@@ -35,7 +35,10 @@ export function defaultRecipeDir(): string {
 }
 
 function listLines(text: string): string[] {
-  return text.split('\n').map((line) => line.replace(/#.*$/, '').trim()).filter((line) => line.length > 0);
+  return text
+    .split('\n')
+    .map((line) => line.replace(/#.*$/, '').trim())
+    .filter((line) => line.length > 0);
 }
 
 export function readRecipe(kind: ImageKind, dir: string = defaultRecipeDir()): GuestRecipe {

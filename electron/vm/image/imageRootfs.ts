@@ -51,7 +51,9 @@ export function removeBuildTree(dir: string): void {
 
 export function requireRoot(what: string): void {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    throw new Error(`building ${what} needs root: mmdebstrap creates device nodes and files owned by other users in the rootfs. Run the build once as root (sudo), or use the minimal image`);
+    throw new Error(
+      `building ${what} needs root: mmdebstrap creates device nodes and files owned by other users in the rootfs. Run the build once as root (sudo), or use the minimal image`,
+    );
   }
 }
 
@@ -85,13 +87,15 @@ function trimTree(root: string): void {
   for (const sub of ['usr/share/man', 'usr/share/locale', 'usr/share/info', 'var/cache/apt', 'var/lib/apt/lists']) {
     const dir = join(root, sub);
     if (!existsSync(dir)) continue;
-    for (const name of readdirSync(dir)) if (name !== 'partial' && name !== 'lock') rmSync(join(dir, name), { recursive: true, force: true });
+    for (const name of readdirSync(dir))
+      if (name !== 'partial' && name !== 'lock') rmSync(join(dir, name), { recursive: true, force: true });
   }
   const docs = join(root, 'usr/share/doc');
   if (!existsSync(docs)) return;
   for (const pkg of readdirSync(docs, { withFileTypes: true })) {
     if (!pkg.isDirectory()) continue;
-    for (const name of readdirSync(join(docs, pkg.name))) if (name !== 'copyright') rmSync(join(docs, pkg.name, name), { recursive: true, force: true });
+    for (const name of readdirSync(join(docs, pkg.name)))
+      if (name !== 'copyright') rmSync(join(docs, pkg.name, name), { recursive: true, force: true });
   }
 }
 

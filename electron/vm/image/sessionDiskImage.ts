@@ -45,7 +45,19 @@ export async function createSessionDisk(path: string, options: SessionDiskOption
       closeSync(fd);
     }
     // -m 0: no blocks reserved for root on a single-user disk. lazy init keeps the file sparse.
-    await runCommand('mkfs.ext4', ['-q', '-F', '-L', 'capsem-session', '-m', '0', '-E', 'root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1', '-d', seed, partial]);
+    await runCommand('mkfs.ext4', [
+      '-q',
+      '-F',
+      '-L',
+      'capsem-session',
+      '-m',
+      '0',
+      '-E',
+      'root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1',
+      '-d',
+      seed,
+      partial,
+    ]);
     renameSync(partial, path);
   } catch (err) {
     rmSync(partial, { force: true });
@@ -64,7 +76,18 @@ export async function writeSessionDiskCa(path: string, caCertPem: string): Promi
   const seed = seedDir(caCertPem);
   const cmds = join(seed, 'debugfs.cmds');
   try {
-    writeFileSync(cmds, [`mkdir /capsem`, `rm ${SESSION_DISK_CA_PATH}`, `write ${join(seed, 'capsem', 'ca.pem')} ${SESSION_DISK_CA_PATH}`, `sif ${SESSION_DISK_CA_PATH} mode 0100644`, `sif ${SESSION_DISK_CA_PATH} uid 0`, `sif ${SESSION_DISK_CA_PATH} gid 0`, ''].join('\n'));
+    writeFileSync(
+      cmds,
+      [
+        `mkdir /capsem`,
+        `rm ${SESSION_DISK_CA_PATH}`,
+        `write ${join(seed, 'capsem', 'ca.pem')} ${SESSION_DISK_CA_PATH}`,
+        `sif ${SESSION_DISK_CA_PATH} mode 0100644`,
+        `sif ${SESSION_DISK_CA_PATH} uid 0`,
+        `sif ${SESSION_DISK_CA_PATH} gid 0`,
+        '',
+      ].join('\n'),
+    );
     await runCommand('debugfs', ['-w', '-f', cmds, path]);
     // debugfs reports failed requests on stderr but exits 0; read the file back to be sure.
     const written = await runCommand('debugfs', ['-R', `cat ${SESSION_DISK_CA_PATH}`, path]);

@@ -20,11 +20,26 @@ describe('the recording pipeline as Cortex plugins', () => {
   });
 
   it("carries the policy's rules and the broker's hosts as runtime config, never a key", () => {
-    const withKeys = parsePolicy(JSON.stringify({ version: 1, rules: [{ id: 'r1', action: 'allow', domains: ['*'] }], credentials: { standInElsewhere: 'allow', hosts: { anthropic: ['llm.corp.example'] } } }), 'test');
+    const withKeys = parsePolicy(
+      JSON.stringify({
+        version: 1,
+        rules: [{ id: 'r1', action: 'allow', domains: ['*'] }],
+        credentials: { standInElsewhere: 'allow', hosts: { anthropic: ['llm.corp.example'] } },
+      }),
+      'test',
+    );
     const [policyStep, broker] = recordingPipeline(withKeys, '/home/me/.capsem/policy.json').outbound;
-    expect(policyStep!.config).toEqual({ source: '/home/me/.capsem/policy.json', privateAddresses: 'deny', rules: [{ id: 'r1', action: 'allow', domains: ['*'] }] });
+    expect(policyStep!.config).toEqual({
+      source: '/home/me/.capsem/policy.json',
+      privateAddresses: 'deny',
+      rules: [{ id: 'r1', action: 'allow', domains: ['*'] }],
+    });
     expect(broker!.config.standInElsewhere).toBe('allow');
-    expect(broker!.config.providers).toContainEqual({ id: 'anthropic', hosts: ['llm.corp.example'], headers: ['x-api-key', 'authorization'] });
+    expect(broker!.config.providers).toContainEqual({
+      id: 'anthropic',
+      hosts: ['llm.corp.example'],
+      headers: ['x-api-key', 'authorization'],
+    });
     expect(JSON.stringify(broker!.config)).not.toMatch(/sk-|AIza|_API_KEY/);
   });
 

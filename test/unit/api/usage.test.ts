@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerUsage, parseDuration, parseUsageQuery, usageSnapshot, UsageQueryError, type UsageSnapshot } from '../../../electron/api/usage.ts';
+import {
+  answerUsage,
+  parseDuration,
+  parseUsageQuery,
+  usageSnapshot,
+  UsageQueryError,
+  type UsageSnapshot,
+} from '../../../electron/api/usage.ts';
 import type { UsageRecord } from '../../../electron/sessions/usageRecords.ts';
 
 // 12:34:30 local: the newest minute bucket starts at 12:34.
@@ -80,12 +87,16 @@ describe('GET /v1/usage parameters', () => {
 
   it('never quotes a refused parameter back', () => {
     fc.assert(
-      fc.property(fc.constantFrom('window', 'resolution', 'group', 'session'), fc.string({ minLength: 3, maxLength: 200 }), (name, value) => {
-        const marker = `<${value}>`;
-        const answer = answerUsage(new URLSearchParams({ [name]: marker }), NOW, () => []);
-        if (answer.status !== 200) expect(JSON.stringify(answer.body)).not.toContain(JSON.stringify(marker).slice(1, -1));
-        expect([200, 400]).toContain(answer.status);
-      }),
+      fc.property(
+        fc.constantFrom('window', 'resolution', 'group', 'session'),
+        fc.string({ minLength: 3, maxLength: 200 }),
+        (name, value) => {
+          const marker = `<${value}>`;
+          const answer = answerUsage(new URLSearchParams({ [name]: marker }), NOW, () => []);
+          if (answer.status !== 200) expect(JSON.stringify(answer.body)).not.toContain(JSON.stringify(marker).slice(1, -1));
+          expect([200, 400]).toContain(answer.status);
+        },
+      ),
     );
   });
 
@@ -113,7 +124,10 @@ describe('GET /v1/usage snapshot', () => {
   });
 
   it('says priced:false when nothing had a price, and names the unpriced endpoint and model', () => {
-    const s = snap([call(1, { model: 'mystery-1', costMicros: 0, pricedRequests: 0 }), call(2, { model: 'mystery-1', costMicros: 0, pricedRequests: 0 })]);
+    const s = snap([
+      call(1, { model: 'mystery-1', costMicros: 0, pricedRequests: 0 }),
+      call(2, { model: 'mystery-1', costMicros: 0, pricedRequests: 0 }),
+    ]);
     expect(s.priced).toBe(false);
     expect(s.totals).not.toHaveProperty('costMicros');
     expect(s.totals.priceableRequests).toBe(2);
@@ -121,10 +135,22 @@ describe('GET /v1/usage snapshot', () => {
   });
 
   it('breaks buckets down by the group asked for; traffic without that label stays in the totals only', () => {
-    const plain = call(0, { model: undefined, endpoint: undefined, tokens: 0, costMicros: 0, pricedRequests: 0, priceableRequests: 0, host: 'example.com', agent: 'curl' });
+    const plain = call(0, {
+      model: undefined,
+      endpoint: undefined,
+      tokens: 0,
+      costMicros: 0,
+      pricedRequests: 0,
+      priceableRequests: 0,
+      host: 'example.com',
+      agent: 'curl',
+    });
     const records = [call(0), call(0, { model: 'gpt-5', session: 's2', status: '429', errors: 1 }), plain];
     const series = (group: string) => snap(records, `group=${group}`).buckets.at(-1)!.series;
-    expect(series('model')).toEqual({ 'claude-sonnet-4-5': expect.objectContaining({ requests: 1 }), 'gpt-5': expect.objectContaining({ requests: 1, errors: 1 }) });
+    expect(series('model')).toEqual({
+      'claude-sonnet-4-5': expect.objectContaining({ requests: 1 }),
+      'gpt-5': expect.objectContaining({ requests: 1, errors: 1 }),
+    });
     expect(snap(records, 'group=method').group).toBe('method');
     expect(series('method')).toEqual(series('model'));
     expect(Object.keys(series('endpoint')!)).toEqual(['api.anthropic.com']);
@@ -143,11 +169,18 @@ describe('GET /v1/usage snapshot', () => {
 
   it('totals agree with the buckets at every resolution', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: -5, max: 400 }), { maxLength: 60 }), fc.constantFrom('1m', '2m', '5m', '30m', '1h', '6h'), (ages, resolution) => {
-        const s = snap(ages.map((a) => call(a)), `window=6h&resolution=${resolution}`);
-        expect(s.buckets.reduce((n, b) => n + b.requests, 0)).toBe(s.totals.requests);
-        expect(s.totals.requests).toBe(ages.filter((a) => a >= 0 && a < 360).length);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: -5, max: 400 }), { maxLength: 60 }),
+        fc.constantFrom('1m', '2m', '5m', '30m', '1h', '6h'),
+        (ages, resolution) => {
+          const s = snap(
+            ages.map((a) => call(a)),
+            `window=6h&resolution=${resolution}`,
+          );
+          expect(s.buckets.reduce((n, b) => n + b.requests, 0)).toBe(s.totals.requests);
+          expect(s.totals.requests).toBe(ages.filter((a) => a >= 0 && a < 360).length);
+        },
+      ),
     );
   });
 });

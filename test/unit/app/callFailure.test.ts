@@ -8,8 +8,14 @@ describe('asCallError', () => {
   it('gives each error the core means its own code, with candidates for names', () => {
     const id = '0b7d5d4e-8c2a-4b7e-9a51-3f2d1c0b9a87';
     expect(asCallError(new CallFailure('not_available', 'later'))).toEqual({ code: 'not_available', message: 'later' });
-    expect(asCallError(new UnknownSessionError('co-wrk1', [`co-work1 (${id})`]))).toMatchObject({ code: 'unknown_name', candidates: [{ id, name: 'co-work1' }] });
-    expect(asCallError(new AmbiguousSessionError('x', [{ id, createdAt: 'then' }]))).toMatchObject({ code: 'ambiguous_name', candidates: [{ id, name: 'x' }] });
+    expect(asCallError(new UnknownSessionError('co-wrk1', [`co-work1 (${id})`]))).toMatchObject({
+      code: 'unknown_name',
+      candidates: [{ id, name: 'co-work1' }],
+    });
+    expect(asCallError(new AmbiguousSessionError('x', [{ id, createdAt: 'then' }]))).toMatchObject({
+      code: 'ambiguous_name',
+      candidates: [{ id, name: 'x' }],
+    });
     expect(asCallError(new NameTakenError('taken')).code).toBe('name_taken');
     expect(asCallError(new IdentityError('bad')).code).toBe('bad_params');
     expect(asCallError(new Error('boom'))).toEqual({ code: 'failed', message: 'boom' });

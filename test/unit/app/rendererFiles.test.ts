@@ -19,7 +19,15 @@ describe('rendererFile', () => {
   });
 
   it('refuses anything that leads outside, however spelled', () => {
-    for (const path of ['/../secret.txt', '/%2e%2e/secret.txt', '/assets/../../secret.txt', '/assets/link.txt', '/%00', '/%zz', '/assets']) {
+    for (const path of [
+      '/../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/assets/../../secret.txt',
+      '/assets/link.txt',
+      '/%00',
+      '/%zz',
+      '/assets',
+    ]) {
       expect(rendererFile(dir, path), path).toBeNull();
     }
   });

@@ -17,7 +17,14 @@ describe('progressLine', () => {
 
     const log: string[] = [];
     const plain = progressLine({ isTTY: false, write: (t: string) => log.push(t) });
-    for (const [stage, fraction] of [['a', 0.1], ['a', 0.15], ['a', 0.21], ['b', 0.22], ['b', 0.5]] as const) plain.update({ stage, message: 'm', fraction });
+    for (const [stage, fraction] of [
+      ['a', 0.1],
+      ['a', 0.15],
+      ['a', 0.21],
+      ['b', 0.22],
+      ['b', 0.5],
+    ] as const)
+      plain.update({ stage, message: 'm', fraction });
     plain.finish();
     expect(log).toEqual(['[ 10%] a: m\n', '[ 21%] a: m\n', '[ 22%] b: m\n', '[ 50%] b: m\n']);
   });

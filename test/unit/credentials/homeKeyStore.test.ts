@@ -67,7 +67,12 @@ describe('HomeKeyStore with a cipher (the app)', () => {
   it("gives the session's broker the decrypted key", () => {
     const store = new HomeKeyStore(home, testKeyCipher());
     store.set('anthropic', KEY);
-    const { broker, guestEnv } = openSessionCredentials({ env: {}, store, settings: () => DEFAULT_CREDENTIALS_SETTINGS, credentialRefOf: () => 'ref' });
+    const { broker, guestEnv } = openSessionCredentials({
+      env: {},
+      store,
+      settings: () => DEFAULT_CREDENTIALS_SETTINGS,
+      credentialRefOf: () => 'ref',
+    });
     expect(broker.keys.map((k) => [k.provider.id, k.source])).toEqual([['anthropic', { kind: 'stored', store: store.description }]]);
     const sent = broker.request('api.anthropic.com', { 'x-api-key': guestEnv.ANTHROPIC_API_KEY! }, '/v1/messages');
     expect(sent.headers['x-api-key']).toBe(KEY);
@@ -89,7 +94,9 @@ describe('HomeKeyStore with a cipher (the app)', () => {
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toBe(`the stored anthropic key in ${encryptedFile()} cannot be decrypted with a test keychain (AES-256-GCM) (stored by another user or keychain?); store it again, or remove it with capsem keys rm anthropic`);
+    expect(message).toBe(
+      `the stored anthropic key in ${encryptedFile()} cannot be decrypted with a test keychain (AES-256-GCM) (stored by another user or keychain?); store it again, or remove it with capsem keys rm anthropic`,
+    );
     const ciphertext = (JSON.parse(readFileSync(encryptedFile(), 'utf8')) as { keys: Record<string, string> }).keys.anthropic!;
     expect(message).not.toContain(ciphertext.slice(0, 12));
   });
@@ -102,7 +109,9 @@ describe('HomeKeyStore without a cipher (the CLI, browser mode)', () => {
     expect(store.get('anthropic')).toBeNull();
     expect(store.locked('anthropic')).toBe(true);
     expect(store.locked('openai')).toBe(false);
-    expect(store.description).toBe(`${plainFile()} (mode 0600, readable by you alone; not encrypted); keys stored by the app are encrypted in ${encryptedFile()}, readable only while the app runs`);
+    expect(store.description).toBe(
+      `${plainFile()} (mode 0600, readable by you alone; not encrypted); keys stored by the app are encrypted in ${encryptedFile()}, readable only while the app runs`,
+    );
   });
 
   it('replaces a key the app stored when one is set from a terminal, so the app uses the new one', () => {

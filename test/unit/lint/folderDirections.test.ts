@@ -10,35 +10,60 @@ describe('folder directions', () => {
     expect(await lintMessages("import { VmHost } from '../vm/vmHost.ts';\nexport const a = VmHost;\n", 'electron/store/leak.ts')).toEqual([
       expect.stringContaining('electron/store/ imports only telemetry/, contract/ (the folder directions in eslint.config.js).'),
     ]);
-    expect(await lintMessages("import { MethodError } from '../owner/controlSocket.ts';\nexport const a = MethodError;\n", 'electron/vm/leak.ts')).toEqual([
-      expect.stringMatching(/electron\/vm\/ imports only recording\//),
-    ]);
-    expect(await lintMessages("import type { ProgressReport } from '../../cli/progressLine.ts';\nexport type A = ProgressReport;\n", 'electron/vm/image/leak.ts')).toEqual([
-      expect.stringMatching(/electron\/vm\/ imports only/),
-    ]);
-    expect(await lintMessages("import { asSessionId } from '../sessions/sessionStores.ts';\nexport const a = asSessionId;\n", 'electron/contract/leak.ts')).toEqual([
-      expect.stringContaining('electron/contract/ imports no other folder (the folder directions in eslint.config.js).'),
-    ]);
+    expect(
+      await lintMessages(
+        "import { MethodError } from '../owner/controlSocket.ts';\nexport const a = MethodError;\n",
+        'electron/vm/leak.ts',
+      ),
+    ).toEqual([expect.stringMatching(/electron\/vm\/ imports only recording\//)]);
+    expect(
+      await lintMessages(
+        "import type { ProgressReport } from '../../cli/progressLine.ts';\nexport type A = ProgressReport;\n",
+        'electron/vm/image/leak.ts',
+      ),
+    ).toEqual([expect.stringMatching(/electron\/vm\/ imports only/)]);
+    expect(
+      await lintMessages(
+        "import { asSessionId } from '../sessions/sessionStores.ts';\nexport const a = asSessionId;\n",
+        'electron/contract/leak.ts',
+      ),
+    ).toEqual([expect.stringContaining('electron/contract/ imports no other folder (the folder directions in eslint.config.js).')]);
   });
 
   it('lets a folder import the folders below it', async () => {
-    expect(await lintMessages("import { openMainDb } from '../../store/mainDb.ts';\nexport const a = openMainDb;\n", 'electron/vm/image/ok.ts')).toEqual([]);
-    expect(await lintMessages("import { hostVms } from '../owner/vmHosting.ts';\nexport const a = hostVms;\n", 'electron/cli/ok.ts')).toEqual([]);
+    expect(
+      await lintMessages("import { openMainDb } from '../../store/mainDb.ts';\nexport const a = openMainDb;\n", 'electron/vm/image/ok.ts'),
+    ).toEqual([]);
+    expect(
+      await lintMessages("import { hostVms } from '../owner/vmHosting.ts';\nexport const a = hostVms;\n", 'electron/cli/ok.ts'),
+    ).toEqual([]);
   });
 
   it('lets archive/ take the version owner.info reports, and nothing else of owner/', async () => {
-    expect(await lintMessages("import { capsemVersion } from '../owner/capsemVersion.ts';\nexport const a = capsemVersion;\n", 'electron/archive/ok.ts')).toEqual([]);
-    expect(await lintMessages("import { findOwner } from '../owner/ownership.ts';\nexport const a = findOwner;\n", 'electron/archive/leak.ts')).toEqual([
-      expect.stringMatching(/electron\/archive\/ imports only/),
-    ]);
+    expect(
+      await lintMessages(
+        "import { capsemVersion } from '../owner/capsemVersion.ts';\nexport const a = capsemVersion;\n",
+        'electron/archive/ok.ts',
+      ),
+    ).toEqual([]);
+    expect(
+      await lintMessages("import { findOwner } from '../owner/ownership.ts';\nexport const a = findOwner;\n", 'electron/archive/leak.ts'),
+    ).toEqual([expect.stringMatching(/electron\/archive\/ imports only/)]);
   });
 
   it('states a direction for every folder of the core', async () => {
-    const folders = readdirSync('electron', { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== 'shell').map((d) => d.name);
+    const folders = readdirSync('electron', { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name !== 'shell')
+      .map((d) => d.name);
     for (const folder of folders) {
-      const config = (await eslint.calculateConfigForFile(`electron/${folder}/any.ts`)) as { rules: Record<string, [unknown, { patterns: { message: string }[] }]> };
+      const config = (await eslint.calculateConfigForFile(`electron/${folder}/any.ts`)) as {
+        rules: Record<string, [unknown, { patterns: { message: string }[] }]>;
+      };
       const [, options] = config.rules['no-restricted-imports']!;
-      expect(options.patterns.map((p) => p.message), folder).toContainEqual(expect.stringContaining(`electron/${folder}/ imports`));
+      expect(
+        options.patterns.map((p) => p.message),
+        folder,
+      ).toContainEqual(expect.stringContaining(`electron/${folder}/ imports`));
     }
   });
 });

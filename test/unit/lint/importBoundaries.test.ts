@@ -22,11 +22,24 @@ describe('import boundaries', () => {
   });
 
   it('lets the renderer import the contract, and only types from the rest of the core', async () => {
-    expect(await lintMessages("import { asSessionId } from '../../electron/contract/ids.ts';\nexport const a = asSessionId;\n", 'renderer/src/ok.ts')).toEqual([]);
-    expect(await lintMessages("import type { SessionRecord } from '../../electron/store/registry.ts';\nexport type A = SessionRecord;\n", 'renderer/src/ok.ts')).toEqual([]);
-    expect(await lintMessages("import { getSession } from '../../electron/store/registry.ts';\nexport const a = getSession;\n", 'renderer/src/leak.ts')).toEqual([
-      expect.stringMatching(/only types from the rest of the core/),
-    ]);
+    expect(
+      await lintMessages(
+        "import { asSessionId } from '../../electron/contract/ids.ts';\nexport const a = asSessionId;\n",
+        'renderer/src/ok.ts',
+      ),
+    ).toEqual([]);
+    expect(
+      await lintMessages(
+        "import type { SessionRecord } from '../../electron/store/registry.ts';\nexport type A = SessionRecord;\n",
+        'renderer/src/ok.ts',
+      ),
+    ).toEqual([]);
+    expect(
+      await lintMessages(
+        "import { getSession } from '../../electron/store/registry.ts';\nexport const a = getSession;\n",
+        'renderer/src/leak.ts',
+      ),
+    ).toEqual([expect.stringMatching(/only types from the rest of the core/)]);
   });
 
   it('refuses Node built-ins in the contract, which the renderer imports', async () => {

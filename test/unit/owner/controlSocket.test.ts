@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ControlCallError, ControlClient } from '../../../electron/owner/controlClient.ts';
-import { defineMethod, MethodError, startControlServer, type ControlServer, type MethodRegistry } from '../../../electron/owner/controlSocket.ts';
+import {
+  defineMethod,
+  MethodError,
+  startControlServer,
+  type ControlServer,
+  type MethodRegistry,
+} from '../../../electron/owner/controlSocket.ts';
 import { ensurePrivateDir } from '../../../electron/store/paths.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -150,7 +156,11 @@ describe('control socket', () => {
     const c = await client();
     let output = '';
     const events: unknown[] = [];
-    const stream = await c.stream('test.run', { exitCode: 3 }, { onData: (b) => void (output += b.toString()), onEvent: (e) => void events.push(e) });
+    const stream = await c.stream(
+      'test.run',
+      { exitCode: 3 },
+      { onData: (b) => void (output += b.toString()), onEvent: (e) => void events.push(e) },
+    );
     expect(stream.result).toMatchObject({ stream: stream.id, pid: expect.any(Number) });
     stream.write('hello ');
     stream.event({ cols: 80, rows: 24 });
@@ -231,7 +241,9 @@ describe('control socket', () => {
   it('answers malformed lines with errors and keeps serving the same connection', async () => {
     const conn = await raw();
     conn.socket.write('not json\n{"id":7}\n{"id":8,"method":"owner.info","extra":1}\n[1,2]\n');
-    conn.socket.write('{"stream":"s99","data":"aGk="}\n{"stream":"s1","data":"***"}\n{"id":9,"method":"test.add","params":{"a":1,"b":1}}\n');
+    conn.socket.write(
+      '{"stream":"s99","data":"aGk="}\n{"stream":"s1","data":"***"}\n{"id":9,"method":"test.add","params":{"a":1,"b":1}}\n',
+    );
     const lines = await conn.next(7);
     expect(lines.slice(0, 6)).toEqual([
       { id: null, error: { code: 'bad_message', message: expect.stringMatching(/^not JSON/) } },
@@ -276,7 +288,9 @@ describe('control socket', () => {
     const chunk = 'a'.repeat(64 * 1024);
     for (let i = 0; i < 17 && !conn.socket.destroyed; i++) conn.socket.write(chunk);
     await conn.closed;
-    expect(conn.lines).toEqual([{ id: null, error: { code: 'line_too_long', message: expect.stringMatching(/longer than 1048576 bytes/) } }]);
+    expect(conn.lines).toEqual([
+      { id: null, error: { code: 'line_too_long', message: expect.stringMatching(/longer than 1048576 bytes/) } },
+    ]);
     expect(await (await client()).call('owner.info')).toEqual(info);
   });
 

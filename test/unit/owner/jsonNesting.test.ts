@@ -17,7 +17,10 @@ function depthOf(value: unknown): number {
 }
 
 /** Strings made mostly of the characters that matter to the scan, plus some that take several UTF-8 bytes. */
-const trickyString = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', ',', ':', 'a', ' ', '\n', 'é', '😀'), maxLength: 12 });
+const trickyString = fc.string({
+  unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', ',', ':', 'a', ' ', '\n', 'é', '😀'),
+  maxLength: 12,
+});
 
 const trickyJson = fc.letrec((tie) => ({
   value: fc.oneof(
@@ -31,7 +34,14 @@ const trickyJson = fc.letrec((tie) => ({
 
 /** `value` wrapped in `levels` arrays or objects, written out by hand so no recursion builds it. */
 function wrapped(inner: string, shells: readonly ('array' | 'object')[]): string {
-  return shells.map((s) => (s === 'array' ? '[' : '{"k":')).join('') + inner + shells.map((s) => (s === 'array' ? ']' : '}')).reverse().join('');
+  return (
+    shells.map((s) => (s === 'array' ? '[' : '{"k":')).join('') +
+    inner +
+    shells
+      .map((s) => (s === 'array' ? ']' : '}'))
+      .reverse()
+      .join('')
+  );
 }
 
 describe('nestsDeeperThan', () => {

@@ -62,7 +62,7 @@ describe('owner lock', () => {
     lock.release();
   });
 
-  it('leaves a live owner\'s lock alone', async () => {
+  it("leaves a live owner's lock alone", async () => {
     const child = spawnOwnerChild(home.root, 'lock');
     await child.firstLine;
     const taken = await acquireOwnerLock(home, who);
@@ -72,7 +72,15 @@ describe('owner lock', () => {
   });
 
   it.skipIf(processStartTicks(process.pid) === null)('treats a reused pid as dead: same pid, different start time', async () => {
-    const reused = { pid: process.pid, startedAt: new Date(0).toISOString(), kind: 'app', command: 'long gone', socket: ownerPaths(home).socket, procStart: '1', token: 'old' };
+    const reused = {
+      pid: process.pid,
+      startedAt: new Date(0).toISOString(),
+      kind: 'app',
+      command: 'long gone',
+      socket: ownerPaths(home).socket,
+      procStart: '1',
+      token: 'old',
+    };
     (await acquired()).lock.release();
     writeFileSync(ownerPaths(home).lock, JSON.stringify(reused));
     const { lock, tookOver } = await acquired();

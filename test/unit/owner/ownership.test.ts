@@ -36,8 +36,10 @@ describe('withOwnership', () => {
     expect(await findOwner(home)).toBeNull();
   });
 
-  it('releases the lock and the socket when the owner\'s work throws', async () => {
-    await expect(withOwnership(home, { kind: 'cli', command: 'x' }, () => Promise.reject(new Error('failed run')), unreachable)).rejects.toThrow('failed run');
+  it("releases the lock and the socket when the owner's work throws", async () => {
+    await expect(
+      withOwnership(home, { kind: 'cli', command: 'x' }, () => Promise.reject(new Error('failed run')), unreachable),
+    ).rejects.toThrow('failed run');
     expect(readdirSync(home.runDir)).toEqual([]);
   });
 
@@ -49,7 +51,9 @@ describe('withOwnership', () => {
     await child.done;
     expect(existsSync(ownerPaths(home).socket)).toBe(true);
     const notes: string[] = [];
-    const pid = await withOwnership(home, { kind: 'app', command: 'app' }, async (owner) => owner.info.pid, unreachable, { onNote: (n) => notes.push(n) });
+    const pid = await withOwnership(home, { kind: 'app', command: 'app' }, async (owner) => owner.info.pid, unreachable, {
+      onNote: (n) => notes.push(n),
+    });
     expect(pid).toBe(process.pid);
     expect(notes).toEqual([`took over ${home.root} from pid ${child.process.pid} (ownerChild race), which is no longer running`]);
   });
@@ -74,7 +78,10 @@ describe('withOwnership', () => {
     writeFileSync(join(home.root, 'go'), '');
     const ends = await Promise.all(racers.map((r) => r.done));
     const sides = ends.map((e) => e.stdout.trim().split('\n').at(-1));
-    expect(ends.map((e) => e.code), ends.map((e) => e.stderr).join('\n')).toEqual([0, 0, 0]);
+    expect(
+      ends.map((e) => e.code),
+      ends.map((e) => e.stderr).join('\n'),
+    ).toEqual([0, 0, 0]);
     const ownerIndex = sides.indexOf('owner');
     expect(sides.filter((s) => s === 'owner')).toHaveLength(1);
     expect(sides.filter((s) => s === `client of ${racers[ownerIndex]!.process.pid}`)).toHaveLength(2);

@@ -47,7 +47,10 @@ describe('the owner refuses malformed vm.* params', () => {
     ['vm.shell', { agent: { name: 'cursor' } }, /at agent\.name/],
     ['vm.shell', { agent: { name: 'claude', credentials: { LD_PRELOAD: '/tmp/x.so' } } }, /at agent\.credentials/],
   ] as const)('%s %j', async (method, params, reason) => {
-    await expect(client.call(method, params as unknown as JsonValue)).rejects.toMatchObject({ code: 'invalid_params', message: expect.stringMatching(reason) });
+    await expect(client.call(method, params as unknown as JsonValue)).rejects.toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(reason),
+    });
   });
 });
 

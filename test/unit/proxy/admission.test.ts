@@ -56,34 +56,63 @@ describe('entry gates', () => {
 
 describe('admission', () => {
   it('admits an absolute-form request with its destination, path and query apart, and the deciding rule', () => {
-    const admission = admit(policy, undefined, { method: 'POST', url: 'http://api.example.com/v1/messages?beta=true' }, 'request', { host: 'api.example.com' });
+    const admission = admit(policy, undefined, { method: 'POST', url: 'http://api.example.com/v1/messages?beta=true' }, 'request', {
+      host: 'api.example.com',
+    });
     expect(admission.admitted).toBe(true);
     if (!admission.admitted) return;
     expect(admission.dest).toMatchObject({ scheme: 'http', host: 'api.example.com', port: 80, path: '/v1/messages?beta=true' });
     expect(admission.decision).toEqual({ action: 'allow', rule: 'allow-api', explicit: true });
-    expect(admission.request).toMatchObject({ host: 'api.example.com', port: 80, method: 'POST', path: '/v1/messages', query: 'beta=true', kind: 'request' });
+    expect(admission.request).toMatchObject({
+      host: 'api.example.com',
+      port: 80,
+      method: 'POST',
+      path: '/v1/messages',
+      query: 'beta=true',
+      kind: 'request',
+    });
   });
 
   it('refuses a policy-denied destination with 403 naming the rule, recorded as denied', () => {
-    const admission = admit(policy, { host: 'evil.example', port: 443, tls: true }, { method: 'GET', url: '/x' }, 'websocket', { host: 'evil.example' });
-    expect(admission).toMatchObject({ admitted: false, status: 403, body: 'capsem: evil.example:443 is blocked by policy rule deny-evil\n' });
+    const admission = admit(policy, { host: 'evil.example', port: 443, tls: true }, { method: 'GET', url: '/x' }, 'websocket', {
+      host: 'evil.example',
+    });
+    expect(admission).toMatchObject({
+      admitted: false,
+      status: 403,
+      body: 'capsem: evil.example:443 is blocked by policy rule deny-evil\n',
+    });
     expect(admission.request).toMatchObject({ host: 'evil.example', scheme: 'https', kind: 'websocket' });
     if (admission.admitted) return;
-    expect(admission.outcome).toEqual({ decision: 'denied', status: 403, matchedRule: 'deny-evil', error: { kind: 'destination_denied', message: 'blocked by deny-evil' } });
+    expect(admission.outcome).toEqual({
+      decision: 'denied',
+      status: 403,
+      matchedRule: 'deny-evil',
+      error: { kind: 'destination_denied', message: 'blocked by deny-evil' },
+    });
   });
 
   it("refuses a Host that names another host than the tunnel's with 421, recording the target as it came", () => {
-    const admission = admit(policy, { host: 'api.example.com', port: 80, tls: false }, { url: '/a?b=c' }, 'request', { host: 'evil.example' });
+    const admission = admit(policy, { host: 'api.example.com', port: 80, tls: false }, { url: '/a?b=c' }, 'request', {
+      host: 'evil.example',
+    });
     expect(admission).toMatchObject({ admitted: false, status: 421 });
     expect(admission.request).toMatchObject({ method: 'GET', scheme: 'http', path: '/a', query: 'b=c' });
     if (admission.admitted) return;
-    expect(admission.outcome).toMatchObject({ decision: 'denied', matchedRule: 'proxy.bad-request', error: { kind: 'misdirected_request' } });
+    expect(admission.outcome).toMatchObject({
+      decision: 'denied',
+      matchedRule: 'proxy.bad-request',
+      error: { kind: 'misdirected_request' },
+    });
   });
 
   it('holds an HTTP/2 request to its tunnel through :authority as well as Host', () => {
     const tunnel = { host: 'api.example.com', port: 443, tls: true };
     expect(admit(policy, tunnel, { url: '/' }, 'request', { host: 'api.example.com' }, 'api.example.com').admitted).toBe(true);
-    expect(admit(policy, tunnel, { url: '/' }, 'request', { host: 'api.example.com' }, 'evil.example')).toMatchObject({ admitted: false, status: 421 });
+    expect(admit(policy, tunnel, { url: '/' }, 'request', { host: 'api.example.com' }, 'evil.example')).toMatchObject({
+      admitted: false,
+      status: 421,
+    });
   });
 });
 
@@ -96,7 +125,19 @@ describe('brokering', () => {
   });
 
   it("takes the broker's headers, path and refusal when there is one", () => {
-    const broker = { request: (host: string, headers: Record<string, string>, path: string) => ({ headers: { ...headers, 'x-host': host }, path: `${path}&real=1`, uses: [], refusal: 'no' }) } as unknown as CredentialBroker;
-    expect(brokerRequest(broker, dest, {})).toEqual({ headers: { 'x-host': 'api.example.com' }, path: '/v1?k=1&real=1', uses: [], refusal: 'no' });
+    const broker = {
+      request: (host: string, headers: Record<string, string>, path: string) => ({
+        headers: { ...headers, 'x-host': host },
+        path: `${path}&real=1`,
+        uses: [],
+        refusal: 'no',
+      }),
+    } as unknown as CredentialBroker;
+    expect(brokerRequest(broker, dest, {})).toEqual({
+      headers: { 'x-host': 'api.example.com' },
+      path: '/v1?k=1&real=1',
+      uses: [],
+      refusal: 'no',
+    });
   });
 });

@@ -37,13 +37,25 @@ describe('certificate authority', () => {
     const ca = await CertificateAuthority.load(home);
     for (const host of ['api.example.test', '127.0.0.1']) {
       const leaf = await ca.issueLeaf(host);
-      const server = createServer({ cert: leaf.certPem, key: leaf.keyPem, SNICallback: (name, cb) => void ca.contextFor(name || host).then((c) => cb(null, c)) }, (_req, res) => res.end('ok'));
+      const server = createServer(
+        { cert: leaf.certPem, key: leaf.keyPem, SNICallback: (name, cb) => void ca.contextFor(name || host).then((c) => cb(null, c)) },
+        (_req, res) => res.end('ok'),
+      );
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       const authorized = await new Promise<boolean>((resolve, reject) => {
-        const socket = connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername: host === '127.0.0.1' ? undefined : host, ca: ca.certPem, ...(host === '127.0.0.1' ? { checkServerIdentity: () => undefined } : {}) }, () => {
-          resolve(socket.authorized);
-          socket.destroy();
-        });
+        const socket = connect(
+          {
+            host: '127.0.0.1',
+            port: (server.address() as AddressInfo).port,
+            servername: host === '127.0.0.1' ? undefined : host,
+            ca: ca.certPem,
+            ...(host === '127.0.0.1' ? { checkServerIdentity: () => undefined } : {}),
+          },
+          () => {
+            resolve(socket.authorized);
+            socket.destroy();
+          },
+        );
         socket.on('error', reject);
       });
       server.close();
@@ -55,10 +67,12 @@ describe('certificate authority', () => {
   });
 
   it('makes serials that are positive and minimal DER integers, so every leaf parses (property)', async () => {
-    fc.assert(fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (random) => {
-      const first = Number.parseInt(serialFrom(random).slice(0, 2), 16);
-      return first >= 0x01 && first <= 0x7f;
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (random) => {
+        const first = Number.parseInt(serialFrom(random).slice(0, 2), 16);
+        return first >= 0x01 && first <= 0x7f;
+      }),
+    );
     const ca = await CertificateAuthority.load(home);
     for (let i = 0; i < 300; i++) {
       const leaf = await ca.issueLeaf(`leaf-${i}.parse.test`);
@@ -75,21 +89,27 @@ describe('certificate authority', () => {
     expect(ca.cachedLeaves).toBe(3);
     expect(new Set(contexts).size).toBe(3);
     const leaves = await Promise.all(hosts.map((h) => ca.issueLeaf(h)));
-    for (const leaf of leaves) expect(createPublicKey(leaf.keyPem).export({ format: 'jwk' })).toEqual(new X509Certificate(leaf.certPem).publicKey.export({ format: 'jwk' }));
+    for (const leaf of leaves)
+      expect(createPublicKey(leaf.keyPem).export({ format: 'jwk' })).toEqual(
+        new X509Certificate(leaf.certPem).publicKey.export({ format: 'jwk' }),
+      );
     fresh.remove();
   });
 });
 
 describe('policy', () => {
-  const policy = parsePolicy(JSON.stringify({
-    version: 1,
-    rules: [
-      { id: 'deny-post-to-uploads', action: 'deny', domains: ['uploads.example.com'], methods: ['POST'] },
-      { id: 'allow-internal', action: 'allow', domains: ['*.corp.internal'], ports: [443] },
-      { id: 'deny-evil', action: 'deny', domains: ['evil.example', '*.evil.example'] },
-      { id: 'allow-all', action: 'allow', domains: ['*'] },
-    ],
-  }), 'test');
+  const policy = parsePolicy(
+    JSON.stringify({
+      version: 1,
+      rules: [
+        { id: 'deny-post-to-uploads', action: 'deny', domains: ['uploads.example.com'], methods: ['POST'] },
+        { id: 'allow-internal', action: 'allow', domains: ['*.corp.internal'], ports: [443] },
+        { id: 'deny-evil', action: 'deny', domains: ['evil.example', '*.evil.example'] },
+        { id: 'allow-all', action: 'allow', domains: ['*'] },
+      ],
+    }),
+    'test',
+  );
 
   it('takes the first rule that matches domain, port and method', () => {
     expect(decide(policy, 'uploads.example.com', 443, 'POST')).toEqual({ action: 'deny', rule: 'deny-post-to-uploads', explicit: true });
@@ -99,7 +119,11 @@ describe('policy', () => {
     expect(decide(policy, 'git.corp.internal', 8443, 'GET').rule).toBe('allow-all');
     expect(decide(policy, 'a.b.evil.example', 443, 'GET').action).toBe('deny');
     expect(decide(policy, 'EVIL.example.', 443, 'GET').action).toBe('deny');
-    expect(decide(parsePolicy('{"version":1,"rules":[]}', 'empty'), 'x', 443, 'GET')).toEqual({ action: 'deny', rule: 'default.no-rule', explicit: false });
+    expect(decide(parsePolicy('{"version":1,"rules":[]}', 'empty'), 'x', 443, 'GET')).toEqual({
+      action: 'deny',
+      rule: 'default.no-rule',
+      explicit: false,
+    });
   });
 
   it('lets a name be looked up when some port and method reach it, and denies it only when none does', () => {
@@ -112,12 +136,17 @@ describe('policy', () => {
     const postOnly = only([{ id: 'post', action: 'allow', domains: ['api.example'], methods: ['post'] }]);
     expect(decideName(postOnly, 'api.example').rule).toBe('post');
     // Denied on every port a rule names, allowed on the rest: still reachable, so it resolves.
-    const mostPorts = only([{ id: 'deny-web', action: 'deny', domains: ['x.example'], ports: [1, 2, 3, 80, 443] }, { id: 'rest', action: 'allow', domains: ['*'] }]);
+    const mostPorts = only([
+      { id: 'deny-web', action: 'deny', domains: ['x.example'], ports: [1, 2, 3, 80, 443] },
+      { id: 'rest', action: 'allow', domains: ['*'] },
+    ]);
     expect(decideName(mostPorts, 'x.example').rule).toBe('rest');
   });
 
   it('refuses a broken policy with the reason, and a reload keeps the previous one', () => {
-    expect(() => parsePolicy('{"version":1,"rules":[{"id":"x","action":"maybe","domains":["a"]}]}', 'p.json')).toThrow(/policy p.json is invalid: rules.0.action/);
+    expect(() => parsePolicy('{"version":1,"rules":[{"id":"x","action":"maybe","domains":["a"]}]}', 'p.json')).toThrow(
+      /policy p.json is invalid: rules.0.action/,
+    );
     expect(() => parsePolicy('{nope', 'p.json')).toThrow(/not valid JSON/);
     const path = `${home.root}/policy-reload.json`;
     writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'one', action: 'allow', domains: ['*'] }] }));
@@ -132,7 +161,20 @@ describe('policy', () => {
   });
 
   it('knows loopback, private, link-local and mapped addresses', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1']) expect(isPrivateAddress(a), a).toBe(true);
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.20.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+    ])
+      expect(isPrivateAddress(a), a).toBe(true);
     for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '172.32.0.1']) expect(isPrivateAddress(a), a).toBe(false);
   });
 });
@@ -153,7 +195,12 @@ describe('small parsers', () => {
   });
 
   it('keeps allowlisted headers verbatim and never a credential', () => {
-    const out = recordedHeaders({ 'content-type': 'application/json', authorization: 'Bearer sk-secret', 'x-api-key': 'sk-ant-1', cookie: 'a=b' })!;
+    const out = recordedHeaders({
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-secret',
+      'x-api-key': 'sk-ant-1',
+      cookie: 'a=b',
+    })!;
     expect(out['content-type']).toBe('application/json');
     for (const k of ['authorization', 'x-api-key', 'cookie']) expect(out[k]).toMatch(/^sha256:[0-9a-f]{16}$/);
     expect(JSON.stringify(out)).not.toMatch(/sk-secret|sk-ant-1/);
@@ -169,9 +216,19 @@ describe('policy file watching', () => {
     try {
       // Let the watcher take its first look, as it has long before anyone edits a policy.
       await new Promise((r) => setTimeout(r, 200));
-      writeFileSync(path, JSON.stringify({ version: 1, rules: [{ id: 'deny-news', action: 'deny', domains: ['news.example'] }, { id: 'allow', action: 'allow', domains: ['*'] }] }));
+      writeFileSync(
+        path,
+        JSON.stringify({
+          version: 1,
+          rules: [
+            { id: 'deny-news', action: 'deny', domains: ['news.example'] },
+            { id: 'allow', action: 'allow', domains: ['*'] },
+          ],
+        }),
+      );
       const deadline = Date.now() + 5000;
-      while (store.decide('news.example', 443, 'GET').action !== 'deny' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      while (store.decide('news.example', 443, 'GET').action !== 'deny' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 25));
       expect(store.decide('news.example', 443, 'GET')).toMatchObject({ action: 'deny', rule: 'deny-news' });
     } finally {
       stop();
@@ -190,7 +247,8 @@ describe('policy file watching', () => {
       policy.rules.unshift({ id: 'allow-ollama', action: 'allow', domains: ['localhost'], ports: [11434] });
       writeFileSync(`${fresh.root}/policy.json`, JSON.stringify(policy));
       const deadline = Date.now() + 5000;
-      while (store.decide('localhost', 11434, 'POST').rule !== 'allow-ollama' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      while (store.decide('localhost', 11434, 'POST').rule !== 'allow-ollama' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 25));
       expect(store.decide('localhost', 11434, 'POST')).toEqual({ action: 'allow', rule: 'allow-ollama', explicit: true });
       expect(store.path).toBe(`${fresh.root}/policy.json`);
       expect(store.howToAllowPrivate('localhost', 11434)).toContain(`in ${fresh.root}/policy.json, before`);

@@ -13,10 +13,28 @@ afterAll(() => home.remove());
 
 function exchange(path: string, body: Buffer, contentEncoding?: string): Exchange {
   return {
-    startedAt: new Date(), host: 'files.example', port: 443, scheme: 'https', kind: 'request', method: 'GET', path, query: null,
-    requestHeaders: { host: 'files.example' }, responseHeaders: { 'content-type': 'text/plain', ...(contentEncoding ? { 'content-encoding': contentEncoding } : {}) },
-    status: 200, requestBody: EMPTY_BODY, responseBody: { bytes: body, total: body.length, truncated: false }, durationMs: 1, ttfbMs: 1,
-    decision: 'allowed', matchedRule: 'default.allow', processName: 'curl', pid: 1, error: null, eventId: null, parseError: null,
+    startedAt: new Date(),
+    host: 'files.example',
+    port: 443,
+    scheme: 'https',
+    kind: 'request',
+    method: 'GET',
+    path,
+    query: null,
+    requestHeaders: { host: 'files.example' },
+    responseHeaders: { 'content-type': 'text/plain', ...(contentEncoding ? { 'content-encoding': contentEncoding } : {}) },
+    status: 200,
+    requestBody: EMPTY_BODY,
+    responseBody: { bytes: body, total: body.length, truncated: false },
+    durationMs: 1,
+    ttfbMs: 1,
+    decision: 'allowed',
+    matchedRule: 'default.allow',
+    processName: 'curl',
+    pid: 1,
+    error: null,
+    eventId: null,
+    parseError: null,
   };
 }
 
@@ -30,7 +48,11 @@ it('records exchanges in the order they finished, whether or not their bodies ne
   await recorder.record(exchange('/last', Buffer.from('four')));
   await live.writer.flush();
   const db = new Database(sessionPaths(home, live.id).dbPath, { readonly: true });
-  const rows = db.prepare("SELECT n.path, n.error_kind, b.body FROM net_events n LEFT JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' ORDER BY n.seq").all() as { path: string; error_kind: string | null; body: Buffer }[];
+  const rows = db
+    .prepare(
+      "SELECT n.path, n.error_kind, b.body FROM net_events n LEFT JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'response' ORDER BY n.seq",
+    )
+    .all() as { path: string; error_kind: string | null; body: Buffer }[];
   db.close();
   await live.end();
   expect(rows.map((r) => [r.path, r.error_kind, r.body.toString()])).toEqual([
@@ -45,7 +67,13 @@ it('records exchanges in the order they finished, whether or not their bodies ne
 
 function modelExchange(path: string, requestBody: Buffer, responseBody: Buffer): Exchange {
   const ex = exchange(path, responseBody);
-  return { ...ex, method: 'POST', requestHeaders: { host: 'api.example', 'content-type': 'application/json' }, requestBody: { bytes: requestBody, total: requestBody.length, truncated: false }, responseHeaders: { 'content-type': 'application/json' } };
+  return {
+    ...ex,
+    method: 'POST',
+    requestHeaders: { host: 'api.example', 'content-type': 'application/json' },
+    requestBody: { bytes: requestBody, total: requestBody.length, truncated: false },
+    responseHeaders: { 'content-type': 'application/json' },
+  };
 }
 
 it('writes the exchange row and its bodies first: a parser that fails costs only its derived rows, named on the row', async () => {
@@ -56,15 +84,25 @@ it('writes the exchange row and its bodies first: a parser that fails costs only
   // Read now: the recorder hands the body's memory over to the writer thread.
   const deepBytes = deep.length;
   await recorder.record(modelExchange('/v1/messages', deep, Buffer.from('{"content":[]}')));
-  await recorder.record(modelExchange('/v1beta/models/%E0%A4%A:generateContent', Buffer.from('{"contents":[]}'), Buffer.from('{"candidates":[]}')));
+  await recorder.record(
+    modelExchange('/v1beta/models/%E0%A4%A:generateContent', Buffer.from('{"contents":[]}'), Buffer.from('{"candidates":[]}')),
+  );
   await live.writer.flush();
   const db = new Database(sessionPaths(home, live.id).dbPath, { readonly: true });
-  const net = db.prepare('SELECT n.path, n.parse_error, length(b.body) AS body FROM net_events n LEFT JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = \'request\' ORDER BY n.seq').all();
+  const net = db
+    .prepare(
+      "SELECT n.path, n.parse_error, length(b.body) AS body FROM net_events n LEFT JOIN event_body_blobs b ON b.event_id = n.event_id AND b.direction = 'request' ORDER BY n.seq",
+    )
+    .all();
   const calls = db.prepare('SELECT provider, path FROM model_calls').all();
   db.close();
   await live.end();
   expect(net).toEqual([
-    { path: '/v1/messages', parse_error: expect.stringMatching(/model or tool rows failed: Maximum call stack size exceeded/), body: deepBytes },
+    {
+      path: '/v1/messages',
+      parse_error: expect.stringMatching(/model or tool rows failed: Maximum call stack size exceeded/),
+      body: deepBytes,
+    },
     { path: '/v1beta/models/%E0%A4%A:generateContent', parse_error: null, body: 15 },
   ]);
   expect(calls).toEqual([{ provider: 'google', path: '/v1beta/models/%E0%A4%A:generateContent' }]);
@@ -74,8 +112,16 @@ it('writes the exchange row and its bodies first: a parser that fails costs only
 it('records one row per exchange whatever its path and bodies hold (property)', async () => {
   const live = await liveSession(home);
   const recorder = new ExchangeRecorder(live.writer, 1 << 20);
-  const paths = fc.oneof(fc.constantFrom('/v1/messages', '/v1/chat/completions', '/v1/responses', '/api/chat', '/mcp'), fc.string().map((s) => `/v1beta/models/${s}:generateContent`), fc.string());
-  const bodies = fc.oneof(fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)), fc.json().map((j) => Buffer.from(j)), fc.jsonValue().map((v) => Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: v }], tools: v, contents: v }))));
+  const paths = fc.oneof(
+    fc.constantFrom('/v1/messages', '/v1/chat/completions', '/v1/responses', '/api/chat', '/mcp'),
+    fc.string().map((s) => `/v1beta/models/${s}:generateContent`),
+    fc.string(),
+  );
+  const bodies = fc.oneof(
+    fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
+    fc.json().map((j) => Buffer.from(j)),
+    fc.jsonValue().map((v) => Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: v }], tools: v, contents: v }))),
+  );
   let recorded = 0;
   await fc.assert(
     fc.asyncProperty(paths, bodies, bodies, async (path, request, response) => {

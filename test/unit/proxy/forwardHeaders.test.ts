@@ -5,10 +5,23 @@ import { declaresBody, forwardHeaders } from '../../../electron/proxy/forwardHea
 
 describe('forwarded headers', () => {
   it("drops hop-by-hop headers and those the Connection header names, and sets the destination's Host", () => {
-    const out = forwardHeaders({
-      host: 'evil.example', connection: 'keep-alive, X-Trace', 'x-trace': '1', 'keep-alive': 'timeout=5', 'proxy-authorization': 'Basic x',
-      'transfer-encoding': 'chunked', upgrade: 'h2c', 'http2-settings': 'AA', expect: '100-continue', te: 'trailers', accept: 'application/json', 'set-cookie': ['a=1', 'b=2'],
-    }, 'api.example.com');
+    const out = forwardHeaders(
+      {
+        host: 'evil.example',
+        connection: 'keep-alive, X-Trace',
+        'x-trace': '1',
+        'keep-alive': 'timeout=5',
+        'proxy-authorization': 'Basic x',
+        'transfer-encoding': 'chunked',
+        upgrade: 'h2c',
+        'http2-settings': 'AA',
+        expect: '100-continue',
+        te: 'trailers',
+        accept: 'application/json',
+        'set-cookie': ['a=1', 'b=2'],
+      },
+      'api.example.com',
+    );
     expect(out).toEqual({ host: 'api.example.com', accept: 'application/json', 'set-cookie': ['a=1', 'b=2'] });
   });
 

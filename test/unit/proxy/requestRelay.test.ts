@@ -62,9 +62,18 @@ describe('coalesced response bodies', () => {
 });
 
 describe('scanned request bodies', () => {
-  const use = (outcome: CredentialUse['outcome']): CredentialUse => ({ provider: 'anthropic', where: 'body', host: 'example.com', outcome, credentialRef: 'k1' });
+  const use = (outcome: CredentialUse['outcome']): CredentialUse => ({
+    provider: 'anthropic',
+    where: 'body',
+    host: 'example.com',
+    outcome,
+    credentialRef: 'k1',
+  });
 
-  async function fed(pieces: readonly string[], sightings: Record<string, CredentialUse>): Promise<{ forwarded: string; error: string | null; sighted: CredentialUse[] }> {
+  async function fed(
+    pieces: readonly string[],
+    sightings: Record<string, CredentialUse>,
+  ): Promise<{ forwarded: string; error: string | null; sighted: CredentialUse[] }> {
     const req = new PassThrough();
     const body = new PassThrough();
     const scanner: BodyScanner = { push: (chunk) => sightings[chunk.toString()] ?? null };

@@ -38,14 +38,16 @@ describe('StandInAddresses', () => {
   });
 
   it('keeps names and stand-ins one to one whatever the order of lookups (property)', () => {
-    fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 300 }), (picks) => {
-      const names = new StandInAddresses(16);
-      for (const pick of picks) {
-        const name = `n${pick}.example`;
-        const { v4, v6 } = names.standInsFor(name);
-        expect(names.nameAt(v4)).toBe(name);
-        expect(names.nameAt(v6)).toBe(name);
-      }
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 300 }), (picks) => {
+        const names = new StandInAddresses(16);
+        for (const pick of picks) {
+          const name = `n${pick}.example`;
+          const { v4, v6 } = names.standInsFor(name);
+          expect(names.nameAt(v4)).toBe(name);
+          expect(names.nameAt(v6)).toBe(name);
+        }
+      }),
+    );
   });
 });

@@ -11,19 +11,30 @@ describe('transparent targets', () => {
   const nameAt = (address: string): string | undefined => names.get(address);
 
   it('names a stand-in address by the name it stands in for, any other address by itself', () => {
-    expect(transparentTarget({ address: '10.128.0.5', port: 443 }, nameAt)).toEqual({ host: 'api.example.com', port: 443, transparent: true });
+    expect(transparentTarget({ address: '10.128.0.5', port: 443 }, nameAt)).toEqual({
+      host: 'api.example.com',
+      port: 443,
+      transparent: true,
+    });
     expect(transparentTarget({ address: '::ffff:1.2.3.4', port: 80 }, nameAt)).toEqual({ host: '1.2.3.4', port: 80, transparent: true });
   });
 
   it('refuses a destination that is not an address and a port', () => {
-    for (const d of [{ address: 'api.example.com', port: 443 }, { address: '1.2.3.4', port: 0 }, { address: '1.2.3.4', port: 65536 }, { address: '1.2.3.4', port: 1.5 }, { address: '', port: 443 }]) {
+    for (const d of [
+      { address: 'api.example.com', port: 443 },
+      { address: '1.2.3.4', port: 0 },
+      { address: '1.2.3.4', port: 65536 },
+      { address: '1.2.3.4', port: 1.5 },
+      { address: '', port: 443 },
+    ]) {
       expect(transparentTarget(d, nameAt), JSON.stringify(d)).toBeNull();
     }
   });
 });
 
 describe('SNI names', () => {
-  const withServername = (servername: string | false | undefined): TLSSocket => Object.assign(Object.create(TLSSocket.prototype) as TLSSocket, { servername });
+  const withServername = (servername: string | false | undefined): TLSSocket =>
+    Object.assign(Object.create(TLSSocket.prototype) as TLSSocket, { servername });
 
   it('takes a name the client asked for in canonical spelling, and no name for none or an address', () => {
     expect(sniName(withServername('API.Example.COM.'))).toBe('api.example.com');

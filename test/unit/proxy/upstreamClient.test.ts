@@ -3,7 +3,9 @@ import { headersFromRaw, originOf } from '../../../electron/proxy/upstreamClient
 
 describe('upstream client helpers', () => {
   it('shapes raw upstream headers as node:http does: lower-case, repeats joined, set-cookie kept apart', () => {
-    const raw = ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'Vary', 'accept', 'set-cookie', 'b=2', 'vary', 'origin'].map((s) => Buffer.from(s));
+    const raw = ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'Vary', 'accept', 'set-cookie', 'b=2', 'vary', 'origin'].map((s) =>
+      Buffer.from(s),
+    );
     expect(headersFromRaw(raw)).toEqual({ 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'], vary: 'accept, origin' });
   });
 

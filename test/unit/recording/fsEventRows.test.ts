@@ -6,7 +6,13 @@ import { FsEventRows, summarisedFolder, type FsChange } from '../../../electron/
 // churn in a real VM) is in test/integration/vmWorkspace.test.ts.
 
 const at = (ms: number) => new Date(ms).toISOString();
-const change = (action: FsChange['action'], path: string, size: number | null, ts_ms = 1_000, is_dir = false): FsChange => ({ action, path, size, is_dir, ts_ms });
+const change = (action: FsChange['action'], path: string, size: number | null, ts_ms = 1_000, is_dir = false): FsChange => ({
+  action,
+  path,
+  size,
+  is_dir,
+  ts_ms,
+});
 
 describe('fs_events rows', () => {
   it('finds the summarised folder wherever it sits, and leaves a file named .git (a worktree pointer) to the user', () => {
@@ -19,7 +25,7 @@ describe('fs_events rows', () => {
     expect(summarisedFolder('my_node_modules/a', false)).toBeNull();
   });
 
-  it('writes the user\'s own changes at once and one row per folder and action for the rest, with how many paths and bytes', () => {
+  it("writes the user's own changes at once and one row per folder and action for the rest, with how many paths and bytes", () => {
     const rows = new FsEventRows();
     const now = rows.take([
       change('created', 'src/a.ts', 12, 1_000),

@@ -41,13 +41,33 @@ describe('GuestActivity', () => {
     const out = execOutputTap();
     const err = execOutputTap();
     out.push(Buffer.from('x'.repeat(5000)));
-    activity.exec({ argv: ['ls', '-l'], cwd: undefined, started: new Date(0), status: { code: 0, signal: null }, durationMs: 7, out, err, failure: null });
-    expect(rows).toEqual([{
-      table: 'exec_events',
-      row: {
-        timestamp: new Date(0).toISOString(), argv: '["ls","-l"]', cwd: null, exit_code: 0, signal: null, duration_ms: 7,
-        stdout_bytes: 5000, stderr_bytes: 0, stdout_preview: 'x'.repeat(256), stderr_preview: null, error_message: null,
+    activity.exec({
+      argv: ['ls', '-l'],
+      cwd: undefined,
+      started: new Date(0),
+      status: { code: 0, signal: null },
+      durationMs: 7,
+      out,
+      err,
+      failure: null,
+    });
+    expect(rows).toEqual([
+      {
+        table: 'exec_events',
+        row: {
+          timestamp: new Date(0).toISOString(),
+          argv: '["ls","-l"]',
+          cwd: null,
+          exit_code: 0,
+          signal: null,
+          duration_ms: 7,
+          stdout_bytes: 5000,
+          stderr_bytes: 0,
+          stdout_preview: 'x'.repeat(256),
+          stderr_preview: null,
+          error_message: null,
+        },
       },
-    }]);
+    ]);
   });
 });

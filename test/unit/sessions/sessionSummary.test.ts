@@ -24,7 +24,14 @@ function recordOf(id: SessionRecord['id']): SessionRecord {
 
 it('reads a running session from its live session.db', async () => {
   const live = await liveSession(home);
-  live.writer.append('net_events', { timestamp: now(), domain: 'example.com', decision: 'allowed', method: 'GET', path: '/', status_code: 200 });
+  live.writer.append('net_events', {
+    timestamp: now(),
+    domain: 'example.com',
+    decision: 'allowed',
+    method: 'GET',
+    path: '/',
+    status_code: 200,
+  });
   await live.writer.flush();
   const figures = sessionFigures(home, recordOf(live.id));
   expect(figures).toMatchObject({ onDisk: true, totals: { requests: 1, events: 1 } });

@@ -20,17 +20,23 @@ describe('promptTitle', () => {
   });
 
   it('whatever the prompt: one line, at most 80 characters, no reminder, no edge space', () => {
-    const piece = fc.oneof(fc.string(), fc.constantFrom('<system-reminder>', '</system-reminder>', '<user_query>', '</user_query>', '\n', '\r\n', '\u2028'));
+    const piece = fc.oneof(
+      fc.string(),
+      fc.constantFrom('<system-reminder>', '</system-reminder>', '<user_query>', '</user_query>', '\n', '\r\n', '\u2028'),
+    );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 30 }).map((parts) => parts.join('')), (prompt) => {
-        const title = promptTitle(prompt);
-        if (title === undefined) return;
-        expect(Array.from(title).length).toBeLessThanOrEqual(TITLE_MAX_CHARS);
-        expect(title).not.toMatch(/[\n\r\u2028]/);
-        expect(title).not.toContain('<system-reminder>');
-        expect(title).toBe(title.trim());
-        expect(title).not.toBe('');
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 30 }).map((parts) => parts.join('')),
+        (prompt) => {
+          const title = promptTitle(prompt);
+          if (title === undefined) return;
+          expect(Array.from(title).length).toBeLessThanOrEqual(TITLE_MAX_CHARS);
+          expect(title).not.toMatch(/[\n\r\u2028]/);
+          expect(title).not.toContain('<system-reminder>');
+          expect(title).toBe(title.trim());
+          expect(title).not.toBe('');
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -11,16 +11,34 @@ afterAll(() => home.remove());
 
 const at = (s: number): string => new Date(Date.UTC(2026, 10, 29, 10, 0, s)).toISOString();
 const input = {
-  sessionId: 's', lastSeq: 9, truncated: false, ended: false,
-  modelCalls: [{ seq: 1, timestamp: at(0), duration_ms: 2000, status_code: 200, stop_reason: 'tool_use', model: 'claude' }, { seq: 5, timestamp: at(10), duration_ms: 1000, status_code: 529 }],
+  sessionId: 's',
+  lastSeq: 9,
+  truncated: false,
+  ended: false,
+  modelCalls: [
+    { seq: 1, timestamp: at(0), duration_ms: 2000, status_code: 200, stop_reason: 'tool_use', model: 'claude' },
+    { seq: 5, timestamp: at(10), duration_ms: 1000, status_code: 529 },
+  ],
   toolCalls: [
     { seq: 2, timestamp: at(2), call_id: 'a', tool_name: 'Bash', arguments: '{"command":"npm test -- --run"}', trace_id: 't' },
     { seq: 3, timestamp: at(2), call_id: 'b', tool_name: 'Read', arguments: '{"file_path":"/root/x.ts"}', trace_id: 't' },
     { seq: 4, timestamp: at(2), call_id: 'c', tool_name: 'Task', arguments: 'not json', trace_id: 't' },
   ],
-  toolResponses: [{ seq: 6, timestamp: at(9), call_id: 'a', trace_id: 't' }, { seq: 7, timestamp: at(1), call_id: 'b', trace_id: 't' }],
+  toolResponses: [
+    { seq: 6, timestamp: at(9), call_id: 'a', trace_id: 't' },
+    { seq: 7, timestamp: at(1), call_id: 'b', trace_id: 't' },
+  ],
   netEvents: [
-    { seq: 8, timestamp: at(0), domain: 'api.anthropic.com', port: 443, path: '/v1/messages', status_code: 200, duration_ms: 2000, decision: 'allowed' },
+    {
+      seq: 8,
+      timestamp: at(0),
+      domain: 'api.anthropic.com',
+      port: 443,
+      path: '/v1/messages',
+      status_code: 200,
+      duration_ms: 2000,
+      decision: 'allowed',
+    },
     { seq: 9, timestamp: at(3), domain: '169.254.169.254', port: 80, path: '/latest', conn_type: 'http', decision: 'denied' },
   ],
 };
@@ -36,7 +54,11 @@ describe('timeline spans', () => {
 
   it('ends a tool at its first result, clamps a result recorded before the call, and leaves an open one open while live', () => {
     const t = buildTimeline(input);
-    expect(t.tools.map((x) => [x.id, x.end, x.preview])).toEqual([['a', at(9), 'npm test -- --run'], ['b', at(2), '/root/x.ts'], ['c', undefined, 'not json']]);
+    expect(t.tools.map((x) => [x.id, x.end, x.preview])).toEqual([
+      ['a', at(9), 'npm test -- --run'],
+      ['b', at(2), '/root/x.ts'],
+      ['c', undefined, 'not json'],
+    ]);
   });
 
   it('ends an unanswered tool where it started, as lost, once the session has ended', () => {
@@ -60,7 +82,8 @@ describe('timeline spans', () => {
 
   it('reads only the newest events past the cap and says it truncated', async () => {
     const live = await liveSession(home);
-    for (let i = 0; i < 30; i++) live.writer.append('model_calls', { timestamp: at(i), provider: 'anthropic', method: 'POST', path: '/v1/messages' });
+    for (let i = 0; i < 30; i++)
+      live.writer.append('model_calls', { timestamp: at(i), provider: 'anthropic', method: 'POST', path: '/v1/messages' });
     await live.writer.flush();
     const store = SessionEventStore.open(live.id, sessionPaths(home, live.id).dbPath);
     const capped = readTimeline(store, false, 10);

@@ -7,36 +7,92 @@ const AT = '2026-10-15T12:00:00.000Z';
 const known = priceKnownCache();
 
 function net(eventId: string, extra: Partial<NetRow> = {}): NetRow {
-  return { event_id: eventId, timestamp: AT, domain: 'api.anthropic.com', port: 443, conn_type: 'https', decision: 'allowed', status_code: 200, duration_ms: 900, process_name: 'node', error_kind: null, ...extra };
+  return {
+    event_id: eventId,
+    timestamp: AT,
+    domain: 'api.anthropic.com',
+    port: 443,
+    conn_type: 'https',
+    decision: 'allowed',
+    status_code: 200,
+    duration_ms: 900,
+    process_name: 'node',
+    error_kind: null,
+    ...extra,
+  };
 }
 
 function modelCall(netEventId: string | null, extra: Partial<CallRow> = {}): CallRow {
   return {
-    net_event_id: netEventId, timestamp: AT, host: 'api.anthropic.com', provider: 'anthropic', model: 'claude-sonnet-4-20250514', process_name: 'claude',
-    status_code: 200, duration_ms: 850, input_tokens: 10, output_tokens: 5, usage_details: '{"cache_read":100,"cache_write":20}', estimated_cost_usd: 0.0012, ...extra,
+    net_event_id: netEventId,
+    timestamp: AT,
+    host: 'api.anthropic.com',
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-20250514',
+    process_name: 'claude',
+    status_code: 200,
+    duration_ms: 850,
+    input_tokens: 10,
+    output_tokens: 5,
+    usage_details: '{"cache_read":100,"cache_write":20}',
+    estimated_cost_usd: 0.0012,
+    ...extra,
   };
 }
 
 describe('usage records from a session.db', () => {
   it('counts each exchange once with its model call: tokens include cache, cost in micros, priced by the pricing data', () => {
-    const [r, plain] = requestRecords('s1', [net('aaaaaaaaaaa1'), net('aaaaaaaaaaa2', { domain: 'registry.npmjs.org', process_name: 'npm' })], [modelCall('aaaaaaaaaaa1')], known);
+    const [r, plain] = requestRecords(
+      's1',
+      [net('aaaaaaaaaaa1'), net('aaaaaaaaaaa2', { domain: 'registry.npmjs.org', process_name: 'npm' })],
+      [modelCall('aaaaaaaaaaa1')],
+      known,
+    );
     expect(r).toEqual({
-      at: Date.parse(AT), session: 's1', requests: 1, errors: 0, tokens: 135, costMicros: 1_200, pricedRequests: 1, priceableRequests: 1,
-      durationMs: 850, model: 'claude-sonnet-4-20250514', endpoint: 'api.anthropic.com', host: 'api.anthropic.com', agent: 'claude', status: '200',
+      at: Date.parse(AT),
+      session: 's1',
+      requests: 1,
+      errors: 0,
+      tokens: 135,
+      costMicros: 1_200,
+      pricedRequests: 1,
+      priceableRequests: 1,
+      durationMs: 850,
+      model: 'claude-sonnet-4-20250514',
+      endpoint: 'api.anthropic.com',
+      host: 'api.anthropic.com',
+      agent: 'claude',
+      status: '200',
     });
-    expect(plain).toMatchObject({ tokens: 0, priceableRequests: 0, pricedRequests: 0, host: 'registry.npmjs.org', agent: 'npm', status: '200' });
+    expect(plain).toMatchObject({
+      tokens: 0,
+      priceableRequests: 0,
+      pricedRequests: 0,
+      host: 'registry.npmjs.org',
+      agent: 'npm',
+      status: '200',
+    });
     expect(plain).not.toHaveProperty('endpoint', expect.anything());
   });
 
   it('marks a model the pricing data does not know as priceable but not priced, with no cost', () => {
-    const [r] = requestRecords('s1', [net('aaaaaaaaaaa1')], [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0 })], known);
+    const [r] = requestRecords(
+      's1',
+      [net('aaaaaaaaaaa1')],
+      [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0 })],
+      known,
+    );
     expect(r).toMatchObject({ priceableRequests: 1, pricedRequests: 0, costMicros: 0, model: 'house-model-7' });
   });
 
   it('leaves tunnels out, counts denials and failures as errors, and keeps a call with no exchange', () => {
     const records = requestRecords(
       's1',
-      [net('aaaaaaaaaaa1', { conn_type: 'tunnel' }), net('aaaaaaaaaaa2', { decision: 'denied', status_code: null }), net('aaaaaaaaaaa3', { status_code: 200, error_kind: 'upstream_error' })],
+      [
+        net('aaaaaaaaaaa1', { conn_type: 'tunnel' }),
+        net('aaaaaaaaaaa2', { decision: 'denied', status_code: null }),
+        net('aaaaaaaaaaa3', { status_code: 200, error_kind: 'upstream_error' }),
+      ],
       [modelCall(null, { host: 'localhost:11434', status_code: 502 })],
       known,
     );
@@ -48,22 +104,56 @@ describe('usage records from a session.db', () => {
   });
 
   it('counts every turn on one WebSocket as a request', () => {
-    const records = requestRecords('s1', [net('aaaaaaaaaaa1', { conn_type: 'websocket' })], [modelCall('aaaaaaaaaaa1'), modelCall('aaaaaaaaaaa1')], known);
+    const records = requestRecords(
+      's1',
+      [net('aaaaaaaaaaa1', { conn_type: 'websocket' })],
+      [modelCall('aaaaaaaaaaa1'), modelCall('aaaaaaaaaaa1')],
+      known,
+    );
     expect(records).toHaveLength(2);
   });
 });
 
 describe('usage records from main.db ledger', () => {
   const session = {
-    id: 'abcdefabcdef' as SessionId, stoppedAt: AT, updatedAt: AT, status: 'vacuumed',
+    id: 'abcdefabcdef' as SessionId,
+    stoppedAt: AT,
+    updatedAt: AT,
+    status: 'vacuumed',
     activity: { lastEventAt: null, inferenceHost: 'api.openai.com', agent: 'codex' },
   } as unknown as SessionRecord;
 
   it("places a gone session's model rows at its end, with the session's host and agent", () => {
-    const [r] = ledgerRecords(session, [{ provider: 'openai', model: 'gpt-4o', call_count: 3, input_tokens: 30, output_tokens: 9, cache_read_tokens: 1, cache_write_tokens: 0, estimated_cost: 0.5, total_duration_ms: 1_200 }], known);
+    const [r] = ledgerRecords(
+      session,
+      [
+        {
+          provider: 'openai',
+          model: 'gpt-4o',
+          call_count: 3,
+          input_tokens: 30,
+          output_tokens: 9,
+          cache_read_tokens: 1,
+          cache_write_tokens: 0,
+          estimated_cost: 0.5,
+          total_duration_ms: 1_200,
+        },
+      ],
+      known,
+    );
     expect(r).toEqual({
-      at: Date.parse(AT), session: session.id, requests: 3, errors: 0, tokens: 40, costMicros: 500_000, pricedRequests: 3, priceableRequests: 3,
-      model: 'gpt-4o', endpoint: 'api.openai.com', host: 'api.openai.com', agent: 'codex',
+      at: Date.parse(AT),
+      session: session.id,
+      requests: 3,
+      errors: 0,
+      tokens: 40,
+      costMicros: 500_000,
+      pricedRequests: 3,
+      priceableRequests: 3,
+      model: 'gpt-4o',
+      endpoint: 'api.openai.com',
+      host: 'api.openai.com',
+      agent: 'codex',
     });
   });
 });

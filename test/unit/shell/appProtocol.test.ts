@@ -2,16 +2,31 @@ import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { APP_ENTRY_URL, CONTENT_SECURITY_POLICY, appResponseHeaders, isAppUrl, isInsideRoot, resolveAppAsset } from '../../../electron/shell/appProtocol.ts';
+import {
+  APP_ENTRY_URL,
+  CONTENT_SECURITY_POLICY,
+  appResponseHeaders,
+  isAppUrl,
+  isInsideRoot,
+  resolveAppAsset,
+} from '../../../electron/shell/appProtocol.ts';
 import { permissionAllowed } from '../../../electron/shell/permissions.ts';
 
 const root = '/opt/capsem/dist/renderer';
 
 describe('resolveAppAsset', () => {
   it('serves the entry and assets with their types', () => {
-    expect(resolveAppAsset(root, APP_ENTRY_URL)).toEqual({ kind: 'file', path: `${root}/index.html`, contentType: 'text/html; charset=utf-8' });
+    expect(resolveAppAsset(root, APP_ENTRY_URL)).toEqual({
+      kind: 'file',
+      path: `${root}/index.html`,
+      contentType: 'text/html; charset=utf-8',
+    });
     expect(resolveAppAsset(root, 'capsem://app/')).toMatchObject({ path: `${root}/index.html` });
-    expect(resolveAppAsset(root, 'capsem://app/assets/index-abc.js?v=1#x')).toEqual({ kind: 'file', path: `${root}/assets/index-abc.js`, contentType: 'text/javascript; charset=utf-8' });
+    expect(resolveAppAsset(root, 'capsem://app/assets/index-abc.js?v=1#x')).toEqual({
+      kind: 'file',
+      path: `${root}/assets/index-abc.js`,
+      contentType: 'text/javascript; charset=utf-8',
+    });
     expect(resolveAppAsset(root, 'capsem://app/assets/x.woff2')).toMatchObject({ contentType: 'font/woff2' });
     expect(resolveAppAsset(root, 'capsem://app/a%20b.css')).toMatchObject({ path: `${root}/a b.css` });
   });
@@ -37,7 +52,10 @@ describe('resolveAppAsset', () => {
   it('keeps dot-segments the URL parser folds (literal or %2e) inside the root', () => {
     expect(resolveAppAsset(root, 'capsem://app/assets/../index.html')).toMatchObject({ kind: 'file', path: `${root}/index.html` });
     expect(resolveAppAsset(root, 'capsem://app/../../etc/passwd.txt')).toMatchObject({ kind: 'file', path: `${root}/etc/passwd.txt` });
-    expect(resolveAppAsset(root, 'capsem://app/%2e%2e/%2e%2e/etc/passwd.txt')).toMatchObject({ kind: 'file', path: `${root}/etc/passwd.txt` });
+    expect(resolveAppAsset(root, 'capsem://app/%2e%2e/%2e%2e/etc/passwd.txt')).toMatchObject({
+      kind: 'file',
+      path: `${root}/etc/passwd.txt`,
+    });
   });
 
   it.each([
@@ -72,7 +90,17 @@ describe('isInsideRoot', () => {
 describe('isAppUrl', () => {
   it('is our origin only', () => {
     expect(isAppUrl('capsem://app/index.html')).toBe(true);
-    for (const url of ['capsem://session/x', 'capsem://app.evil/', 'capsem://u:p@app/', 'capsem://app:1/', 'https://app/', 'file:///index.html', 'about:blank', 'devtools://devtools/', ''])
+    for (const url of [
+      'capsem://session/x',
+      'capsem://app.evil/',
+      'capsem://u:p@app/',
+      'capsem://app:1/',
+      'https://app/',
+      'file:///index.html',
+      'about:blank',
+      'devtools://devtools/',
+      '',
+    ])
       expect(isAppUrl(url), url).toBe(false);
   });
 });
@@ -83,9 +111,13 @@ describe('content security policy', () => {
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
     expect(directives.get('connect-src')).toEqual(["'self'"]);
-    for (const d of ['object-src', 'frame-src', 'frame-ancestors', 'base-uri', 'form-action']) expect(directives.get(d), d).toEqual(["'none'"]);
+    for (const d of ['object-src', 'frame-src', 'frame-ancestors', 'base-uri', 'form-action'])
+      expect(directives.get(d), d).toEqual(["'none'"]);
     expect(CONTENT_SECURITY_POLICY).not.toMatch(/unsafe-eval|\*|https?:/);
-    expect(appResponseHeaders('text/html')).toMatchObject({ 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'X-Content-Type-Options': 'nosniff' });
+    expect(appResponseHeaders('text/html')).toMatchObject({
+      'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+      'X-Content-Type-Options': 'nosniff',
+    });
   });
 });
 
@@ -94,7 +126,18 @@ describe('permissionAllowed', () => {
     expect(permissionAllowed('clipboard-sanitized-write', 'capsem://app/index.html')).toBe(true);
     expect(permissionAllowed('clipboard-sanitized-write', 'capsem://app')).toBe(true);
     expect(permissionAllowed('clipboard-sanitized-write', 'https://evil.example/')).toBe(false);
-    for (const p of ['clipboard-read', 'media', 'geolocation', 'notifications', 'openExternal', 'hid', 'usb', 'serial', 'fullscreen', 'unknown'])
+    for (const p of [
+      'clipboard-read',
+      'media',
+      'geolocation',
+      'notifications',
+      'openExternal',
+      'hid',
+      'usb',
+      'serial',
+      'fullscreen',
+      'unknown',
+    ])
       expect(permissionAllowed(p, 'capsem://app/'), p).toBe(false);
   });
 });

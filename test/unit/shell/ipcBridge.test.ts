@@ -48,7 +48,10 @@ describe('answerCall', () => {
 
   it('waits for a core that is still starting', async () => {
     const core = new FakeCore(async () => ({ id: 'y' }));
-    expect(await answerCall(Promise.resolve(core), { name: 'sessions.resolve', params: { query: 'co-work1' } })).toEqual({ ok: true, result: { id: 'y' } });
+    expect(await answerCall(Promise.resolve(core), { name: 'sessions.resolve', params: { query: 'co-work1' } })).toEqual({
+      ok: true,
+      result: { id: 'y' },
+    });
   });
 
   it.each([
@@ -64,11 +67,14 @@ describe('answerCall', () => {
     expect(core.seen).toEqual([]);
   });
 
-  it.each(['constructor', '__proto__', 'toString', 'sessions.erase', 'shell.openExternal'])('refuses %s, which is not in CALLS', async (name) => {
-    const core = new FakeCore(async () => 'nope');
-    expect(await answerCall(core, { name, params: {} })).toMatchObject({ ok: false, error: { code: 'unknown_call' } });
-    expect(core.seen).toEqual([]);
-  });
+  it.each(['constructor', '__proto__', 'toString', 'sessions.erase', 'shell.openExternal'])(
+    'refuses %s, which is not in CALLS',
+    async (name) => {
+      const core = new FakeCore(async () => 'nope');
+      expect(await answerCall(core, { name, params: {} })).toMatchObject({ ok: false, error: { code: 'unknown_call' } });
+      expect(core.seen).toEqual([]);
+    },
+  );
 
   it("carries the core's error code and candidates, and nothing else", async () => {
     const candidates = [{ id: '3f2a9c1e-0000-4000-8000-00000000abcd', name: 'co-work1' }];

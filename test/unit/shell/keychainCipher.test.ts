@@ -25,14 +25,19 @@ describe('keychainCipher', () => {
     expect(storage.sealed).toEqual(['sk-ant-0123456789']);
   });
 
-  it("refuses basic_text, whose password is hard-coded in Electron, and says keys.json is used instead", () => {
+  it('refuses basic_text, whose password is hard-coded in Electron, and says keys.json is used instead', () => {
     const { cipher, note } = keychainCipher(safeStorage(true, 'basic_text'), 'linux');
     expect(cipher).toBeNull();
-    expect(note).toMatch(/basic_text .*hard-coded in Electron and so protects nothing; keys stored in Settings go to keys\.json \(mode 0600, not encrypted\) instead$/);
+    expect(note).toMatch(
+      /basic_text .*hard-coded in Electron and so protects nothing; keys stored in Settings go to keys\.json \(mode 0600, not encrypted\) instead$/,
+    );
   });
 
   it('uses keys.json, saying why, when safeStorage has no encryption or cannot name its keyring', () => {
-    expect(keychainCipher(safeStorage(false, 'gnome_libsecret'), 'linux')).toEqual({ cipher: null, note: 'the system keychain is not available to Electron safeStorage; keys stored in Settings go to keys.json (mode 0600, not encrypted)' });
+    expect(keychainCipher(safeStorage(false, 'gnome_libsecret'), 'linux')).toEqual({
+      cipher: null,
+      note: 'the system keychain is not available to Electron safeStorage; keys stored in Settings go to keys.json (mode 0600, not encrypted)',
+    });
     expect(keychainCipher(safeStorage(true, 'unknown'), 'linux').cipher).toBeNull();
   });
 

@@ -13,11 +13,15 @@ describe('parseLaunchArgs', () => {
 
   it('takes `open <name-or-id>`', () => {
     expect(parseLaunchArgs([exe, 'open', 'co-work1'])).toEqual(open('co-work1'));
-    expect(parseLaunchArgs(['/x/electron', 'dist/shell/main.cjs', 'open', '3f2a9c1e-0000-4000-8000-00000000abcd'])).toEqual(open('3f2a9c1e-0000-4000-8000-00000000abcd'));
+    expect(parseLaunchArgs(['/x/electron', 'dist/shell/main.cjs', 'open', '3f2a9c1e-0000-4000-8000-00000000abcd'])).toEqual(
+      open('3f2a9c1e-0000-4000-8000-00000000abcd'),
+    );
   });
 
   it('skips the switches Chromium adds, wherever they land', () => {
-    expect(parseLaunchArgs([exe, '--original-process-start-time=13377', 'open', '--enable-features=X', 'co-work1'])).toEqual(open('co-work1'));
+    expect(parseLaunchArgs([exe, '--original-process-start-time=13377', 'open', '--enable-features=X', 'co-work1'])).toEqual(
+      open('co-work1'),
+    );
   });
 
   it('never takes argv[0] as a request, even if the executable is called open', () => {

@@ -129,7 +129,10 @@ vi.mock('../../../electron/shell/coreLoader.ts', () => ({
   }),
 }));
 
-const frameEvent = (frame: { processId: number; routingId: number; url: string } | null, senderId = 7) => ({ sender: { id: senderId }, senderFrame: frame });
+const frameEvent = (frame: { processId: number; routingId: number; url: string } | null, senderId = 7) => ({
+  sender: { id: senderId },
+  senderFrame: frame,
+});
 
 beforeAll(async () => {
   const argv = process.argv;
@@ -150,7 +153,16 @@ describe('main process', () => {
 
   it('opens a sandboxed, isolated window without Node', () => {
     const prefs = (fake.windows[0]!.options as { webPreferences: Record<string, unknown> }).webPreferences;
-    expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, nodeIntegrationInWorker: false, nodeIntegrationInSubFrames: false, webSecurity: true, allowRunningInsecureContent: false, webviewTag: false });
+    expect(prefs).toMatchObject({
+      contextIsolation: true,
+      sandbox: true,
+      nodeIntegration: false,
+      nodeIntegrationInWorker: false,
+      nodeIntegrationInSubFrames: false,
+      webSecurity: true,
+      allowRunningInsecureContent: false,
+      webviewTag: false,
+    });
     // Beside the main bundle (dist/shell/ when built; the source folder under vitest).
     expect(String(prefs.preload)).toMatch(/\/preload\.cjs$/);
   });
@@ -158,12 +170,21 @@ describe('main process', () => {
   it('denies popups and navigation away, opening only allowlisted https links outside', () => {
     const handlers = new Map<string, Handler>();
     let openHandler: ((details: { url: string }) => { action: string }) | null = null;
-    const contents = { setWindowOpenHandler: (h: typeof openHandler) => (openHandler = h), on: (name: string, h: Handler) => handlers.set(name, h) };
+    const contents = {
+      setWindowOpenHandler: (h: typeof openHandler) => (openHandler = h),
+      on: (name: string, h: Handler) => handlers.set(name, h),
+    };
     (fake.appHandlers.get('web-contents-created') as (e: unknown, c: unknown) => void)({}, contents);
     expect(openHandler!({ url: 'https://docs.anthropic.com/x' })).toEqual({ action: 'deny' });
     expect(openHandler!({ url: 'file:///etc/passwd' })).toEqual({ action: 'deny' });
     const navigate = (url: string) => {
-      const event = { url, prevented: false, preventDefault() { this.prevented = true; } };
+      const event = {
+        url,
+        prevented: false,
+        preventDefault() {
+          this.prevented = true;
+        },
+      };
       (handlers.get('will-navigate') as (e: typeof event) => void)(event);
       return event.prevented;
     };
@@ -171,19 +192,33 @@ describe('main process', () => {
     expect(navigate('javascript:alert(1)')).toBe(true);
     expect(navigate('capsem://app/index.html')).toBe(false);
     expect(fake.state.opened).toEqual(['https://docs.anthropic.com/x', 'https://github.com/capsem']);
-    const attach = { prevented: false, preventDefault() { this.prevented = true; } };
+    const attach = {
+      prevented: false,
+      preventDefault() {
+        this.prevented = true;
+      },
+    };
     (handlers.get('will-attach-webview') as (e: typeof attach) => void)(attach);
     expect(attach.prevented).toBe(true);
   });
 
   it('refuses permissions and outbound requests', () => {
     const granted: boolean[] = [];
-    (fake.state.permissionRequest as (c: unknown, p: string, cb: (g: boolean) => void, d: unknown) => void)({}, 'media', (g) => granted.push(g), { requestingUrl: 'capsem://app/' });
+    (fake.state.permissionRequest as (c: unknown, p: string, cb: (g: boolean) => void, d: unknown) => void)(
+      {},
+      'media',
+      (g) => granted.push(g),
+      { requestingUrl: 'capsem://app/' },
+    );
     expect(granted).toEqual([false]);
     expect((fake.state.permissionCheck as (c: unknown, p: string, o: string) => boolean)(null, 'geolocation', 'capsem://app')).toBe(false);
-    expect(fake.state.beforeRequest!.filter.urls).toEqual(expect.arrayContaining(['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'file://*/*']));
+    expect(fake.state.beforeRequest!.filter.urls).toEqual(
+      expect.arrayContaining(['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'file://*/*']),
+    );
     const answers: unknown[] = [];
-    (fake.state.beforeRequest!.handler as (d: unknown, cb: (r: unknown) => void) => void)({ url: 'https://evil.example/' }, (r) => answers.push(r));
+    (fake.state.beforeRequest!.handler as (d: unknown, cb: (r: unknown) => void) => void)({ url: 'https://evil.example/' }, (r) =>
+      answers.push(r),
+    );
     expect(answers).toEqual([{ cancel: true }]);
   });
 
@@ -195,7 +230,11 @@ describe('main process', () => {
 
   it("starts the core with the system keychain as the stored keys' cipher", () => {
     const cipher = core.options!.cipher!;
-    expect(cipher.name).toBe(process.platform === 'linux' ? 'the system keychain (Electron safeStorage, gnome_libsecret)' : expect.stringContaining('Electron safeStorage'));
+    expect(cipher.name).toBe(
+      process.platform === 'linux'
+        ? 'the system keychain (Electron safeStorage, gnome_libsecret)'
+        : expect.stringContaining('Electron safeStorage'),
+    );
     expect(cipher.decrypt(cipher.encrypt('sk-ant-key-0123456789'))).toBe('sk-ant-key-0123456789');
   });
 
@@ -203,18 +242,29 @@ describe('main process', () => {
     expect(await fake.state.ipc!(frameEvent(fake.mainFrame), { name: 'sessions.list', params: {} })).toEqual({ ok: true, result: [] });
     expect(core.calls).toEqual([['sessions.list', {}]]);
     const iframe = { processId: 3, routingId: 9, url: 'capsem://app/index.html' };
-    for (const event of [frameEvent(iframe), frameEvent(null), frameEvent(fake.mainFrame, 8), frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' })])
-      expect(await fake.state.ipc!(event, { name: 'sessions.list', params: {} })).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    for (const event of [
+      frameEvent(iframe),
+      frameEvent(null),
+      frameEvent(fake.mainFrame, 8),
+      frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' }),
+    ])
+      expect(await fake.state.ipc!(event, { name: 'sessions.list', params: {} })).toMatchObject({
+        ok: false,
+        error: { code: 'forbidden' },
+      });
     expect(core.calls).toHaveLength(1);
   });
 
-  it("opens the folder picker on our window for our main frame only, and answers the chosen folder or null", async () => {
+  it('opens the folder picker on our window for our main frame only, and answers the chosen folder or null', async () => {
     expect(await fake.state.pickFolder!(frameEvent(fake.mainFrame), undefined)).toBe('/home/ada/code/app');
-    expect(fake.state.dialogs).toEqual([{ window: expect.any(Object), options: expect.objectContaining({ properties: ['openDirectory', 'createDirectory'] }) }]);
+    expect(fake.state.dialogs).toEqual([
+      { window: expect.any(Object), options: expect.objectContaining({ properties: ['openDirectory', 'createDirectory'] }) },
+    ]);
     fake.state.dialogAnswer = { canceled: true, filePaths: [] };
     expect(await fake.state.pickFolder!(frameEvent(fake.mainFrame), undefined)).toBeNull();
     const iframe = { processId: 3, routingId: 9, url: 'capsem://app/index.html' };
-    for (const event of [frameEvent(iframe), frameEvent(null), frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' })]) expect(await fake.state.pickFolder!(event, undefined)).toBeNull();
+    for (const event of [frameEvent(iframe), frameEvent(null), frameEvent({ ...fake.mainFrame, url: 'https://evil.example/' })])
+      expect(await fake.state.pickFolder!(event, undefined)).toBeNull();
     expect(fake.state.dialogs).toHaveLength(2);
   });
 
@@ -239,12 +289,22 @@ describe('main process', () => {
   });
 
   it('stops the core before quitting', async () => {
-    const event = { prevented: false, preventDefault() { this.prevented = true; } };
+    const event = {
+      prevented: false,
+      preventDefault() {
+        this.prevented = true;
+      },
+    };
     (fake.appHandlers.get('before-quit') as (e: typeof event) => void)(event);
     expect(event.prevented).toBe(true);
     await vi.waitFor(() => expect(fake.state.quits).toBe(1));
     expect(core.stopped).toBe(1);
-    const again = { prevented: false, preventDefault() { this.prevented = true; } };
+    const again = {
+      prevented: false,
+      preventDefault() {
+        this.prevented = true;
+      },
+    };
     (fake.appHandlers.get('before-quit') as (e: typeof again) => void)(again);
     expect(again.prevented).toBe(false);
   });

@@ -20,7 +20,8 @@ const bridge = vi.hoisted(() => {
       webUtils: { getPathForFile },
       ipcRenderer: {
         invoke,
-        on: (channel: string, handler: (event: unknown, message: unknown) => void) => handlers.set(channel, [...(handlers.get(channel) ?? []), handler]),
+        on: (channel: string, handler: (event: unknown, message: unknown) => void) =>
+          handlers.set(channel, [...(handlers.get(channel) ?? []), handler]),
       },
     },
   };
@@ -75,7 +76,12 @@ describe('preload', () => {
   it('rejects with a plain CallError object (contextBridge would strip an Error of its code)', async () => {
     const candidates = [{ id: 'a', name: 'co-work1' }];
     bridge.invoke.mockResolvedValueOnce({ ok: false, error: { code: 'ambiguous_name', message: 'two', candidates } });
-    await expect(capsem.call('sessions.resolve', { query: 'co' })).rejects.toEqual({ name: 'CallError', code: 'ambiguous_name', message: 'two', candidates });
+    await expect(capsem.call('sessions.resolve', { query: 'co' })).rejects.toEqual({
+      name: 'CallError',
+      code: 'ambiguous_name',
+      message: 'two',
+      candidates,
+    });
     bridge.invoke.mockResolvedValueOnce('garbage');
     await expect(capsem.call('sessions.list', {})).rejects.toMatchObject({ code: 'bad_answer' });
   });

@@ -20,7 +20,17 @@ describe('the shell bundle', () => {
     // levels below the checkout, as dist/shell/ is (a folder of its own, to leave dist/shell alone).
     const bundle = join(root, 'dist', 'shell-test', 'main.cjs');
     rmSync(join(root, 'dist', 'shell-test'), { recursive: true, force: true });
-    await build({ absWorkingDir: root, entryPoints: ['electron/shell/main.ts'], outfile: bundle, bundle: true, format: 'cjs', platform: 'node', target: 'node20', external: ['electron', 'tsx', 'tsx/*'], logLevel: 'silent' });
+    await build({
+      absWorkingDir: root,
+      entryPoints: ['electron/shell/main.ts'],
+      outfile: bundle,
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      external: ['electron', 'tsx', 'tsx/*'],
+      logLevel: 'silent',
+    });
     try {
       const run = spawnSync(process.execPath, [fileURLToPath(new URL('./fixtures/runShellBundle.mjs', import.meta.url)), bundle], {
         cwd: tmpdir(),
@@ -28,7 +38,11 @@ describe('the shell bundle', () => {
         encoding: 'utf8',
         timeout: 60_000,
       });
-      const lines = run.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = run.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(run.status, run.stderr).toBe(0);
       expect(lines).toEqual([
         { list: { ok: true, result: [] } },

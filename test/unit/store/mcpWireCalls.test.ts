@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { mcpWireCalls } from '../../../electron/store/mcpWireCalls.ts';
 
-const rpc = (id: number, method: string, name?: string): Record<string, unknown> => ({ jsonrpc: '2.0', id, method, params: name === undefined ? {} : { name, arguments: {} } });
+const rpc = (id: number, method: string, name?: string): Record<string, unknown> => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  params: name === undefined ? {} : { name, arguments: {} },
+});
 
 describe('mcpWireCalls', () => {
   it('counts tools/call requests by tool, batches included, and counts bodies it cannot read apart', () => {
@@ -16,7 +21,11 @@ describe('mcpWireCalls', () => {
       null,
     ];
     const wire = mcpWireCalls(bodies);
-    expect([...wire.byTool]).toEqual([['echo', 2], ['read', 2], ['(unnamed)', 1]]);
+    expect([...wire.byTool]).toEqual([
+      ['echo', 2],
+      ['read', 2],
+      ['(unnamed)', 1],
+    ]);
     expect(wire.unreadable).toBe(3);
   });
 });

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { nullTokenFindings, type NullTokenCall } from '../../../electron/store/nullTokenFindings.ts';
 
-const call = (id: number, fields: Partial<NullTokenCall>): NullTokenCall => ({ id, model: 'gpt-4o', stream: true, usageDetails: '{}', linked: true, errorKind: null, errorMessage: null, ...fields });
+const call = (id: number, fields: Partial<NullTokenCall>): NullTokenCall => ({
+  id,
+  model: 'gpt-4o',
+  stream: true,
+  usageDetails: '{}',
+  linked: true,
+  errorKind: null,
+  errorMessage: null,
+  ...fields,
+});
 
 describe('nullTokenFindings', () => {
   it('gives one finding per cause, naming every error kind seen among the calls cut short', () => {
@@ -13,21 +22,42 @@ describe('nullTokenFindings', () => {
     const { findings, notes } = nullTokenFindings(calls);
     expect(notes).toEqual([]);
     expect(findings).toEqual([
-      { message: 'streamed model_calls with NULL tokens: the stream was cut short', count: 8, samples: ['1 gpt-4o', '2 gpt-4o', '3 gpt-4o', '4 gpt-4o', '5 gpt-4o'],
-        cause: "The stream was cut short (upstream_error, client_canceled): the provider's usage comes in its last event, which never arrived." },
-      { message: 'non-streamed model_calls with NULL tokens: the response was cut short', count: 1, samples: ['9 gpt-4o'],
-        cause: 'The response was cut short (it ended before its final event): the usage is at the end of the response JSON, which never arrived.' },
+      {
+        message: 'streamed model_calls with NULL tokens: the stream was cut short',
+        count: 8,
+        samples: ['1 gpt-4o', '2 gpt-4o', '3 gpt-4o', '4 gpt-4o', '5 gpt-4o'],
+        cause:
+          "The stream was cut short (upstream_error, client_canceled): the provider's usage comes in its last event, which never arrived.",
+      },
+      {
+        message: 'non-streamed model_calls with NULL tokens: the response was cut short',
+        count: 1,
+        samples: ['9 gpt-4o'],
+        cause:
+          'The response was cut short (it ended before its final event): the usage is at the end of the response JSON, which never arrived.',
+      },
     ]);
   });
 
   it('blames no decoding it has no evidence of when the file cannot link a call to its exchange', () => {
     const { findings } = nullTokenFindings([call(1, { linked: false })]);
-    expect(findings[0]!.cause).toMatch(/^No usage could be read from the stream, and this file does not link model calls to their exchanges/);
+    expect(findings[0]!.cause).toMatch(
+      /^No usage could be read from the stream, and this file does not link model calls to their exchanges/,
+    );
     expect(findings[0]!.cause).not.toMatch(/Gzip bug/);
   });
 
   it('reads usage_details written by anyone without trusting it', () => {
-    const hostile = ['not json', '[1]', 'null', '{"incomplete":"yes"}', '{"usage":["unreported"]}', 42, null, '{"__proto__":{"incomplete":true}}'];
+    const hostile = [
+      'not json',
+      '[1]',
+      'null',
+      '{"incomplete":"yes"}',
+      '{"usage":["unreported"]}',
+      42,
+      null,
+      '{"__proto__":{"incomplete":true}}',
+    ];
     const { findings, notes } = nullTokenFindings(hostile.map((usageDetails, i) => call(i + 1, { usageDetails })));
     expect(notes).toEqual([]);
     expect(findings.map((f) => [f.message, f.count])).toEqual([['streamed model_calls with NULL tokens', hostile.length]]);

@@ -28,15 +28,28 @@ describe('main.db rollup', () => {
     const db = openMainDb(home);
     const record = getSession(db, seeded[0]!.id)!;
     const sdb = openSessionDbReadOnly(sessionPaths(home, record.id).dbPath);
-    const expected = sdb.prepare(`SELECT (SELECT count(*) FROM net_events) AS req, (SELECT sum(input_tokens) FROM model_calls) AS tin,
+    const expected = sdb
+      .prepare(
+        `SELECT (SELECT count(*) FROM net_events) AS req, (SELECT sum(input_tokens) FROM model_calls) AS tin,
       (SELECT sum(output_tokens) FROM model_calls) AS tout, (SELECT count(*) FROM tool_calls) AS tools,
       (SELECT count(*) FROM tool_calls WHERE origin = 'mcp') AS mcp, (SELECT count(*) FROM fs_events) AS fs,
-      (SELECT sum(estimated_cost_usd) FROM model_calls) AS cost`).get() as Record<string, number>;
+      (SELECT sum(estimated_cost_usd) FROM model_calls) AS cost`,
+      )
+      .get() as Record<string, number>;
     sdb.close();
     expect(record.status).toBe('stopped');
-    expect(record.totals).toMatchObject({ requests: expected.req, inputTokens: expected.tin, outputTokens: expected.tout, toolCalls: expected.tools, mcpCalls: expected.mcp, fileEvents: expected.fs });
+    expect(record.totals).toMatchObject({
+      requests: expected.req,
+      inputTokens: expected.tin,
+      outputTokens: expected.tout,
+      toolCalls: expected.tools,
+      mcpCalls: expected.mcp,
+      fileEvents: expected.fs,
+    });
     expect(record.totals.costUsd).toBeCloseTo(expected.cost!, 9);
-    const ai = db.prepare('SELECT sum(call_count) AS calls, sum(input_tokens) AS tin FROM ai_usage WHERE session_id = ?').get(record.id) as { calls: number; tin: number };
+    const ai = db
+      .prepare('SELECT sum(call_count) AS calls, sum(input_tokens) AS tin FROM ai_usage WHERE session_id = ?')
+      .get(record.id) as { calls: number; tin: number };
     expect(ai.tin).toBe(expected.tin);
     expect(ai.calls).toBe(record.totals.modelCalls);
     db.close();
@@ -67,7 +80,8 @@ describe('main.db rollup', () => {
     const paths = sessionPaths(home, record.id);
     ensurePrivateDir(paths.dir);
     const writer = await SessionWriter.open(paths.dbPath);
-    for (let i = 0; i < 10; i++) writer.append('net_events', { timestamp: new Date().toISOString(), domain: 'example.com', decision: i < 7 ? 'allowed' : 'denied' });
+    for (let i = 0; i < 10; i++)
+      writer.append('net_events', { timestamp: new Date().toISOString(), domain: 'example.com', decision: i < 7 ? 'allowed' : 'denied' });
     await writer.flush();
     rollUpSession(home, db, record.id, { status: 'crashed', reason: 'owner process disappeared' });
     const after = getSession(db, record.id)!;

@@ -20,7 +20,13 @@ describe('session.db schema holds the spec', () => {
 
   for (const [table, columns] of spec) {
     it(`${table} has every spec column with its type, NOT NULL and default`, () => {
-      const info = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string; type: string; notnull: number; dflt_value: string | null; pk: number }[];
+      const info = db.prepare(`PRAGMA table_info(${table})`).all() as {
+        name: string;
+        type: string;
+        notnull: number;
+        dflt_value: string | null;
+        pk: number;
+      }[];
       expect(info.length, `table ${table} exists`).toBeGreaterThan(0);
       const byName = new Map(info.map((c) => [c.name, c]));
       for (const col of columns) {
@@ -34,18 +40,27 @@ describe('session.db schema holds the spec', () => {
     });
   }
 
-  it('asks of a database exactly the spec DDL: every other table and column is marked as the prose\'s or ours', () => {
+  it("asks of a database exactly the spec DDL: every other table and column is marked as the prose's or ours", () => {
     const tables: Record<string, TableDef> = SESSION_TABLES;
     const required = SESSION_TABLE_NAMES.filter((t) => !tables[t]!.ours && !tables[t]!.prose);
     expect(required.sort()).toEqual([...spec.keys()].sort());
     for (const table of required) {
-      const columns = Object.entries(tables[table]!.columns).filter(([, c]) => !c.ours && !c.prose).map(([name]) => name);
-      expect(columns.sort(), table).toEqual(spec.get(table)!.map((c) => c.name).sort());
+      const columns = Object.entries(tables[table]!.columns)
+        .filter(([, c]) => !c.ours && !c.prose)
+        .map(([name]) => name);
+      expect(columns.sort(), table).toEqual(
+        spec
+          .get(table)!
+          .map((c) => c.name)
+          .sort(),
+      );
     }
   });
 
   it('rejects an event_id that is not 12 lowercase hex characters', () => {
-    const insert = db.prepare("INSERT INTO fs_events (seq, event_id, timestamp, action, path) VALUES (?, ?, '2026-01-01T00:00:00Z', 'created', 'a')");
+    const insert = db.prepare(
+      "INSERT INTO fs_events (seq, event_id, timestamp, action, path) VALUES (?, ?, '2026-01-01T00:00:00Z', 'created', 'a')",
+    );
     expect(() => insert.run(1, 'ABCDEF012345')).toThrow(/CHECK/);
     expect(() => insert.run(2, 'abc')).toThrow(/CHECK/);
     expect(() => insert.run(3, 'abcdef012345')).not.toThrow();

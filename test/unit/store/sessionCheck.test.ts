@@ -26,7 +26,6 @@ function withDefect(sql: string): string {
   return path;
 }
 
-
 describe('capsem check', () => {
   it('reports nothing on a clean session', () => {
     const report = checkSessionDb(clean);
@@ -42,21 +41,53 @@ describe('capsem check', () => {
   });
 
   const defects: [string, string, RegExp][] = [
-    ['orphaned tool_calls', 'DELETE FROM tool_responses WHERE id = (SELECT min(id) FROM tool_responses)', /session may have ended before the tool result/],
-    ['orphaned tool_responses', "INSERT INTO tool_responses (seq, event_id, timestamp, model_call_id, call_id, trace_id) VALUES (99999, 'aaaaaaaaaaaa', 't', 1, 'toolu_ghost', 'x')", /never recorded/],
+    [
+      'orphaned tool_calls',
+      'DELETE FROM tool_responses WHERE id = (SELECT min(id) FROM tool_responses)',
+      /session may have ended before the tool result/,
+    ],
+    [
+      'orphaned tool_responses',
+      "INSERT INTO tool_responses (seq, event_id, timestamp, model_call_id, call_id, trace_id) VALUES (99999, 'aaaaaaaaaaaa', 't', 1, 'toolu_ghost', 'x')",
+      /never recorded/,
+    ],
     ['tool call parents', 'UPDATE tool_calls SET model_call_id = 424242 WHERE id = 1', /model call row was lost/],
-    ['AI provider correlation', "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, status_code) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)", /stream parsing may have failed/],
+    [
+      'AI provider correlation',
+      "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, status_code) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)",
+      /stream parsing may have failed/,
+    ],
     ['NULL model', 'UPDATE model_calls SET model = NULL WHERE id = 1', /request body > SSE stream > response JSON > URL path/],
-    ['NULL tokens', `UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1;
-      UPDATE net_events SET error_kind = 'decode_error', error_message = 'gzip: incorrect header check' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`, /Gzip bug: the response's Content-Encoding could not be undone \(decode_error: gzip: incorrect header check\)/],
-    ['NULL tokens', `UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = 1;
-      UPDATE net_events SET error_kind = 'upstream_timeout' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`, /^The stream was cut short \(upstream_timeout\): the provider's usage comes in its last event/],
-    ['NULL tokens', 'UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1', /^The stream ended normally and its body was decoded, yet no usage could be read/],
+    [
+      'NULL tokens',
+      `UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1;
+      UPDATE net_events SET error_kind = 'decode_error', error_message = 'gzip: incorrect header check' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`,
+      /Gzip bug: the response's Content-Encoding could not be undone \(decode_error: gzip: incorrect header check\)/,
+    ],
+    [
+      'NULL tokens',
+      `UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = 1;
+      UPDATE net_events SET error_kind = 'upstream_timeout' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`,
+      /^The stream was cut short \(upstream_timeout\): the provider's usage comes in its last event/,
+    ],
+    [
+      'NULL tokens',
+      'UPDATE model_calls SET input_tokens = NULL, stream = 1 WHERE id = 1',
+      /^The stream ended normally and its body was decoded, yet no usage could be read/,
+    ],
     ['NULL tokens', 'UPDATE model_calls SET output_tokens = NULL, stream = 0 WHERE id = 1', /tokens come from the response JSON/],
     ['NULL critical field', "UPDATE fs_events SET path = '' WHERE id = 1", /VM shut down before the proxy flushed/],
-    ['MCP correlation', "INSERT INTO security_rule_events (event_id, timestamp, event_type, event_json) VALUES ('cccccccccccc', 't', 'mcp.tool_call', '{}')", /MCP tools\/call was observed without/],
+    [
+      'MCP correlation',
+      "INSERT INTO security_rule_events (event_id, timestamp, event_type, event_json) VALUES ('cccccccccccc', 't', 'mcp.tool_call', '{}')",
+      /MCP tools\/call was observed without/,
+    ],
     ['zero cost', "UPDATE model_calls SET estimated_cost_usd = 0 WHERE provider = 'anthropic'", /not in the pricing table/],
-    ['writer losses', "INSERT INTO session_meta (key, value) VALUES ('writer_dropped', '5') ON CONFLICT(key) DO UPDATE SET value = '5'", /outran the disk/],
+    [
+      'writer losses',
+      "INSERT INTO session_meta (key, value) VALUES ('writer_dropped', '5') ON CONFLICT(key) DO UPDATE SET value = '5'",
+      /outran the disk/,
+    ],
     ['tables', 'DROP TABLE fs_events', /written by an older or different tool/],
     ['columns', 'ALTER TABLE net_events DROP COLUMN query', /written by an older or different tool/],
   ];
@@ -71,9 +102,11 @@ describe('capsem check', () => {
   }
 
   it('takes a stream whose provider reported no usage, and a request abandoned before any answer, for what they are: notes, not findings', () => {
-    const report = checkSessionDb(withDefect(`
+    const report = checkSessionDb(
+      withDefect(`
       UPDATE model_calls SET input_tokens = NULL, output_tokens = NULL, stream = 1, usage_details = '{"usage":"unreported"}' WHERE id IN (1, 2);
-      INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, error_kind) VALUES (99998, 'dddddddddddd', 't', 'api.anthropic.com', 'allowed', 'POST', '/v1/messages', 'client_canceled')`));
+      INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, error_kind) VALUES (99998, 'dddddddddddd', 't', 'api.anthropic.com', 'allowed', 'POST', '/v1/messages', 'client_canceled')`),
+    );
     expect(report.findings).toEqual([]);
     expect(report.notes).toEqual([
       '1 model API request ended before any response (client_canceled: 1): nothing came back, so there is no model call to record',
@@ -82,7 +115,11 @@ describe('capsem check', () => {
   });
 
   it('names what a disk failure cost and why, from the marker the writer left', () => {
-    const report = checkSessionDb(withDefect("INSERT INTO session_meta (key, value) VALUES ('writer_unwritable', 'cannot write session.db: disk I/O error'), ('writer_lost', '7'), ('writer_lost_net_events', '2') ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+    const report = checkSessionDb(
+      withDefect(
+        "INSERT INTO session_meta (key, value) VALUES ('writer_unwritable', 'cannot write session.db: disk I/O error'), ('writer_lost', '7'), ('writer_lost_net_events', '2') ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      ),
+    );
     const finding = report.findings.find((f) => f.check === 'disk failure');
     expect(finding).toMatchObject({ count: 7, message: 'cannot write session.db: disk I/O error; 2 exchanges (7 rows) not recorded' });
     expect(finding!.cause).toMatch(/disk holding session.db filled up or failed/);
@@ -117,13 +154,15 @@ describe('capsem check', () => {
     db.close();
     const report = checkSessionDb(path);
     expect(report.findings).toEqual([]);
-    expect(report.notes).toEqual(expect.arrayContaining([
-      'table net_events lacks columns this app adds: seq, ttfb_ms, error_kind, error_message, parse_error',
-      "table tool_responses lacks columns the spec's prose names but its DDL leaves out: event_id, turn_id",
-      "table security_rule_events is absent (the spec's prose describes it; its DDL does not define it)",
-      'table session_meta is absent (this app adds it; other tools do not write it)',
-      'MCP correlation: 1 request preview mentions tools/call but is not whole JSON (cut short for display), so it was not counted',
-    ]));
+    expect(report.notes).toEqual(
+      expect.arrayContaining([
+        'table net_events lacks columns this app adds: seq, ttfb_ms, error_kind, error_message, parse_error',
+        "table tool_responses lacks columns the spec's prose names but its DDL leaves out: event_id, turn_id",
+        "table security_rule_events is absent (the spec's prose describes it; its DDL does not define it)",
+        'table session_meta is absent (this app adds it; other tools do not write it)',
+        'MCP correlation: 1 request preview mentions tools/call but is not whole JSON (cut short for display), so it was not counted',
+      ]),
+    );
   });
 
   it('still calls a table or column the spec DDL defines missing', () => {
@@ -132,7 +171,10 @@ describe('capsem check', () => {
     for (const ddl of specCreateTables(readSpec())) db.exec(ddl);
     db.exec('DROP TABLE fs_events; ALTER TABLE tool_calls DROP COLUMN server_name');
     db.close();
-    expect(checkSessionDb(path).findings.map((f) => f.message)).toEqual(['table tool_calls lacks columns: server_name', 'table fs_events is missing']);
+    expect(checkSessionDb(path).findings.map((f) => f.message)).toEqual([
+      'table tool_calls lacks columns: server_name',
+      'table fs_events is missing',
+    ]);
   });
 
   it('refuses a file that is not SQLite with a clear error', () => {

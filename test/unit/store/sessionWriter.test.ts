@@ -39,7 +39,14 @@ describe('SessionWriter', () => {
     const a = writer.append('net_events', net(1))!;
     const b = writer.append('fs_events', { timestamp: new Date().toISOString(), action: 'created', path: 'a.txt', size: 3 })!;
     const c = writer.append('net_events', net(2))!;
-    const blob = writer.append('event_body_blobs', { event_id: a.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: 'x' })!;
+    const blob = writer.append('event_body_blobs', {
+      event_id: a.eventId!,
+      source_table: 'net_events',
+      direction: 'request',
+      original_bytes: 1,
+      stored_bytes: 1,
+      created_at: 'x',
+    })!;
     await writer.close();
     expect([a.seq, b.seq, c.seq]).toEqual([1, 2, 3]);
     expect([a.id, b.id, c.id]).toEqual([1, 1, 2]);
@@ -64,7 +71,11 @@ describe('SessionWriter', () => {
 
   it('counts drops past the hard limit, records them, and signals backpressure before that', async () => {
     const path = dbPath();
-    const writer = await SessionWriter.open(path, {}, { highWaterBytes: 20_000, hardLimitBytes: 60_000, maxBatchDelayMs: 1000, maxBatchRows: 1_000_000 });
+    const writer = await SessionWriter.open(
+      path,
+      {},
+      { highWaterBytes: 20_000, hardLimitBytes: 60_000, maxBatchDelayMs: 1000, maxBatchRows: 1_000_000 },
+    );
     const big = 'x'.repeat(5_000);
     let sawDrain = false;
     let dropped = 0;
@@ -96,7 +107,10 @@ describe('SessionWriter', () => {
     expect(writer.stats.rejected).toBe(1);
     expect(rejected[0]).toMatch(/CHECK constraint/);
     const db = openSessionDbReadOnly(path);
-    expect((db.prepare('SELECT path FROM fs_events ORDER BY id').all() as { path: string }[]).map((r) => r.path)).toEqual(['good-1', 'good-2']);
+    expect((db.prepare('SELECT path FROM fs_events ORDER BY id').all() as { path: string }[]).map((r) => r.path)).toEqual([
+      'good-1',
+      'good-2',
+    ]);
     db.close();
   });
 
@@ -141,7 +155,15 @@ describe.skipIf(noSmallDisk !== null)(`SessionWriter on a disk that fills up${no
         appends += 2;
         netAppends += 1;
         const row = writer.append('net_events', net(netAppends));
-        writer.append('event_body_blobs', { event_id: row?.eventId ?? 'aaaaaaaaaaaa', source_table: 'net_events', direction: 'request', original_bytes: body.length, stored_bytes: body.length, body, created_at: 't' });
+        writer.append('event_body_blobs', {
+          event_id: row?.eventId ?? 'aaaaaaaaaaaa',
+          source_table: 'net_events',
+          direction: 'request',
+          original_bytes: body.length,
+          stored_bytes: body.length,
+          body,
+          created_at: 't',
+        });
       }
       await writer.flush();
     }
@@ -157,11 +179,17 @@ describe.skipIf(noSmallDisk !== null)(`SessionWriter on a disk that fills up${no
     await writer.close();
     expect(existsSync(reserve)).toBe(false);
     const db = openSessionDbReadOnly(path);
-    const meta = Object.fromEntries((db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    const meta = Object.fromEntries(
+      (db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+    );
     const recorded = (db.prepare('SELECT count(*) AS n FROM net_events').get() as { n: number }).n;
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     db.close();
-    expect(meta).toMatchObject({ writer_unwritable: announced[0], writer_lost: String(writer.stats.lost), writer_lost_net_events: String(writer.stats.lostByTable.net_events) });
+    expect(meta).toMatchObject({
+      writer_unwritable: announced[0],
+      writer_lost: String(writer.stats.lost),
+      writer_lost_net_events: String(writer.stats.lostByTable.net_events),
+    });
     expect(recorded + writer.stats.lostByTable.net_events!).toBe(netAppends);
   });
 });
@@ -194,7 +222,9 @@ describe('schema versions', () => {
     expect(columns('exec_events')).toContain('exit_code');
     expect(columns('ws_frames')).toContain('net_event_id');
     expect(columns('net_events')).toContain('parse_error');
-    expect(columns('dns_events')).toEqual(expect.arrayContaining(['seq', 'event_id', 'name', 'type', 'rcode', 'answers', 'resolved', 'decision', 'process_name']));
+    expect(columns('dns_events')).toEqual(
+      expect.arrayContaining(['seq', 'event_id', 'name', 'type', 'rcode', 'answers', 'resolved', 'decision', 'process_name']),
+    );
     db.close();
   });
 
@@ -202,7 +232,10 @@ describe('schema versions', () => {
     const path = dbPath();
     openSessionDbForWriting(path).close();
     const db = new Database(path);
-    const extra = [...SESSION_DB_MIGRATIONS, { version: LATEST + 1, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') }];
+    const extra = [
+      ...SESSION_DB_MIGRATIONS,
+      { version: LATEST + 1, up: (d: Database.Database) => d.exec('ALTER TABLE net_events ADD COLUMN dial_addr TEXT') },
+    ];
     migrate(db, 'test', extra);
     migrate(db, 'test', extra);
     expect(db.pragma('user_version', { simple: true })).toBe(LATEST + 1);
@@ -222,7 +255,15 @@ describe('column defaults', () => {
     const small = Buffer.from('pooled body');
     const parent = Buffer.alloc(1 << 20, 7);
     const slice = parent.subarray(100, 100 + (40 << 10));
-    const blob = (body: Buffer, direction: 'request' | 'response', eventId = a.eventId!) => ({ event_id: eventId, source_table: 'net_events' as const, direction, original_bytes: body.length, stored_bytes: body.length, body, created_at: 'x' });
+    const blob = (body: Buffer, direction: 'request' | 'response', eventId = a.eventId!) => ({
+      event_id: eventId,
+      source_table: 'net_events' as const,
+      direction,
+      original_bytes: body.length,
+      stored_bytes: body.length,
+      body,
+      created_at: 'x',
+    });
     writer.append('event_body_blobs', blob(big, 'response'), { handOver: true });
     writer.append('event_body_blobs', blob(small, 'request'), { handOver: true });
     writer.append('event_body_blobs', blob(slice, 'response', writer.append('net_events', net(2))!.eventId!), { handOver: true });
@@ -243,13 +284,32 @@ describe('column defaults', () => {
     const path = dbPath();
     const writer = await SessionWriter.open(path);
     writer.append('net_events', net(1));
-    writer.append('tool_calls', { timestamp: 't', provider: 'anthropic', status: 'requested', call_index: 0, call_id: 'c', tool_name: 'Bash', decision: 'allowed' });
+    writer.append('tool_calls', {
+      timestamp: 't',
+      provider: 'anthropic',
+      status: 'requested',
+      call_index: 0,
+      call_id: 'c',
+      tool_name: 'Bash',
+      decision: 'allowed',
+    });
     const a = writer.append('net_events', net(2))!;
-    writer.append('event_body_blobs', { event_id: a.eventId!, source_table: 'net_events', direction: 'request', original_bytes: 1, stored_bytes: 1, created_at: 't' });
+    writer.append('event_body_blobs', {
+      event_id: a.eventId!,
+      source_table: 'net_events',
+      direction: 'request',
+      original_bytes: 1,
+      stored_bytes: 1,
+      created_at: 't',
+    });
     await writer.close();
     expect(writer.stats.rejected).toBe(0);
     const db = openSessionDbReadOnly(path);
-    expect(db.prepare('SELECT port, bytes_sent, conn_type FROM net_events WHERE id = 1').get()).toEqual({ port: 443, bytes_sent: 0, conn_type: 'https' });
+    expect(db.prepare('SELECT port, bytes_sent, conn_type FROM net_events WHERE id = 1').get()).toEqual({
+      port: 443,
+      bytes_sent: 0,
+      conn_type: 'https',
+    });
     expect(db.prepare('SELECT origin, duration_ms FROM tool_calls').get()).toEqual({ origin: 'native', duration_ms: 0 });
     expect(db.prepare('SELECT truncated FROM event_body_blobs').get()).toEqual({ truncated: 0 });
     db.close();

@@ -43,10 +43,14 @@ describe('decodeBody', () => {
 
   it('never throws on arbitrary bytes and codings (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), fc.constantFrom('gzip', 'deflate', 'br', 'zstd', 'gzip, br', 'identity', 'weird'), async (bytes, coding) => {
-        const out = await decodeBody(Buffer.from(bytes), coding, 4096);
-        expect(out.bytes.length).toBeLessThanOrEqual(Math.max(4096, bytes.length));
-      }),
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 300 }),
+        fc.constantFrom('gzip', 'deflate', 'br', 'zstd', 'gzip, br', 'identity', 'weird'),
+        async (bytes, coding) => {
+          const out = await decodeBody(Buffer.from(bytes), coding, 4096);
+          expect(out.bytes.length).toBeLessThanOrEqual(Math.max(4096, bytes.length));
+        },
+      ),
       { numRuns: 1500 },
     );
   });
@@ -84,21 +88,25 @@ describe('SSE decoder', () => {
 
   it('matches a one-shot decode for any chunking of any input (property)', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', 'é', ':', ' ', '\n', '\r', 'data', 'event', '😀') }), fc.array(fc.nat(), { maxLength: 8 }), (text, cuts) => {
-        const bytes = Buffer.from(text);
-        const whole = new SseDecoder();
-        const reference = [...whole.push(bytes), ...whole.end()];
-        const pieces = new SseDecoder();
-        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        let at = 0;
-        const got = [];
-        for (const p of points) {
-          got.push(...pieces.push(bytes.subarray(at, p)));
-          at = p;
-        }
-        got.push(...pieces.push(bytes.subarray(at)), ...pieces.end());
-        expect(got).toEqual(reference);
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', 'é', ':', ' ', '\n', '\r', 'data', 'event', '😀') }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (text, cuts) => {
+          const bytes = Buffer.from(text);
+          const whole = new SseDecoder();
+          const reference = [...whole.push(bytes), ...whole.end()];
+          const pieces = new SseDecoder();
+          const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          let at = 0;
+          const got = [];
+          for (const p of points) {
+            got.push(...pieces.push(bytes.subarray(at, p)));
+            at = p;
+          }
+          got.push(...pieces.push(bytes.subarray(at)), ...pieces.end());
+          expect(got).toEqual(reference);
+        },
+      ),
       { numRuns: 1000 },
     );
   });

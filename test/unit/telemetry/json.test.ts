@@ -15,9 +15,11 @@ describe('reading recorded JSON', () => {
     expect([obj([1]), arr({}), str(1), num(Number.NaN), num('1')]).toEqual([{}, [], undefined, undefined, undefined]);
     expect([argsText('{"x":1}'), argsText({ x: 1 }), argsText(undefined)]).toEqual(['{"x":1}', '{"x":1}', '{}']);
     expect([jsonBytes(undefined), jsonBytes('é')]).toEqual([0, 4]);
-    fc.assert(fc.property(fc.anything(), (v) => {
-      expect(typeof obj(v)).toBe('object');
-      expect(Array.isArray(arr(v))).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.anything(), (v) => {
+        expect(typeof obj(v)).toBe('object');
+        expect(Array.isArray(arr(v))).toBe(true);
+      }),
+    );
   });
 });

@@ -19,19 +19,37 @@ afterAll(() => home.remove());
 const bytes = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 const CALLS: { host: string; path: string; request: unknown; response: unknown }[] = [
   {
-    host: 'api.anthropic.com', path: '/messages',
+    host: 'api.anthropic.com',
+    path: '/messages',
     request: { model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] },
-    response: { id: 'msg_1', model: 'claude-sonnet-4-20250514', content: [{ type: 'text', text: 'hello' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 1 } },
+    response: {
+      id: 'msg_1',
+      model: 'claude-sonnet-4-20250514',
+      content: [{ type: 'text', text: 'hello' }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 3, output_tokens: 1 },
+    },
   },
   {
-    host: 'generativelanguage.googleapis.com', path: '/v1alpha/models/gemini-2.5-flash:generateContent',
+    host: 'generativelanguage.googleapis.com',
+    path: '/v1alpha/models/gemini-2.5-flash:generateContent',
     request: { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] },
-    response: { candidates: [{ content: { parts: [{ text: 'hello' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 }, modelVersion: 'gemini-2.5-flash' },
+    response: {
+      candidates: [{ content: { parts: [{ text: 'hello' }] }, finishReason: 'STOP' }],
+      usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 },
+      modelVersion: 'gemini-2.5-flash',
+    },
   },
   {
-    host: 'api.openai.com', path: '/chat/completions?api-version=1',
+    host: 'api.openai.com',
+    path: '/chat/completions?api-version=1',
     request: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] },
-    response: { id: 'c1', model: 'gpt-4o', choices: [{ message: { content: 'hello' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1 } },
+    response: {
+      id: 'c1',
+      model: 'gpt-4o',
+      choices: [{ message: { content: 'hello' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 3, completion_tokens: 1 },
+    },
   },
 ];
 
@@ -39,10 +57,28 @@ function modelExchange(call: (typeof CALLS)[number]): Exchange {
   const request = bytes(call.request);
   const response = bytes(call.response);
   return {
-    startedAt: new Date(), host: call.host, port: 443, scheme: 'https', kind: 'request', method: 'POST', path: call.path, query: null,
-    requestHeaders: { host: call.host, 'content-type': 'application/json' }, responseHeaders: { 'content-type': 'application/json' },
-    status: 200, requestBody: { bytes: request, total: request.length, truncated: false }, responseBody: { bytes: response, total: response.length, truncated: false },
-    durationMs: 1, ttfbMs: 1, decision: 'allowed', matchedRule: 'default.allow', processName: 'agent', pid: 1, error: null, eventId: null, parseError: null,
+    startedAt: new Date(),
+    host: call.host,
+    port: 443,
+    scheme: 'https',
+    kind: 'request',
+    method: 'POST',
+    path: call.path,
+    query: null,
+    requestHeaders: { host: call.host, 'content-type': 'application/json' },
+    responseHeaders: { 'content-type': 'application/json' },
+    status: 200,
+    requestBody: { bytes: request, total: request.length, truncated: false },
+    responseBody: { bytes: response, total: response.length, truncated: false },
+    durationMs: 1,
+    ttfbMs: 1,
+    decision: 'allowed',
+    matchedRule: 'default.allow',
+    processName: 'agent',
+    pid: 1,
+    error: null,
+    eventId: null,
+    parseError: null,
   };
 }
 
@@ -98,7 +134,10 @@ describe('model API paths beyond /v1', () => {
     expect(correlation.map((f) => [f.message, f.samples])).toEqual([
       ['1 anthropic model API requests answered in net_events but 0 model_calls', ['api.anthropic.com/messages']],
       ['1 openai model API requests answered in net_events but 0 model_calls', ['api.openai.com/chat/completions?api-version=1']],
-      ['1 google model API requests answered in net_events but 0 model_calls', ['generativelanguage.googleapis.com/v1alpha/models/gemini-2.5-flash:generateContent']],
+      [
+        '1 google model API requests answered in net_events but 0 model_calls',
+        ['generativelanguage.googleapis.com/v1alpha/models/gemini-2.5-flash:generateContent'],
+      ],
     ]);
   });
 });

@@ -15,15 +15,23 @@ describe('the provider registry', () => {
     expect(detectModelApi('/chat/completions')).toEqual({ provider: 'openai', flavor: 'chat' });
     expect(detectModelApi('/responses?stream=true')).toEqual({ provider: 'openai', flavor: 'responses' });
     for (const version of ['v1', 'v1beta', 'v1alpha']) {
-      expect(detectModelApi(`/${version}/models/gemini%2D2.5:streamGenerateContent?alt=sse`)).toEqual({ provider: 'google', flavor: 'generate', pathModel: 'gemini-2.5' });
+      expect(detectModelApi(`/${version}/models/gemini%2D2.5:streamGenerateContent?alt=sse`)).toEqual({
+        provider: 'google',
+        flavor: 'generate',
+        pathModel: 'gemini-2.5',
+      });
     }
     expect(detectModelApi('/api/generate')).toEqual({ provider: 'ollama', flavor: 'ollama-generate' });
-    for (const other of ['/v2/messages', '/v1/models/m:countTokens', '/v1beta/models/a/b:generateContent', '/api/tags']) expect(detectModelApi(other), other).toBeNull();
+    for (const other of ['/v2/messages', '/v1/models/m:countTokens', '/v1beta/models/a/b:generateContent', '/api/tags'])
+      expect(detectModelApi(other), other).toBeNull();
   });
 
-  it('names each provider\'s usual host, for rows recorded without one', () => {
+  it("names each provider's usual host, for rows recorded without one", () => {
     expect(MODEL_PROVIDERS.map((p) => [p.id, p.host])).toEqual([
-      ['anthropic', 'api.anthropic.com'], ['openai', 'api.openai.com'], ['google', 'generativelanguage.googleapis.com'], ['ollama', 'localhost:11434'],
+      ['anthropic', 'api.anthropic.com'],
+      ['openai', 'api.openai.com'],
+      ['google', 'generativelanguage.googleapis.com'],
+      ['ollama', 'localhost:11434'],
     ]);
     expect(providerNamed('mistral')).toBeUndefined();
   });

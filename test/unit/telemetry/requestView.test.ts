@@ -5,16 +5,34 @@ import { requestView } from '../../../electron/telemetry/providers/index.ts';
 describe('requestView', () => {
   it('reads an Anthropic Messages request: system first, tool_use history, tool results, tools, settings', () => {
     const view = requestView('anthropic', '/v1/messages', {
-      model: 'claude-sonnet-4-20250514', max_tokens: 1024, temperature: 0.2, stream: true, tool_choice: { type: 'auto' },
+      model: 'claude-sonnet-4-20250514',
+      max_tokens: 1024,
+      temperature: 0.2,
+      stream: true,
+      tool_choice: { type: 'auto' },
       system: [{ type: 'text', text: 'Be brief.' }],
       tools: [{ name: 'Bash', description: 'run a command', input_schema: { type: 'object' } }],
       messages: [
         { role: 'user', content: 'list files' },
-        { role: 'assistant', content: [{ type: 'text', text: 'Running ls.' }, { type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }], is_error: true }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Running ls.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }], is_error: true }],
+        },
       ],
     });
-    expect(view.messages.map((m) => [m.role, m.content])).toEqual([['system', 'Be brief.'], ['user', 'list files'], ['assistant', 'Running ls.'], ['user', '']]);
+    expect(view.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', 'Be brief.'],
+      ['user', 'list files'],
+      ['assistant', 'Running ls.'],
+      ['user', ''],
+    ]);
     expect(view.messages[2]).toMatchObject({ toolCallNames: 'Bash', toolUseIds: 'toolu_1' });
     expect(view.messages[1]!.contentBytes).toBe(Buffer.byteLength('"list files"'));
     expect(view.historyToolCalls).toEqual([{ id: 'toolu_1', name: 'Bash', arguments: '{"command":"ls"}' }]);
@@ -25,11 +43,17 @@ describe('requestView', () => {
 
   it('reads OpenAI Chat Completions with tool calls and role tool results', () => {
     const view = requestView('openai', '/v1/chat/completions', {
-      model: 'gpt-4o', max_completion_tokens: 50, top_p: 0.9,
+      model: 'gpt-4o',
+      max_completion_tokens: 50,
+      top_p: 0.9,
       tools: [{ type: 'function', function: { name: 'get_weather', description: 'weather', parameters: { type: 'object' } } }],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'weather?' }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_9', content: 'rain' },
       ],
     });
@@ -43,7 +67,8 @@ describe('requestView', () => {
 
   it('reads the OpenAI Responses API: instructions, input items, function calls and outputs', () => {
     const view = requestView('openai', '/v1/responses', {
-      instructions: 'sys', max_output_tokens: 99,
+      instructions: 'sys',
+      max_output_tokens: 99,
       input: [
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
         { type: 'function_call', call_id: 'fc_1', name: 'shell', arguments: '{"cmd":"pwd"}' },
@@ -51,7 +76,12 @@ describe('requestView', () => {
       ],
       tools: [{ type: 'function', name: 'shell', parameters: {} }],
     });
-    expect(view.messages.map((m) => [m.role, m.content])).toEqual([['system', 'sys'], ['user', 'hi'], ['assistant', ''], ['tool', '/root']]);
+    expect(view.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', 'sys'],
+      ['user', 'hi'],
+      ['assistant', ''],
+      ['tool', '/root'],
+    ]);
     expect(view.historyToolCalls[0]).toEqual({ id: 'fc_1', name: 'shell', arguments: '{"cmd":"pwd"}' });
     expect(view.toolResults[0]).toEqual({ toolUseId: 'fc_1', content: '/root' });
     expect(view.maxTokens).toBe(99);
@@ -60,29 +90,43 @@ describe('requestView', () => {
   it('reads Gemini generateContent: systemInstruction, parts, function calls and declarations', () => {
     const view = requestView('google', '/v1beta/models/gemini-2.5-pro:generateContent', {
       systemInstruction: { parts: [{ text: 'sys' }] },
-      contents: [{ role: 'user', parts: [{ text: 'a' }, { text: 'b' }] }, { role: 'model', parts: [{ functionCall: { name: 'ls', args: { dir: '/' } } }] }],
+      contents: [
+        { role: 'user', parts: [{ text: 'a' }, { text: 'b' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'ls', args: { dir: '/' } } }] },
+      ],
       tools: [{ functionDeclarations: [{ name: 'ls', description: 'list', parameters: { type: 'OBJECT' } }] }],
       generationConfig: { temperature: 1, maxOutputTokens: 10 },
     });
-    expect(view.messages.map((m) => [m.role, m.content])).toEqual([['system', 'sys'], ['user', 'a\nb'], ['model', '']]);
+    expect(view.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', 'sys'],
+      ['user', 'a\nb'],
+      ['model', ''],
+    ]);
     expect(view.historyToolCalls).toEqual([{ id: 'ls#0', name: 'ls', arguments: '{"dir":"/"}' }]);
     expect(view.tools).toEqual([{ name: 'ls', description: 'list', parameters: { type: 'OBJECT' } }]);
     expect(view).toMatchObject({ temperature: 1, maxTokens: 10 });
   });
 
   it('reads Ollama chat (streams unless told not to) and generate', () => {
-    expect(requestView('ollama', '/api/chat', { model: 'qwen3', messages: [{ role: 'user', content: 'x' }], options: { num_predict: 5 } })).toMatchObject({ stream: true, maxTokens: 5 });
+    expect(
+      requestView('ollama', '/api/chat', { model: 'qwen3', messages: [{ role: 'user', content: 'x' }], options: { num_predict: 5 } }),
+    ).toMatchObject({ stream: true, maxTokens: 5 });
     expect(requestView('ollama', '/api/chat', { messages: [], stream: false }).stream).toBeUndefined();
     expect(requestView('ollama', '/api/generate', { prompt: 'p', system: 's' }).messages.map((m) => m.content)).toEqual(['s', 'p']);
   });
 
   it('never throws on arbitrary JSON, whatever the provider (property)', () => {
     fc.assert(
-      fc.property(fc.constantFrom('anthropic', 'openai', 'google', 'ollama', 'other'), fc.constantFrom('/v1/messages', '/v1/responses', '/api/generate'), fc.jsonValue(), (provider, path, body) => {
-        const view = requestView(provider, path, body);
-        expect(Array.isArray(view.messages)).toBe(true);
-        expect(Array.isArray(view.tools)).toBe(true);
-      }),
+      fc.property(
+        fc.constantFrom('anthropic', 'openai', 'google', 'ollama', 'other'),
+        fc.constantFrom('/v1/messages', '/v1/responses', '/api/generate'),
+        fc.jsonValue(),
+        (provider, path, body) => {
+          const view = requestView(provider, path, body);
+          expect(Array.isArray(view.messages)).toBe(true);
+          expect(Array.isArray(view.tools)).toBe(true);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

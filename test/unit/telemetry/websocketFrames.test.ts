@@ -32,16 +32,23 @@ function splitAt(bytes: Buffer, cuts: number[]): Buffer[] {
   return pieces;
 }
 
-const frameArb = fc.record({
-  opcode: fc.constantFrom<WsOpcode>('text', 'binary', 'continuation', 'ping', 'pong', 'close'),
-  payload: fc.uint8Array({ maxLength: 300 }),
-  fin: fc.boolean(),
-  mask: fc.option(fc.uint8Array({ minLength: 4, maxLength: 4 }), { nil: null }),
-  longForm: fc.boolean(),
-}).map((f) => {
-  const control = f.opcode === 'close' || f.opcode === 'ping' || f.opcode === 'pong';
-  return { ...f, payload: Buffer.from(control ? f.payload.slice(0, 125) : f.payload), fin: control ? true : f.fin, mask: f.mask ? Buffer.from(f.mask) : null };
-});
+const frameArb = fc
+  .record({
+    opcode: fc.constantFrom<WsOpcode>('text', 'binary', 'continuation', 'ping', 'pong', 'close'),
+    payload: fc.uint8Array({ maxLength: 300 }),
+    fin: fc.boolean(),
+    mask: fc.option(fc.uint8Array({ minLength: 4, maxLength: 4 }), { nil: null }),
+    longForm: fc.boolean(),
+  })
+  .map((f) => {
+    const control = f.opcode === 'close' || f.opcode === 'ping' || f.opcode === 'pong';
+    return {
+      ...f,
+      payload: Buffer.from(control ? f.payload.slice(0, 125) : f.payload),
+      fin: control ? true : f.fin,
+      mask: f.mask ? Buffer.from(f.mask) : null,
+    };
+  });
 
 describe('WebSocket frame reader', () => {
   it('reads back every frame, unmasked, however the bytes are split (property)', () => {
@@ -50,8 +57,16 @@ describe('WebSocket frame reader', () => {
         const wire = Buffer.concat(frames.map((f) => encode(f.opcode, f.payload, f.fin, f.mask, f.longForm)));
         const reader = new WsFrameReader((size) => size);
         const read = splitAt(wire, cuts).flatMap((piece) => reader.push(piece));
-        expect(read.map((f) => ({ opcode: f.opcode, fin: f.fin, payload: f.payload.toString('hex'), size: f.size, truncated: f.truncated }))).toEqual(
-          frames.map((f) => ({ opcode: f.opcode, fin: f.fin, payload: f.payload.toString('hex'), size: f.payload.length, truncated: false })),
+        expect(
+          read.map((f) => ({ opcode: f.opcode, fin: f.fin, payload: f.payload.toString('hex'), size: f.size, truncated: f.truncated })),
+        ).toEqual(
+          frames.map((f) => ({
+            opcode: f.opcode,
+            fin: f.fin,
+            payload: f.payload.toString('hex'),
+            size: f.payload.length,
+            truncated: false,
+          })),
         );
         expect(reader.pending()).toBeNull();
       }),
@@ -114,7 +129,10 @@ describe('upgraded stream ledger', () => {
     ledger.sent(Buffer.from('GET / HTTP/1.1\r\n\r\n'));
     ledger.sent(Buffer.from('more'));
     expect(ledger.parseError).toMatch(/WebSocket frames from the client: reserved opcode/);
-    expect(rows.map((r) => [r.opcode, r.body?.toString()])).toEqual([['raw', 'GET / HTTP/1.1\r\n\r\n'], ['raw', 'more']]);
+    expect(rows.map((r) => [r.opcode, r.body?.toString()])).toEqual([
+      ['raw', 'GET / HTTP/1.1\r\n\r\n'],
+      ['raw', 'more'],
+    ]);
   });
 
   it('records another upgraded protocol as raw chunks', () => {

@@ -14,7 +14,10 @@ describe('coding agents sign in with the stand-in key', () => {
   it('Claude Code approves the stand-in from its environment, so it never asks to log in', () => {
     const program = agentTerminal('claude', [], { ANTHROPIC_API_KEY: 'sk-ant-api03-stand-in-0123456789abcdefghijklmn' });
     expect(program.env.ANTHROPIC_API_KEY).toBe('sk-ant-api03-stand-in-0123456789abcdefghijklmn');
-    const settings = JSON.parse(file(program, '.claude.json')) as { customApiKeyResponses: { approved: string[] }; hasCompletedOnboarding: boolean };
+    const settings = JSON.parse(file(program, '.claude.json')) as {
+      customApiKeyResponses: { approved: string[] };
+      hasCompletedOnboarding: boolean;
+    };
     expect(settings.customApiKeyResponses.approved).toEqual(['0123456789abcdefghijklmn'.slice(-20)]);
     expect(settings.hasCompletedOnboarding).toBe(true);
   });
@@ -32,7 +35,9 @@ describe('coding agents sign in with the stand-in key', () => {
 
   it('Gemini CLI selects and enforces its API key over a Google sign-in', () => {
     const program = agentTerminal('gemini', [], { GEMINI_API_KEY: 'AIzaStandIn' });
-    const settings = JSON.parse(file(program, '.gemini/settings.json')) as { security: { auth: { selectedType: string; enforcedType: string } } };
+    const settings = JSON.parse(file(program, '.gemini/settings.json')) as {
+      security: { auth: { selectedType: string; enforcedType: string } };
+    };
     expect(settings.security.auth).toEqual({ selectedType: 'gemini-api-key', enforcedType: 'gemini-api-key' });
     expect(program.env.GEMINI_API_KEY).toBe('AIzaStandIn');
   });

@@ -1,14 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { ownershipFinding } from '../../../electron/cli/doctorCommand.ts';
-import { pidFolderMount, planOwnership, subordinateRange, virtiofsdCommand, type OwnershipFacts } from '../../../electron/vm/fileOwnership.ts';
+import {
+  pidFolderMount,
+  planOwnership,
+  subordinateRange,
+  virtiofsdCommand,
+  type OwnershipFacts,
+} from '../../../electron/vm/fileOwnership.ts';
 
 // How virtiofsd is started so that what the guest writes is the host user's, and what capsem
 // doctor says when this machine cannot do it. The real thing, as an ordinary user with a real VM,
 // is in test/integration/vmWorkspaceOwner.test.ts.
 
 const user: OwnershipFacts = {
-  uid: 1002, user: 'ada', unshare: '/usr/bin/unshare', newuidmap: '/usr/bin/newuidmap', newgidmap: '/usr/bin/newgidmap',
-  subuid: 'other:100000:65536\nada:165536:65536\n', subgid: 'ada:165536:65536\n', maxUserNamespaces: 96364, unprivilegedUsernsClone: null,
+  uid: 1002,
+  user: 'ada',
+  unshare: '/usr/bin/unshare',
+  newuidmap: '/usr/bin/newuidmap',
+  newgidmap: '/usr/bin/newgidmap',
+  subuid: 'other:100000:65536\nada:165536:65536\n',
+  subgid: 'ada:165536:65536\n',
+  maxUserNamespaces: 96364,
+  unprivilegedUsernsClone: null,
 };
 
 describe('who virtiofsd runs as', () => {
@@ -16,7 +29,8 @@ describe('who virtiofsd runs as', () => {
     const plan = planOwnership({ ...user, uid: 0 });
     expect(plan).toEqual({ kind: 'root' });
     expect(virtiofsdCommand(plan, '/usr/lib/qemu/virtiofsd', '/r/v.sock', '/w', () => '/run')).toEqual({
-      file: '/usr/lib/qemu/virtiofsd', args: ['--socket-path=/r/v.sock', '-o', 'source=/w', '-o', 'cache=auto', '-o', 'sandbox=chroot'],
+      file: '/usr/lib/qemu/virtiofsd',
+      args: ['--socket-path=/r/v.sock', '-o', 'source=/w', '-o', 'cache=auto', '-o', 'sandbox=chroot'],
     });
   });
 
@@ -26,7 +40,17 @@ describe('who virtiofsd runs as', () => {
     const { file, args } = virtiofsdCommand(plan, '/usr/lib/qemu/virtiofsd', '/r/v.sock', '/w', () => '/run');
     expect(file).toBe('/usr/bin/unshare');
     expect(args.slice(0, 4)).toEqual(['--map-root-user', '--map-auto', '--mount', '--']);
-    expect(args.slice(args.indexOf('capsem-virtiofsd') + 1)).toEqual(['/run', '/usr/lib/qemu/virtiofsd', '--socket-path=/r/v.sock', '-o', 'source=/w', '-o', 'cache=auto', '-o', 'sandbox=namespace']);
+    expect(args.slice(args.indexOf('capsem-virtiofsd') + 1)).toEqual([
+      '/run',
+      '/usr/lib/qemu/virtiofsd',
+      '--socket-path=/r/v.sock',
+      '-o',
+      'source=/w',
+      '-o',
+      'cache=auto',
+      '-o',
+      'sandbox=namespace',
+    ]);
   });
 
   it('finds the subordinate range by name or by uid, and ignores broken lines', () => {
@@ -37,9 +61,19 @@ describe('who virtiofsd runs as', () => {
 
   it.each([
     ['no newuidmap', { newuidmap: null }, /newuidmap and newgidmap/, 'apt-get install -y --no-install-recommends uidmap'],
-    ['no subordinate ids', { subuid: 'other:100000:65536\n', subgid: '' }, /\/etc\/subuid and \/etc\/subgid must give ada/, 'usermod --add-subuids 165536-231071 --add-subgids 165536-231071 ada'],
+    [
+      'no subordinate ids',
+      { subuid: 'other:100000:65536\n', subgid: '' },
+      /\/etc\/subuid and \/etc\/subgid must give ada/,
+      'usermod --add-subuids 165536-231071 --add-subgids 165536-231071 ada',
+    ],
     ['no subordinate group ids', { subgid: '' }, /\/etc\/subgid must give ada/, 'usermod --add-subuids 231072-296607'],
-    ['user namespaces switched off', { unprivilegedUsernsClone: 0 }, /user namespaces must be enabled/, 'sysctl -w kernel.unprivileged_userns_clone=1'],
+    [
+      'user namespaces switched off',
+      { unprivilegedUsernsClone: 0 },
+      /user namespaces must be enabled/,
+      'sysctl -w kernel.unprivileged_userns_clone=1',
+    ],
     ['no unshare', { unshare: null }, /needs unshare/, 'util-linux'],
   ] as const)('says what is missing, and the fix, with %s', (_what, change, problem, fix) => {
     const plan = planOwnership({ ...user, ...change });
@@ -51,7 +85,10 @@ describe('who virtiofsd runs as', () => {
   });
 
   it('says in capsem doctor whose the files will be', () => {
-    expect(ownershipFinding(user)).toMatchObject({ level: 'ok', detail: expect.stringMatching(/user namespace \(subordinate ids 165536:65536\).*are ada's/) });
+    expect(ownershipFinding(user)).toMatchObject({
+      level: 'ok',
+      detail: expect.stringMatching(/user namespace \(subordinate ids 165536:65536\).*are ada's/),
+    });
     expect(ownershipFinding({ ...user, uid: 0 })).toMatchObject({ level: 'ok', detail: expect.stringMatching(/as root/) });
   });
 });

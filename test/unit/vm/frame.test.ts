@@ -6,9 +6,24 @@ const streamTypes = [FrameType.OPEN, FrameType.DATA, FrameType.RESET, FrameType.
 const controlTypes = [FrameType.HELLO, FrameType.CONTROL, FrameType.EVENT, FrameType.ERROR] as const;
 
 const frameArb = fc.oneof(
-  fc.record({ type: fc.constantFrom(...streamTypes), stream: fc.integer({ min: 1, max: 0xffffffff }), flags: fc.integer({ min: 0, max: 1 }), payload: fc.uint8Array({ maxLength: 300 }) }),
-  fc.record({ type: fc.constantFrom(...controlTypes), stream: fc.constant(0), flags: fc.constant(0), payload: fc.uint8Array({ maxLength: 300 }) }),
-  fc.record({ type: fc.constant(FrameType.WINDOW), stream: fc.integer({ min: 1, max: 1000 }), flags: fc.constant(0), payload: fc.uint8Array({ minLength: 4, maxLength: 4 }) }),
+  fc.record({
+    type: fc.constantFrom(...streamTypes),
+    stream: fc.integer({ min: 1, max: 0xffffffff }),
+    flags: fc.integer({ min: 0, max: 1 }),
+    payload: fc.uint8Array({ maxLength: 300 }),
+  }),
+  fc.record({
+    type: fc.constantFrom(...controlTypes),
+    stream: fc.constant(0),
+    flags: fc.constant(0),
+    payload: fc.uint8Array({ maxLength: 300 }),
+  }),
+  fc.record({
+    type: fc.constant(FrameType.WINDOW),
+    stream: fc.integer({ min: 1, max: 1000 }),
+    flags: fc.constant(0),
+    payload: fc.uint8Array({ minLength: 4, maxLength: 4 }),
+  }),
 );
 
 const plain = (f: Frame) => ({ type: f.type, stream: f.stream, flags: f.flags, payload: [...f.payload] });
@@ -16,20 +31,24 @@ const plain = (f: Frame) => ({ type: f.type, stream: f.stream, flags: f.flags, p
 describe('frame codec', () => {
   it('decodes what it encodes however the bytes are split into chunks', () => {
     fc.assert(
-      fc.property(fc.array(frameArb, { maxLength: 20 }), fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 10 }), (frames, cuts) => {
-        const wire = Buffer.concat(frames.map((f) => encodeFrame(f.type, f.stream, f.payload, f.flags)));
-        const decoder = new FrameDecoder();
-        const out: Frame[] = [];
-        let at = 0;
-        let i = 0;
-        while (at < wire.length) {
-          const n = cuts[i++ % cuts.length]!;
-          out.push(...decoder.push(wire.subarray(at, at + n)));
-          at += n;
-        }
-        expect(out.map(plain)).toEqual(frames.map((f) => ({ ...f, payload: [...f.payload] })));
-        expect(decoder.pending).toBe(0);
-      }),
+      fc.property(
+        fc.array(frameArb, { maxLength: 20 }),
+        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 10 }),
+        (frames, cuts) => {
+          const wire = Buffer.concat(frames.map((f) => encodeFrame(f.type, f.stream, f.payload, f.flags)));
+          const decoder = new FrameDecoder();
+          const out: Frame[] = [];
+          let at = 0;
+          let i = 0;
+          while (at < wire.length) {
+            const n = cuts[i++ % cuts.length]!;
+            out.push(...decoder.push(wire.subarray(at, at + n)));
+            at += n;
+          }
+          expect(out.map(plain)).toEqual(frames.map((f) => ({ ...f, payload: [...f.payload] })));
+          expect(decoder.pending).toBe(0);
+        },
+      ),
     );
   });
 

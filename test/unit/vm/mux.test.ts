@@ -3,7 +3,15 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeFrame, encodeJsonFrame, encodeU32, FrameDecoder, FrameType, PROTOCOL_VERSION, type Frame } from '../../../electron/vm/frame.ts';
+import {
+  encodeFrame,
+  encodeJsonFrame,
+  encodeU32,
+  FrameDecoder,
+  FrameType,
+  PROTOCOL_VERSION,
+  type Frame,
+} from '../../../electron/vm/frame.ts';
 import { AgentMux, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
 
 // The host mux against a scripted guest on a real unix socket pair: the guest side is written
@@ -177,12 +185,14 @@ describe('AgentMux', () => {
     s.stderr.on('data', (c: Buffer) => (err += c.toString()));
     const exited = new Promise((r) => s.once('exit', r));
     const ended = new Promise((r) => s.once('end', r));
-    p.guest.write(Buffer.concat([
-      encodeFrame(FrameType.DATA, s.id, Buffer.from('out')),
-      encodeFrame(FrameType.DATA, s.id, Buffer.from('err'), 1),
-      encodeJsonFrame(FrameType.EXIT, s.id, { code: 7, signal: null }),
-      encodeFrame(FrameType.CLOSE, s.id),
-    ]));
+    p.guest.write(
+      Buffer.concat([
+        encodeFrame(FrameType.DATA, s.id, Buffer.from('out')),
+        encodeFrame(FrameType.DATA, s.id, Buffer.from('err'), 1),
+        encodeJsonFrame(FrameType.EXIT, s.id, { code: 7, signal: null }),
+        encodeFrame(FrameType.CLOSE, s.id),
+      ]),
+    );
     expect(await exited).toEqual({ code: 7, signal: null });
     await ended;
     expect([out, err]).toEqual(['out', 'err']);
@@ -205,11 +215,13 @@ describe('AgentMux', () => {
     const p = await ready();
     const taken: MuxStream[] = [];
     const three = new Promise<void>((r) => p.mux.on('stream', (s) => taken.push(s) === 3 && r()));
-    p.guest.write(Buffer.concat([
-      encodeJsonFrame(FrameType.OPEN, 2, { kind: 'net', process: 'python3', pid: 7, dst: { address: 'fd00:c5e3::c612:7', port: 443 } }),
-      encodeJsonFrame(FrameType.OPEN, 4, { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' }),
-      encodeJsonFrame(FrameType.OPEN, 6, { kind: 'dns', process: null, pid: null, transport: 'tcp' }),
-    ]));
+    p.guest.write(
+      Buffer.concat([
+        encodeJsonFrame(FrameType.OPEN, 2, { kind: 'net', process: 'python3', pid: 7, dst: { address: 'fd00:c5e3::c612:7', port: 443 } }),
+        encodeJsonFrame(FrameType.OPEN, 4, { kind: 'dns', process: 'curl', pid: 8, transport: 'udp' }),
+        encodeJsonFrame(FrameType.OPEN, 6, { kind: 'dns', process: null, pid: null, transport: 'tcp' }),
+      ]),
+    );
     await three;
     expect(taken.map((s) => s.meta)).toEqual([
       { kind: 'net', process: 'python3', pid: 7, destination: { address: 'fd00:c5e3::c612:7', port: 443 } },
@@ -248,7 +260,9 @@ describe('AgentMux', () => {
     const p = await ready();
     const seen = new Promise<unknown[]>((r) => p.mux.on('fs', (e) => r([...e])));
     const ev = (path: string) => ({ action: 'created', path, size: 1, is_dir: false, ts_ms: 1 });
-    p.guest.write(encodeJsonFrame(FrameType.EVENT, 0, { type: 'fs', events: [ev('a/b.txt'), ev('/etc/passwd'), ev('../x'), ev('a/../../y')] }));
+    p.guest.write(
+      encodeJsonFrame(FrameType.EVENT, 0, { type: 'fs', events: [ev('a/b.txt'), ev('/etc/passwd'), ev('../x'), ev('a/../../y')] }),
+    );
     expect((await seen).map((e) => (e as { path: string }).path)).toEqual(['a/b.txt']);
   });
 });

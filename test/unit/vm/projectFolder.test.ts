@@ -36,7 +36,10 @@ describe('project folders', () => {
   });
 
   it('refuses the home folder, also through a symlink, and a folder holding it, unless the user confirmed', () => {
-    expect(refusal(home)).toMatchObject({ code: 'whole_home', message: expect.stringMatching(/is your whole home folder.*or add --yes-whole-home if you mean it$/) });
+    expect(refusal(home)).toMatchObject({
+      code: 'whole_home',
+      message: expect.stringMatching(/is your whole home folder.*or add --yes-whole-home if you mean it$/),
+    });
     expect(refusal(join(root, 'home-link')).code).toBe('whole_home');
     expect(refusal(join(root, 'home')).message).toMatch(/is a folder that holds your whole home/);
     expect(refusal('/').message).toMatch(/^\/ is the whole computer/);
@@ -44,15 +47,24 @@ describe('project folders', () => {
   });
 
   it("never shares Capsem's own data, nor a folder that holds it short of the whole home", () => {
-    expect(refusal(join(capsemHome, 'run'), true)).toMatchObject({ code: 'capsem_data', message: expect.stringMatching(/is inside Capsem's own data/) });
+    expect(refusal(join(capsemHome, 'run'), true)).toMatchObject({
+      code: 'capsem_data',
+      message: expect.stringMatching(/is inside Capsem's own data/),
+    });
     const elsewhere = join(root, 'data');
     mkdirSync(join(elsewhere, 'capsem'), { recursive: true });
     expect(() => checkProjectFolder(elsewhere, { ...rules, capsemHome: join(elsewhere, 'capsem') })).toThrow(/holds Capsem's own data/);
   });
 
   it('says what is wrong with a missing folder, a file and a relative path', () => {
-    expect(refusal(join(home, 'nope'))).toMatchObject({ code: 'not_found', message: `the project folder ${join(home, 'nope')} does not exist; create it (mkdir -p ${join(home, 'nope')}) or name another folder` });
-    expect(refusal(join(project, 'README.md'))).toMatchObject({ code: 'not_a_folder', message: `${join(project, 'README.md')} is a file, not a folder; share the folder that holds it (${project})` });
+    expect(refusal(join(home, 'nope'))).toMatchObject({
+      code: 'not_found',
+      message: `the project folder ${join(home, 'nope')} does not exist; create it (mkdir -p ${join(home, 'nope')}) or name another folder`,
+    });
+    expect(refusal(join(project, 'README.md'))).toMatchObject({
+      code: 'not_a_folder',
+      message: `${join(project, 'README.md')} is a file, not a folder; share the folder that holds it (${project})`,
+    });
     expect(refusal('code/app').message).toMatch(/must be an absolute path/);
   });
 });

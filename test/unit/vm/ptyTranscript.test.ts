@@ -12,7 +12,11 @@ const line = (event: TranscriptEvent): string => `${JSON.stringify(event)}\n`;
 describe('reading a transcript in chunks', () => {
   it('gives whole lines of about the asked size, each chunk starting where the last ended, the header only first', async () => {
     const path = join(folder, 'plain.log');
-    const events: TranscriptEvent[] = Array.from({ length: 500 }, (_, i) => [i / 10, i % 50 === 49 ? 'r' : 'o', i % 50 === 49 ? '120x40' : `line ${i} ${'·'.repeat(i % 97)}\r\n`]);
+    const events: TranscriptEvent[] = Array.from({ length: 500 }, (_, i) => [
+      i / 10,
+      i % 50 === 49 ? 'r' : 'o',
+      i % 50 === 49 ? '120x40' : `line ${i} ${'·'.repeat(i % 97)}\r\n`,
+    ]);
     writeFileSync(path, HEADER + events.map(line).join(''));
     const size = statSync(path).size;
     const seen: TranscriptEvent[] = [];
@@ -42,7 +46,10 @@ describe('reading a transcript in chunks', () => {
     appendFileSync(path, '"]\n');
     appendFileSync(path, `not json\n[1,"x","bad code"]\n\n${line([0.3, 'o', 'after']).trimEnd()}`);
     const chunk = await readTranscriptChunk(path, 0, Infinity);
-    expect(chunk.events).toEqual([[0.1, 'o', 'before'], [0.3, 'o', 'after']]);
+    expect(chunk.events).toEqual([
+      [0.1, 'o', 'before'],
+      [0.3, 'o', 'after'],
+    ]);
     expect(chunk.next).toBeNull();
   });
 

@@ -29,7 +29,19 @@ describe('accelerator choice', () => {
 });
 
 describe('QEMU command line', () => {
-  const spec = { kernel: '/k', initrd: '/i', cmdline: 'capsem.image=agent', disks: [{ path: '/ro.sqfs', readOnly: true, serial: 'capsem-root' }, { path: '/rw.ext4', readOnly: false }], memoryMiB: 512, cpus: 1, runDir: '/r', serialLog: '/s/serial.log' };
+  const spec = {
+    kernel: '/k',
+    initrd: '/i',
+    cmdline: 'capsem.image=agent',
+    disks: [
+      { path: '/ro.sqfs', readOnly: true, serial: 'capsem-root' },
+      { path: '/rw.ext4', readOnly: false },
+    ],
+    memoryMiB: 512,
+    cpus: 1,
+    runDir: '/r',
+    serialLog: '/s/serial.log',
+  };
   const tcg = { accel: 'tcg', reason: '' } as const;
 
   it('boots microvm under TCG with the settings that keep it from hanging, the agent port and the disks in order', () => {
@@ -39,7 +51,9 @@ describe('QEMU command line', () => {
     expect(args).toContain('-chardev socket,id=agent,path=/r/agent.sock,server=on,wait=off');
     expect(args).toContain('virtserialport,bus=vser0.0,chardev=agent,name=capsem.mux');
     expect(args).toContain('-serial file:/s/serial.log');
-    expect(args.indexOf('file=/ro.sqfs,format=raw,if=none,readonly=on')).toBeLessThan(args.indexOf('file=/rw.ext4,format=raw,if=none -device'));
+    expect(args.indexOf('file=/ro.sqfs,format=raw,if=none,readonly=on')).toBeLessThan(
+      args.indexOf('file=/rw.ext4,format=raw,if=none -device'),
+    );
     expect(args).toContain('virtio-blk-device,drive=disk0,serial=capsem-root');
     expect(args).toMatch(/virtio-blk-device,drive=disk1( |$)/);
     expect(args).not.toContain('vhost-user-fs');

