@@ -27,7 +27,8 @@ afterAll(async () => {
 
 /** What a viewer tells apart: the kind of traffic and its phase, and for MCP whether the result came as an object or wrapped. */
 function shapeOf(e: DecodedEvent): string {
-  if (e.mcp) return `mcp:${e.phase}${e.mcp.result ? (Object.keys(e.mcp.result).join() === 'value' ? ':wrapped' : ':object') : ''}${e.mcp.params ? ':params' : ''}${e.mcp.error ? ':error' : ''}`;
+  if (e.mcp)
+    return `mcp:${e.phase}${e.mcp.result ? (Object.keys(e.mcp.result).join() === 'value' ? ':wrapped' : ':object') : ''}${e.mcp.params ? ':params' : ''}${e.mcp.error ? ':error' : ''}`;
   return `${String(e.kind)}:${e.phase}`;
 }
 
@@ -43,7 +44,11 @@ describe('the strict client', () => {
     ['MCP params sent as a string', { mcp: { method: 'tools/call', params: '{"name":"x"}' } }, /mcp\.params/],
     ['an unknown phase', { phase: 'sent' }, /phase/],
     ['a direction outside the spec', { direction: 'local' }, /direction/],
-    ['an unknown invocation action', { invocations: { outbound: [{ plugin: 'policy', action: 'block' }] } }, /invocations\.outbound\.0\.action/],
+    [
+      'an unknown invocation action',
+      { invocations: { outbound: [{ plugin: 'policy', action: 'block' }] } },
+      /invocations\.outbound\.0\.action/,
+    ],
     ['a status as a string', { statusCode: '200' }, /statusCode/],
     ['two protocol payloads', { mcp: { method: 'ping' }, inference: {} }, /more than one/],
   ])('refuses %s', (_, change, field) => {
@@ -62,8 +67,20 @@ describe('a seeded session', () => {
       before = page.events[0]!.seq;
     }
     const shapes = new Set(events.map(shapeOf));
-    for (const shape of ['http:request', 'http:response', 'http:denied', 'model:request', 'model:response', 'tool_call:request', 'tool_result:response', 'file:response',
-      'mcp:request:params', 'mcp:response:object', 'mcp:response:wrapped']) expect(shapes, shape).toContain(shape);
+    for (const shape of [
+      'http:request',
+      'http:response',
+      'http:denied',
+      'model:request',
+      'model:response',
+      'tool_call:request',
+      'tool_result:response',
+      'file:response',
+      'mcp:request:params',
+      'mcp:response:object',
+      'mcp:response:wrapped',
+    ])
+      expect(shapes, shape).toContain(shape);
     expect(events.find((e) => e.mcp?.result && 'value' in e.mcp.result)!.mcp!.result).toEqual({ value: 'ok' });
     expect(events.find((e) => e.mcp?.params)!.mcp!.params).toMatchObject({ name: 'snapshots_create', arguments: expect.any(Object) });
   });
@@ -92,11 +109,28 @@ function mcpExchange(request: unknown, response: string, contentType: string): E
   const req = Buffer.from(JSON.stringify(request));
   const res = Buffer.from(response);
   return {
-    startedAt: new Date(), host: 'mcp.example.com', port: 443, scheme: 'https', kind: 'request', method: 'POST', path: '/mcp', query: null,
+    startedAt: new Date(),
+    host: 'mcp.example.com',
+    port: 443,
+    scheme: 'https',
+    kind: 'request',
+    method: 'POST',
+    path: '/mcp',
+    query: null,
     requestHeaders: { host: 'mcp.example.com', 'content-type': 'application/json', 'user-agent': 'claude-cli/2.0.14 (external, cli)' },
-    responseHeaders: { 'content-type': contentType }, status: 200,
-    requestBody: { ...EMPTY_BODY, bytes: req, total: req.length }, responseBody: { bytes: res, total: res.length, truncated: false },
-    durationMs: 12, ttfbMs: 5, decision: 'allowed', matchedRule: 'default.allow-public', processName: 'claude', pid: 7, error: null, eventId: null, parseError: null,
+    responseHeaders: { 'content-type': contentType },
+    status: 200,
+    requestBody: { ...EMPTY_BODY, bytes: req, total: req.length },
+    responseBody: { bytes: res, total: res.length, truncated: false },
+    durationMs: 12,
+    ttfbMs: 5,
+    decision: 'allowed',
+    matchedRule: 'default.allow-public',
+    processName: 'claude',
+    pid: 7,
+    error: null,
+    eventId: null,
+    parseError: null,
   };
 }
 
@@ -104,33 +138,70 @@ describe('a live session with MCP traffic', () => {
   it('decodes every event the live tail delivers: MCP calls with object params and results, wrapped or not, errors, names and files', async () => {
     const live = await liveSession(home, 'mcp-live');
     const frames: unknown[] = [];
-    const res = await new Promise<IncomingMessage>((resolve, reject) => get(new URL(`/v1/events?session=${live.id}`, api.url), resolve).on('error', reject));
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      get(new URL(`/v1/events?session=${live.id}`, api.url), resolve).on('error', reject),
+    );
     res.setEncoding('utf8');
     let buffered = '';
     res.on('data', (chunk: string) => {
       buffered += chunk;
       const parts = buffered.split('\n\n');
       buffered = parts.pop()!;
-      for (const frame of parts) for (const line of frame.split('\n')) if (line.startsWith('data: ')) frames.push(JSON.parse(line.slice(6)));
+      for (const frame of parts)
+        for (const line of frame.split('\n')) if (line.startsWith('data: ')) frames.push(JSON.parse(line.slice(6)));
     });
     const recorder = new ExchangeRecorder(live.writer, 1 << 20);
     const toolCall = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'retry budget' } } };
-    await recorder.record(mcpExchange(toolCall, `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'found' }] } })}\n\n`, 'text/event-stream'));
-    await recorder.record(mcpExchange({ jsonrpc: '2.0', id: 2, method: 'ping' }, '{"jsonrpc":"2.0","id":2,"result":"pong"}', 'application/json'));
-    await recorder.record(mcpExchange({ ...toolCall, id: 3 }, '{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool"}}', 'application/json'));
-    live.writer.append('dns_events', { timestamp: now(), name: 'mcp.example.com', type: 'A', rcode: 'NOERROR', answers: '["198.18.0.9"]', resolved: '["93.184.216.34"]', decision: 'allowed', process_name: 'claude', pid: 7, duration_ms: 2 });
+    await recorder.record(
+      mcpExchange(
+        toolCall,
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'found' }] } })}\n\n`,
+        'text/event-stream',
+      ),
+    );
+    await recorder.record(
+      mcpExchange({ jsonrpc: '2.0', id: 2, method: 'ping' }, '{"jsonrpc":"2.0","id":2,"result":"pong"}', 'application/json'),
+    );
+    await recorder.record(
+      mcpExchange({ ...toolCall, id: 3 }, '{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool"}}', 'application/json'),
+    );
+    live.writer.append('dns_events', {
+      timestamp: now(),
+      name: 'mcp.example.com',
+      type: 'A',
+      rcode: 'NOERROR',
+      answers: '["198.18.0.9"]',
+      resolved: '["93.184.216.34"]',
+      decision: 'allowed',
+      process_name: 'claude',
+      pid: 7,
+      duration_ms: 2,
+    });
     live.writer.append('fs_events', { timestamp: now(), action: 'modified', path: 'notes.md', size: 3 });
     await live.writer.flush();
-    const deadline = Date.now() + 10_000;
+    // The feed finds a new session on its next round, which a loaded machine delays.
+    const deadline = Date.now() + 25_000;
     while (frames.length < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     res.destroy();
     await live.end();
 
     const events = frames.map((f) => decode(sessionEvent, f));
     expect(events.map(shapeOf)).toEqual([
-      'mcp:request:params', 'mcp:response:object', 'mcp:request', 'mcp:response:wrapped', 'mcp:request:params', 'mcp:response:error', 'dns:response', 'file:response',
+      'mcp:request:params',
+      'mcp:response:object',
+      'mcp:request',
+      'mcp:response:wrapped',
+      'mcp:request:params',
+      'mcp:response:error',
+      'dns:response',
+      'file:response',
     ]);
-    expect(events[0]!.mcp).toEqual({ method: 'tools/call', rpcId: '1', params: { name: 'search', arguments: { q: 'retry budget' } }, isAction: true });
+    expect(events[0]!.mcp).toEqual({
+      method: 'tools/call',
+      rpcId: '1',
+      params: { name: 'search', arguments: { q: 'retry budget' } },
+      isAction: true,
+    });
     expect(events[1]!.mcp!.result).toEqual({ content: [{ type: 'text', text: 'found' }] });
     expect(events[3]!.mcp!.result).toEqual({ value: 'pong' });
     expect(events[5]!.mcp!.error).toEqual({ code: -32602, message: 'unknown tool' });
