@@ -22,7 +22,7 @@ import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The real renderer in Chromium (browser mode), driven by Playwright against the real core and
@@ -139,25 +139,7 @@ beforeAll(async () => {
   long.close();
   // 100,000 HTTP exchanges, appended as the proxy would (one writer, batched).
   const t1 = performance.now();
-  const bigSession = await liveSession(home, 'big');
-  big = bigSession.id;
-  const start = Date.parse('2025-01-01T00:00:00Z');
-  for (let i = 0; i < BIG_ROWS; i++) {
-    bigSession.writer.append('net_events', {
-      timestamp: new Date(start + i).toISOString(),
-      domain: `host-${i % 50}.example`,
-      decision: i % 97 === 0 ? 'denied' : 'allowed',
-      method: 'GET',
-      path: `/item/${i}`,
-      status_code: 200,
-      bytes_sent: 10,
-      bytes_received: 100,
-      duration_ms: 3,
-      process_name: 'curl',
-    });
-    if (bigSession.writer.needsDrain) await bigSession.writer.drained();
-  }
-  await bigSession.end();
+  big = await bigSession(home, 'big', BIG_ROWS);
   const seedBigMs = performance.now() - t1;
   // A JSON response that came gzip-encoded: stored decoded, as the recorder stores it (the column
   // keeps the header), and a second one stored still encoded (as another tool might have written it).

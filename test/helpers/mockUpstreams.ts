@@ -200,3 +200,40 @@ export function openaiChatStream(model: string, text: string, usage?: { prompt: 
     { data: '[DONE]' },
   ];
 }
+
+/** What the Anthropic upstreams read of a Messages request. */
+export type AnthropicBody = {
+  model?: string;
+  stream?: boolean;
+  tools?: { name: string }[];
+  messages?: { role: string; content: unknown }[];
+};
+
+/** The request carries a tool's result back: the model asked for the tool on an earlier turn. */
+export function hasToolResult(body: AnthropicBody): boolean {
+  return (body.messages ?? []).some(
+    (m) => Array.isArray(m.content) && (m.content as { type?: string }[]).some((block) => block.type === 'tool_result'),
+  );
+}
+
+/** An Anthropic Messages answer, streamed when the request asked for a stream, as the API does. */
+export function anthropicAnswer(
+  res: ServerResponse,
+  body: AnthropicBody,
+  text: string,
+  tools: { id: string; name: string; input: unknown }[],
+  usage: { input: number; output: number },
+): void {
+  const model = body.model ?? 'claude-sonnet-4-6';
+  if (body.stream) return sse(res, anthropicStream(model, text, tools, usage));
+  json(res, 200, {
+    id: 'msg_capsem_plain',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [{ type: 'text', text }, ...tools.map((t) => ({ type: 'tool_use', ...t }))],
+    stop_reason: tools.length ? 'tool_use' : 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+  });
+}

@@ -15,7 +15,7 @@ import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -48,27 +48,7 @@ beforeAll(async () => {
   const records = await seedSessions(home, { sessions: 3, events: 300, seed: 7 });
   seeded = records.map((r) => ({ id: r.id, name: r.name }));
   // A session of 100,000 HTTP exchanges, written as the proxy would (one writer, batched).
-  const bigSession = await liveSession(home, 'big');
-  big = bigSession.id;
-  const t0 = Date.parse('2025-01-01T00:00:00Z');
-  for (let i = 0; i < 100_000; i++) {
-    bigSession.writer.append('net_events', {
-      timestamp: new Date(t0 + i).toISOString(),
-      domain: `host-${i % 50}.example`,
-      decision: i % 97 === 0 ? 'denied' : 'allowed',
-      method: 'GET',
-      path: `/item/${i}`,
-      status_code: 200,
-      bytes_sent: 10,
-      bytes_received: 100,
-      duration_ms: 3,
-      process_name: 'curl',
-      request_headers: '{"accept":"*/*"}',
-      request_body_preview: 'x'.repeat(200),
-    });
-    if (bigSession.writer.needsDrain) await bigSession.writer.drained();
-  }
-  await bigSession.end();
+  big = await bigSession(home, 'big', 100_000, { request_headers: '{"accept":"*/*"}', request_body_preview: 'x'.repeat(200) });
   // A session whose response body is stored gzip-encoded (as another tool might have written it).
   const gzSession = await liveSession(home, 'gz');
   gz = gzSession.id;

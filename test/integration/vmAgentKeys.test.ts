@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { anthropicAnswer, hasToolResult, json, startUpstream, type AnthropicBody, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -29,29 +28,7 @@ const DUMP = [
   'true',
 ].join('; ');
 
-type Body = { model?: string; stream?: boolean; tools?: { name: string }[]; messages?: { role: string; content: unknown }[] };
-
-function answer(res: ServerResponse, body: Body, text: string, tools: { id: string; name: string; input: unknown }[]): void {
-  const model = body.model ?? 'claude-sonnet-4-6';
-  const usage = { input: 100, output: 10 };
-  if (body.stream) return sse(res, anthropicStream(model, text, tools, usage));
-  json(res, 200, {
-    id: 'msg_keys',
-    type: 'message',
-    role: 'assistant',
-    model,
-    content: [{ type: 'text', text }, ...tools.map((t) => ({ type: 'tool_use', ...t }))],
-    stop_reason: tools.length ? 'tool_use' : 'end_turn',
-    stop_sequence: null,
-    usage: { input_tokens: usage.input, output_tokens: usage.output },
-  });
-}
-
-function hasToolResult(body: Body): boolean {
-  return (body.messages ?? []).some(
-    (m) => Array.isArray(m.content) && (m.content as { type?: string }[]).some((block) => block.type === 'tool_result'),
-  );
-}
+const USAGE = { input: 100, output: 10 };
 
 describe.skipIf(noAgentImage !== null)(
   `keys never enter the VM: Claude Code in a real VM${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`,
@@ -67,15 +44,19 @@ describe.skipIf(noAgentImage !== null)(
       mkdirSync(exportsDir, { recursive: true });
       const upHome = tempHome();
       anthropic = await startUpstream(upHome, ['api.anthropic.com', 'elsewhere.test'], (req, raw, res) => {
-        const body = (typeof raw === 'object' && raw !== null ? raw : {}) as Body;
+        const body = (typeof raw === 'object' && raw !== null ? raw : {}) as AnthropicBody;
         if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens'))
           return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
         const wantsBash = (body.tools ?? []).some((t) => t.name === 'Bash');
         if (wantsBash && !hasToolResult(body))
-          return answer(res, body, 'Looking around.', [
-            { id: 'toolu_keys_1', name: 'Bash', input: { command: DUMP, description: 'Dump the guest' } },
-          ]);
-        answer(res, body, wantsBash ? 'Dumped the guest.' : 'ok', []);
+          return anthropicAnswer(
+            res,
+            body,
+            'Looking around.',
+            [{ id: 'toolu_keys_1', name: 'Bash', input: { command: DUMP, description: 'Dump the guest' } }],
+            USAGE,
+          );
+        anthropicAnswer(res, body, wantsBash ? 'Dumped the guest.' : 'ok', [], USAGE);
       });
       upHome.remove();
       const caFile = join(home.root, 'upstream-ca.pem');

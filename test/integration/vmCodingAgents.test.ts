@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
 import type { CallResult } from '../../electron/contract/appContract.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
-import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { anthropicAnswer, hasToolResult, json, sse, startUpstream, type AnthropicBody, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -22,7 +22,7 @@ import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 const noAgentImage = agentImageUnavailable();
 const NO_KEYS = { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' };
 
-type Body = { model?: string; stream?: boolean; tools?: { name: string }[]; messages?: { role: string; content: unknown }[] };
+type Body = AnthropicBody;
 
 /** What the user can see of a session through `capsem sql`. */
 async function sql<T>(home: string, name: string, query: string): Promise<T[]> {
@@ -134,34 +134,6 @@ function lastUserText(body: Body): string {
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return Array.isArray(last.content) ? (last.content as { type?: string; text?: string }[]).map((block) => block.text ?? '').join('') : '';
-}
-
-function hasToolResult(body: Body): boolean {
-  return (body.messages ?? []).some(
-    (m) => Array.isArray(m.content) && (m.content as { type?: string }[]).some((block) => block.type === 'tool_result'),
-  );
-}
-
-/** An Anthropic Messages answer, streamed when the request asked for a stream, as the API does. */
-function anthropicAnswer(
-  res: ServerResponse,
-  body: Body,
-  text: string,
-  tools: { id: string; name: string; input: unknown }[],
-  usage: { input: number; output: number },
-): void {
-  const model = body.model ?? 'claude-sonnet-4-6';
-  if (body.stream) return sse(res, anthropicStream(model, text, tools, usage));
-  json(res, 200, {
-    id: 'msg_test_plain',
-    type: 'message',
-    role: 'assistant',
-    model,
-    content: [{ type: 'text', text }, ...tools.map((t) => ({ type: 'tool_use', ...t }))],
-    stop_reason: tools.length ? 'tool_use' : 'end_turn',
-    stop_sequence: null,
-    usage: { input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
-  });
 }
 
 type ResponsesBody = { model?: string; input?: { type?: string; call_id?: string }[] | string; tools?: { name?: string; type?: string }[] };
