@@ -90,7 +90,8 @@ export class SessionListReader {
         name: record.name,
         createdAt: record.createdAt,
         updatedAt: activity.lastEventAt ?? record.updatedAt,
-        eventCount: totals.events,
+        // main.db counts rows; a session read from its session.db counts events as its pages do.
+        eventCount: facts.events ?? totals.events,
         active: false,
         status: record.status,
       };

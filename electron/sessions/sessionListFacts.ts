@@ -21,6 +21,8 @@ export interface PromptContext {
 }
 
 export interface SessionListFacts {
+  /** The events the API serves for the session, as a page's totalEvents counts them (an exchange is two). */
+  readonly events?: number;
   readonly totalTokens?: number;
   readonly lastRequestAt?: string;
   /** Pids of the guest processes that made requests, in the order they first did; we record no start time. */
@@ -62,6 +64,7 @@ export function readListFacts(store: SessionEventStore, tables: ReadonlySet<stri
         .get() as { at: string; msgs: number; tokens: number } | undefined)
     : undefined;
   return {
+    events: store.bounds().total,
     ...(totalTokens === undefined ? {} : { totalTokens }),
     ...(lastRequestAt === undefined ? {} : { lastRequestAt }),
     ...(procs.length === 0 ? {} : { procs }),

@@ -52,6 +52,14 @@ describe('GET /v1/sessions', () => {
     expect(typeof first.inferenceHost).toBe('string');
   });
 
+  it("counts a session's events as its pages serve them, an exchange being two", async () => {
+    const { sessions } = (await call(api.url, '/v1/sessions')).json<{ sessions: { id: string; eventCount: number }[] }>();
+    for (const id of [named, other, crashed]) {
+      const { events } = (await call(api.url, `/v1/sessions/${id}`)).json<{ events: unknown[] }>();
+      expect(sessions.find((s) => s.id === id)!.eventCount, id).toBe(events.length);
+    }
+  });
+
   it('omits what it does not know instead of sending zero', async () => {
     const empty = await liveSession(home, 'quiet');
     const { sessions } = (await call(api.url, '/v1/sessions')).json<{ sessions: Record<string, unknown>[] }>();
