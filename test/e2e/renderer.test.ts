@@ -10,6 +10,7 @@ import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import type { CallName, CallParams, CallResult } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
+import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { ensurePrivateDir, sessionPaths } from '../../electron/store/paths.ts';
@@ -606,9 +607,10 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     expect(await result.innerText()).toContain(path);
     expect(existsSync(path)).toBe(true);
     const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
-    const db = openMainDb(home);
-    const events = (db.prepare('SELECT event_count AS n FROM sessions WHERE id = ?').get(id) as { n: number }).n;
-    db.close();
+    // One line per event the API serves for the session: an exchange is its request and its response.
+    const store = SessionEventStore.open(id as SessionId, sessionPaths(home, id as SessionId).dbPath);
+    const events = store.bounds().total;
+    store.close();
     expect(events).toBeGreaterThan(100);
     expect(lines).toHaveLength(events);
     expect(lines.every((l) => (JSON.parse(l) as { sessionId: string }).sessionId === id)).toBe(true);
