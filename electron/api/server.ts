@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
@@ -17,7 +18,7 @@ import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
-import { pluginCatalog, recordingPipeline } from './pipeline.ts';
+import { pluginCatalog, recordingPipeline, type PolicyInUse } from './pipeline.ts';
 import { SessionListReader } from './sessionList.ts';
 import { answerUsage } from './usage.ts';
 
@@ -147,6 +148,16 @@ async function write(res: ServerResponse, chunk: string): Promise<void> {
       res.on('drain', done);
       res.on('close', done);
     });
+}
+
+/** The policy a session would start under now; a broken policy.json is described, not a 500, so the panes still show the pipeline. */
+function policyInUse(home: CapsemHome): PolicyInUse {
+  try {
+    const store = new PolicyStore(home);
+    return { document: store.policy, source: store.path };
+  } catch (err) {
+    return { source: join(home.root, 'policy.json'), error: (err as Error).message };
+  }
 }
 
 export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
@@ -372,8 +383,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     }
     if (path === '/v1/pipeline') {
       only(['GET']);
-      const policy = new PolicyStore(home);
-      return sendJson(res, 200, recordingPipeline(policy.policy, policy.path));
+      return sendJson(res, 200, recordingPipeline(policyInUse(home)));
     }
     if (path === '/v1/plugins') {
       only(['GET']);

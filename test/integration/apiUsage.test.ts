@@ -241,13 +241,14 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
     expect(reply.status).toBe(200);
     const pipeline = reply.json<{
       inbound: unknown[];
-      outbound: { name: string; direction: string; position: number; capabilities: string[]; config: Record<string, unknown> }[];
+      outbound: { name: string; direction: string; position: number; readsBody: boolean; config: Record<string, unknown> }[];
     }>();
     expect(pipeline.inbound).toEqual([]);
-    expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}`)).toEqual([
-      '0:policy:outbound',
-      '1:credential:outbound',
-      '2:recorder:outbound',
+    // Positions count from 1, as agentop reads them: it hides a plugin's position when it is 0.
+    expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}:${p.readsBody}`)).toEqual([
+      '1:policy:outbound:false',
+      '2:credential:outbound:false',
+      '3:recorder:outbound:true',
     ]);
     expect(pipeline.outbound[0]!.config).toMatchObject({
       source: join(home.root, 'policy.json'),
@@ -256,14 +257,30 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
     for (const p of pipeline.outbound) expect(p).not.toHaveProperty('onError');
   });
 
+  it('still describes the pipeline when policy.json cannot be read, the policy and the broker saying why', async () => {
+    writeFileSync(join(home.root, 'policy.json'), '{"version": 1, "rules": [');
+    const reply = await call(api.url, '/v1/pipeline').finally(() => rmSync(join(home.root, 'policy.json')));
+    expect(reply.status).toBe(200);
+    const { outbound } = reply.json<{ outbound: { name: string; config: Record<string, unknown> }[] }>();
+    expect(outbound.map((p) => p.name)).toEqual(['policy', 'credential', 'recorder']);
+    for (const step of outbound.slice(0, 2))
+      expect(step.config).toEqual({
+        source: join(home.root, 'policy.json'),
+        error: expect.stringMatching(/policy\.json is not valid JSON/),
+      });
+    expect(outbound[2]!.config).toMatchObject({ store: 'session.db' });
+  });
+
   it('catalogs each step with its actions', async () => {
     const reply = await call(api.url, '/v1/plugins');
     expect(reply.status).toBe(200);
-    const { plugins } = reply.json<{ plugins: { name: string; actions: string[]; active: boolean }[] }>();
-    expect(plugins.map((p) => [p.name, p.actions, p.active])).toEqual([
-      ['policy', ['allow', 'deny'], true],
-      ['credential', ['modify', 'deny', 'skip'], true],
-      ['recorder', ['observe'], true],
+    const { plugins } = reply.json<{
+      plugins: { name: string; direction: string; readsBody: boolean; actions: string[]; active: boolean }[];
+    }>();
+    expect(plugins.map((p) => [p.name, p.direction, p.readsBody, p.actions, p.active])).toEqual([
+      ['policy', 'outbound', false, ['allow', 'deny'], true],
+      ['credential', 'outbound', false, ['modify', 'deny', 'skip'], true],
+      ['recorder', 'outbound', true, ['observe'], true],
     ]);
   });
 

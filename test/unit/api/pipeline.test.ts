@@ -9,12 +9,12 @@ describe('the recording pipeline as Cortex plugins', () => {
   const policy = parsePolicy(readFileSync(DEFAULT_POLICY_PATH, 'utf8'), DEFAULT_POLICY_PATH);
 
   it('is policy, then credential, then recorder, all on the outbound path', () => {
-    const pipeline = recordingPipeline(policy, DEFAULT_POLICY_PATH);
+    const pipeline = recordingPipeline({ document: policy, source: DEFAULT_POLICY_PATH });
     expect(pipeline.inbound).toEqual([]);
     expect(pipeline.outbound.map((p) => [p.name, p.direction, p.position])).toEqual([
-      ['policy', 'outbound', 0],
-      ['credential', 'outbound', 1],
-      ['recorder', 'outbound', 2],
+      ['policy', 'outbound', 1],
+      ['credential', 'outbound', 2],
+      ['recorder', 'outbound', 3],
     ]);
     expect(pipeline.outbound.map((p) => p.name)).toEqual([...RECORDING_PLUGINS]);
   });
@@ -28,7 +28,7 @@ describe('the recording pipeline as Cortex plugins', () => {
       }),
       'test',
     );
-    const [policyStep, broker] = recordingPipeline(withKeys, '/home/me/.capsem/policy.json').outbound;
+    const [policyStep, broker] = recordingPipeline({ document: withKeys, source: '/home/me/.capsem/policy.json' }).outbound;
     expect(policyStep!.config).toEqual({
       source: '/home/me/.capsem/policy.json',
       privateAddresses: 'deny',
