@@ -164,7 +164,7 @@ export interface SessionEvent {
   tool?: ToolActivity;
   file?: FileChange;
   dns?: DnsLookup;
-  /** code: the status the upstream sent, where it answered. */
-  error?: { kind: string; message: string; code?: number };
+  /** code: the status the upstream sent, where it answered, as a string (Cortex's EventError.Code is one). */
+  error?: { kind: string; message: string; code?: string };
   raw?: RawCapture;
 }

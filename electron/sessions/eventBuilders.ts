@@ -16,13 +16,28 @@ import { wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
 // a database. Unknown fields are left undefined, which JSON leaves out: absent stays absent on
-// the wire and nothing unknown is sent as zero.
+// the wire and nothing unknown is sent as zero. Every value also has the JSON type a Cortex
+// client's Go structs decode (pipeline.SessionEvent): Go fails a whole page on one mismatch, so a
+// count is a whole number, a time is RFC 3339, and a field Go holds as a map is an object.
 
 export type Row = Record<string, unknown>;
 
 export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
+/** A whole number, or unknown: a fraction (a REAL in a column another tool wrote) would fail a Go int. */
 export const int = (v: unknown): number | undefined =>
-  typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'bigint' ? Number(v) : undefined;
+  typeof v === 'number' && Number.isSafeInteger(v) ? v : typeof v === 'bigint' ? Number(v) : undefined;
+
+const RFC_3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+/** Go's zero time: what a Go client reads for a row whose time cannot be read at all. */
+const UNKNOWN_TIME = '0001-01-01T00:00:00Z';
+
+/** The row's time as RFC 3339, the only form Go's time.Time decodes; another form that still names an instant is rewritten. */
+export function rfc3339(value: unknown): string {
+  const written = String(value);
+  if (RFC_3339.test(written)) return written;
+  const ms = Date.parse(written);
+  return Number.isNaN(ms) ? UNKNOWN_TIME : new Date(ms).toISOString();
+}
 
 function decodedPath(path: string | undefined): string | undefined {
   if (path === undefined) return undefined;
@@ -45,7 +60,7 @@ function base(
   return {
     sessionId,
     seq: wireSeqOf(int(row.seq)!, slot),
-    at: String(row.timestamp),
+    at: rfc3339(row.timestamp),
     kind,
     direction: 'outbound',
     phase,
@@ -96,12 +111,14 @@ function invocationsOf(row: Row, recorded: string): SessionEvent['invocations'] 
 }
 
 /**
- * error.code is the status the upstream sent. A 502 the proxy made up for an upstream it could not
+ * error.code is the status the upstream sent, as a string: Cortex's EventError holds it as one (the
+ * spec's 413 has "an empty error.code"). A 502 the proxy made up for an upstream it could not
  * reach, and a refusal of its own (403, 421, 426), carry none: no upstream answered.
  */
-function upstreamCode(kind: string, status: number | undefined): number | undefined {
-  if (kind.startsWith('upstream_')) return status === 502 ? undefined : status;
-  return kind === 'decode_error' || kind === 'proxy_error' ? status : undefined;
+function upstreamCode(kind: string, status: number | undefined): string | undefined {
+  const sent = status === undefined ? undefined : String(status);
+  if (kind.startsWith('upstream_')) return status === 502 ? undefined : sent;
+  return kind === 'decode_error' || kind === 'proxy_error' ? sent : undefined;
 }
 
 function errorOf(kind: string | undefined, message: string | undefined, status: number | undefined): SessionEvent['error'] {
@@ -204,12 +221,13 @@ function requestInference(provider: string, path: string, row: Row, context: Mod
   }));
   return {
     messages: view.messages,
-    tools: view.tools,
+    // A schema that is not an object (the agent's to send) is left out: Go holds parameters as a map.
+    tools: view.tools.map((tool) => ({ ...tool, parameters: isObject(tool.parameters) ? tool.parameters : undefined })),
     toolChoice: view.toolChoice,
     historyToolCalls: view.historyToolCalls,
     toolResults: view.toolResults.length > 0 ? view.toolResults : recorded,
     temperature: view.temperature,
-    maxTokens: view.maxTokens,
+    maxTokens: int(view.maxTokens),
     topP: view.topP,
   };
 }
@@ -265,7 +283,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
       ? undefined
       : (errorOf(text(row.error_kind), text(row.error_message), status) ??
         (status !== undefined && status >= 400
-          ? { kind: 'upstream_error', message: `the model API answered ${status}`, code: status }
+          ? { kind: 'upstream_error', message: `the model API answered ${status}`, code: String(status) }
           : undefined)),
   };
 }

@@ -5,20 +5,32 @@ import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { EMPTY_BODY, type Exchange } from '../../electron/proxy/exchange.ts';
 import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
 import { call } from '../helpers/apiClient.ts';
-import { decode, eventDetail, eventsPage, sessionEvent, type DecodedEvent } from '../helpers/cortexClient.ts';
+import {
+  decode,
+  eventDetail,
+  eventsPage,
+  pipelineView,
+  pluginCatalog,
+  readSse,
+  sessionEvent,
+  sessionList,
+  type DecodedEvent,
+} from '../helpers/cortexClient.ts';
 import { liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
-// Every event kind the API sends, decoded by a client written from the spec's types alone: a
-// seeded session page by page, in both views and one event at a time, and a live session's MCP
-// traffic as the live tail delivers it. A field that drifts from the spec fails here.
+// Every route agentop's apiclient calls (ListSessions, GetSession, GetPipeline, GetPluginCatalog,
+// Stream), asked exactly as it asks, and every event kind the API sends, decoded by a client that
+// mirrors Cortex's Go types and the spec's: a seeded session page by page, in both views and one
+// event at a time, failed exchanges and rows another tool wrote, and a live session's MCP traffic
+// read off the tail by sse.go's line parser. A field that drifts fails here.
 
 const home = tempHome();
 let api: ApiServer;
 let seeded: string;
 beforeAll(async () => {
   seeded = (await seedSessions(home, { sessions: 1, events: 400, seed: 5 }))[0]!.id;
-  api = await startApiServer({ home, port: 0, pollMs: 20 });
+  api = await startApiServer({ home, port: 0, pollMs: 20, heartbeatMs: 50 });
 }, 60_000);
 afterAll(async () => {
   await api.close();
@@ -50,9 +62,40 @@ describe('the strict client', () => {
       /invocations\.outbound\.0\.action/,
     ],
     ['a status as a string', { statusCode: '200' }, /statusCode/],
+    [
+      'error.code as a number (Go holds EventError.Code as a string)',
+      { error: { kind: 'upstream_error', message: 'x', code: 429 } },
+      /error\.code/,
+    ],
+    ['a fractional duration (Go holds durationMs as an int64)', { durationMs: 12.5 }, /durationMs/],
+    ['a time that is not RFC 3339', { at: '2026-11-29 10:00:00' }, /at/],
+    [
+      'tool parameters that are not an object',
+      { inference: { tools: [{ name: 't', parameters: 'x' }] } },
+      /inference\.tools\.0\.parameters/,
+    ],
+    ['a fractional maxTokens', { inference: { maxTokens: 1.5 } }, /inference\.maxTokens/],
     ['two protocol payloads', { mcp: { method: 'ping' }, inference: {} }, /more than one/],
   ])('refuses %s', (_, change, field) => {
     expect(() => decode(sessionEvent, { ...good, ...change })).toThrow(field);
+  });
+});
+
+describe("sse.go's line parser, as readSse mirrors it", () => {
+  it.each([
+    ['a frame whose event name it does not know', 'event: other\nid: 9\ndata: {"a":1}\n\n', ['{"a":1}']],
+    ['comments and heartbeats', ': ok\n\n: heartbeat\n\ndata: 1\n\n', ['1']],
+    ['data split over lines, joined by newlines', 'data: [1,\ndata:2]\n\n', ['[1,\n2]']],
+    ['CRLF line ends', 'data: 1\r\n\r\n', ['1']],
+    ['an empty data line before another', 'data:\ndata: 2\n\n', ['2']],
+    ['a frame with no data line', 'event: session-event\nid: 1\n\n', []],
+    ['a stream that ends mid-frame', 'data: 3', ['3']],
+  ])('reads %s', (_, stream, data) => {
+    expect(readSse(stream)).toEqual({ data, broken: false });
+  });
+
+  it('breaks the stream at a line longer than its 4 MiB scanner buffer', () => {
+    expect(readSse(`data: 1\n\ndata: "${'x'.repeat(4 * 1024 * 1024)}"\n\n`)).toEqual({ data: ['1'], broken: true });
   });
 });
 
@@ -105,21 +148,21 @@ describe('a seeded session', () => {
   });
 });
 
-function mcpExchange(request: unknown, response: string, contentType: string): Exchange {
+function postTo(host: string, path: string, request: unknown, status: number, response: string, contentType: string): Exchange {
   const req = Buffer.from(JSON.stringify(request));
   const res = Buffer.from(response);
   return {
     startedAt: new Date(),
-    host: 'mcp.example.com',
+    host,
     port: 443,
     scheme: 'https',
     kind: 'request',
     method: 'POST',
-    path: '/mcp',
+    path,
     query: null,
-    requestHeaders: { host: 'mcp.example.com', 'content-type': 'application/json', 'user-agent': 'claude-cli/2.0.14 (external, cli)' },
+    requestHeaders: { host, 'content-type': 'application/json', 'user-agent': 'claude-cli/2.0.14 (external, cli)' },
     responseHeaders: { 'content-type': contentType },
-    status: 200,
+    status,
     requestBody: { ...EMPTY_BODY, bytes: req, total: req.length },
     responseBody: { bytes: res, total: res.length, truncated: false },
     durationMs: 12,
@@ -134,22 +177,86 @@ function mcpExchange(request: unknown, response: string, contentType: string): E
   };
 }
 
+const mcpExchange = (request: unknown, response: string, contentType: string): Exchange =>
+  postTo('mcp.example.com', '/mcp', request, 200, response, contentType);
+
+describe('the routes the client calls besides the events', () => {
+  it('ListSessions decodes /v1/sessions, and the archived list with its archive object', async () => {
+    const { sessions } = decode(sessionList, (await call(api.url, '/v1/sessions')).json());
+    expect(sessions.map((s) => s.id)).toContain(seeded);
+    decode(sessionList, (await call(api.url, '/v1/sessions?archived=true')).json());
+  });
+
+  it('GetPipeline and GetPluginCatalog decode /v1/pipeline and /v1/plugins', async () => {
+    const pipeline = decode(pipelineView, (await call(api.url, '/v1/pipeline')).json());
+    expect(pipeline.outbound.map((p) => p.position)).toEqual([1, 2, 3]);
+    const { plugins } = decode(pluginCatalog, (await call(api.url, '/v1/plugins')).json());
+    expect(plugins.map((p) => p.direction)).toEqual(['outbound', 'outbound', 'outbound']);
+  });
+});
+
+describe('failed exchanges and rows another tool wrote', () => {
+  it('decodes in a session page as GetSession asks for it (no view): error.code a string, whole numbers, RFC 3339 times, object schemas', async () => {
+    const session = await liveSession(home, 'odd-rows');
+    const recorder = new ExchangeRecorder(session.writer, 1 << 20);
+    await recorder.record(
+      postTo(
+        'api.anthropic.com',
+        '/v1/messages',
+        {
+          model: 'claude-sonnet-4-20250514',
+          max_tokens: 1024.5,
+          tools: [{ name: 'lookup', description: 'a schema sent as a string', input_schema: 'not a schema' }],
+          messages: [{ role: 'user', content: 'hello' }],
+        },
+        429,
+        '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}',
+        'application/json',
+      ),
+    );
+    // What another tool's session.db may hold: a REAL where we write INTEGER, SQLite's own time format.
+    session.writer.append('net_events', {
+      timestamp: '2026-11-29 10:00:00',
+      domain: 'slow.example',
+      decision: 'allowed',
+      method: 'GET',
+      path: '/',
+      status_code: 504,
+      duration_ms: 12.5,
+      error_kind: 'upstream_timeout',
+      error_message: 'slow.example:443 did not answer',
+    });
+    await session.writer.flush();
+    const page = decode(eventsPage, (await call(api.url, `/v1/sessions/${session.id}`)).json());
+    await session.end();
+
+    const model = page.events.filter((e) => e.inference);
+    expect(model.map((e) => e.phase)).toEqual(['request', 'response']);
+    expect(model[1]!.error).toMatchObject({ kind: 'upstream_error', code: '429' });
+    expect(model[0]!.inference).not.toHaveProperty('maxTokens');
+    expect(model[0]!.inference!.tools).toEqual([{ name: 'lookup', description: 'a schema sent as a string' }]);
+    const timeout = page.events.find((e) => e.host === 'slow.example' && e.phase === 'response')!;
+    expect(timeout).toMatchObject({
+      at: new Date('2026-11-29 10:00:00').toISOString(),
+      statusCode: 504,
+      error: { kind: 'upstream_timeout', code: '504' },
+    });
+    expect(timeout).not.toHaveProperty('durationMs');
+  });
+});
+
 describe('a live session with MCP traffic', () => {
   it('decodes every event the live tail delivers: MCP calls with object params and results, wrapped or not, errors, names and files', async () => {
     const live = await liveSession(home, 'mcp-live');
-    const frames: unknown[] = [];
+    // As streamOnce asks: the filter appended unescaped, Accept: text/event-stream.
     const res = await new Promise<IncomingMessage>((resolve, reject) =>
-      get(new URL(`/v1/events?session=${live.id}`, api.url), resolve).on('error', reject),
+      get(`${api.url}/v1/events?session=${live.id}`, { headers: { accept: 'text/event-stream' } }, resolve).on('error', reject),
     );
+    expect(res.statusCode).toBe(200);
     res.setEncoding('utf8');
-    let buffered = '';
-    res.on('data', (chunk: string) => {
-      buffered += chunk;
-      const parts = buffered.split('\n\n');
-      buffered = parts.pop()!;
-      for (const frame of parts)
-        for (const line of frame.split('\n')) if (line.startsWith('data: ')) frames.push(JSON.parse(line.slice(6)));
-    });
+    let stream = '';
+    res.on('data', (chunk: string) => (stream += chunk));
+    const frames = (): string[] => readSse(stream).data;
     const recorder = new ExchangeRecorder(live.writer, 1 << 20);
     const toolCall = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'retry budget' } } };
     await recorder.record(
@@ -181,11 +288,24 @@ describe('a live session with MCP traffic', () => {
     await live.writer.flush();
     // The feed finds a new session on its next round, which a loaded machine delays.
     const deadline = Date.now() + 25_000;
-    while (frames.length < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((frames().length < 8 || !stream.includes(': heartbeat')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     res.destroy();
     await live.end();
 
-    const events = frames.map((f) => decode(sessionEvent, f));
+    // Every frame names its event and counts per connection; sse.go skips both lines and the comments.
+    expect(stream.startsWith(': ok\n\n')).toBe(true);
+    expect(stream.match(/^event: session-event\nid: \d+\ndata: .*\n\n/gm)!.map((f) => /id: (\d+)/.exec(f)![1])).toEqual([
+      '1',
+      '2',
+      '3',
+      '4',
+      '5',
+      '6',
+      '7',
+      '8',
+    ]);
+    expect(readSse(stream).broken).toBe(false);
+    const events = frames().map((f) => decode(sessionEvent, JSON.parse(f)));
     expect(events.map(shapeOf)).toEqual([
       'mcp:request:params',
       'mcp:response:object',
