@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { SessionId } from '../contract/ids.ts';
+import { rfc3339 } from '../sessions/eventBuilders.ts';
 import { firstPromptTitle, readListFacts, type SessionListFacts } from '../sessions/sessionListFacts.ts';
 import { SessionNotOnDiskError, type SessionStores } from '../sessions/sessionStores.ts';
 import { sessionFigures } from '../sessions/sessionSummary.ts';
@@ -88,8 +89,9 @@ export class SessionListReader {
       const row: Record<string, unknown> = {
         id: record.id,
         name: record.name,
-        createdAt: record.createdAt,
-        updatedAt: activity.lastEventAt ?? record.updatedAt,
+        // Row times come from session.db, which another tool may have written: Go decodes RFC 3339 alone.
+        createdAt: rfc3339(record.createdAt),
+        updatedAt: rfc3339(activity.lastEventAt ?? record.updatedAt),
         // main.db counts rows; a session read from its session.db counts events as its pages do.
         eventCount: facts.events ?? totals.events,
         active: false,
@@ -98,12 +100,12 @@ export class SessionListReader {
       const shown = record.name ?? title;
       if (shown) row.title = shown;
       if (activity.agent) row.agent = activity.agent;
-      if (facts.totalTokens) row.totalTokens = facts.totalTokens;
+      if (facts.totalTokens) row.totalTokens = Math.round(facts.totalTokens);
       if (totals.modelCalls > 0) row.costMicros = Math.round(totals.costUsd * 1e6);
-      if (facts.promptContext) row.promptContext = facts.promptContext;
+      if (facts.promptContext) row.promptContext = { ...facts.promptContext, at: rfc3339(facts.promptContext.at) };
       if (activity.inferenceHost) row.inferenceHost = activity.inferenceHost;
       if (facts.procs) row.procs = facts.procs;
-      if (facts.lastRequestAt) row.lastRequestAt = facts.lastRequestAt;
+      if (facts.lastRequestAt) row.lastRequestAt = rfc3339(facts.lastRequestAt);
       if (!resident) {
         row.resident = false;
         archiveBytes += sizeOf(Object.values(vacuumedFiles(sessionPaths(this.home, record.id))));

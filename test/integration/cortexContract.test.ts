@@ -68,7 +68,7 @@ describe('the strict client', () => {
       /error\.code/,
     ],
     ['a fractional duration (Go holds durationMs as an int64)', { durationMs: 12.5 }, /durationMs/],
-    ['a time that is not RFC 3339', { at: '2026-11-29 10:00:00' }, /at/],
+    ['a time that is not RFC 3339', { at: '2030-01-01 10:00:00' }, /at/],
     [
       'tool parameters that are not an object',
       { inference: { tools: [{ name: 't', parameters: 'x' }] } },
@@ -216,7 +216,7 @@ describe('failed exchanges and rows another tool wrote', () => {
     );
     // What another tool's session.db may hold: a REAL where we write INTEGER, SQLite's own time format.
     session.writer.append('net_events', {
-      timestamp: '2026-11-29 10:00:00',
+      timestamp: '2030-01-01 10:00:00',
       domain: 'slow.example',
       decision: 'allowed',
       method: 'GET',
@@ -228,7 +228,13 @@ describe('failed exchanges and rows another tool wrote', () => {
     });
     await session.writer.flush();
     const page = decode(eventsPage, (await call(api.url, `/v1/sessions/${session.id}`)).json());
+    // The odd time is the session's newest, so the list's updatedAt and lastRequestAt come from it.
+    const listed = decode(sessionList, (await call(api.url, '/v1/sessions')).json()).sessions.find((s) => s.id === session.id)!;
     await session.end();
+    expect(listed).toMatchObject({
+      updatedAt: new Date('2030-01-01 10:00:00').toISOString(),
+      lastRequestAt: new Date('2030-01-01 10:00:00').toISOString(),
+    });
 
     const model = page.events.filter((e) => e.inference);
     expect(model.map((e) => e.phase)).toEqual(['request', 'response']);
@@ -237,7 +243,7 @@ describe('failed exchanges and rows another tool wrote', () => {
     expect(model[0]!.inference!.tools).toEqual([{ name: 'lookup', description: 'a schema sent as a string' }]);
     const timeout = page.events.find((e) => e.host === 'slow.example' && e.phase === 'response')!;
     expect(timeout).toMatchObject({
-      at: new Date('2026-11-29 10:00:00').toISOString(),
+      at: new Date('2030-01-01 10:00:00').toISOString(),
       statusCode: 504,
       error: { kind: 'upstream_timeout', code: '504' },
     });
