@@ -27,6 +27,18 @@ export const text = (v: unknown): string | undefined => (typeof v === 'string' &
 export const int = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isSafeInteger(v) ? v : typeof v === 'bigint' ? Number(v) : undefined;
 
+/** A count or a duration: whole and not negative, or unknown. */
+const amount = (v: unknown): number | undefined => {
+  const n = int(v);
+  return n !== undefined && n >= 0 ? n : undefined;
+};
+
+/** An HTTP status, or unknown: anything outside 100-599 is no status a client could have been sent. */
+const httpStatus = (v: unknown): number | undefined => {
+  const n = int(v);
+  return n !== undefined && n >= 100 && n <= 599 ? n : undefined;
+};
+
 const RFC_3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 /** Go's zero time: what a Go client reads for a row whose time cannot be read at all. */
 const UNKNOWN_TIME = '0001-01-01T00:00:00Z';
@@ -149,17 +161,17 @@ function mcpView(message: McpMessage, slot: EventPhaseSlot, full: boolean): Mcp 
 /** One exchange's event for its phase: the request as sent, or the response (or denial) that ended it. */
 export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp?: McpMessage, full = true): SessionEvent {
   const denied = row.decision === 'denied';
-  const status = int(row.status_code);
+  const status = httpStatus(row.status_code);
   const request = slot === 'request';
   return {
     ...base(sessionId, row, 'http', request ? 'request' : denied ? 'denied' : 'response', slot, String(row.event_id)),
     host: hostOf(String(row.domain), int(row.port), text(row.conn_type)),
     statusCode: request ? undefined : status,
-    durationMs: request ? undefined : int(row.duration_ms),
+    durationMs: request ? undefined : amount(row.duration_ms),
     // A denial never reached an upstream: there are no response headers to time.
-    ttfbMs: request || denied ? undefined : int(row.ttfb_ms),
-    bytesUp: request ? int(row.bytes_sent) : undefined,
-    bytesDown: request ? undefined : int(row.bytes_received),
+    ttfbMs: request || denied ? undefined : amount(row.ttfb_ms),
+    bytesUp: request ? amount(row.bytes_sent) : undefined,
+    bytesDown: request ? undefined : amount(row.bytes_received),
     httpMethod: text(row.method),
     httpPath: decodedPath(text(row.path)),
     process: processOf(row),
@@ -186,11 +198,11 @@ export interface ModelCallContext {
 /** Token counts by kind, with the presentKinds bitmask (input 1, cache read 2, cache write 4, output 8, reasoning 16). */
 function tokens(row: Row): Partial<Inference> {
   const usage = (lenientJson(row.usage_details) ?? {}) as Record<string, unknown>;
-  const input = int(row.input_tokens);
-  const output = int(row.output_tokens);
-  const cacheRead = int(usage.cache_read);
-  const cacheWrite = int(usage.cache_write);
-  const reasoning = int(usage.thinking ?? usage.reasoning);
+  const input = amount(row.input_tokens);
+  const output = amount(row.output_tokens);
+  const cacheRead = amount(usage.cache_read);
+  const cacheWrite = amount(usage.cache_write);
+  const reasoning = amount(usage.thinking ?? usage.reasoning);
   const kinds = [input, cacheRead, cacheWrite, output, reasoning];
   const presentKinds = kinds.reduce<number>((mask, v, i) => (v === undefined ? mask : mask | (1 << i)), 0);
   const prompt =
@@ -212,7 +224,7 @@ function tokens(row: Row): Partial<Inference> {
 
 /** What the request asked the model: the conversation, the tools, the settings. */
 function requestInference(provider: string, path: string, row: Row, context: ModelCallContext): Partial<Inference> {
-  if (!context.full) return { messageCount: int(row.messages_count) || undefined, toolCount: int(row.tools_count) || undefined };
+  if (!context.full) return { messageCount: amount(row.messages_count) || undefined, toolCount: amount(row.tools_count) || undefined };
   const view = requestView(provider, path, context.requestBody ?? {});
   const recorded: ToolResultView[] = context.toolResults.map((r) => ({
     toolUseId: String(r.call_id),
@@ -227,7 +239,7 @@ function requestInference(provider: string, path: string, row: Row, context: Mod
     historyToolCalls: view.historyToolCalls,
     toolResults: view.toolResults.length > 0 ? view.toolResults : recorded,
     temperature: view.temperature,
-    maxTokens: int(view.maxTokens),
+    maxTokens: amount(view.maxTokens),
     topP: view.topP,
   };
 }
@@ -255,7 +267,7 @@ function responseInference(row: Row, context: ModelCallContext): Partial<Inferen
 export function modelEvent(sessionId: string, row: Row, context: ModelCallContext, slot: EventPhaseSlot): SessionEvent {
   const provider = String(row.provider);
   const path = String(row.path);
-  const status = int(row.status_code);
+  const status = httpStatus(row.status_code);
   const request = slot === 'request';
   const exchange = text(row.net_event_id) ?? String(row.event_id);
   const inference: Inference = {
@@ -269,10 +281,10 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
     ...base(sessionId, row, 'model', request ? 'request' : 'response', slot, exchange),
     host: text(row.host) ?? providerNamed(provider)?.host,
     statusCode: request ? undefined : status,
-    durationMs: request ? undefined : int(row.duration_ms),
-    ttfbMs: request ? undefined : int(row.ttfb_ms),
-    bytesUp: request ? int(row.request_bytes) : undefined,
-    bytesDown: request ? undefined : int(row.response_bytes),
+    durationMs: request ? undefined : amount(row.duration_ms),
+    ttfbMs: request ? undefined : amount(row.ttfb_ms),
+    bytesUp: request ? amount(row.request_bytes) : undefined,
+    bytesDown: request ? undefined : amount(row.response_bytes),
     httpMethod: text(row.method),
     httpPath: decodedPath(path),
     process: processOf(row),
@@ -301,7 +313,7 @@ export function toolCallEvent(sessionId: string, row: Row, context: ToolContext)
   const error = text(row.error_message);
   return {
     ...base(sessionId, row, 'tool_call', row.decision === 'denied' ? 'denied' : 'request', 'final'),
-    durationMs: int(row.duration_ms),
+    durationMs: amount(row.duration_ms),
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.policy_rule),
@@ -334,7 +346,7 @@ export function fileEvent(sessionId: string, row: Row): SessionEvent {
   return {
     ...base(sessionId, row, 'file', 'response', 'final'),
     direction: undefined,
-    file: { action: String(row.action), path: String(row.path), size: int(row.size) },
+    file: { action: String(row.action), path: String(row.path), size: amount(row.size) },
   };
 }
 
@@ -349,7 +361,7 @@ export function dnsEvent(sessionId: string, row: Row): SessionEvent {
   return {
     ...base(sessionId, row, 'dns', denied ? 'denied' : 'response', 'final'),
     host: String(row.name),
-    durationMs: int(row.duration_ms),
+    durationMs: amount(row.duration_ms),
     process: processOf(row),
     decision: text(row.decision),
     matchedRule: text(row.matched_rule),
@@ -391,7 +403,7 @@ export function rawCapture(netRow: Row | undefined, blobs: readonly Row[], slot:
   const res = bodyField(response?.body as Uint8Array | undefined);
   return {
     response: {
-      status: int(netRow?.status_code),
+      status: httpStatus(netRow?.status_code),
       headers: lenientJson(netRow?.response_headers),
       body: res.text,
       bodyBase64: res.base64,
