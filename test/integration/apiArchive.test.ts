@@ -4,6 +4,7 @@ import { vacuumSessions } from '../../electron/archive/vacuumSessions.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { call } from '../helpers/apiClient.ts';
+import { decode, sessionList } from '../helpers/cortexClient.ts';
 import { liveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -42,7 +43,8 @@ afterAll(async () => {
   home.remove();
 });
 
-const list = async (query = ''): Promise<Listing> => (await call(api.url, `/v1/sessions${query}`)).json<Listing>();
+// Each listing is read as agentop's ListSessions decodes it, so a vacuumed row must fit its Go types too.
+const list = async (query = ''): Promise<Listing> => decode(sessionList, (await call(api.url, `/v1/sessions${query}`)).json());
 
 describe('GET /v1/sessions?archived=true', () => {
   it('lists only resident sessions, without resident or archive keys, by default', async () => {
