@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
+import { BatchMemory } from './batchMemory.ts';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
 import { sessionCommits } from './sessionCommits.ts';
@@ -67,22 +68,7 @@ interface PendingBatch {
   count: number;
   bytes: number;
   lastSeq: number;
-  /** Memory handed over with `handOver`: moved to the writer thread instead of copied. */
-  transfer: ArrayBuffer[];
-}
-
-/** Below this a handed-over cell is copied rather than moved: detaching a buffer costs more than copying a small one. */
-const TRANSFER_FROM = 16 << 10;
-
-/**
- * A byte cell as the writer thread should get it: a view that spans its whole ArrayBuffer.
- * postMessage copies a view's entire buffer, so a 200-byte body sliced from Node's 8 KiB Buffer
- * pool would cost 8 KiB of copying. A narrower view is copied out at its own size, never more than
- * the clone would have copied.
- */
-function wholeBuffer(value: Uint8Array): Uint8Array {
-  const whole = value.byteOffset === 0 && value.buffer instanceof ArrayBuffer && value.byteLength === value.buffer.byteLength;
-  return whole ? value : new Uint8Array(value);
+  memory: BatchMemory;
 }
 
 function cellBytes(value: CellValue): number {
@@ -206,19 +192,23 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     const values = row as Record<string, CellValue | undefined>;
     const cells: CellValue[] = new Array<CellValue>(layout.columns.length);
     let bytes = 16;
-    let transfer: ArrayBuffer[] | null = null;
+    let carriesBytes = false;
     for (let i = 0; i < layout.columns.length; i++) {
-      let value = values[layout.columns[i]!] ?? layout.defaults[i]!;
-      if (value instanceof Uint8Array) {
-        value = wholeBuffer(value);
-        if (options?.handOver && value.byteLength >= TRANSFER_FROM) (transfer ??= []).push(value.buffer as ArrayBuffer);
-      }
+      const value = values[layout.columns[i]!] ?? layout.defaults[i]!;
+      if (value instanceof Uint8Array) carriesBytes = true;
       cells[i] = value;
       bytes += cellBytes(value);
     }
     if (this.stats.queuedBytes + bytes > this.limits.hardLimitBytes) {
       this.stats.dropped += 1;
       return null;
+    }
+    if (carriesBytes) {
+      const handOver = options?.handOver === true;
+      for (let i = 0; i < cells.length; i++) {
+        const value = cells[i];
+        if (value instanceof Uint8Array) cells[i] = this.batch.memory.carry(value, handOver);
+      }
     }
     let id = 0;
     if (layout.idIndex >= 0) {
@@ -233,7 +223,6 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       eventId = (cells[layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
       cells[layout.eventIdIndex] = eventId;
     }
-    if (transfer) for (const memory of transfer) if (!this.batch.transfer.includes(memory)) this.batch.transfer.push(memory);
     const list = (this.batch.rows[table] ??= []) as CellValue[][];
     list.push(cells);
     this.batch.count += 1;
@@ -301,7 +290,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   }
 
   private emptyBatch(): PendingBatch {
-    return { rows: {}, answered: [], count: 0, bytes: 0, lastSeq: 0, transfer: [] };
+    return { rows: {}, answered: [], count: 0, bytes: 0, lastSeq: 0, memory: new BatchMemory() };
   }
 
   private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
@@ -318,7 +307,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     this.batch = this.emptyBatch();
     this.batchNo += 1;
     this.inFlight.set(this.batchNo, { bytes: batch.bytes, lastSeq: batch.lastSeq });
-    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows, answered: batch.answered }, batch.transfer);
+    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows, answered: batch.answered }, batch.memory.transfer);
   }
 
   private onMessage(m: FromWorker): void {
