@@ -2,9 +2,12 @@
 const TRANSFER_FROM = 16 << 10;
 
 /** Byte cells below this are copied into a pack; larger ones go as their own buffer. */
-const PACK_BELOW = 64 << 10;
-const FIRST_PACK_BYTES = 64 << 10;
-const MAX_PACK_BYTES = 1 << 20;
+const PACK_BELOW = 16 << 10;
+/**
+ * Under the C allocator's mmap threshold (128 KiB), so freed packs are reused from its heap: 1 MiB
+ * packs were fresh pages every time, and faulting them in cost more than the copy.
+ */
+const PACK_BYTES = 64 << 10;
 
 /**
  * A byte cell as the writer thread should get it on its own: a view that spans its whole
@@ -41,8 +44,8 @@ export class BatchMemory {
 
   private packed(value: Uint8Array): Uint8Array {
     if (!this.pack || this.packUsed + value.byteLength > this.pack.byteLength) {
-      // Packs double from small, so a batch of a few rows does not move a megabyte.
-      this.pack = new ArrayBuffer(this.pack ? Math.min(MAX_PACK_BYTES, this.pack.byteLength * 2) : FIRST_PACK_BYTES);
+      // Not zeroed: only the views' own bytes are ever read.
+      this.pack = Buffer.allocUnsafeSlow(PACK_BYTES).buffer as ArrayBuffer;
       this.packUsed = 0;
       this.transfer.push(this.pack);
     }
