@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
+import { BatchMemory } from './batchMemory.ts';
 import { EventIdMinter } from './eventIds.ts';
 import { siblingModule, startModuleWorker } from './moduleWorker.ts';
 import { sessionCommits } from './sessionCommits.ts';
-import { insertColumns, SESSION_TABLES, type ColumnDef, type RowOf, type SessionTable } from './sessionSchema.ts';
+import { layoutOf } from './rowLayout.ts';
+import type { RowOf, SessionTable } from './sessionSchema.ts';
 import type { AnsweredToolCall, BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
 
 export interface WriterLimits {
@@ -60,65 +62,13 @@ export class WriterClosedError extends Error {
   override name = 'WriterClosedError';
 }
 
-interface TableLayout {
-  readonly columns: readonly string[];
-  /** The column's DEFAULT, used when a producer leaves it out (an explicit NULL would override it). */
-  readonly defaults: readonly CellValue[];
-  readonly idIndex: number;
-  readonly seqIndex: number;
-  readonly eventIdIndex: number;
-}
-
-/** A DEFAULT clause as a value: a number or a quoted string literal. */
-function literalDefault(sql: string | undefined): CellValue {
-  if (sql === undefined) return null;
-  if (/^-?\d+(\.\d+)?$/.test(sql)) return Number(sql);
-  const quoted = /^'((?:[^']|'')*)'$/.exec(sql);
-  if (quoted) return quoted[1]!.replace(/''/g, "'");
-  throw new Error(`the writer cannot apply DEFAULT ${sql}; give the column a literal default or fill it in the producer`);
-}
-
-const layouts = new Map<SessionTable, TableLayout>();
-function layoutOf(table: SessionTable): TableLayout {
-  let layout = layouts.get(table);
-  if (!layout) {
-    const columns = insertColumns(table);
-    const defs = SESSION_TABLES[table].columns as Record<string, ColumnDef>;
-    const defaults = columns.map((c) => literalDefault(defs[c]!.default));
-    layout = {
-      columns,
-      defaults,
-      idIndex: columns.indexOf('id'),
-      seqIndex: columns.indexOf('seq'),
-      eventIdIndex: columns.indexOf('event_id'),
-    };
-    layouts.set(table, layout);
-  }
-  return layout;
-}
-
 interface PendingBatch {
   rows: BatchRows;
   answered: AnsweredToolCall[];
   count: number;
   bytes: number;
   lastSeq: number;
-  /** Memory handed over with `handOver`: moved to the writer thread instead of copied. */
-  transfer: ArrayBuffer[];
-}
-
-/** Below this a handed-over cell is copied rather than moved: detaching a buffer costs more than copying a small one. */
-const TRANSFER_FROM = 16 << 10;
-
-/**
- * A byte cell as the writer thread should get it: a view that spans its whole ArrayBuffer.
- * postMessage copies a view's entire buffer, so a 200-byte body sliced from Node's 8 KiB Buffer
- * pool would cost 8 KiB of copying. A narrower view is copied out at its own size, never more than
- * the clone would have copied.
- */
-function wholeBuffer(value: Uint8Array): Uint8Array {
-  const whole = value.byteOffset === 0 && value.buffer instanceof ArrayBuffer && value.byteLength === value.buffer.byteLength;
-  return whole ? value : new Uint8Array(value);
+  memory: BatchMemory;
 }
 
 function cellBytes(value: CellValue): number {
@@ -240,21 +190,27 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     }
     const layout = layoutOf(table);
     const values = row as Record<string, CellValue | undefined>;
-    const cells: CellValue[] = new Array<CellValue>(layout.columns.length);
+    // Filled by push, not preallocated: postMessage clones a holey array property by property, at
+    // twice the cost of a packed one on each side.
+    const cells: CellValue[] = [];
     let bytes = 16;
-    let transfer: ArrayBuffer[] | null = null;
+    let carriesBytes = false;
     for (let i = 0; i < layout.columns.length; i++) {
-      let value = values[layout.columns[i]!] ?? layout.defaults[i]!;
-      if (value instanceof Uint8Array) {
-        value = wholeBuffer(value);
-        if (options?.handOver && value.byteLength >= TRANSFER_FROM) (transfer ??= []).push(value.buffer as ArrayBuffer);
-      }
-      cells[i] = value;
+      const value = values[layout.columns[i]!] ?? layout.defaults[i]!;
+      if (value instanceof Uint8Array) carriesBytes = true;
+      cells.push(value);
       bytes += cellBytes(value);
     }
     if (this.stats.queuedBytes + bytes > this.limits.hardLimitBytes) {
       this.stats.dropped += 1;
       return null;
+    }
+    if (carriesBytes) {
+      const handOver = options?.handOver === true;
+      for (let i = 0; i < cells.length; i++) {
+        const value = cells[i];
+        if (value instanceof Uint8Array) cells[i] = this.batch.memory.carry(value, handOver);
+      }
     }
     let id = 0;
     if (layout.idIndex >= 0) {
@@ -269,7 +225,6 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       eventId = (cells[layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
       cells[layout.eventIdIndex] = eventId;
     }
-    if (transfer) for (const memory of transfer) if (!this.batch.transfer.includes(memory)) this.batch.transfer.push(memory);
     const list = (this.batch.rows[table] ??= []) as CellValue[][];
     list.push(cells);
     this.batch.count += 1;
@@ -337,7 +292,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   }
 
   private emptyBatch(): PendingBatch {
-    return { rows: {}, answered: [], count: 0, bytes: 0, lastSeq: 0, transfer: [] };
+    return { rows: {}, answered: [], count: 0, bytes: 0, lastSeq: 0, memory: new BatchMemory() };
   }
 
   private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
@@ -354,7 +309,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     this.batch = this.emptyBatch();
     this.batchNo += 1;
     this.inFlight.set(this.batchNo, { bytes: batch.bytes, lastSeq: batch.lastSeq });
-    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows, answered: batch.answered }, batch.transfer);
+    this.post({ kind: 'batch', batchNo: this.batchNo, rows: batch.rows, answered: batch.answered }, batch.memory.transfer);
   }
 
   private onMessage(m: FromWorker): void {
