@@ -271,8 +271,8 @@ export async function proxyBench(): Promise<boolean> {
       upCa,
       upPort,
       proxyCa,
-      ours: { url: ours.line, cpuMs: () => cpuMs(ours.proc.pid!) },
-      relay: { url: relay.line, cpuMs: () => cpuMs(relay.proc.pid!) },
+      ours: { url: ours.line, cpu: () => ({ process: cpuMs(ours.proc.pid!), main: cpuMs(ours.proc.pid!, ours.proc.pid!) }) },
+      relay: { url: relay.line, cpu: () => ({ process: cpuMs(relay.proc.pid!), main: cpuMs(relay.proc.pid!, relay.proc.pid!) }) },
       warmHost: HOST,
     });
     const added = (p: number): string =>
