@@ -55,13 +55,19 @@ function burstSizes(): number[] {
   });
 }
 
-/** Resolves with the ms from `start` to the first byte of the response to a GET on `socket` once it is secure. */
+/**
+ * Resolves with the ms from `start` to the first byte of the response to a GET on `socket` once it
+ * is secure; rejects unless that response is the upstream's 200 (a refusal answers sooner).
+ */
 function firstByte(start: number, socket: Socket, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     socket.once('secureConnect', () => socket.write(`GET /small HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
-    socket.once('data', () => {
-      resolve(performance.now() - start);
+    socket.once('data', (chunk: Buffer) => {
+      const ms = performance.now() - start;
       socket.destroy();
+      const status = chunk.toString('latin1').split('\r\n')[0];
+      if (status === 'HTTP/1.1 200 OK') resolve(ms);
+      else reject(new Error(`GET ${host}: ${status}`));
     });
     socket.once('error', reject);
   });
