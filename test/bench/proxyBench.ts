@@ -329,8 +329,10 @@ export async function proxyBench(): Promise<boolean> {
     upstream.close();
     return ok;
   } finally {
+    // Our proxy rolls its session up as it stops: removing its home before it exits fails that.
+    const exited = procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r))));
     for (const p of procs) p.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 30_000).unref())]);
     upHome.remove();
     proxyHome.remove();
   }
