@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { coldFigures, coldResolve, serveSizedBody } from './proxyColdBench.ts';
 import { figure, percentile, printFigures } from './report.ts';
 
 // The recording proxy against direct requests to the same local upstream and against mockttp,
@@ -183,6 +184,7 @@ export async function proxyBench(): Promise<boolean> {
     const chunk = Buffer.alloc(64 << 10, 0x61);
     const held: ServerResponse[] = [];
     const upstream = createServer({ cert: leaf.certPem + upCa.certPem, key: leaf.keyPem }, (req, res) => {
+      if (serveSizedBody(req, res)) return;
       if (req.url === '/big') {
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
         let sent = 0;
@@ -209,7 +211,11 @@ export async function proxyBench(): Promise<boolean> {
     const caFile = `${upHome.root}/up-ca.pem`;
     writeFileSync(caFile, upCa.certPem);
 
-    const proxyEnv = { CAPSEM_HOME: proxyHome.root, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+    const proxyEnv = {
+      CAPSEM_HOME: proxyHome.root,
+      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${coldResolve(upPort)}`,
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+    };
     const ours = await child('./proxyChild.ts', proxyEnv);
     procs.push(ours.proc);
     // After ours: it uses the CA ours made in the same home.
@@ -260,6 +266,15 @@ export async function proxyBench(): Promise<boolean> {
         for await (const _ of s.body) void _;
       }),
     );
+    const cold = await coldFigures({
+      upstream,
+      upCa,
+      upPort,
+      proxyCa,
+      ours: { url: ours.line, cpu: () => ({ process: cpuMs(ours.proc.pid!), main: cpuMs(ours.proc.pid!, ours.proc.pid!) }) },
+      relay: { url: relay.line, cpu: () => ({ process: cpuMs(relay.proc.pid!), main: cpuMs(relay.proc.pid!, relay.proc.pid!) }) },
+      warmHost: HOST,
+    });
     const added = (p: number): string =>
       `${(percentile(oLat, p) - percentile(dLat, p)).toFixed(2)} ms (mockttp ${(percentile(mLat, p) - percentile(dLat, p)).toFixed(2)} ms)`;
     const ok = printFigures('proxy: small HTTPS requests, recording on, against direct and mockttp in the same run', [
@@ -308,13 +323,16 @@ export async function proxyBench(): Promise<boolean> {
         percentile(leafTimes, 50) < 5,
         'p50 < 5 ms',
       ),
+      ...cold,
     ]);
     await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), viaRelay.close(), streamAgent.close()]);
     upstream.close();
     return ok;
   } finally {
+    // Our proxy rolls its session up as it stops: removing its home before it exits fails that.
+    const exited = procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r))));
     for (const p of procs) p.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 30_000).unref())]);
     upHome.remove();
     proxyHome.remove();
   }

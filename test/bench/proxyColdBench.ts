@@ -1,0 +1,283 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
+import { Rng } from '../../electron/dev/seedSessions.ts';
+import type { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { figure, median, percentile, type Figure } from './report.ts';
+
+// Items 3 and 4 of the proxy's targets, measured beside the proxy bench's own figures with its
+// upstream and its proxy child: a new CONNECT tunnel's time to the first byte of a response, and a
+// burst of downloads shaped like a package install, each against direct requests in the same run.
+
+/** Names the upstream answers for with one wildcard leaf; each is new to the proxy once. */
+const COLD_DOMAIN = 'cold.bench.test';
+const WARM_ROUNDS = 10;
+const COLD_ROUNDS = 60;
+const coldName = (i: number): string => `new-${i}.${COLD_DOMAIN}`;
+
+const BURST_REQUESTS = 300;
+const BURST_CONCURRENCY = 16;
+const BURST_ROUNDS = 7;
+const BURST_SEED = 21;
+const MAX_BODY = 2_000_000;
+const bodyBytes = Buffer.alloc(MAX_BODY, 0x62);
+
+/** CAPSEM_RESOLVE entries sending every cold name to the upstream, for the proxy child's env. */
+export function coldResolve(upPort: number): string {
+  return Array.from({ length: WARM_ROUNDS + COLD_ROUNDS }, (_, i) => `${coldName(i)}:443=127.0.0.1:${upPort}`).join(',');
+}
+
+/** The upstream's `/sized/N` route: N bytes. Returns whether it answered. */
+export function serveSizedBody(req: IncomingMessage, res: ServerResponse): boolean {
+  const m = /^\/sized\/(\d+)$/.exec(req.url ?? '');
+  if (!m) return false;
+  const body = bodyBytes.subarray(0, Math.min(MAX_BODY, Number(m[1])));
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
+  res.end(body);
+  return true;
+}
+
+/**
+ * The burst's body sizes, fixed by a seeded PRNG: 80% 5-50 KB, 15% 50-500 KB and 5% 0.5-2 MB,
+ * log-uniform within each band, as a package install fetches many small manifests and tarballs
+ * and a few large ones.
+ */
+function burstSizes(): number[] {
+  const rng = new Rng(BURST_SEED);
+  const band = (lo: number, hi: number): number => Math.round(lo * (hi / lo) ** rng.next());
+  return Array.from({ length: BURST_REQUESTS }, () => {
+    const r = rng.next();
+    if (r < 0.8) return band(5_000, 50_000);
+    if (r < 0.95) return band(50_000, 500_000);
+    return band(500_000, MAX_BODY);
+  });
+}
+
+/**
+ * Resolves with the ms from `start` to the first byte of the response to a GET on `socket` once it
+ * is secure; rejects unless that response is the upstream's 200 (a refusal answers sooner).
+ */
+function firstByte(start: number, socket: Socket, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    socket.once('secureConnect', () => socket.write(`GET /small HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+    socket.once('data', (chunk: Buffer) => {
+      const ms = performance.now() - start;
+      socket.destroy();
+      const status = chunk.toString('latin1').split('\r\n')[0];
+      if (status === 'HTTP/1.1 200 OK') resolve(ms);
+      else reject(new Error(`GET ${host}: ${status}`));
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** A new TLS connection straight to the upstream, and one GET. */
+function directSample(setup: ColdSetup, host: string): Promise<number> {
+  const start = performance.now();
+  const options: ConnectionOptions = { host: '127.0.0.1', port: setup.upPort, servername: host, ca: setup.upCa.certPem };
+  return firstByte(start, tlsConnect(options), host);
+}
+
+/** A new TCP connection to the proxy, a CONNECT, TLS inside the tunnel, and one GET. */
+function proxiedSample(setup: ColdSetup, host: string): Promise<number> {
+  const start = performance.now();
+  const proxy = new URL(setup.ours.url);
+  const auth = Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64');
+  return new Promise((resolve, reject) => {
+    const tcp = netConnect({ host: proxy.hostname, port: Number(proxy.port) }, () =>
+      tcp.write(`CONNECT ${host}:443 HTTP/1.1\r\nHost: ${host}:443\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`),
+    );
+    tcp.once('error', reject);
+    let head = '';
+    const onHead = (chunk: Buffer): void => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      tcp.off('data', onHead);
+      if (!head.startsWith('HTTP/1.1 200')) return reject(new Error(`CONNECT ${host}: ${head.split('\r\n')[0]}`));
+      firstByte(start, tlsConnect({ socket: tcp, servername: host, ca: setup.proxyCa }), host).then(resolve, reject);
+    };
+    tcp.on('data', onHead);
+  });
+}
+
+interface ColdTimes {
+  readonly direct: number[];
+  readonly cached: number[];
+  readonly newLeaf: number[];
+}
+
+/** Direct, cached-leaf and new-leaf samples taken in turn, so the machine's drift falls on all three alike. */
+async function coldTimes(setup: ColdSetup): Promise<ColdTimes> {
+  const times: ColdTimes = { direct: [], cached: [], newLeaf: [] };
+  for (let i = 0; i < WARM_ROUNDS + COLD_ROUNDS; i++) {
+    const name = coldName(i);
+    const direct = await directSample(setup, name);
+    const cached = await proxiedSample(setup, setup.warmHost);
+    const newLeaf = await proxiedSample(setup, name);
+    if (i < WARM_ROUNDS) continue;
+    times.direct.push(direct);
+    times.cached.push(cached);
+    times.newLeaf.push(newLeaf);
+  }
+  return times;
+}
+
+/** Wall time in ms of every burst download through `dispatcher`, BURST_CONCURRENCY at a time. */
+async function burstWall(dispatcher: Dispatcher, origin: string, sizes: readonly number[]): Promise<number> {
+  const start = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: BURST_CONCURRENCY }, async () => {
+      while (next < sizes.length) {
+        const res = await request(`${origin}/sized/${sizes[next++]!}`, { dispatcher });
+        for await (const _ of res.body) void _;
+      }
+    }),
+  );
+  return performance.now() - start;
+}
+
+/** CPU time in ms a proxy's process has spent so far, all threads and its main thread. */
+export interface ProxyCpu {
+  readonly process: number;
+  readonly main: number;
+}
+const NO_PROXY: ProxyCpu = { process: 0, main: 0 };
+
+/** One way to the upstream for the burst: a new client per round, as a package manager starts with no connection. */
+interface BurstPath {
+  readonly client: () => Dispatcher;
+  readonly origin: string;
+  /** The CPU its proxy's process has spent so far; none for direct. */
+  readonly proxyCpu?: () => ProxyCpu;
+}
+
+interface BurstRun {
+  /** Median wall time in ms of a round. */
+  readonly wallMs: number;
+  /** The median over rounds of this path's wall time over the first path's in the same round. */
+  readonly ratio: number;
+  /** CPU in ms per round: this process's (client and upstream), the proxy's, and its main thread's. */
+  readonly benchCpuMs: number;
+  readonly proxyCpuMs: number;
+  readonly mainCpuMs: number;
+}
+
+/** The burst through each path in turn, the order reversed every other round so no path always runs on the warmer machine. */
+async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
+  const sizes = burstSizes();
+  const walls: number[][] = paths.map(() => []);
+  const cpu = paths.map(() => ({ bench: 0, proxy: 0, main: 0 }));
+  const once = async (path: BurstPath): Promise<number> => {
+    const client = path.client();
+    try {
+      return await burstWall(client, path.origin, sizes);
+    } finally {
+      await client.close();
+    }
+  };
+  for (const path of paths) await once(path);
+  for (let round = 0; round < BURST_ROUNDS; round++) {
+    const order = [...paths.keys()];
+    if (round % 2 === 1) order.reverse();
+    for (const i of order) {
+      const path = paths[i]!;
+      const bench0 = process.cpuUsage();
+      const proxy0 = path.proxyCpu?.() ?? NO_PROXY;
+      walls[i]!.push(await once(path));
+      const bench = process.cpuUsage(bench0);
+      cpu[i]!.bench += (bench.user + bench.system) / 1000;
+      const proxy = path.proxyCpu?.() ?? NO_PROXY;
+      cpu[i]!.proxy += proxy.process - proxy0.process;
+      cpu[i]!.main += proxy.main - proxy0.main;
+    }
+  }
+  return walls.map((w, i) => ({
+    wallMs: median(w),
+    ratio: median(w.map((ms, round) => ms / walls[0]![round]!)),
+    benchCpuMs: cpu[i]!.bench / BURST_ROUNDS,
+    proxyCpuMs: cpu[i]!.proxy / BURST_ROUNDS,
+    mainCpuMs: cpu[i]!.main / BURST_ROUNDS,
+  }));
+}
+
+/** A proxy the burst goes through: its URL with credentials, and its CPU so far. */
+export interface BenchProxy {
+  readonly url: string;
+  readonly cpu: () => ProxyCpu;
+}
+
+export interface ColdSetup {
+  readonly upstream: Server;
+  readonly upCa: CertificateAuthority;
+  readonly upPort: number;
+  /** The CA both proxies sign their leaves with. */
+  readonly proxyCa: string;
+  readonly ours: BenchProxy;
+  /** The bare TLS relay: what ending and reopening TLS alone costs here, for context. */
+  readonly relay: BenchProxy;
+  /** A host the proxy has served already: its leaf is cached. */
+  readonly warmHost: string;
+}
+
+/** Items 3 and 4: cold connections and a realistic burst, as figures for the proxy bench's table. */
+export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
+  const wildcard = await setup.upCa.issueLeaf(`*.${COLD_DOMAIN}`);
+  setup.upstream.addContext(`*.${COLD_DOMAIN}`, { cert: wildcard.certPem + setup.upCa.certPem, key: wildcard.keyPem });
+  console.log('  cold connections...');
+  const cold = await coldTimes(setup);
+  console.log(`  burst of ${BURST_REQUESTS} downloads...`);
+  const via = (proxy: BenchProxy): BurstPath => ({
+    client: () => new ProxyAgent({ uri: proxy.url, requestTls: { ca: setup.proxyCa }, connections: BURST_CONCURRENCY }),
+    origin: `https://${setup.warmHost}`,
+    proxyCpu: proxy.cpu,
+  });
+  const direct: BurstPath = {
+    client: () =>
+      new Agent({
+        connect: {
+          ca: setup.upCa.certPem,
+          servername: setup.warmHost,
+          lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]),
+        },
+        connections: BURST_CONCURRENCY,
+      }),
+    origin: `https://${setup.warmHost}:${setup.upPort}`,
+  };
+  const [dRun, oRun, rRun] = (await bursts([direct, via(setup.ours), via(setup.relay)])) as [BurstRun, BurstRun, BurstRun];
+  const direct50 = percentile(cold.direct, 50);
+  const added = (times: readonly number[]): number => percentile(times, 50) - direct50;
+  const coldValue = (times: readonly number[]): string =>
+    `+${added(times).toFixed(1)} ms (p50 ${percentile(times, 50).toFixed(1)}, p95 ${percentile(times, 95).toFixed(1)} ms)`;
+  const totalMb = burstSizes().reduce((a, b) => a + b, 0) / 1e6;
+  return [
+    figure(
+      'new TLS connection direct, first byte',
+      `p50 ${direct50.toFixed(1)} ms, p95 ${percentile(cold.direct, 95).toFixed(1)} ms (${COLD_ROUNDS} samples each, interleaved)`,
+      true,
+      'baseline',
+    ),
+    figure('new CONNECT, leaf cached: added p50', coldValue(cold.cached), added(cold.cached) <= 10, '<= +10 ms'),
+    figure('new CONNECT, new leaf: added p50', coldValue(cold.newLeaf), added(cold.newLeaf) <= 15, '<= +15 ms'),
+    figure(
+      `burst: ${BURST_REQUESTS} GETs, ${totalMb.toFixed(0)} MB, concurrency ${BURST_CONCURRENCY}`,
+      `${oRun.ratio.toFixed(2)}x direct wall time (median of ${BURST_ROUNDS} rounds; ${oRun.wallMs.toFixed(0)} vs ${dRun.wallMs.toFixed(0)} ms)`,
+      oRun.ratio <= 1.25,
+      '<= 1.25x direct',
+    ),
+    figure(
+      '  CPU per burst, all processes',
+      `direct ${dRun.benchCpuMs.toFixed(0)} ms (client and upstream); ours ${(oRun.benchCpuMs + oRun.proxyCpuMs).toFixed(0)} ms = ${oRun.benchCpuMs.toFixed(0)} client and upstream + ${oRun.proxyCpuMs.toFixed(0)} proxy (main thread ${oRun.mainCpuMs.toFixed(0)}, recording thread and the rest ${(oRun.proxyCpuMs - oRun.mainCpuMs).toFixed(0)}); bare relay ${(rRun.benchCpuMs + rRun.proxyCpuMs).toFixed(0)} ms`,
+      true,
+      'context',
+    ),
+    figure(
+      '  burst through the bare TLS relay',
+      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here`,
+      true,
+      'context',
+    ),
+  ];
+}
