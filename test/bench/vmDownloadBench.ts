@@ -1,0 +1,284 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
+import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
+import type { VmSession } from '../../electron/vm/vmSession.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { figure, median, printFigures, type Figure } from './report.ts';
+import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
+
+// A guest curl download of 64 MiB, each way against a ceiling measured in the same VM, in rounds
+// so that load from elsewhere on the host falls on all of them alike:
+//  - HTTPS through the recording proxy, against the same curl over TLS from a server inside the
+//    guest (openssl s_server on loopback, the file on tmpfs, the cipher the proxy negotiates): the
+//    guest's own TLS ceiling. That server encrypts on the guest's vCPUs, where the proxy does it
+//    on the host, so the ceiling errs low;
+//  - plain HTTP through the proxy, against the raw agent channel (exec output of `head -c` from
+//    /dev/zero), the most the guest's path to the host carries.
+// Downloads are timed by curl's own clock (connect, TLS, request and body), the channel from its
+// first byte of output to its end, so neither counts a process start (curl's takes about half a
+// second under TCG; the download timed with it is printed beside).
+
+const TRANSFERS = 5;
+const BYTES = 64 << 20;
+const HOST = 'download.bench.test';
+const IN_GUEST_DIR = '/tmp/capsem-bench-tls';
+const IN_GUEST_URL = 'https://127.0.0.1:8443/64m';
+const IN_GUEST_CA = ['--cacert', `${IN_GUEST_DIR}/cert.pem`];
+
+interface Download {
+  /** MiB/s counting curl's start. */
+  readonly host: number;
+  /** MiB/s by curl's own clock. */
+  readonly guest: number;
+  /** CPU seconds curl itself used in the guest (user and system, the shell's `times` for its children) per second of its transfer. */
+  readonly curlShare: number;
+  readonly coresBusy: number;
+}
+
+/** CPU time, in clock ticks, that the whole host has spent busy (neither idle nor waiting on I/O). */
+function hostBusyTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!;
+}
+
+/** Starts counting; the returned function gives how many of the host's cores were busy on average since (100 ticks a second). */
+function hostCoresBusyFrom(): () => number {
+  const ticks = hostBusyTicks();
+  const t = performance.now();
+  return () => (hostBusyTicks() - ticks) / ((performance.now() - t) / 10);
+}
+
+/** A duration as the shell's `times` prints it ("1m2.500s"), in seconds; NaN for anything else. */
+function shellSeconds(text: string): number {
+  const m = /^(\d+)m([\d.]+)s$/.exec(text);
+  return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+}
+
+/** The 64 MiB answer (and "ok" for anything else), as the upstream behind the proxy serves it. */
+function serveDownload(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url !== '/64m') {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 3 });
+    return void res.end('ok\n');
+  }
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': BYTES });
+  const chunk = Buffer.alloc(1 << 20, 0x61);
+  let sent = 0;
+  const pump = (): void => {
+    while (sent < BYTES) {
+      sent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  pump();
+}
+
+/** A guest curl of `url` (with `curlArgs`) timed by curl's clock, the guest's CPU for it and the host's. */
+async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<Download> {
+  const busy = hostCoresBusyFrom();
+  const d = await execTimed(vm, [
+    'sh',
+    '-c',
+    `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${curlArgs.join(' ')} ${url}; code=$?; times; exit $code`,
+  ]);
+  const coresBusy = busy();
+  const [result = '', , children = ''] = d.out.trim().split('\n');
+  const [size, seconds] = result.split(' ').map(Number);
+  if (d.code !== 0 || size !== BYTES || !seconds)
+    throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
+  const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
+  return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), curlShare: curlCpu / seconds, coresBusy };
+}
+
+/** What curl negotiates with `url`: "TLSv1.3 / TLS_..., HTTP/2". */
+async function negotiated(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<string> {
+  const r = await execTimed(vm, [
+    'sh',
+    '-c',
+    `curl -sS -v -o /dev/null -w 'HTTP/%{http_version}\\n' ${curlArgs.join(' ')} ${url} 2>&1 | ` +
+      "sed -n -e 's/^\\* SSL connection using //p' -e '/^HTTP\\//p'",
+  ]);
+  const [tls, http] = r.out.trim().split('\n');
+  if (r.code !== 0 || !tls || !http) throw new Error(`guest curl -v ${url}: exit ${r.code}: ${r.err}${r.out}`);
+  return `${tls}, ${http}`;
+}
+
+/**
+ * openssl s_server in the guest serving a 64 MiB file from tmpfs over TLS 1.3 with only `suite`,
+ * on a self-signed P-256 key as the proxy's leaves are; `stop` ends it.
+ */
+async function startInGuestTls(vm: VmSession, suite: string): Promise<{ stop: () => Promise<void> }> {
+  const made = await execTimed(vm, [
+    'sh',
+    '-c',
+    `mkdir -p ${IN_GUEST_DIR} && cd ${IN_GUEST_DIR} && head -c ${BYTES} /dev/zero > 64m && ` +
+      'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 ' +
+      '-addext subjectAltName=IP:127.0.0.1 -days 1 -keyout key.pem -out cert.pem 2>&1',
+  ]);
+  if (made.code !== 0) throw new Error(`making the in-guest TLS server's file and key: exit ${made.code}: ${made.out}${made.err}`);
+  const server = vm.exec([
+    'sh',
+    '-c',
+    `echo $$; cd ${IN_GUEST_DIR} && exec openssl s_server -quiet -WWW -accept 127.0.0.1:8443 ` +
+      `-cert cert.pem -key key.pem -tls1_3 -ciphersuites ${suite}`,
+  ]);
+  let out = '';
+  server.stream.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  server.stream.stderr.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  const stop = async (): Promise<void> => {
+    await execTimed(vm, ['kill', out.split('\n')[0]!]);
+    await server.result;
+  };
+  for (let tries = 0; ; tries++) {
+    const up = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', ...IN_GUEST_CA, IN_GUEST_URL.replace('/64m', '/cert.pem')]);
+    if (up.code === 0) return { stop };
+    if (tries === 50) {
+      await stop();
+      throw new Error(`the in-guest TLS server never answered: ${up.err}\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The download figures, from one agent VM (its image already prepared). */
+export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
+  const upHome = tempHome();
+  const upstreams: { close: () => unknown }[] = [];
+  try {
+    const ca = await CertificateAuthority.load(upHome);
+    const leaf = await ca.issueLeaf(HOST);
+    const caFile = join(upHome.root, 'upstream-ca.pem');
+    writeFileSync(caFile, ca.certPem);
+    const upstream = createServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, serveDownload);
+    const plainUpstream = createPlainServer(serveDownload);
+    upstreams.push(upstream, plainUpstream);
+    await Promise.all([upstream, plainUpstream].map((server) => new Promise<void>((r) => server.listen(0, '127.0.0.1', r))));
+    const upPort = (upstream.address() as AddressInfo).port;
+    const plainPort = (plainUpstream.address() as AddressInfo).port;
+    console.log(
+      `  transfer: ${TRANSFERS} rounds of 64 MiB (guest curl through the proxy over HTTPS and plain HTTP, over TLS inside the guest, and the raw channel), in one agent VM...`,
+    );
+    const vm = await vms.start(imageBootPlan(vms.home, 'agent'), {
+      ...process.env,
+      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`,
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+    });
+    const download: Download[] = [];
+    const inGuest: number[] = [];
+    const plain: number[] = [];
+    const channel: number[] = [];
+    // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
+    const [cipher, suite] =
+      guestCipherOrder(vms.accel.accel) === 'chacha20-first'
+        ? ['chacha20-poly1305', 'TLS_CHACHA20_POLY1305_SHA256']
+        : ['aes-128-gcm', 'TLS_AES_128_GCM_SHA256'];
+    let guestCipher = NaN;
+    let viaProxy = '';
+    let withinGuest = '';
+    try {
+      const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
+      if (hello.code !== 0 || hello.out !== 'ok\n')
+        throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
+      const server = await startInGuestTls(vm, suite);
+      try {
+        viaProxy = await negotiated(vm, `https://${HOST}/hello`);
+        withinGuest = await negotiated(vm, IN_GUEST_URL.replace('/64m', '/cert.pem'), IN_GUEST_CA);
+        const tls = (line: string): string => line.split(',')[0]!;
+        if (tls(viaProxy) !== tls(withinGuest))
+          throw new Error(`curl negotiates ${viaProxy} through the proxy but ${withinGuest} inside the guest`);
+        for (let i = 0; i < TRANSFERS; i++) {
+          download.push(await fetchTimed(vm, `https://${HOST}/64m`));
+          inGuest.push((await fetchTimed(vm, IN_GUEST_URL, IN_GUEST_CA)).guest);
+          plain.push((await fetchTimed(vm, `http://${HOST}/64m`)).guest);
+          const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
+          if (c.code !== 0 || c.stdoutBytes !== BYTES)
+            throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
+          channel.push(mib(BYTES, c.outputMs));
+          console.log(
+            `  transfer ${i + 1}/${TRANSFERS}: download ${download[i]!.guest.toFixed(1)} MiB/s (${download[i]!.host.toFixed(1)} counting curl's start), ` +
+              `TLS inside the guest ${inGuest[i]!.toFixed(1)} MiB/s, plain HTTP ${plain[i]!.toFixed(1)} MiB/s, channel ${channel[i]!.toFixed(1)} MiB/s`,
+          );
+        }
+      } finally {
+        await server.stop();
+      }
+      // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
+      const openssl = await execTimed(vm, ['sh', '-c', `openssl speed -seconds 1 -bytes 16384 -evp ${cipher} 2>/dev/null | tail -1`]);
+      guestCipher = Number(openssl.out.trim().split(/\s+/).pop()?.replace(/k$/, '')) / 1024;
+    } finally {
+      await vm.stop();
+    }
+    const downHost = median(download.map((d) => d.host));
+    const downGuest = median(download.map((d) => d.guest));
+    const ceiling = median(inGuest);
+    const plainGuest = median(plain);
+    const chan = median(channel);
+    const coresBusy = median(download.map((d) => d.coresBusy));
+    const curlBusy = median(download.map((d) => d.curlShare));
+    return [
+      figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
+      figure(
+        `  guest ${cipher} (openssl speed)`,
+        `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`,
+        true,
+        'context',
+      ),
+      figure(
+        'guest curl 64 MiB over TLS inside the guest',
+        `${ceiling.toFixed(1)} MiB/s from openssl s_server on loopback (${withinGuest}; via the proxy: ${viaProxy})`,
+        true,
+        'baseline',
+      ),
+      figure(
+        'guest curl 64 MiB via the proxy',
+        `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`,
+        downGuest / chan >= 0.5,
+        '>= 0.5x channel',
+      ),
+      figure(
+        '  against TLS inside the guest',
+        `${(downGuest / ceiling).toFixed(2)}x the guest's own TLS ceiling`,
+        downGuest / ceiling >= 0.8,
+        '>= 0.8x TLS inside the guest',
+      ),
+      figure(
+        "  guest curl's own CPU during the download",
+        `${curlBusy.toFixed(2)} s (user and system, its start included) for each second of its transfer: near 1, curl's own work on its vCPU is the limit`,
+        true,
+        'context',
+      ),
+      figure(
+        '  host CPU during the download',
+        `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`,
+        true,
+        'context',
+      ),
+      figure(
+        'the same download over plain HTTP (no TLS in the guest)',
+        `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chan).toFixed(2)}x channel`,
+        plainGuest / chan >= 0.8,
+        '>= 0.8x channel',
+      ),
+    ];
+  } finally {
+    for (const server of upstreams) server.close();
+    upHome.remove();
+  }
+}
+
+/** `npm run bench -- vm-download`: only the download figures, in one agent VM (no boots, no minimal image). */
+export function vmDownloadBench(): Promise<boolean> {
+  return withBenchVms('vm-download', async (vms) => {
+    await vms.image('agent');
+    return printFigures(
+      `vm-download: real QEMU (${vms.accel.accel}) guest downloads, against the raw channel and TLS inside the guest in the same run`,
+      await downloadFigures(vms),
+    );
+  });
+}
