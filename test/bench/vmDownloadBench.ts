@@ -1,9 +1,8 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createPlainServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
 import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
@@ -62,23 +61,24 @@ function shellSeconds(text: string): number {
   return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
 }
 
-/** The 64 MiB answer (and "ok" for anything else), as the upstream behind the proxy serves it. */
-function serveDownload(req: IncomingMessage, res: ServerResponse): void {
-  if (req.url !== '/64m') {
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 3 });
-    return void res.end('ok\n');
-  }
-  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': BYTES });
-  const chunk = Buffer.alloc(1 << 20, 0x61);
-  let sent = 0;
-  const pump = (): void => {
-    while (sent < BYTES) {
-      sent += chunk.length;
-      if (!res.write(chunk)) return void res.once('drain', pump);
-    }
-    res.end();
-  };
-  pump();
+/** The upstream in its own process (downloadUpstreamChild.ts): its HTTPS and plain HTTP ports. */
+async function startUpstream(certPem: string, keyPem: string, dir: string): Promise<{ proc: ChildProcess; tls: number; plain: number }> {
+  writeFileSync(join(dir, 'upstream-cert.pem'), certPem);
+  writeFileSync(join(dir, 'upstream-key.pem'), keyPem, { mode: 0o600 });
+  const proc = fork(fileURLToPath(new URL('./downloadUpstreamChild.ts', import.meta.url)), {
+    execArgv: ['--import', 'tsx'],
+    env: {
+      ...process.env,
+      DOWNLOAD_BYTES: String(BYTES),
+      DOWNLOAD_CERT_FILE: join(dir, 'upstream-cert.pem'),
+      DOWNLOAD_KEY_FILE: join(dir, 'upstream-key.pem'),
+    },
+  });
+  const ports = await new Promise<{ tls: number; plain: number }>((resolve, reject) => {
+    proc.once('message', (m) => resolve(m as { tls: number; plain: number }));
+    proc.once('exit', (code) => reject(new Error(`the download upstream exited (${code}) before listening`)));
+  });
+  return { proc, ...ports };
 }
 
 /** A guest curl of `url` (with `curlArgs`) timed by curl's clock, the guest's CPU for it and the host's. */
@@ -178,24 +178,20 @@ async function startInGuestTls(vm: VmSession, suite: string): Promise<{ stop: ()
 /** The download figures, from one agent VM (its image already prepared). */
 export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
   const upHome = tempHome();
-  const upstreams: { close: () => unknown }[] = [];
+  let upstreamProc: ChildProcess | null = null;
   try {
     const ca = await CertificateAuthority.load(upHome);
     const leaf = await ca.issueLeaf(HOST);
     const caFile = join(upHome.root, 'upstream-ca.pem');
     writeFileSync(caFile, ca.certPem);
-    const upstream = createServer({ cert: leaf.certPem + ca.certPem, key: leaf.keyPem }, serveDownload);
-    const plainUpstream = createPlainServer(serveDownload);
-    upstreams.push(upstream, plainUpstream);
-    await Promise.all([upstream, plainUpstream].map((server) => new Promise<void>((r) => server.listen(0, '127.0.0.1', r))));
-    const upPort = (upstream.address() as AddressInfo).port;
-    const plainPort = (plainUpstream.address() as AddressInfo).port;
+    const upstream = await startUpstream(leaf.certPem + ca.certPem, leaf.keyPem, upHome.root);
+    upstreamProc = upstream.proc;
     console.log(
       `  transfer: ${TRANSFERS} rounds of 64 MiB after a warm-up round (guest curl through the proxy over HTTPS and plain HTTP, over TLS inside the guest, and the raw channel each way), in one agent VM...`,
     );
     const vm = await vms.start(imageBootPlan(vms.home, 'agent'), {
       ...process.env,
-      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort},${HOST}:80=127.0.0.1:${plainPort}`,
+      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.tls},${HOST}:80=127.0.0.1:${upstream.plain}`,
       CAPSEM_UPSTREAM_CA_FILE: caFile,
     });
     const download: Download[] = [];
@@ -314,7 +310,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       ),
     ];
   } finally {
-    for (const server of upstreams) server.close();
+    if (upstreamProc?.connected) upstreamProc.disconnect();
     upHome.remove();
   }
 }
