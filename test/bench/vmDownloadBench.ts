@@ -1,0 +1,327 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
+import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
+import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
+import type { VmSession } from '../../electron/vm/vmSession.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { figure, median, printFigures, type Figure } from './report.ts';
+import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
+
+// A guest curl download of 64 MiB, each way against a ceiling measured in the same VM, in rounds
+// so that load from elsewhere on the host falls on all of them alike:
+//  - HTTPS through the recording proxy, against the same curl over TLS from a server inside the
+//    guest (openssl s_server on loopback, the file on tmpfs, the cipher the proxy negotiates): the
+//    guest's own TLS ceiling. That server encrypts on the guest's vCPUs, where the proxy does it
+//    on the host, so the ceiling errs low. Its ratio to the channel stays as context: curl's own
+//    work on its vCPU bounds it (about 1 CPU second per second of transfer), not the channel;
+//  - plain HTTP through the proxy, against the raw agent channel the same way, host to guest (64 MiB
+//    into a command's stdin); the channel out of the guest (exec output of `head -c` from
+//    /dev/zero) is the older baseline, kept beside.
+// Downloads are timed by curl's own clock (connect, TLS, request and body), the channel from its
+// first byte of output to its end, so neither counts a process start (curl's takes about half a
+// second under TCG; the download timed with it is printed beside).
+
+const TRANSFERS = 5;
+const BYTES = 64 << 20;
+const HOST = 'download.bench.test';
+const IN_GUEST_DIR = '/tmp/capsem-bench-tls';
+const IN_GUEST_URL = 'https://127.0.0.1:8443/64m';
+const IN_GUEST_CA = ['--cacert', `${IN_GUEST_DIR}/cert.pem`];
+
+interface Download {
+  /** MiB/s counting curl's start. */
+  readonly host: number;
+  /** MiB/s by curl's own clock. */
+  readonly guest: number;
+  /** CPU seconds curl itself used in the guest (user and system, the shell's `times` for its children) per second of its transfer. */
+  readonly curlShare: number;
+  readonly coresBusy: number;
+}
+
+/** CPU time, in clock ticks, that the whole host has spent busy (neither idle nor waiting on I/O). */
+function hostBusyTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!;
+}
+
+/** Starts counting; the returned function gives how many of the host's cores were busy on average since (100 ticks a second). */
+function hostCoresBusyFrom(): () => number {
+  const ticks = hostBusyTicks();
+  const t = performance.now();
+  return () => (hostBusyTicks() - ticks) / ((performance.now() - t) / 10);
+}
+
+/** A duration as the shell's `times` prints it ("1m2.500s"), in seconds; NaN for anything else. */
+function shellSeconds(text: string): number {
+  const m = /^(\d+)m([\d.]+)s$/.exec(text);
+  return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+}
+
+/** The upstream in its own process (downloadUpstreamChild.ts): its HTTPS and plain HTTP ports. */
+async function startUpstream(certPem: string, keyPem: string, dir: string): Promise<{ proc: ChildProcess; tls: number; plain: number }> {
+  writeFileSync(join(dir, 'upstream-cert.pem'), certPem);
+  writeFileSync(join(dir, 'upstream-key.pem'), keyPem, { mode: 0o600 });
+  const proc = fork(fileURLToPath(new URL('./downloadUpstreamChild.ts', import.meta.url)), {
+    execArgv: ['--import', 'tsx'],
+    env: {
+      ...process.env,
+      DOWNLOAD_BYTES: String(BYTES),
+      DOWNLOAD_CERT_FILE: join(dir, 'upstream-cert.pem'),
+      DOWNLOAD_KEY_FILE: join(dir, 'upstream-key.pem'),
+    },
+  });
+  const ports = await new Promise<{ tls: number; plain: number }>((resolve, reject) => {
+    proc.once('message', (m) => resolve(m as { tls: number; plain: number }));
+    proc.once('exit', (code) => reject(new Error(`the download upstream exited (${code}) before listening`)));
+  });
+  return { proc, ...ports };
+}
+
+/** A guest curl of `url` (with `curlArgs`) timed by curl's clock, the guest's CPU for it and the host's. */
+async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<Download> {
+  const busy = hostCoresBusyFrom();
+  const d = await execTimed(vm, [
+    'sh',
+    '-c',
+    `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${curlArgs.join(' ')} ${url}; code=$?; times; exit $code`,
+  ]);
+  const coresBusy = busy();
+  const [result = '', , children = ''] = d.out.trim().split('\n');
+  const [size, seconds] = result.split(' ').map(Number);
+  if (d.code !== 0 || size !== BYTES || !seconds)
+    throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
+  const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
+  return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), curlShare: curlCpu / seconds, coresBusy };
+}
+
+/** What curl negotiates with `url`: "TLSv1.3 / TLS_..., HTTP/2". */
+async function negotiated(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<string> {
+  const r = await execTimed(vm, [
+    'sh',
+    '-c',
+    `curl -sS -v -o /dev/null -w 'HTTP/%{http_version}\\n' ${curlArgs.join(' ')} ${url} 2>&1 | ` +
+      "sed -n -e 's/^\\* SSL connection using //p' -e '/^HTTP\\//p'",
+  ]);
+  const [tls, http] = r.out.trim().split('\n');
+  if (r.code !== 0 || !tls || !http) throw new Error(`guest curl -v ${url}: exit ${r.code}: ${r.err}${r.out}`);
+  return `${tls}, ${http}`;
+}
+
+/**
+ * The raw channel the way a download goes, host to guest: 64 MiB written to a command's stdin, in
+ * MiB/s from the guest's first read (it echoes once it has one byte, so wc's start is not timed)
+ * to the command's exit.
+ */
+async function channelIn(vm: VmSession): Promise<number> {
+  const { stream, result } = vm.exec(['sh', '-c', 'dd bs=1 count=1 of=/dev/null status=none; echo; exec wc -c'], { stdin: true });
+  let out = '';
+  const reading = new Promise<void>((resolve) =>
+    stream.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out === '\n') resolve();
+    }),
+  );
+  stream.write(Buffer.alloc(1));
+  await reading;
+  const t = performance.now();
+  const chunk = Buffer.alloc(1 << 20);
+  for (let sent = 0; sent < BYTES; sent += chunk.length)
+    if (!stream.write(chunk)) await new Promise((resolve) => stream.once('drain', resolve));
+  stream.end();
+  const r = await result;
+  const ms = performance.now() - t;
+  if (r.code !== 0 || out.trim() !== String(BYTES)) throw new Error(`wc -c in the guest: exit ${r.code}, output "${out.trim()}"`);
+  return mib(BYTES, ms);
+}
+
+/**
+ * openssl s_server in the guest serving a 64 MiB file from tmpfs over TLS 1.3 with only `suite`,
+ * on a self-signed P-256 key as the proxy's leaves are; `stop` ends it.
+ */
+async function startInGuestTls(vm: VmSession, suite: string): Promise<{ stop: () => Promise<void> }> {
+  const made = await execTimed(vm, [
+    'sh',
+    '-c',
+    `mkdir -p ${IN_GUEST_DIR} && cd ${IN_GUEST_DIR} && head -c ${BYTES} /dev/zero > 64m && ` +
+      'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 ' +
+      '-addext subjectAltName=IP:127.0.0.1 -days 1 -keyout key.pem -out cert.pem 2>&1',
+  ]);
+  if (made.code !== 0) throw new Error(`making the in-guest TLS server's file and key: exit ${made.code}: ${made.out}${made.err}`);
+  const server = vm.exec([
+    'sh',
+    '-c',
+    `echo $$; cd ${IN_GUEST_DIR} && exec openssl s_server -quiet -WWW -accept 127.0.0.1:8443 ` +
+      `-cert cert.pem -key key.pem -tls1_3 -ciphersuites ${suite}`,
+  ]);
+  let out = '';
+  server.stream.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  server.stream.stderr.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  const stop = async (): Promise<void> => {
+    await execTimed(vm, ['kill', out.split('\n')[0]!]);
+    await server.result;
+  };
+  for (let tries = 0; ; tries++) {
+    const up = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', ...IN_GUEST_CA, IN_GUEST_URL.replace('/64m', '/cert.pem')]);
+    if (up.code === 0) return { stop };
+    if (tries === 50) {
+      await stop();
+      throw new Error(`the in-guest TLS server never answered: ${up.err}\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The download figures, from one agent VM (its image already prepared). */
+export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
+  const upHome = tempHome();
+  let upstreamProc: ChildProcess | null = null;
+  try {
+    const ca = await CertificateAuthority.load(upHome);
+    const leaf = await ca.issueLeaf(HOST);
+    const caFile = join(upHome.root, 'upstream-ca.pem');
+    writeFileSync(caFile, ca.certPem);
+    const upstream = await startUpstream(leaf.certPem + ca.certPem, leaf.keyPem, upHome.root);
+    upstreamProc = upstream.proc;
+    console.log(
+      `  transfer: ${TRANSFERS} rounds of 64 MiB after a warm-up round (guest curl through the proxy over HTTPS and plain HTTP, over TLS inside the guest, and the raw channel each way), in one agent VM...`,
+    );
+    const vm = await vms.start(imageBootPlan(vms.home, 'agent'), {
+      ...process.env,
+      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.tls},${HOST}:80=127.0.0.1:${upstream.plain}`,
+      CAPSEM_UPSTREAM_CA_FILE: caFile,
+    });
+    const download: Download[] = [];
+    const inGuest: number[] = [];
+    const plain: number[] = [];
+    const channel: number[] = [];
+    const toGuest: number[] = [];
+    // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
+    const [cipher, suite] =
+      guestCipherOrder(vms.accel.accel) === 'chacha20-first'
+        ? ['chacha20-poly1305', 'TLS_CHACHA20_POLY1305_SHA256']
+        : ['aes-128-gcm', 'TLS_AES_128_GCM_SHA256'];
+    let guestCipher = NaN;
+    let viaProxy = '';
+    let withinGuest = '';
+    try {
+      const hello = await execTimed(vm, ['curl', '-sS', `https://${HOST}/hello`]);
+      if (hello.code !== 0 || hello.out !== 'ok\n')
+        throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
+      const server = await startInGuestTls(vm, suite);
+      try {
+        viaProxy = await negotiated(vm, `https://${HOST}/hello`);
+        withinGuest = await negotiated(vm, IN_GUEST_URL.replace('/64m', '/cert.pem'), IN_GUEST_CA);
+        const tls = (line: string): string => line.split(',')[0]!;
+        if (tls(viaProxy) !== tls(withinGuest))
+          throw new Error(`curl negotiates ${viaProxy} through the proxy but ${withinGuest} inside the guest`);
+        // Each transfer starts once the recording of the one before is committed, so none is timed
+        // while the proxy's writer still stores another's 64 MiB; one untimed round warms the guest.
+        const round = async (): Promise<{ download: Download; inGuest: number; plain: number; channel: number; channelIn: number }> => {
+          await vm.recording.writer.flush();
+          const d = await fetchTimed(vm, `https://${HOST}/64m`);
+          await vm.recording.writer.flush();
+          const g = await fetchTimed(vm, IN_GUEST_URL, IN_GUEST_CA);
+          const p = await fetchTimed(vm, `http://${HOST}/64m`);
+          await vm.recording.writer.flush();
+          const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
+          if (c.code !== 0 || c.stdoutBytes !== BYTES)
+            throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
+          const i = await channelIn(vm);
+          return { download: d, inGuest: g.guest, plain: p.guest, channel: mib(BYTES, c.outputMs), channelIn: i };
+        };
+        await round();
+        for (let i = 0; i < TRANSFERS; i++) {
+          const r = await round();
+          download.push(r.download);
+          inGuest.push(r.inGuest);
+          plain.push(r.plain);
+          channel.push(r.channel);
+          toGuest.push(r.channelIn);
+          console.log(
+            `  transfer ${i + 1}/${TRANSFERS}: download ${r.download.guest.toFixed(1)} MiB/s (${r.download.host.toFixed(1)} counting curl's start), ` +
+              `TLS inside the guest ${r.inGuest.toFixed(1)} MiB/s, plain HTTP ${r.plain.toFixed(1)} MiB/s, channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.toFixed(1)} MiB/s in`,
+          );
+        }
+      } finally {
+        await server.stop();
+      }
+      // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
+      const openssl = await execTimed(vm, ['sh', '-c', `openssl speed -seconds 1 -bytes 16384 -evp ${cipher} 2>/dev/null | tail -1`]);
+      guestCipher = Number(openssl.out.trim().split(/\s+/).pop()?.replace(/k$/, '')) / 1024;
+    } finally {
+      await vm.stop();
+    }
+    const downHost = median(download.map((d) => d.host));
+    const downGuest = median(download.map((d) => d.guest));
+    const ceiling = median(inGuest);
+    const plainGuest = median(plain);
+    const chan = median(channel);
+    const chanIn = median(toGuest);
+    const coresBusy = median(download.map((d) => d.coresBusy));
+    const curlBusy = median(download.map((d) => d.curlShare));
+    return [
+      figure('raw channel, 64 MiB exec output, first byte to end', `${chan.toFixed(1)} MiB/s`, true, 'baseline'),
+      figure('raw channel into the guest, 64 MiB exec stdin', `${chanIn.toFixed(1)} MiB/s, the way a download goes`, true, 'baseline'),
+      figure(
+        `  guest ${cipher} (openssl speed)`,
+        `${guestCipher.toFixed(1)} MiB/s, a ceiling for curl's TLS in the guest`,
+        true,
+        'context',
+      ),
+      figure(
+        'guest curl 64 MiB over TLS inside the guest',
+        `${ceiling.toFixed(1)} MiB/s from openssl s_server on loopback (${withinGuest}; via the proxy: ${viaProxy})`,
+        true,
+        'baseline',
+      ),
+      figure(
+        'guest curl 64 MiB via the proxy',
+        `${downGuest.toFixed(1)} MiB/s = ${(downGuest / chan).toFixed(2)}x channel (${downHost.toFixed(1)} MiB/s counting curl's start)`,
+        true,
+        'context',
+      ),
+      figure(
+        '  against TLS inside the guest',
+        `${(downGuest / ceiling).toFixed(2)}x the guest's own TLS ceiling`,
+        downGuest / ceiling >= 0.8,
+        '>= 0.8x TLS inside the guest',
+      ),
+      figure(
+        "  guest curl's own CPU during the download",
+        `${curlBusy.toFixed(2)} s (user and system, its start included) for each second of its transfer: near 1, curl's own work on its vCPU is the limit`,
+        true,
+        'context',
+      ),
+      figure(
+        '  host CPU during the download',
+        `${coresBusy.toFixed(2)} of ${cpus().length} cores busy on average (QEMU's vCPUs and I/O, the proxy, the upstream), curl's start included`,
+        true,
+        'context',
+      ),
+      figure(
+        'the same download over plain HTTP (no TLS in the guest)',
+        `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chanIn).toFixed(2)}x channel into the guest (${(plainGuest / chan).toFixed(2)}x exec output)`,
+        plainGuest / chanIn >= 0.8,
+        '>= 0.8x channel into the guest',
+      ),
+    ];
+  } finally {
+    if (upstreamProc?.connected) upstreamProc.disconnect();
+    upHome.remove();
+  }
+}
+
+/** `npm run bench -- vm-download`: only the download figures, in one agent VM (no boots, no minimal image). */
+export function vmDownloadBench(): Promise<boolean> {
+  return withBenchVms('vm-download', async (vms) => {
+    await vms.image('agent');
+    return printFigures(
+      `vm-download: real QEMU (${vms.accel.accel}) guest downloads, against the raw channel and TLS inside the guest in the same run`,
+      await downloadFigures(vms),
+    );
+  });
+}
