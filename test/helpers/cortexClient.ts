@@ -23,8 +23,14 @@ const time = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'not an RFC 3339 time')
   .refine((s) => !Number.isNaN(Date.parse(s)), 'not an RFC 3339 time');
-/** A JSON object: what Go decodes into a map[string]any or a struct. */
-const object = z.record(z.string(), z.unknown());
+/**
+ * A JSON object: what Go decodes into a map[string]any or a struct. Checked, not rebuilt: z.record
+ * copies by assignment, which drops an own `__proto__` key that Go's map keeps.
+ */
+const object = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  'expected a JSON object',
+);
 
 const toolCall = z.object({ id: text, name: text, arguments: text });
 

@@ -48,6 +48,6 @@ it('sends any JSON-RPC params, result or error as objects a spec client decodes 
         if (error === undefined) expect(response.mcp!.result).toEqual(asObject(result));
       },
     ),
-    { numRuns: 300 },
+    { numRuns: 300, examples: [[JSON.parse('{"__proto__": ""}'), JSON.parse('{"__proto__": ""}'), undefined, 1]] },
   );
 });
