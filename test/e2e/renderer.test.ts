@@ -22,7 +22,7 @@ import type { ImageProgress } from '../../electron/vm/image/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -210,15 +210,7 @@ beforeAll(async () => {
       backend: () => new HostAgentBackend(workspace),
       plan: (_kind, onProgress) => async (_paths, caPem) => {
         await imageBuild?.(onProgress);
-        return {
-          kernel: '',
-          initrd: '',
-          cmdline: '',
-          disks: [],
-          guestWorkspace: workspace,
-          guestProxyPort: proxyPort,
-          guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', PS1: '$ ' },
-        };
+        return hostAgentPlan(workspace, proxyPort, caPem, { PS1: '$ ' });
       },
     });
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LaunchSpec, VmBackend, VmExit, VmInstance } from '../../electron/vm/backend.ts';
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
+import type { BootPlan } from '../../electron/vm/vmSession.ts';
 
 // The guest agent run as a plain host process, talking over a unix socket instead of a
 // virtio-serial port: the supervisor, the mux, the proxy hand-over and the recording all run for
@@ -20,6 +21,28 @@ export function buildAgent(): string | null {
   const built = spawnSync('make', ['-s', '-C', AGENT_DIR], { encoding: 'utf8' });
   if (built.status !== 0) return `building the agent failed: ${built.stderr.trim().split('\n').slice(-3).join(' ')}`;
   return existsSync(AGENT_BINARY) ? null : 'the agent build produced no binary';
+}
+
+/**
+ * The boot plan for this backend: nothing to boot (the agent runs on this machine), the folder and
+ * proxy port the test chose, PATH, and the session's CA for curl when given; `guestEnv` adds or
+ * overrides.
+ */
+export function hostAgentPlan(
+  guestWorkspace: string,
+  guestProxyPort: number,
+  caPem: string | null,
+  guestEnv: Readonly<Record<string, string>> = {},
+): BootPlan {
+  return {
+    kernel: '',
+    initrd: '',
+    cmdline: '',
+    disks: [],
+    guestWorkspace,
+    guestProxyPort,
+    guestEnv: { ...(caPem === null ? {} : { CURL_CA_BUNDLE: caPem }), PATH: process.env.PATH ?? '/usr/bin:/bin', ...guestEnv },
+  };
 }
 
 export class HostAgentBackend implements VmBackend {

@@ -14,7 +14,7 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -425,15 +425,7 @@ describe.skipIf(agentMissing !== null)(`a live session with the real agent${agen
     const vmHost = new VmHost({
       home,
       backend: () => new HostAgentBackend(workspace),
-      plan: () => async (_paths, caPem) => ({
-        kernel: '',
-        initrd: '',
-        cmdline: '',
-        disks: [],
-        guestWorkspace: workspace,
-        guestProxyPort: proxyPort,
-        guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      }),
+      plan: () => async (_paths, caPem) => hostAgentPlan(workspace, proxyPort, caPem),
     });
     const liveCore = new AppCore({ home, vmHost, checkResults: true });
     const output: string[] = [];

@@ -6,7 +6,7 @@ import type { CallResult, EventName, EventPayload } from '../../electron/contrac
 import { capsemHome } from '../../electron/store/paths.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { freePort } from '../helpers/freePort.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { runCapsemAsync, USER_FOLDER, type CliResult } from '../helpers/runCapsem.ts';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../helpers/smallDisk.ts';
 import { IMAGE_CACHE, vmUnavailable } from '../helpers/vmTestHome.ts';
@@ -127,15 +127,7 @@ describe.skipIf(noDisk !== null)(`a start that fails for a full disk${noDisk ? `
       const vmHost = new VmHost({
         home,
         backend: () => new HostAgentBackend(workspace),
-        plan: () => async () => ({
-          kernel: '',
-          initrd: '',
-          cmdline: '',
-          disks: [],
-          guestWorkspace: workspace,
-          guestProxyPort: proxyPort,
-          guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        }),
+        plan: () => async () => hostAgentPlan(workspace, proxyPort, null),
       });
       const core = new AppCore({ home, vmHost, checkResults: true });
       const failures: EventPayload<'session.starting'>[] = [];

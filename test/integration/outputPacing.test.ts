@@ -15,7 +15,7 @@ import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
 import { STREAM_WINDOW } from '../../electron/vm/mux.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -66,15 +66,7 @@ function liveHost(): { host: VmHost; backend: HostAgentBackend; workspace: strin
     home,
     backend: () => backend,
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
-    plan: () => async (_paths, caPem) => ({
-      kernel: '',
-      initrd: '',
-      cmdline: '',
-      disks: [],
-      guestWorkspace: workspace,
-      guestProxyPort: await freePort(),
-      guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    }),
+    plan: () => async (_paths, caPem) => hostAgentPlan(workspace, await freePort(), caPem),
   });
   return { host, backend, workspace };
 }

@@ -14,7 +14,7 @@ import { FileKeyStore, type KeyStore } from '../../electron/credentials/keyStore
 import type { AgentRequest } from '../../electron/vm/agentRequest.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { filesHolding } from '../helpers/filesHolding.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -112,15 +112,8 @@ describe.skipIf(skip !== null)(`a coding agent's session gets stand-ins, never t
         CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${upPort},elsewhere.test:443=127.0.0.1:${upPort}`,
         CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile,
       },
-      plan: () => async (_paths, caPem) => ({
-        kernel: '',
-        initrd: '',
-        cmdline: '',
-        disks: [],
-        guestWorkspace: workspace,
-        guestProxyPort: proxyPort,
-        guestEnv: { HOME: guestHome, CURL_CA_BUNDLE: caPem, PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` },
-      }),
+      plan: () => async (_paths, caPem) =>
+        hostAgentPlan(workspace, proxyPort, caPem, { HOME: guestHome, PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` }),
     });
   }
 

@@ -15,7 +15,7 @@ import { capsemHome, ensurePrivateDir, sessionPaths } from '../../electron/store
 import { getSession } from '../../electron/store/registry.ts';
 import { VmStreamEvent } from '../../electron/owner/vmMethods.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../helpers/smallDisk.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -64,15 +64,7 @@ describe.skipIf(missing !== null)(`capsem run on a disk that fills up${missing ?
         CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${(upstream.address() as AddressInfo).port}`,
         CAPSEM_UPSTREAM_CA_FILE: join(work, 'upstream-ca.pem'),
       },
-      plan: () => async (_paths, caPem) => ({
-        kernel: '',
-        initrd: '',
-        cmdline: '',
-        disks: [],
-        guestWorkspace: work,
-        guestProxyPort: await freePort(),
-        guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      }),
+      plan: () => async (_paths, caPem) => hostAgentPlan(work, await freePort(), caPem),
     });
     ensurePrivateDir(home.runDir);
     server = await startControlServer({

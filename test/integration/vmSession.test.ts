@@ -13,7 +13,7 @@ import { resolveSession } from '../../electron/store/resolver.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { readTranscriptChunk } from '../../electron/vm/ptyTranscript.ts';
 import { VmSession, type VmSessionOptions } from '../../electron/vm/vmSession.ts';
-import { buildAgent, HostAgentBackend } from '../helpers/hostAgentBackend.ts';
+import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -44,15 +44,7 @@ async function start(
     backend,
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
     heartbeatMs: 200,
-    plan: async (_paths, caPem) => ({
-      kernel: '',
-      initrd: '',
-      cmdline: '',
-      disks: [],
-      guestWorkspace: workspace,
-      guestProxyPort: proxyPort,
-      guestEnv: { CURL_CA_BUNDLE: caPem, PATH: process.env.PATH ?? '/usr/bin:/bin', ...guestEnv },
-    }),
+    plan: async (_paths, caPem) => hostAgentPlan(workspace, proxyPort, caPem, guestEnv),
     ...extra,
   };
   return { session: await VmSession.start(options), backend };
@@ -318,15 +310,7 @@ describe.skipIf(missing !== null)(`resuming sessions with the real agent${missin
     new VmHost({
       home: rhome,
       backend: () => new HostAgentBackend(workspace),
-      plan: () => async (paths) => ({
-        kernel: '',
-        initrd: '',
-        cmdline: '',
-        disks: [],
-        guestWorkspace: paths.workspaceDir,
-        guestProxyPort: 0,
-        guestEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      }),
+      plan: () => async (paths) => hostAgentPlan(paths.workspaceDir, 0, null),
     });
   const quiet = { status: () => {}, progress: () => {} };
   const resolve = (name: string) => {
