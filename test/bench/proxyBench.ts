@@ -8,7 +8,8 @@ import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { coldFigures, coldResolve, serveSizedBody } from './proxyColdBench.ts';
-import { figure, percentile, printFigures } from './report.ts';
+import { cpuFrom, cpuPer, noCpuSpent, type CpuSpent } from './processCpu.ts';
+import { figure, median, percentile, printFigures, roundRatios } from './report.ts';
 
 // The recording proxy against direct requests to the same local upstream and against mockttp,
 // all measured in this run. Our proxy records every exchange into a real session while measured.
@@ -41,39 +42,6 @@ function residentMb(pid: number): number {
     .split('\n')
     .find((l) => l.startsWith('VmRSS'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
-}
-
-/** CPU time (user + system) in ms of a process, or of one of its threads, from /proc in clock ticks (100 a second). */
-function cpuMs(pid: number, thread?: number): number {
-  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** CPU spent in ms: by this process (client and upstream), by a proxy's process and by its main thread. */
-interface CpuSpent {
-  bench: number;
-  proxy: number;
-  main: number;
-}
-
-/** `spent` shared out over `units` (requests, transfers), in `scale` parts of a ms (1000 for us). */
-function cpuPer(spent: CpuSpent, units: number, scale: number): CpuSpent {
-  return { bench: (spent.bench * scale) / units, proxy: (spent.proxy * scale) / units, main: (spent.main * scale) / units };
-}
-
-/** Starts counting the CPU spent on a path; the returned function adds what was spent since to `into`. */
-function cpuFrom(path: Path): (into: CpuSpent) => void {
-  const bench0 = process.cpuUsage();
-  const proxy0 = path.pid ? cpuMs(path.pid) : 0;
-  const main0 = path.pid ? cpuMs(path.pid, path.pid) : 0;
-  return (into) => {
-    const bench = process.cpuUsage(bench0);
-    into.bench += (bench.user + bench.system) / 1000;
-    if (!path.pid) return;
-    into.proxy += cpuMs(path.pid) - proxy0;
-    into.main += cpuMs(path.pid, path.pid) - main0;
-  };
 }
 
 async function get(dispatcher: Dispatcher, origin: string, path: string): Promise<number> {
@@ -115,10 +83,10 @@ interface Throughput {
  */
 async function throughputs(paths: readonly Path[], concurrency: number, slices: number): Promise<Throughput[]> {
   const done = paths.map(() => 0);
-  const cpu = paths.map((): CpuSpent => ({ bench: 0, proxy: 0, main: 0 }));
+  const cpu = paths.map(noCpuSpent);
   for (let round = 0; round < slices; round++) {
     for (const [i, path] of paths.entries()) {
-      const spent = cpuFrom(path);
+      const spent = cpuFrom(path.pid);
       const end = performance.now() + 1000;
       await Promise.all(
         Array.from({ length: concurrency }, async () => {
@@ -148,32 +116,24 @@ interface BigBody {
  * A 10 MB body through each path: nine interleaved rounds (one transfer per path per round) after
  * three untimed transfers per path, which let each path's code warm up first. A path is set against
  * another by the median over rounds of its rate divided by the other's in the same round
- * (roundRatio): the machine's speed drifts by 2x between seconds, and a pair timed side by side
+ * (roundRatios): the machine's speed drifts by 2x between seconds, and a pair timed side by side
  * shares the drift.
  */
 async function bigBodies(paths: readonly Path[]): Promise<BigBody[]> {
   for (const path of paths) for (let i = 0; i < 3; i++) await get(path.dispatcher, path.origin, '/big');
   const rates: number[][] = paths.map(() => []);
-  const cpu = paths.map((): CpuSpent => ({ bench: 0, proxy: 0, main: 0 }));
+  const cpu = paths.map(noCpuSpent);
   const rounds = 9;
   for (let round = 0; round < rounds; round++) {
     for (const [i, path] of paths.entries()) {
-      const spent = cpuFrom(path);
+      const spent = cpuFrom(path.pid);
       const t = performance.now();
       const bytes = await get(path.dispatcher, path.origin, '/big');
       rates[i]!.push(bytes / 1e6 / ((performance.now() - t) / 1000));
       spent(cpu[i]!);
     }
   }
-  return rates.map((r, i) => ({ rate: percentile(r, 50), ratio: roundRatio(r, rates[0]!), rates: r, cpu: cpuPer(cpu[i]!, rounds, 1) }));
-}
-
-/** The median over rounds of one path's rate divided by another's in the same round. */
-function roundRatio(rates: readonly number[], against: readonly number[]): number {
-  return percentile(
-    rates.map((x, round) => x / against[round]!),
-    50,
-  );
+  return rates.map((r, i) => ({ rate: median(r), ratio: median(roundRatios(r, rates[0]!)), rates: r, cpu: cpuPer(cpu[i]!, rounds, 1) }));
 }
 
 export async function proxyBench(): Promise<boolean> {
@@ -282,13 +242,13 @@ export async function proxyBench(): Promise<boolean> {
       upCa,
       upPort,
       proxyCa,
-      ours: { url: ours.line, cpu: () => ({ process: cpuMs(ours.proc.pid!), main: cpuMs(ours.proc.pid!, ours.proc.pid!) }) },
-      relay: { url: relay.line, cpu: () => ({ process: cpuMs(relay.proc.pid!), main: cpuMs(relay.proc.pid!, relay.proc.pid!) }) },
+      ours: { url: ours.line, pid: ours.proc.pid! },
+      relay: { url: relay.line, pid: relay.proc.pid! },
       warmHost: HOST,
     });
     const added = (p: number): string =>
       `${(percentile(oLat, p) - percentile(dLat, p)).toFixed(2)} ms (mockttp ${(percentile(mLat, p) - percentile(dLat, p)).toFixed(2)} ms)`;
-    const bigToRelay = roundRatio(oBig.rates, rBig.rates);
+    const bigToRelay = median(roundRatios(oBig.rates, rBig.rates));
     const ok = printFigures('proxy: small HTTPS requests, recording on, against direct and mockttp in the same run', [
       figure('direct p50 / p95', `${percentile(dLat, 50).toFixed(2)} / ${percentile(dLat, 95).toFixed(2)} ms`, true, 'baseline'),
       figure(

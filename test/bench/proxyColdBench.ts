@@ -5,7 +5,8 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { Rng } from '../../electron/dev/seedSessions.ts';
 import type { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { figure, median, percentile, type Figure } from './report.ts';
+import { cpuFrom, cpuPer, noCpuSpent, type CpuSpent } from './processCpu.ts';
+import { figure, median, percentile, roundRatios, type Figure } from './report.ts';
 
 // Items 3 and 4 of the proxy's targets, measured beside the proxy bench's own figures with its
 // upstream and its proxy child: a new CONNECT tunnel's time to the first byte of a response, and a
@@ -139,19 +140,12 @@ async function burstWall(dispatcher: Dispatcher, origin: string, sizes: readonly
   return performance.now() - start;
 }
 
-/** CPU time in ms a proxy's process has spent so far, all threads and its main thread. */
-export interface ProxyCpu {
-  readonly process: number;
-  readonly main: number;
-}
-const NO_PROXY: ProxyCpu = { process: 0, main: 0 };
-
 /** One way to the upstream for the burst: a new client per round, as a package manager starts with no connection. */
 interface BurstPath {
   readonly client: () => Dispatcher;
   readonly origin: string;
-  /** The CPU its proxy's process has spent so far; none for direct. */
-  readonly proxyCpu?: () => ProxyCpu;
+  /** Its proxy's process, for its CPU; none for direct. */
+  readonly proxyPid?: number;
 }
 
 interface BurstRun {
@@ -161,17 +155,15 @@ interface BurstRun {
   readonly ratio: number;
   /** Each round's wall time in ms, to set against another path's in the same round. */
   readonly walls: readonly number[];
-  /** CPU in ms per round: this process's (client and upstream), the proxy's, and its main thread's. */
-  readonly benchCpuMs: number;
-  readonly proxyCpuMs: number;
-  readonly mainCpuMs: number;
+  /** CPU in ms per round. */
+  readonly cpu: CpuSpent;
 }
 
 /** The burst through each path in turn, the order reversed every other round so no path always runs on the warmer machine. */
 async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
   const sizes = burstSizes();
   const walls: number[][] = paths.map(() => []);
-  const cpu = paths.map(() => ({ bench: 0, proxy: 0, main: 0 }));
+  const cpu = paths.map(noCpuSpent);
   const once = async (path: BurstPath): Promise<number> => {
     const client = path.client();
     try {
@@ -186,30 +178,23 @@ async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
     if (round % 2 === 1) order.reverse();
     for (const i of order) {
       const path = paths[i]!;
-      const bench0 = process.cpuUsage();
-      const proxy0 = path.proxyCpu?.() ?? NO_PROXY;
+      const spent = cpuFrom(path.proxyPid);
       walls[i]!.push(await once(path));
-      const bench = process.cpuUsage(bench0);
-      cpu[i]!.bench += (bench.user + bench.system) / 1000;
-      const proxy = path.proxyCpu?.() ?? NO_PROXY;
-      cpu[i]!.proxy += proxy.process - proxy0.process;
-      cpu[i]!.main += proxy.main - proxy0.main;
+      spent(cpu[i]!);
     }
   }
   return walls.map((w, i) => ({
     wallMs: median(w),
-    ratio: median(w.map((ms, round) => ms / walls[0]![round]!)),
+    ratio: median(roundRatios(w, walls[0]!)),
     walls: w,
-    benchCpuMs: cpu[i]!.bench / BURST_ROUNDS,
-    proxyCpuMs: cpu[i]!.proxy / BURST_ROUNDS,
-    mainCpuMs: cpu[i]!.main / BURST_ROUNDS,
+    cpu: cpuPer(cpu[i]!, BURST_ROUNDS, 1),
   }));
 }
 
-/** A proxy the burst goes through: its URL with credentials, and its CPU so far. */
+/** A proxy the burst goes through: its URL with credentials, and its process, for its CPU. */
 export interface BenchProxy {
   readonly url: string;
-  readonly cpu: () => ProxyCpu;
+  readonly pid: number;
 }
 
 export interface ColdSetup {
@@ -235,7 +220,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
   const via = (proxy: BenchProxy): BurstPath => ({
     client: () => new ProxyAgent({ uri: proxy.url, requestTls: { ca: setup.proxyCa }, connections: BURST_CONCURRENCY }),
     origin: `https://${setup.warmHost}`,
-    proxyCpu: proxy.cpu,
+    proxyPid: proxy.pid,
   });
   const direct: BurstPath = {
     client: () =>
@@ -272,13 +257,13 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
     ),
     figure(
       '  CPU per burst, all processes',
-      `direct ${dRun.benchCpuMs.toFixed(0)} ms (client and upstream); ours ${(oRun.benchCpuMs + oRun.proxyCpuMs).toFixed(0)} ms = ${oRun.benchCpuMs.toFixed(0)} client and upstream + ${oRun.proxyCpuMs.toFixed(0)} proxy (main thread ${oRun.mainCpuMs.toFixed(0)}, recording thread and the rest ${(oRun.proxyCpuMs - oRun.mainCpuMs).toFixed(0)}); bare relay ${(rRun.benchCpuMs + rRun.proxyCpuMs).toFixed(0)} ms`,
+      `direct ${dRun.cpu.bench.toFixed(0)} ms (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} ms = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}, recording thread and the rest ${(oRun.cpu.proxy - oRun.cpu.main).toFixed(0)}); bare relay ${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} ms`,
       true,
       'context',
     ),
     figure(
       '  burst through the bare TLS relay',
-      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here; ours ${median(oRun.walls.map((ms, round) => ms / rRun.walls[round]!)).toFixed(2)}x the relay's`,
+      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here; ours ${median(roundRatios(oRun.walls, rRun.walls)).toFixed(2)}x the relay's`,
       true,
       'context',
     ),

@@ -23,6 +23,14 @@ export function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
+/**
+ * One path's figure over another's, round by round: paths timed side by side share the machine's
+ * drift (its speed moves by 2x between seconds), so the median of these is the comparison.
+ */
+export function roundRatios(values: readonly number[], against: readonly number[]): number[] {
+  return values.map((x, round) => x / against[round]!);
+}
+
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

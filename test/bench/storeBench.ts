@@ -7,7 +7,7 @@ import type { RowOf, SessionTable } from '../../electron/store/sessionSchema.ts'
 import { EventIdMinter } from '../../electron/store/eventIds.ts';
 import { layoutOf } from '../../electron/store/rowLayout.ts';
 import { DEFAULT_WRITER_LIMITS, SessionWriter } from '../../electron/store/sessionWriter.ts';
-import { figure, median, percentile, printFigures, rssSampler } from './report.ts';
+import { figure, median, percentile, printFigures, roundRatios, rssSampler } from './report.ts';
 
 // Events/s through the session writer for a realistic mix, against raw batched better-sqlite3
 // inserts of the same rows into the same schema, measured in the same run.
@@ -249,7 +249,7 @@ export async function storeBench(): Promise<boolean> {
       rmSync(roundDir, { recursive: true, force: true });
     }
     const peakRss = rss.stop();
-    const ratios = writerRates.map((rate, round) => rate / rawRates[round]!);
+    const ratios = roundRatios(writerRates, rawRates);
     console.log(`  writer / raw by round: ${ratios.map((r) => r.toFixed(2)).join(' ')}`);
     const ratio = median(ratios);
     const visible = await visibilityLatencies(join(dir, 'visible.db'));
