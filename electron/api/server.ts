@@ -2,7 +2,6 @@ import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
@@ -12,7 +11,7 @@ import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { collectUsageRecords } from '../sessions/usageRecords.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore, userPolicyPath } from '../proxy/policy.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
@@ -156,7 +155,7 @@ function policyInUse(home: CapsemHome): PolicyInUse {
     const store = new PolicyStore(home);
     return { document: store.policy, source: store.path };
   } catch (err) {
-    return { source: join(home.root, 'policy.json'), error: (err as Error).message };
+    return { source: userPolicyPath(home), error: (err as Error).message };
   }
 }
 

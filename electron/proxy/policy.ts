@@ -150,6 +150,11 @@ export function privateDestinationAdvice(host: string, port: number, files: Poli
   return `To allow it, add the rule ${rule} to "rules" in ${where}, before the "*" rule (the first rule that matches decides); or set "privateAddresses": "allow" there, which opens all private space. The policy reloads when the file changes.`;
 }
 
+/** Where a user's own policy lives: CAPSEM_HOME/policy.json. */
+export function userPolicyPath(home: CapsemHome): string {
+  return join(home.root, 'policy.json');
+}
+
 /** The active policy: CAPSEM_HOME/policy.json when present, else the shipped default; reloaded on change. */
 export class PolicyStore {
   private current: PolicyDocument;
@@ -162,7 +167,7 @@ export class PolicyStore {
   lastError: string | null = null;
 
   constructor(home: CapsemHome | null, explicitPath?: string) {
-    this.userPath = explicitPath === undefined && home ? join(home.root, 'policy.json') : null;
+    this.userPath = explicitPath === undefined && home ? userPolicyPath(home) : null;
     this.fallbackPath = explicitPath ?? DEFAULT_POLICY_PATH;
     this.inUse = this.chosenPath();
     this.current = parsePolicy(readFileSync(this.inUse, 'utf8'), this.inUse);
