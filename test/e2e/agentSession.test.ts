@@ -10,7 +10,7 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { readVmSessionMeta } from '../../electron/vm/vmSessionMeta.ts';
-import { chromiumMissing, ensureRendererBuilt, EventDoor, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { appPage, chromiumMissing, ensureRendererBuilt, EventDoor, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { CLAUDE_PROMPT } from '../helpers/terminalText.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -65,8 +65,7 @@ describe.skipIf(missing !== null)(
         home,
       });
       browser = await launchChromium();
-      page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
-      page.setDefaultTimeout(10_000);
+      page = await appPage(browser);
     }, 120_000);
 
     afterAll(async () => {

@@ -21,7 +21,15 @@ import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import type { ImageProgress } from '../../electron/vm/image/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
-import { chromiumMissing, ensureRendererBuilt, EventDoor, frameStats, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import {
+  appPage,
+  chromiumMissing,
+  ensureRendererBuilt,
+  EventDoor,
+  frameStats,
+  launchChromium,
+  RENDERER_OUT,
+} from '../helpers/browserHarness.ts';
 import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -218,9 +226,7 @@ beforeAll(async () => {
   door = new EventDoor(core);
   server = await startBrowserServer({ core: door, rendererDir: RENDERER_OUT, port: 0, modeReason: 'renderer e2e test', home });
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
-  // Well inside vitest's 30 s, so a wait that never ends fails naming its locator.
-  page.setDefaultTimeout(10_000);
+  page = await appPage(browser);
   page.on('pageerror', (e) => pageErrors.push(e.message));
   console.log(`renderer e2e: ready in ${Math.round(performance.now() - t0)} ms (100,000 rows seeded in ${Math.round(seedBigMs)} ms)`);
 }, 120_000);

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { EVENTS, type EventName, type EventPayload, type HostCore } from '../../electron/contract/appContract.ts';
 
 // What the renderer's browser tests share: the built renderer (rebuilt when its sources are newer),
@@ -62,6 +62,13 @@ export function launchChromium(): Promise<Browser> {
       '--disable-dev-shm-usage',
     ],
   });
+}
+
+/** A page the size of the app's window, in its dark scheme, whose waits fail well inside vitest's 30 s, naming their locator. */
+export async function appPage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
+  page.setDefaultTimeout(10_000);
+  return page;
 }
 
 type Listener = <N extends EventName>(name: N, payload: EventPayload<N>) => void;
