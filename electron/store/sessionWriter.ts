@@ -71,13 +71,6 @@ interface PendingBatch {
   memory: BatchMemory;
 }
 
-function cellBytes(value: CellValue): number {
-  if (value === null) return 1;
-  if (typeof value === 'string') return value.length * 2;
-  if (value instanceof Uint8Array) return value.byteLength;
-  return 8;
-}
-
 /**
  * The one writer of a live session.db. `append` is synchronous and never touches disk: rows are
  * batched here and committed by a worker thread, one transaction per batch.
@@ -189,44 +182,31 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
       return null;
     }
     const layout = layoutOf(table);
-    const values = row as Record<string, CellValue | undefined>;
-    // Filled by push, not preallocated: postMessage clones a holey array property by property, at
-    // twice the cost of a packed one on each side.
-    const cells: CellValue[] = [];
-    let bytes = 16;
-    let carriesBytes = false;
-    for (let i = 0; i < layout.columns.length; i++) {
-      const value = values[layout.columns[i]!] ?? layout.defaults[i]!;
-      if (value instanceof Uint8Array) carriesBytes = true;
-      cells.push(value);
-      bytes += cellBytes(value);
-    }
+    const cells: CellValue[] = (this.batch.rows[table] ??= []);
+    const start = cells.length;
+    const bytes = layout.pack(row as Record<string, CellValue | undefined>, cells);
     if (this.stats.queuedBytes + bytes > this.limits.hardLimitBytes) {
+      cells.length = start;
       this.stats.dropped += 1;
       return null;
     }
-    if (carriesBytes) {
-      const handOver = options?.handOver === true;
-      for (let i = 0; i < cells.length; i++) {
-        const value = cells[i];
-        if (value instanceof Uint8Array) cells[i] = this.batch.memory.carry(value, handOver);
-      }
+    for (const i of layout.byteIndexes) {
+      const value = cells[start + i];
+      if (value instanceof Uint8Array) cells[start + i] = this.batch.memory.carry(value, options?.handOver === true);
     }
     let id = 0;
     if (layout.idIndex >= 0) {
       id = (this.ids[table] ?? 0) + 1;
       this.ids[table] = id;
-      cells[layout.idIndex] = id;
+      cells[start + layout.idIndex] = id;
     }
     const seq = layout.seqIndex >= 0 ? ++this.seq : 0;
-    if (seq) cells[layout.seqIndex] = seq;
+    if (seq) cells[start + layout.seqIndex] = seq;
     let eventId: string | null = null;
     if (layout.eventIdIndex >= 0) {
-      eventId = (cells[layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
-      cells[layout.eventIdIndex] = eventId;
+      eventId = (cells[start + layout.eventIdIndex] as string | null) ?? this.eventIds.mint();
+      cells[start + layout.eventIdIndex] = eventId;
     }
-    const list = (this.batch.rows[table] ??= []) as CellValue[][];
-    list.push(cells);
     this.batch.count += 1;
     this.batch.bytes += bytes;
     if (seq) this.batch.lastSeq = seq;

@@ -7,8 +7,17 @@ export interface WriterInit {
   readonly meta: Readonly<Record<string, string>>;
 }
 
-/** Rows grouped by table, each row an array in `insertColumns(table)` order. */
-export type BatchRows = Partial<Record<SessionTable, CellValue[][]>>;
+/**
+ * Rows grouped by table, each table's rows one after another in one array: a row is
+ * `insertColumns(table).length` cells in that order. One array a table, not one a row: postMessage
+ * clones, and the writer thread rebuilds, every array it carries.
+ */
+export type BatchRows = Partial<Record<SessionTable, CellValue[]>>;
+
+/** The rows of one table's cells, each as its own array. */
+export function* rowsOf(cells: readonly CellValue[], width: number): Generator<CellValue[]> {
+  for (let at = 0; at < cells.length; at += width) yield cells.slice(at, at + width);
+}
 
 /** A native tool call whose result a later request carried back: it now reads as responded. */
 export interface AnsweredToolCall {

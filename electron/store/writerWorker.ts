@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -8,7 +8,17 @@ import { diskFailure } from './diskFailure.ts';
 import { firstEventId } from './eventIds.ts';
 import { openSessionDbForWriting } from './sessionDb.ts';
 import { insertColumns, SEQUENCED_TABLES, SESSION_TABLE_NAMES, type SessionTable } from './sessionSchema.ts';
-import type { AnsweredToolCall, BatchRows, CellValue, FromWorker, RejectedRow, RowCounts, ToWorker, WriterInit } from './writerProtocol.ts';
+import {
+  rowsOf,
+  type AnsweredToolCall,
+  type BatchRows,
+  type CellValue,
+  type FromWorker,
+  type RejectedRow,
+  type RowCounts,
+  type ToWorker,
+  type WriterInit,
+} from './writerProtocol.ts';
 
 // The writer thread: the only code that writes a live session.db. Batches arrive already shaped as
 // positional rows; each becomes one transaction, so the producer's thread never waits on disk.
@@ -75,11 +85,12 @@ const HASH_AT = BLOB_COLUMNS.indexOf('body_hash');
  */
 function hashBodies(rows: BatchRows): number {
   const memory = new Set<ArrayBufferLike>();
-  for (const row of rows.event_body_blobs ?? []) {
-    const body = row[BODY_AT];
+  const cells = rows.event_body_blobs ?? [];
+  for (let at = 0; at < cells.length; at += BLOB_COLUMNS.length) {
+    const body = cells[at + BODY_AT];
     if (!(body instanceof Uint8Array)) continue;
     memory.add(body.buffer);
-    if (row[HASH_AT] === null) row[HASH_AT] = createHash('sha256').update(body).digest('hex');
+    if (cells[at + HASH_AT] === null) cells[at + HASH_AT] = hash('sha256', body, 'hex');
   }
   let bytes = 0;
   for (const buffer of memory) bytes += buffer.byteLength;
@@ -128,7 +139,8 @@ class Reserve {
 
 function rowCounts(rows: BatchRows): RowCounts {
   const counts: RowCounts = {};
-  for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) counts[table] = list.length;
+  for (const [table, cells] of Object.entries(rows) as [SessionTable, CellValue[]][])
+    counts[table] = cells.length / insertColumns(table).length;
   return counts;
 }
 
@@ -167,10 +179,12 @@ function main(init: WriterInit): void {
 
   const writeAll = db.transaction((rows: BatchRows, answered: readonly AnsweredToolCall[]) => {
     let count = 0;
-    for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) {
+    for (const [table, cells] of Object.entries(rows) as [SessionTable, CellValue[]][]) {
       const stmt = insert(table);
-      for (const row of list) stmt.run(...row);
-      count += list.length;
+      for (const row of rowsOf(cells, insertColumns(table).length)) {
+        stmt.run(...row);
+        count += 1;
+      }
     }
     answerAll(answered);
     return count;
@@ -181,10 +195,10 @@ function main(init: WriterInit): void {
   const writeEach = db.transaction((rows: BatchRows, answered: readonly AnsweredToolCall[]) => {
     const rejected: RejectedRow[] = [];
     let count = 0;
-    for (const [table, list] of Object.entries(rows) as [SessionTable, CellValue[][]][]) {
+    for (const [table, cells] of Object.entries(rows) as [SessionTable, CellValue[]][]) {
       const stmt = insert(table);
       const idIndex = insertColumns(table).indexOf('id');
-      for (const row of list) {
+      for (const row of rowsOf(cells, insertColumns(table).length)) {
         try {
           db.prepare('SAVEPOINT one_row').run();
           stmt.run(...row);
