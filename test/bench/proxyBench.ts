@@ -194,6 +194,8 @@ export async function proxyBench(): Promise<boolean> {
     // After ours: it uses the CA ours made in the same home.
     const relay = await child('./bareRelayChild.ts', proxyEnv);
     procs.push(relay.proc);
+    const unrecorded = await child('./unrecordedProxyChild.ts', proxyEnv);
+    procs.push(unrecorded.proc);
     const mock = await child('./mockttpChild.ts', { BENCH_UPSTREAM: `127.0.0.1:${upPort}` });
     procs.push(mock.proc);
     const mockInfo = JSON.parse(mock.line) as { url: string; ca: string };
@@ -207,6 +209,7 @@ export async function proxyBench(): Promise<boolean> {
     const proxyCa = (await CertificateAuthority.load(proxyHome)).certPem;
     const viaOurs = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 16 });
     const viaRelay = new ProxyAgent({ uri: relay.line, requestTls: { ca: proxyCa }, connections: 16 });
+    const viaUnrecorded = new ProxyAgent({ uri: unrecorded.line, requestTls: { ca: proxyCa }, connections: 16 });
     const viaMock = new ProxyAgent({ uri: mockInfo.url.replace(/^https:/, 'http:'), requestTls: { ca: mockInfo.ca }, connections: 16 });
 
     console.log('  latency (sequential small HTTPS GETs)...');
@@ -222,12 +225,19 @@ export async function proxyBench(): Promise<boolean> {
       { dispatcher: viaOurs, origin, pid: ours.proc.pid! },
       { dispatcher: viaMock, origin, pid: mock.proc.pid! },
       { dispatcher: viaRelay, origin, pid: relay.proc.pid! },
+      { dispatcher: viaUnrecorded, origin, pid: unrecorded.proc.pid! },
     ];
     console.log('  throughput at concurrency 10...');
-    const [dRun, oRun, mRun, rRun] = (await throughputs(paths, 10, 3)) as [Throughput, Throughput, Throughput, Throughput];
+    const [dRun, oRun, mRun, rRun, uRun] = (await throughputs(paths, 10, 3)) as [
+      Throughput,
+      Throughput,
+      Throughput,
+      Throughput,
+      Throughput,
+    ];
     const [dRps, oRps, mRps] = [dRun.rps, oRun.rps, mRun.rps];
     console.log('  10 MB streamed body...');
-    const [dBig, oBig, mBig, rBig] = (await bigBodies(paths)) as [BigBody, BigBody, BigBody, BigBody];
+    const [dBig, oBig, mBig, rBig, uBig] = (await bigBodies(paths)) as [BigBody, BigBody, BigBody, BigBody, BigBody];
     console.log('  200 concurrent streams...');
     const streamAgent = new ProxyAgent({ uri: ours.line, requestTls: { ca: proxyCa }, connections: 256 });
     const streams = await Promise.all(Array.from({ length: 200 }, () => request(`${origin}/stream`, { dispatcher: streamAgent })));
@@ -274,6 +284,12 @@ export async function proxyBench(): Promise<boolean> {
         `proxy <= ${PROXY_CPU_PER_REQUEST_US} us`,
       ),
       figure(
+        '  ours with the recording off',
+        `${uRun.rps.toFixed(0)} requests/s = ${(uRun.rps / rRun.rps).toFixed(2)}x the bare relay (${uRun.cpu.proxy.toFixed(0)} us proxy CPU each), 10 MB at ${median(roundRatios(uBig.rates, rBig.rates)).toFixed(2)}x the relay: the same proxy throwing each exchange away`,
+        true,
+        'context',
+      ),
+      figure(
         '10 MB streamed body',
         `${oBig.rate.toFixed(0)} MB/s = ${bigToRelay.toFixed(2)}x the bare TLS relay's ${rBig.rate.toFixed(0)}, middle half of rounds ${percentile(bigRatios, 25).toFixed(2)}-${percentile(bigRatios, 75).toFixed(2)} (${oBig.ratio.toFixed(2)}x direct; mockttp ${mBig.ratio.toFixed(2)}x direct)`,
         bigToRelay >= RELAY_BIG_FLOOR,
@@ -300,7 +316,7 @@ export async function proxyBench(): Promise<boolean> {
       ),
       ...cold,
     ]);
-    await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), viaRelay.close(), streamAgent.close()]);
+    await Promise.all([direct.close(), viaOurs.close(), viaMock.close(), viaRelay.close(), viaUnrecorded.close(), streamAgent.close()]);
     upstream.close();
     return ok;
   } finally {
