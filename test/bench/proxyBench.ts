@@ -256,6 +256,7 @@ export async function proxyBench(): Promise<boolean> {
       proxyCa,
       ours: { url: ours.line, pid: ours.proc.pid! },
       relay: { url: relay.line, pid: relay.proc.pid! },
+      unrecorded: { url: unrecorded.line, pid: unrecorded.proc.pid! },
       warmHost: HOST,
     });
     const added = (p: number): string =>

@@ -206,6 +206,8 @@ export interface ColdSetup {
   readonly ours: BenchProxy;
   /** The bare TLS relay: what ending and reopening TLS alone costs here, for context. */
   readonly relay: BenchProxy;
+  /** Ours with every exchange thrown away: what the recording costs, for context. */
+  readonly unrecorded: BenchProxy;
   /** A host the proxy has served already: its leaf is cached. */
   readonly warmHost: string;
 }
@@ -234,7 +236,12 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
       }),
     origin: `https://${setup.warmHost}:${setup.upPort}`,
   };
-  const [dRun, oRun, rRun] = (await bursts([direct, via(setup.ours), via(setup.relay)])) as [BurstRun, BurstRun, BurstRun];
+  const [dRun, oRun, rRun, uRun] = (await bursts([direct, via(setup.ours), via(setup.relay), via(setup.unrecorded)])) as [
+    BurstRun,
+    BurstRun,
+    BurstRun,
+    BurstRun,
+  ];
   const direct50 = percentile(cold.direct, 50);
   const added = (times: readonly number[]): number => percentile(times, 50) - direct50;
   const coldValue = (times: readonly number[]): string =>
@@ -263,7 +270,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
     ),
     figure(
       '  burst through the bare TLS relay',
-      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here; ours ${median(roundRatios(oRun.walls, rRun.walls)).toFixed(2)}x the relay's`,
+      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here; ours ${median(roundRatios(oRun.walls, rRun.walls)).toFixed(2)}x the relay's, ${median(roundRatios(uRun.walls, rRun.walls)).toFixed(2)}x with the recording off`,
       true,
       'context',
     ),
