@@ -8,6 +8,7 @@ import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
 import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { cpuMs } from './processCpu.ts';
 import { figure, median, printFigures, type Figure } from './report.ts';
 import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
 
@@ -46,6 +47,8 @@ interface Download {
   /** What the guest agent did over the same time. */
   readonly agent: AgentUse;
   readonly coresBusy: number;
+  /** CPU seconds of this process's main thread (the proxy, the agent's mux) per second of the transfer. */
+  readonly hostMainShare: number;
 }
 
 /** CPU time, in clock ticks, that the whole host has spent busy (neither idle nor waiting on I/O). */
@@ -112,6 +115,7 @@ async function startUpstream(certPem: string, keyPem: string, dir: string): Prom
 /** A guest curl of `url` (with `curlArgs`) timed by curl's clock, the guest's CPU for it and the host's. */
 async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<Download> {
   const busy = hostCoresBusyFrom();
+  const main0 = cpuMs(process.pid, process.pid);
   const d = await execTimed(vm, [
     'sh',
     '-c',
@@ -119,6 +123,7 @@ async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[
       `code=$?; b=$(${AGENT_COUNTERS}); times; echo $a $b; exit $code`,
   ]);
   const coresBusy = busy();
+  const mainMs = cpuMs(process.pid, process.pid) - main0;
   const [result = '', , children = '', agent = ''] = d.out.trim().split('\n');
   const [size, seconds] = result.split(' ').map(Number);
   if (d.code !== 0 || size !== BYTES || !seconds)
@@ -130,6 +135,7 @@ async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[
     curlShare: curlCpu / seconds,
     agent: agentUse(agent),
     coresBusy,
+    hostMainShare: mainMs / 1000 / seconds,
   };
 }
 
@@ -331,7 +337,8 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
             `  transfer ${i + 1}/${TRANSFERS}: download ${r.download.guest.toFixed(1)} MiB/s (${r.download.host.toFixed(1)} counting curl's start), ` +
               `TLS inside the guest ${r.inGuest.toFixed(1)} MiB/s, plain HTTP ${r.plain.guest.toFixed(1)} MiB/s ` +
               `(inside the guest ${r.plainInGuest.toFixed(1)}), channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.rate.toFixed(1)} MiB/s in; ` +
-              `agent ${r.plain.agent.cpu.toFixed(2)} s CPU on plain HTTP, ${r.channelIn.agent.cpu.toFixed(2)} on the channel in`,
+              `agent ${r.plain.agent.cpu.toFixed(2)} s CPU on plain HTTP, ${r.channelIn.agent.cpu.toFixed(2)} on the channel in; ` +
+              `host main thread ${r.plain.hostMainShare.toFixed(2)} s/s on plain HTTP`,
           );
         }
       } finally {
@@ -416,7 +423,8 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       figure(
         '  CPU during the plain download',
         `guest curl ${median(plain.map((d) => d.curlShare)).toFixed(2)} s for each second of its transfer; ` +
-          `${median(plain.map((d) => d.coresBusy)).toFixed(2)} of ${cpus().length} host cores busy on average, curl's start included`,
+          `${median(plain.map((d) => d.coresBusy)).toFixed(2)} of ${cpus().length} host cores busy on average, curl's start included; ` +
+          `the host's main thread (proxy and agent mux) ${median(plain.map((d) => d.hostMainShare)).toFixed(2)} s for each second of it`,
         true,
         'context',
       ),
