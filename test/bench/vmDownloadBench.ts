@@ -139,6 +139,9 @@ async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[
   };
 }
 
+/** CPU seconds curl used in all for a download, its start included. */
+const curlSeconds = (d: Download): number => (d.curlShare * (BYTES >> 20)) / d.guest;
+
 /** What curl negotiates with `url`: "TLSv1.3 / TLS_..., HTTP/2". */
 async function negotiated(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<string> {
   const r = await execTimed(vm, [
@@ -275,7 +278,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
     const download: Download[] = [];
     const inGuest: number[] = [];
     const plain: Download[] = [];
-    const plainInGuest: number[] = [];
+    const plainInGuest: Download[] = [];
     const channel: number[] = [];
     const toGuest: ChannelIn[] = [];
     // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
@@ -307,7 +310,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
           download: Download;
           inGuest: number;
           plain: Download;
-          plainInGuest: number;
+          plainInGuest: Download;
           channel: number;
           channelIn: ChannelIn;
         }> => {
@@ -322,7 +325,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
           if (c.code !== 0 || c.stdoutBytes !== BYTES)
             throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
           const i = await channelIn(vm);
-          return { download: d, inGuest: g.guest, plain: p, plainInGuest: h.guest, channel: mib(BYTES, c.outputMs), channelIn: i };
+          return { download: d, inGuest: g.guest, plain: p, plainInGuest: h, channel: mib(BYTES, c.outputMs), channelIn: i };
         };
         await round();
         for (let i = 0; i < TRANSFERS; i++) {
@@ -336,7 +339,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
           console.log(
             `  transfer ${i + 1}/${TRANSFERS}: download ${r.download.guest.toFixed(1)} MiB/s (${r.download.host.toFixed(1)} counting curl's start), ` +
               `TLS inside the guest ${r.inGuest.toFixed(1)} MiB/s, plain HTTP ${r.plain.guest.toFixed(1)} MiB/s ` +
-              `(inside the guest ${r.plainInGuest.toFixed(1)}), channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.rate.toFixed(1)} MiB/s in; ` +
+              `(inside the guest ${r.plainInGuest.guest.toFixed(1)}), channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.rate.toFixed(1)} MiB/s in; ` +
               `agent ${r.plain.agent.cpu.toFixed(2)} s CPU on plain HTTP, ${r.channelIn.agent.cpu.toFixed(2)} on the channel in; ` +
               `host main thread ${r.plain.hostMainShare.toFixed(2)} s/s on plain HTTP`,
           );
@@ -355,7 +358,7 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
     const downGuest = median(download.map((d) => d.guest));
     const ceiling = median(inGuest);
     const plainGuest = median(plain.map((d) => d.guest));
-    const plainCeiling = median(plainInGuest);
+    const plainCeiling = median(plainInGuest.map((d) => d.guest));
     const chan = median(channel);
     const chanIn = median(toGuest.map((c) => c.rate));
     const plainAgent = agentFigure(
@@ -422,7 +425,8 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       ),
       figure(
         '  CPU during the plain download',
-        `guest curl ${median(plain.map((d) => d.curlShare)).toFixed(2)} s for each second of its transfer; ` +
+        `guest curl ${median(plain.map((d) => d.curlShare)).toFixed(2)} s for each second of its transfer ` +
+          `(${median(plain.map(curlSeconds)).toFixed(2)} s in all, ${median(plainInGuest.map(curlSeconds)).toFixed(2)} s from the loopback server); ` +
           `${median(plain.map((d) => d.coresBusy)).toFixed(2)} of ${cpus().length} host cores busy on average, curl's start included; ` +
           `the host's main thread (proxy and agent mux) ${median(plain.map((d) => d.hostMainShare)).toFixed(2)} s for each second of it`,
         true,
