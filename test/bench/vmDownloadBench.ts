@@ -8,6 +8,7 @@ import { guestCipherOrder } from '../../electron/vm/guestCrypto.ts';
 import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { cpuMs } from './processCpu.ts';
 import { figure, median, printFigures, type Figure } from './report.ts';
 import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
 
@@ -20,7 +21,10 @@ import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
 //    work on its vCPU bounds it (about 1 CPU second per second of transfer), not the channel;
 //  - plain HTTP through the proxy, against the raw agent channel the same way, host to guest (64 MiB
 //    into a command's stdin); the channel out of the guest (exec output of `head -c` from
-//    /dev/zero) is the older baseline, kept beside.
+//    /dev/zero) is the older baseline, kept beside. The same curl over plain HTTP from a server on
+//    the guest's loopback is its own ceiling, beside the target: the path through the agent adds
+//    that loopback hop to the channel. The agent's CPU and read calls for each path say where its
+//    time goes.
 // Downloads are timed by curl's own clock (connect, TLS, request and body), the channel from its
 // first byte of output to its end, so neither counts a process start (curl's takes about half a
 // second under TCG; the download timed with it is printed beside).
@@ -31,6 +35,7 @@ const HOST = 'download.bench.test';
 const IN_GUEST_DIR = '/tmp/capsem-bench-tls';
 const IN_GUEST_URL = 'https://127.0.0.1:8443/64m';
 const IN_GUEST_CA = ['--cacert', `${IN_GUEST_DIR}/cert.pem`];
+const IN_GUEST_HTTP_URL = 'http://127.0.0.1:8080/64m';
 
 interface Download {
   /** MiB/s counting curl's start. */
@@ -39,7 +44,11 @@ interface Download {
   readonly guest: number;
   /** CPU seconds curl itself used in the guest (user and system, the shell's `times` for its children) per second of its transfer. */
   readonly curlShare: number;
+  /** What the guest agent did over the same time. */
+  readonly agent: AgentUse;
   readonly coresBusy: number;
+  /** CPU seconds of this process's main thread (the proxy, the agent's mux) per second of the transfer. */
+  readonly hostMainShare: number;
 }
 
 /** CPU time, in clock ticks, that the whole host has spent busy (neither idle nor waiting on I/O). */
@@ -53,6 +62,28 @@ function hostCoresBusyFrom(): () => number {
   const ticks = hostBusyTicks();
   const t = performance.now();
   return () => (hostBusyTicks() - ticks) / ((performance.now() - t) / 10);
+}
+
+/** The guest agent's (pid 1) work over one transfer. */
+interface AgentUse {
+  /** User and system CPU seconds. */
+  readonly cpu: number;
+  /** Read system calls (the port's, a page each at most for a plain read, and any other). */
+  readonly reads: number;
+}
+
+/** The guest agent's user and system CPU so far in clock ticks (100 a second) and its read calls: three numbers. */
+const AGENT_COUNTERS = "echo $(cut -d' ' -f14,15 /proc/1/stat) $(sed -n 's/^syscr: //p' /proc/1/io)";
+
+/** The agent's work between two AGENT_COUNTERS readings printed on one line. */
+function agentUse(line: string): AgentUse {
+  const [u0, s0, r0, u1, s1, r1] = line.split(' ').map(Number);
+  return { cpu: (u1! + s1! - u0! - s0!) / 100, reads: r1! - r0! };
+}
+
+/** AGENT_COUNTERS, read by a command of its own. */
+async function agentCounters(vm: VmSession): Promise<string> {
+  return (await execTimed(vm, ['sh', '-c', AGENT_COUNTERS])).out.trim();
 }
 
 /** A duration as the shell's `times` prints it ("1m2.500s"), in seconds; NaN for anything else. */
@@ -84,19 +115,32 @@ async function startUpstream(certPem: string, keyPem: string, dir: string): Prom
 /** A guest curl of `url` (with `curlArgs`) timed by curl's clock, the guest's CPU for it and the host's. */
 async function fetchTimed(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<Download> {
   const busy = hostCoresBusyFrom();
+  const main0 = cpuMs(process.pid, process.pid);
   const d = await execTimed(vm, [
     'sh',
     '-c',
-    `curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${curlArgs.join(' ')} ${url}; code=$?; times; exit $code`,
+    `a=$(${AGENT_COUNTERS}); curl -sS -o /dev/null -w '%{size_download} %{time_total}\\n' ${curlArgs.join(' ')} ${url}; ` +
+      `code=$?; b=$(${AGENT_COUNTERS}); times; echo $a $b; exit $code`,
   ]);
   const coresBusy = busy();
-  const [result = '', , children = ''] = d.out.trim().split('\n');
+  const mainMs = cpuMs(process.pid, process.pid) - main0;
+  const [result = '', , children = '', agent = ''] = d.out.trim().split('\n');
   const [size, seconds] = result.split(' ').map(Number);
   if (d.code !== 0 || size !== BYTES || !seconds)
     throw new Error(`guest download of ${url} failed (exit ${d.code}, output "${d.out.trim()}"): ${d.err}`);
   const curlCpu = children.split(' ').reduce((sum, t) => sum + shellSeconds(t), 0);
-  return { host: mib(BYTES, d.ms), guest: mib(BYTES, seconds * 1000), curlShare: curlCpu / seconds, coresBusy };
+  return {
+    host: mib(BYTES, d.ms),
+    guest: mib(BYTES, seconds * 1000),
+    curlShare: curlCpu / seconds,
+    agent: agentUse(agent),
+    coresBusy,
+    hostMainShare: mainMs / 1000 / seconds,
+  };
 }
+
+/** CPU seconds curl used in all for a download, its start included. */
+const curlSeconds = (d: Download): number => (d.curlShare * (BYTES >> 20)) / d.guest;
 
 /** What curl negotiates with `url`: "TLSv1.3 / TLS_..., HTTP/2". */
 async function negotiated(vm: VmSession, url: string, curlArgs: readonly string[] = []): Promise<string> {
@@ -111,12 +155,19 @@ async function negotiated(vm: VmSession, url: string, curlArgs: readonly string[
   return `${tls}, ${http}`;
 }
 
+interface ChannelIn {
+  /** MiB/s. */
+  readonly rate: number;
+  readonly agent: AgentUse;
+}
+
 /**
  * The raw channel the way a download goes, host to guest: 64 MiB written to a command's stdin, in
  * MiB/s from the guest's first read (it echoes once it has one byte, so wc's start is not timed)
- * to the command's exit.
+ * to the command's exit, and the agent's work for it (the command's start included).
  */
-async function channelIn(vm: VmSession): Promise<number> {
+async function channelIn(vm: VmSession): Promise<ChannelIn> {
+  const before = await agentCounters(vm);
   const { stream, result } = vm.exec(['sh', '-c', 'dd bs=1 count=1 of=/dev/null status=none; echo; exec wc -c'], { stdin: true });
   let out = '';
   const reading = new Promise<void>((resolve) =>
@@ -135,7 +186,28 @@ async function channelIn(vm: VmSession): Promise<number> {
   const r = await result;
   const ms = performance.now() - t;
   if (r.code !== 0 || out.trim() !== String(BYTES)) throw new Error(`wc -c in the guest: exit ${r.code}, output "${out.trim()}"`);
-  return mib(BYTES, ms);
+  return { rate: mib(BYTES, ms), agent: agentUse(`${before} ${await agentCounters(vm)}`) };
+}
+
+/** A server started in the guest by `command` (a shell line that ends by exec'ing it); `stop` ends it. */
+async function startInGuestServer(vm: VmSession, command: string, probe: readonly string[]): Promise<{ stop: () => Promise<void> }> {
+  const server = vm.exec(['sh', '-c', `echo $$; cd ${IN_GUEST_DIR} && ${command}`]);
+  let out = '';
+  server.stream.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  server.stream.stderr.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
+  const stop = async (): Promise<void> => {
+    await execTimed(vm, ['kill', out.split('\n')[0]!]);
+    await server.result;
+  };
+  for (let tries = 0; ; tries++) {
+    const up = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', ...probe]);
+    if (up.code === 0) return { stop };
+    if (tries === 50) {
+      await stop();
+      throw new Error(`the in-guest server never answered: ${up.err}\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**
@@ -151,28 +223,37 @@ async function startInGuestTls(vm: VmSession, suite: string): Promise<{ stop: ()
       '-addext subjectAltName=IP:127.0.0.1 -days 1 -keyout key.pem -out cert.pem 2>&1',
   ]);
   if (made.code !== 0) throw new Error(`making the in-guest TLS server's file and key: exit ${made.code}: ${made.out}${made.err}`);
-  const server = vm.exec([
-    'sh',
-    '-c',
-    `echo $$; cd ${IN_GUEST_DIR} && exec openssl s_server -quiet -WWW -accept 127.0.0.1:8443 ` +
-      `-cert cert.pem -key key.pem -tls1_3 -ciphersuites ${suite}`,
-  ]);
-  let out = '';
-  server.stream.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
-  server.stream.stderr.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2000)));
-  const stop = async (): Promise<void> => {
-    await execTimed(vm, ['kill', out.split('\n')[0]!]);
-    await server.result;
-  };
-  for (let tries = 0; ; tries++) {
-    const up = await execTimed(vm, ['curl', '-sS', '-o', '/dev/null', ...IN_GUEST_CA, IN_GUEST_URL.replace('/64m', '/cert.pem')]);
-    if (up.code === 0) return { stop };
-    if (tries === 50) {
-      await stop();
-      throw new Error(`the in-guest TLS server never answered: ${up.err}\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return startInGuestServer(
+    vm,
+    `exec openssl s_server -quiet -WWW -accept 127.0.0.1:8443 -cert cert.pem -key key.pem -tls1_3 -ciphersuites ${suite}`,
+    [...IN_GUEST_CA, IN_GUEST_URL.replace('/64m', '/cert.pem')],
+  );
+}
+
+/**
+ * The same file over plain HTTP/1.1 on loopback, by a bench-only python3 loop that answers any
+ * request with it through sendfile: the cheapest server the image allows, so what bounds the
+ * download is curl and the guest's loopback TCP, as on the plain path through the agent.
+ */
+function startInGuestHttp(vm: VmSession): Promise<{ stop: () => Promise<void> }> {
+  const serve =
+    'import os,socket\n' +
+    's=socket.create_server(("127.0.0.1",8080))\n' +
+    'f=open("64m","rb")\n' +
+    'n=os.fstat(f.fileno()).st_size\n' +
+    'while True:\n' +
+    ' c,_=s.accept()\n' +
+    ' c.recv(65536)\n' +
+    ' c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n"%n)\n' +
+    ' c.sendfile(f,0)\n' +
+    ' c.close()\n';
+  return startInGuestServer(vm, `exec python3 -c '${serve}'`, [IN_GUEST_HTTP_URL]);
+}
+
+/** The agent's median CPU and read calls for one 64 MiB transfer, and the share of a vCPU that CPU is at `rate` MiB/s. */
+function agentFigure(uses: readonly AgentUse[], rate: number): string {
+  const cpu = median(uses.map((u) => u.cpu));
+  return `${cpu.toFixed(2)} s CPU (${((cpu * rate) / (BYTES >> 20)).toFixed(2)} of a vCPU), ${median(uses.map((u) => u.reads))} reads`;
 }
 
 /** The download figures, from one agent VM (its image already prepared). */
@@ -196,9 +277,10 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
     });
     const download: Download[] = [];
     const inGuest: number[] = [];
-    const plain: number[] = [];
+    const plain: Download[] = [];
+    const plainInGuest: Download[] = [];
     const channel: number[] = [];
-    const toGuest: number[] = [];
+    const toGuest: ChannelIn[] = [];
     // The cipher the proxy gives the guest's TLS (guestCrypto.ts), and its speed there.
     const [cipher, suite] =
       guestCipherOrder(vms.accel.accel) === 'chacha20-first'
@@ -212,6 +294,10 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       if (hello.code !== 0 || hello.out !== 'ok\n')
         throw new Error(`guest curl through the proxy failed (exit ${hello.code}): ${hello.err}${hello.out}`);
       const server = await startInGuestTls(vm, suite);
+      const plainServer = await startInGuestHttp(vm).catch(async (err: unknown) => {
+        await server.stop();
+        throw err;
+      });
       try {
         viaProxy = await negotiated(vm, `https://${HOST}/hello`);
         withinGuest = await negotiated(vm, IN_GUEST_URL.replace('/64m', '/cert.pem'), IN_GUEST_CA);
@@ -220,18 +306,26 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
           throw new Error(`curl negotiates ${viaProxy} through the proxy but ${withinGuest} inside the guest`);
         // Each transfer starts once the recording of the one before is committed, so none is timed
         // while the proxy's writer still stores another's 64 MiB; one untimed round warms the guest.
-        const round = async (): Promise<{ download: Download; inGuest: number; plain: number; channel: number; channelIn: number }> => {
+        const round = async (): Promise<{
+          download: Download;
+          inGuest: number;
+          plain: Download;
+          plainInGuest: Download;
+          channel: number;
+          channelIn: ChannelIn;
+        }> => {
           await vm.recording.writer.flush();
           const d = await fetchTimed(vm, `https://${HOST}/64m`);
           await vm.recording.writer.flush();
           const g = await fetchTimed(vm, IN_GUEST_URL, IN_GUEST_CA);
           const p = await fetchTimed(vm, `http://${HOST}/64m`);
+          const h = await fetchTimed(vm, IN_GUEST_HTTP_URL);
           await vm.recording.writer.flush();
           const c = await execTimed(vm, ['head', '-c', String(BYTES), '/dev/zero']);
           if (c.code !== 0 || c.stdoutBytes !== BYTES)
             throw new Error(`head -c in the guest: exit ${c.code}, ${c.stdoutBytes} bytes: ${c.err}`);
           const i = await channelIn(vm);
-          return { download: d, inGuest: g.guest, plain: p.guest, channel: mib(BYTES, c.outputMs), channelIn: i };
+          return { download: d, inGuest: g.guest, plain: p, plainInGuest: h, channel: mib(BYTES, c.outputMs), channelIn: i };
         };
         await round();
         for (let i = 0; i < TRANSFERS; i++) {
@@ -239,14 +333,19 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
           download.push(r.download);
           inGuest.push(r.inGuest);
           plain.push(r.plain);
+          plainInGuest.push(r.plainInGuest);
           channel.push(r.channel);
           toGuest.push(r.channelIn);
           console.log(
             `  transfer ${i + 1}/${TRANSFERS}: download ${r.download.guest.toFixed(1)} MiB/s (${r.download.host.toFixed(1)} counting curl's start), ` +
-              `TLS inside the guest ${r.inGuest.toFixed(1)} MiB/s, plain HTTP ${r.plain.toFixed(1)} MiB/s, channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.toFixed(1)} MiB/s in`,
+              `TLS inside the guest ${r.inGuest.toFixed(1)} MiB/s, plain HTTP ${r.plain.guest.toFixed(1)} MiB/s ` +
+              `(inside the guest ${r.plainInGuest.guest.toFixed(1)}), channel ${r.channel.toFixed(1)} MiB/s out, ${r.channelIn.rate.toFixed(1)} MiB/s in; ` +
+              `agent ${r.plain.agent.cpu.toFixed(2)} s CPU on plain HTTP, ${r.channelIn.agent.cpu.toFixed(2)} on the channel in; ` +
+              `host main thread ${r.plain.hostMainShare.toFixed(2)} s/s on plain HTTP`,
           );
         }
       } finally {
+        await plainServer.stop();
         await server.stop();
       }
       // Context for the download figure: the guest's own TLS bulk cipher speed (curl decrypts in the guest).
@@ -258,9 +357,18 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
     const downHost = median(download.map((d) => d.host));
     const downGuest = median(download.map((d) => d.guest));
     const ceiling = median(inGuest);
-    const plainGuest = median(plain);
+    const plainGuest = median(plain.map((d) => d.guest));
+    const plainCeiling = median(plainInGuest.map((d) => d.guest));
     const chan = median(channel);
-    const chanIn = median(toGuest);
+    const chanIn = median(toGuest.map((c) => c.rate));
+    const plainAgent = agentFigure(
+      plain.map((d) => d.agent),
+      plainGuest,
+    );
+    const chanInAgent = agentFigure(
+      toGuest.map((c) => c.agent),
+      chanIn,
+    );
     const coresBusy = median(download.map((d) => d.coresBusy));
     const curlBusy = median(download.map((d) => d.curlShare));
     return [
@@ -308,6 +416,23 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
         plainGuest / chanIn >= 0.8,
         '>= 0.8x channel into the guest',
       ),
+      figure(
+        '  curl over plain HTTP inside the guest',
+        `${plainCeiling.toFixed(1)} MiB/s = ${(plainCeiling / chanIn).toFixed(2)}x channel into the guest, from a sendfile server on loopback: ` +
+          `the guest's own ceiling for curl over plain HTTP (via the proxy: ${(plainGuest / plainCeiling).toFixed(2)}x it)`,
+        true,
+        'context',
+      ),
+      figure(
+        '  CPU during the plain download',
+        `guest curl ${median(plain.map((d) => d.curlShare)).toFixed(2)} s for each second of its transfer ` +
+          `(${median(plain.map(curlSeconds)).toFixed(2)} s in all, ${median(plainInGuest.map(curlSeconds)).toFixed(2)} s from the loopback server); ` +
+          `${median(plain.map((d) => d.coresBusy)).toFixed(2)} of ${cpus().length} host cores busy on average, curl's start included; ` +
+          `the host's main thread (proxy and agent mux) ${median(plain.map((d) => d.hostMainShare)).toFixed(2)} s for each second of it`,
+        true,
+        'context',
+      ),
+      figure('  guest agent for each 64 MiB', `plain HTTP: ${plainAgent}; channel into the guest: ${chanInAgent}`, true, 'context'),
     ];
   } finally {
     if (upstreamProc?.connected) upstreamProc.disconnect();

@@ -12,6 +12,7 @@
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,10 +111,18 @@ static void flush_outq(void) {
     }
 }
 
+/* A read of a virtio port returns at most one of its buffers (a page); readv, which the port runs
+ * as one read per iovec until one comes back short, takes up to 16 in one system call, so a wakeup
+ * of the loop can take in a stream window. On a socket (--connect) readv is an ordinary read. */
+#define PORT_IOV_LEN 4096
+
 static void read_port(void) {
     static char chunk[65536];
+    static struct iovec iov[sizeof chunk / PORT_IOV_LEN];
+    for (size_t i = 0; i < sizeof iov / sizeof iov[0]; i++)
+        iov[i] = (struct iovec){ chunk + i * PORT_IOV_LEN, PORT_IOV_LEN };
     for (int round = 0; round < 16 && !g.port_read_stopped && g.port_fd >= 0; round++) {
-        ssize_t n = read(g.port_fd, chunk, sizeof chunk);
+        ssize_t n = readv(g.port_fd, iov, (int)(sizeof iov / sizeof iov[0]));
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (n <= 0) {
             if (n < 0) log_msg("reading the port: %s", strerror(errno));
@@ -133,6 +142,8 @@ static void read_port(void) {
             }
             control_on_frame(&f);
         }
+        /* The WINDOWs those frames earned go out now, or the host waits for the rest of the drain. */
+        if (g.outq.len > 0) flush_outq();
     }
 }
 

@@ -250,6 +250,23 @@ void stream_on_writable(struct stream *s) {
     if (s->sink_buf.len == 0 && s->sink_shut_pending) stream_sink_shut(s);
 }
 
+/* The host's bytes for the sink go straight from the frame while nothing waits before them, so
+ * most are copied once, into the kernel; only what the sink cannot take yet is kept. */
+static void stream_sink_data(struct stream *s, const uint8_t *p, size_t n) {
+    ssize_t w = s->sink_buf.len == 0 ? write(s->sink_fd, p, n) : 0;
+    bool failed = w < 0 && errno != EAGAIN;
+    size_t done = w > 0 ? (size_t)w : 0;
+    if (done > 0) stream_consumed(s, done);
+    if (done == n) return;
+    if (buf_append(&s->sink_buf, p + done, n - done) < 0) {
+        stream_send_reset(s, "out of memory");
+        return;
+    }
+    /* A full sink (a short write, EAGAIN, or bytes already waiting) is polled for; any other
+     * failure is stream_on_writable's to handle. */
+    if (failed) stream_on_writable(s);
+}
+
 static void host_open(const struct frame *f) {
     if (f->stream % 2 == 0) {
         protocol_error("OPEN on stream %u: the host opens odd ids", f->stream);
@@ -324,10 +341,8 @@ void stream_on_host_frame(const struct frame *f) {
             stream_consumed(s, f->len);
         } else if (s->sink_fd < 0) {
             stream_consumed(s, f->len);
-        } else if (buf_append(&s->sink_buf, f->payload, f->len) < 0) {
-            stream_send_reset(s, "out of memory");
         } else {
-            stream_on_writable(s);
+            stream_sink_data(s, f->payload, f->len);
         }
         break;
     case FT_WINDOW: {
