@@ -9,7 +9,7 @@ import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { cpuMs } from './processCpu.ts';
-import { figure, median, printFigures, type Figure } from './report.ts';
+import { figure, median, printFigures, roundRatios, type Figure } from './report.ts';
 import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
 
 // A guest curl download of 64 MiB, each way against a ceiling measured in the same VM, in rounds
@@ -369,6 +369,20 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       toGuest.map((c) => c.agent),
       chanIn,
     );
+    // Each target is the median of its per-round ratios: the channel runs at two speeds from round
+    // to round with the host's load, and a ratio of the two medians swung with it.
+    const tlsRatio = median(
+      roundRatios(
+        download.map((d) => d.guest),
+        inGuest,
+      ),
+    );
+    const plainRatio = median(
+      roundRatios(
+        plain.map((d) => d.guest),
+        toGuest.map((c) => c.rate),
+      ),
+    );
     const coresBusy = median(download.map((d) => d.coresBusy));
     const curlBusy = median(download.map((d) => d.curlShare));
     return [
@@ -394,8 +408,8 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       ),
       figure(
         '  against TLS inside the guest',
-        `${(downGuest / ceiling).toFixed(2)}x the guest's own TLS ceiling`,
-        downGuest / ceiling >= 0.8,
+        `${tlsRatio.toFixed(2)}x the guest's own TLS ceiling (median of ${TRANSFERS} rounds' ratios)`,
+        tlsRatio >= 0.8,
         '>= 0.8x TLS inside the guest',
       ),
       figure(
@@ -412,8 +426,8 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       ),
       figure(
         'the same download over plain HTTP (no TLS in the guest)',
-        `${plainGuest.toFixed(1)} MiB/s = ${(plainGuest / chanIn).toFixed(2)}x channel into the guest (${(plainGuest / chan).toFixed(2)}x exec output)`,
-        plainGuest / chanIn >= 0.8,
+        `${plainGuest.toFixed(1)} MiB/s, ${plainRatio.toFixed(2)}x channel into the guest (median of ${TRANSFERS} rounds' ratios; ${(plainGuest / chan).toFixed(2)}x exec output)`,
+        plainRatio >= 0.8,
         '>= 0.8x channel into the guest',
       ),
       figure(
