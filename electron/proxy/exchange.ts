@@ -193,7 +193,8 @@ function hashed(value: string): string {
 export function recordedHeaders(headers: IncomingHttpHeaders | OutgoingHttpHeaders | null): Record<string, string> | null {
   if (!headers) return null;
   const out: Record<string, string> = {};
-  for (const [name, raw] of Object.entries(headers)) {
+  for (const name in headers) {
+    const raw = headers[name];
     if (raw === undefined) continue;
     const value = Array.isArray(raw) ? raw.join(', ') : String(raw);
     const key = name.toLowerCase();

@@ -63,9 +63,13 @@ export function coalescedBody(
   corkable: boolean,
 ): CoalescedBody {
   let corked = false;
+  /** The end of the turn that uncorks: cancelled when the body ends or fills first, so a response leaves no callback behind. */
+  let turnEnd: NodeJS.Immediate | null = null;
   const release = (): void => {
     if (!corked) return;
     corked = false;
+    if (turnEnd) clearImmediate(turnEnd);
+    turnEnd = null;
     res.socket?.uncork();
   };
   return {
@@ -73,7 +77,7 @@ export function coalescedBody(
       if (!corked && corkable && res.socket) {
         corked = true;
         res.socket.cork();
-        setImmediate(release);
+        turnEnd = setImmediate(release);
       }
       if (!res.write(chunk)) {
         release();

@@ -57,8 +57,11 @@ function decoder(coding: string, input: Buffer): Transform {
 }
 
 /** The codings to undo, in the order to undo them (applied in order, so undone in reverse). */
-function codingsOf(contentEncoding: string | undefined): string[] {
-  return (contentEncoding ?? '')
+const NO_CODINGS: readonly string[] = [];
+
+function codingsOf(contentEncoding: string | undefined): readonly string[] {
+  if (!contentEncoding) return NO_CODINGS;
+  return contentEncoding
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c && c !== 'identity')
