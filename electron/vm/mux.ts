@@ -20,7 +20,13 @@ import {
 // unread data, so a stalled stream never blocks the others and a flood from the guest cannot grow
 // host memory; the guest overrunning its window is a protocol error.
 
+/** What the guest may send on a stream before the host grants more: a stream's share of host memory. */
 export const STREAM_WINDOW = 1_048_576;
+/**
+ * What the host may send on a stream before the guest grants more (the agent's RECEIVE_WINDOW):
+ * larger, because a download into a TCG guest is bound by window / round trip.
+ */
+export const GUEST_RECEIVE_WINDOW = 4_194_304;
 const HOST_AGENT = 'capsem-host 0.1.0';
 
 export interface Hello {
@@ -119,7 +125,7 @@ export class MuxStream extends Duplex {
   /** A command's stderr (DATA with flags 1). */
   readonly stderr = new PassThrough();
   exitStatus: ExitStatus | null = null;
-  private sendCredit = STREAM_WINDOW;
+  private sendCredit = GUEST_RECEIVE_WINDOW;
   /** Bytes the guest may still send before it must wait for a WINDOW from us. */
   recvCredit = STREAM_WINDOW;
   private ungranted = 0;

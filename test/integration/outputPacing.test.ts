@@ -13,7 +13,7 @@ import { startControlServer } from '../../electron/owner/controlSocket.ts';
 import { vmHostMethods } from '../../electron/owner/vmHostMethods.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { ensurePrivateDir } from '../../electron/store/paths.ts';
-import { STREAM_WINDOW } from '../../electron/vm/mux.ts';
+import { GUEST_RECEIVE_WINDOW, STREAM_WINDOW } from '../../electron/vm/mux.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { freePort } from '../helpers/freePort.ts';
@@ -328,7 +328,7 @@ describe.skipIf(missing !== null)(
         await until('the download to start', () => served > 0);
         const down = await afterStall(() => served, NET_LIMIT);
         expect(down.later).toBeLessThan(NET_LIMIT);
-        expect(down.later - down.settled).toBeLessThan(STREAM_WINDOW);
+        expect(down.later - down.settled).toBeLessThan(GUEST_RECEIVE_WINDOW);
         writeFileSync(join(workspace, 'read-now'), '');
         await until('the download to go on', () => served > down.later + NET_LIMIT);
 

@@ -67,7 +67,7 @@ struct stream *stream_new(uint32_t id, enum stream_kind kind) {
     s->src_fd[0] = s->src_fd[1] = s->sink_fd = -1;
     buf_init(&s->sink_buf);
     s->send_window = STREAM_WINDOW;
-    s->recv_window = STREAM_WINDOW;
+    s->recv_window = RECEIVE_WINDOW;
     g.streams[g.nstreams++] = s;
     return s;
 }
@@ -157,7 +157,7 @@ bool stream_wants_read(const struct stream *s, int which) {
 /* The guest has consumed n of the host's bytes: give window back once half of it is used. */
 static void stream_consumed(struct stream *s, size_t n) {
     s->recv_consumed += (uint32_t)n;
-    if (s->recv_consumed >= STREAM_WINDOW / 2 && !s->dead) {
+    if (s->recv_consumed >= RECEIVE_WINDOW / 2 && !s->dead) {
         uint8_t p[4];
         put_u32le(p, s->recv_consumed);
         send_frame(s->id, FT_WINDOW, 0, p, 4);

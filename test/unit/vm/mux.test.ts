@@ -12,7 +12,7 @@ import {
   PROTOCOL_VERSION,
   type Frame,
 } from '../../../electron/vm/frame.ts';
-import { AgentMux, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
+import { AgentMux, GUEST_RECEIVE_WINDOW, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
 
 // The host mux against a scripted guest on a real unix socket pair: the guest side is written
 // frame by frame here, so each rule of the protocol is exercised on its own.
@@ -115,14 +115,14 @@ describe('AgentMux', () => {
     const open = await p.next(isType(FrameType.OPEN, s.id));
     expect(JSON.parse(open.payload.toString())).toMatchObject({ kind: 'exec', argv: ['cat'] });
     let finished = false;
-    s.write(Buffer.alloc(STREAM_WINDOW * 2, 1), () => (finished = true));
+    s.write(Buffer.alloc(GUEST_RECEIVE_WINDOW * 2, 1), () => (finished = true));
     await new Promise((r) => setTimeout(r, 200));
     const sent = () => p.frames.filter(isType(FrameType.DATA, s.id)).reduce((n, f) => n + f.payload.length, 0);
-    expect(sent()).toBe(STREAM_WINDOW);
+    expect(sent()).toBe(GUEST_RECEIVE_WINDOW);
     expect(finished).toBe(false);
-    p.guest.write(encodeFrame(FrameType.WINDOW, s.id, encodeU32(STREAM_WINDOW)));
+    p.guest.write(encodeFrame(FrameType.WINDOW, s.id, encodeU32(GUEST_RECEIVE_WINDOW)));
     await new Promise((r) => setTimeout(r, 200));
-    expect(sent()).toBe(STREAM_WINDOW * 2);
+    expect(sent()).toBe(GUEST_RECEIVE_WINDOW * 2);
     expect(finished).toBe(true);
   });
 
