@@ -37,3 +37,42 @@ export function cpuFrom(proxyPid: number | undefined): (into: CpuSpent) => void 
     into.main += cpuMs(proxyPid, proxyPid) - main0;
   };
 }
+
+/** A path a benchmark drives: `pid` is its proxy's process, none for direct. */
+export interface DrivenPath {
+  readonly pid?: number;
+}
+
+export interface InterleavedRounds {
+  /** Each path's measure in each round, in round order. */
+  readonly values: number[][];
+  /** What each path spent over its timed rounds. */
+  readonly cpu: CpuSpent[];
+}
+
+/**
+ * Measures every path once a round, the paths interleaved so that the machine's drift over seconds
+ * falls on all of them alike, and counts the CPU each path spends around its own measures.
+ * `warmups` untimed measures per path come first, while each path's code compiles; `alternate`
+ * reverses the order every other round, so no path always runs on the warmer machine.
+ */
+export async function interleavedRounds<P extends DrivenPath>(
+  paths: readonly P[],
+  rounds: number,
+  measure: (path: P) => Promise<number>,
+  options: { readonly warmups?: number; readonly alternate?: boolean } = {},
+): Promise<InterleavedRounds> {
+  for (const path of paths) for (let i = 0; i < (options.warmups ?? 1); i++) await measure(path);
+  const values: number[][] = paths.map(() => []);
+  const cpu = paths.map(noCpuSpent);
+  for (let round = 0; round < rounds; round++) {
+    const order = [...paths.keys()];
+    if (options.alternate && round % 2 === 1) order.reverse();
+    for (const i of order) {
+      const spent = cpuFrom(paths[i]!.pid);
+      values[i]!.push(await measure(paths[i]!));
+      spent(cpu[i]!);
+    }
+  }
+  return { values, cpu };
+}

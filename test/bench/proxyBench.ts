@@ -8,7 +8,7 @@ import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { coldFigures, coldResolve, serveSizedBody } from './proxyColdBench.ts';
-import { cpuFrom, cpuPer, noCpuSpent, type CpuSpent } from './processCpu.ts';
+import { cpuPer, interleavedRounds, type CpuSpent, type DrivenPath } from './processCpu.ts';
 import { figure, median, percentile, printFigures, roundRatios } from './report.ts';
 
 // The recording proxy against direct requests to the same local upstream and against mockttp,
@@ -64,11 +64,9 @@ async function latencies(dispatcher: Dispatcher, origin: string, n: number): Pro
   return out;
 }
 
-interface Path {
+interface Path extends DrivenPath {
   readonly dispatcher: Dispatcher;
   readonly origin: string;
-  /** The proxy's process, for its CPU time; none for direct requests. */
-  readonly pid?: number;
 }
 
 interface Throughput {
@@ -101,17 +99,8 @@ async function throughputs(paths: readonly Path[], concurrency: number, slices: 
     return n;
   };
   // An untimed slice first: a path's first second compiles its code and read 0.3-0.6x its later ones.
-  for (const path of paths) await slice(path);
-  const done: number[][] = paths.map(() => []);
-  const cpu = paths.map(noCpuSpent);
-  for (let round = 0; round < slices; round++) {
-    for (const [i, path] of paths.entries()) {
-      const spent = cpuFrom(path.pid);
-      done[i]!.push(await slice(path));
-      spent(cpu[i]!);
-    }
-  }
-  return done.map((counts, i) => {
+  const { values, cpu } = await interleavedRounds(paths, slices, slice);
+  return values.map((counts, i) => {
     const n = counts.reduce((a, b) => a + b, 0);
     return { rps: n / slices, slices: counts, cpu: cpuPer(cpu[i]!, n, 1000) };
   });
@@ -137,19 +126,17 @@ interface BigBody {
  * of ours against the bare relay read 0.62x and 1.20x in two quiet runs, over 21 rounds 0.93x and 0.99x.
  */
 async function bigBodies(paths: readonly Path[]): Promise<BigBody[]> {
-  for (const path of paths) for (let i = 0; i < 3; i++) await get(path.dispatcher, path.origin, '/big');
-  const rates: number[][] = paths.map(() => []);
-  const cpu = paths.map(noCpuSpent);
   const rounds = 31;
-  for (let round = 0; round < rounds; round++) {
-    for (const [i, path] of paths.entries()) {
-      const spent = cpuFrom(path.pid);
+  const { values: rates, cpu } = await interleavedRounds(
+    paths,
+    rounds,
+    async (path) => {
       const t = performance.now();
       const bytes = await get(path.dispatcher, path.origin, '/big');
-      rates[i]!.push(bytes / 1e6 / ((performance.now() - t) / 1000));
-      spent(cpu[i]!);
-    }
-  }
+      return bytes / 1e6 / ((performance.now() - t) / 1000);
+    },
+    { warmups: 3 },
+  );
   return rates.map((r, i) => ({ rate: median(r), ratio: median(roundRatios(r, rates[0]!)), rates: r, cpu: cpuPer(cpu[i]!, rounds, 1) }));
 }
 

@@ -5,7 +5,7 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { Rng } from '../../electron/dev/seedSessions.ts';
 import type { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { cpuFrom, cpuPer, noCpuSpent, type CpuSpent } from './processCpu.ts';
+import { cpuPer, interleavedRounds, type CpuSpent, type DrivenPath } from './processCpu.ts';
 import { figure, median, percentile, roundRatios, type Figure } from './report.ts';
 
 // Items 3 and 4 of the proxy's targets, measured beside the proxy bench's own figures with its
@@ -141,11 +141,9 @@ async function burstWall(dispatcher: Dispatcher, origin: string, sizes: readonly
 }
 
 /** One way to the upstream for the burst: a new client per round, as a package manager starts with no connection. */
-interface BurstPath {
+interface BurstPath extends DrivenPath {
   readonly client: () => Dispatcher;
   readonly origin: string;
-  /** Its proxy's process, for its CPU; none for direct. */
-  readonly proxyPid?: number;
 }
 
 interface BurstRun {
@@ -162,8 +160,6 @@ interface BurstRun {
 /** The burst through each path in turn, the order reversed every other round so no path always runs on the warmer machine. */
 async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
   const sizes = burstSizes();
-  const walls: number[][] = paths.map(() => []);
-  const cpu = paths.map(noCpuSpent);
   const once = async (path: BurstPath): Promise<number> => {
     const client = path.client();
     try {
@@ -172,17 +168,7 @@ async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
       await client.close();
     }
   };
-  for (const path of paths) await once(path);
-  for (let round = 0; round < BURST_ROUNDS; round++) {
-    const order = [...paths.keys()];
-    if (round % 2 === 1) order.reverse();
-    for (const i of order) {
-      const path = paths[i]!;
-      const spent = cpuFrom(path.proxyPid);
-      walls[i]!.push(await once(path));
-      spent(cpu[i]!);
-    }
-  }
+  const { values: walls, cpu } = await interleavedRounds(paths, BURST_ROUNDS, once, { alternate: true });
   return walls.map((w, i) => ({
     wallMs: median(w),
     ratio: median(roundRatios(w, walls[0]!)),
@@ -222,7 +208,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
   const via = (proxy: BenchProxy): BurstPath => ({
     client: () => new ProxyAgent({ uri: proxy.url, requestTls: { ca: setup.proxyCa }, connections: BURST_CONCURRENCY }),
     origin: `https://${setup.warmHost}`,
-    proxyPid: proxy.pid,
+    pid: proxy.pid,
   });
   const direct: BurstPath = {
     client: () =>
