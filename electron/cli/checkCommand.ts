@@ -46,7 +46,8 @@ trace), AI provider correlation (answered model API requests with no model_calls
 critical fields, MCP correlation, cost gaps, writer losses and SQLite's integrity_check. Each
 finding names the likely cause its rows point to. Notes say what could not be checked and what is
 true but no defect (a request abandoned before any answer, a stream whose provider reported no
-usage). Exits 1 when there is any finding.
+usage, a response cut short whose exchange says why). Notes never change the exit code: it is 1
+when there is any finding.
 
 With no ID or NAME it checks the newest session whose session.db is on disk.
 

@@ -4,6 +4,7 @@ import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
 import { detectModelApi, parseModelResponse, requestView, type ModelApi } from '../telemetry/providers/index.ts';
+import { promptOf } from '../telemetry/requestView.ts';
 import { priceOf } from '../telemetry/pricing.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { recordedHeaders, type Exchange } from './exchange.ts';
@@ -284,7 +285,7 @@ export class ExchangeRecorder {
     // The provider's design, not a loss: `capsem check` tells the two apart by this mark.
     if (parsed.usageUnreported) usage.usage = 'unreported';
     const system = view.messages.find((m) => m.role === 'system');
-    const lastUser = [...view.messages].reverse().find((m) => m.role === 'user' && m.content !== '');
+    const prompt = promptOf(view);
     const usageDetails = JSON.stringify(usage);
     return (eventId) => {
       const call = this.writer.append('model_calls', {
@@ -356,9 +357,9 @@ export class ExchangeRecorder {
           is_error: result.isError ? 1 : 0,
         });
         item('tool_response', { call_id: callId, content: result.content });
-        if (answered) this.writer.answerToolCall(answered.callId, contentPreview);
+        if (answered) this.writer.answerToolCall(answered.callId, contentPreview, result.isError);
       }
-      item('request', { content: lastUser?.content ?? null });
+      item('request', { content: prompt });
       if (parsed.thinking) item('reasoning', { content: parsed.thinking });
       if (parsed.text) item('response', { content: parsed.text });
       const made = parsed.toolCalls.map((tool, index) => {

@@ -1,9 +1,11 @@
 import { lenientJson } from '../telemetry/json.ts';
 
 // Why an answered model call has no token counts, told from the evidence recorded with it, so
-// each finding names the cause that fits its rows: a stream cut short lost its last event, a body
-// that could not be decoded was read still encoded, and a stream whose provider sends usage only
-// on request (OpenAI Chat Completions without stream_options.include_usage) lost nothing at all.
+// each finding names the cause that fits its rows: a stream that ended before its last event with
+// no error on its exchange, or a body that could not be decoded and was read still encoded. Two lost
+// nothing at all and are left to notes: a stream whose provider sends usage only on request
+// (OpenAI Chat Completions without stream_options.include_usage), and a response cut short with
+// its cause recorded (cutShortCalls.ts).
 
 export interface NullTokenCall {
   readonly id: number;
@@ -35,25 +37,25 @@ function usageMarks(details: unknown): { unreported: boolean; incomplete: boolea
   return { unreported: marks.usage === 'unreported', incomplete: marks.incomplete === true };
 }
 
-function reasonOf(call: NullTokenCall): Reason {
-  if (usageMarks(call.usageDetails).incomplete) return 'cutShort';
+function reasonOf(call: NullTokenCall): Reason | 'noted' {
+  if (usageMarks(call.usageDetails).incomplete) return call.errorKind === null ? 'cutShort' : 'noted';
   if (call.errorKind === 'decode_error') return 'undecoded';
   return 'unexplained';
 }
 
 function causeOf(reason: Reason, stream: boolean, calls: readonly NullTokenCall[]): { message: string; cause: string } {
-  const kinds = [...new Set(calls.map((c) => c.errorKind).filter((k): k is string => k !== null))].join(', ');
   const what = stream ? 'streamed model_calls with NULL tokens' : 'non-streamed model_calls with NULL tokens';
   if (reason === 'cutShort') {
-    const how = kinds || 'it ended before its final event';
+    const why =
+      "with no error on its exchange: the upstream ended it early, or it passed the recorder's body cap (event_body_blobs.truncated) and the rest was not kept";
     return stream
       ? {
-          message: `${what}: the stream was cut short`,
-          cause: `The stream was cut short (${how}): the provider's usage comes in its last event, which never arrived.`,
+          message: `${what}: the stream ended before its final event`,
+          cause: `The stream ended before its final event ${why}; the provider's usage comes in that last event.`,
         }
       : {
           message: `${what}: the response was cut short`,
-          cause: `The response was cut short (${how}): the usage is at the end of the response JSON, which never arrived.`,
+          cause: `The response JSON was cut short ${why}; the usage is at its end.`,
         };
   }
   if (reason === 'undecoded') {
@@ -92,17 +94,17 @@ export function nullTokenFindings(calls: Iterable<NullTokenCall>): { findings: N
       continue;
     }
     const reason = reasonOf(call);
+    if (reason === 'noted') continue;
     const key = `${reason}/${call.stream}`;
     const group = groups.get(key) ?? { reason, stream: call.stream, calls: [], count: 0 };
     groups.set(key, group);
     group.count += 1;
-    // The causes read the error kinds of every call, the samples the first few: keep one call per kind past the samples.
-    if (group.calls.length < SAMPLES || !group.calls.some((c) => c.errorKind === call.errorKind)) group.calls.push(call);
+    if (group.calls.length < SAMPLES) group.calls.push(call);
   }
   const findings = [...groups.values()].map((g) => ({
     ...causeOf(g.reason, g.stream, g.calls),
     count: g.count,
-    samples: g.calls.slice(0, SAMPLES).map((c) => `${c.id} ${c.model ?? '?'}`),
+    samples: g.calls.map((c) => `${c.id} ${c.model ?? '?'}`),
   }));
   const notes =
     unreported === 0

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { CUT_SHORT_CALL_IDS, cutShortNotes } from './cutShortCalls.ts';
 import { lossReport } from './diskFailure.ts';
 import { mcpWireCalls } from './mcpWireCalls.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
@@ -151,9 +152,15 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
   if (integrity.length !== 1 || integrity[0] !== 'ok')
     add('integrity', integrity.length, `integrity_check failed: ${integrity.slice(0, 3).join('; ')}`, CAUSES.integrity);
 
+  // A response cut short with its cause recorded is a note, and so is what it never finished asking for.
+  const cutShortKnown =
+    has('model_calls', 'id', 'usage_details', 'net_event_id') && has('net_events', 'event_id', 'error_kind', 'error_message');
+  if (cutShortKnown) notes.push(...cutShortNotes(db));
+
   const sameTrace = '(tr.trace_id IS tc.trace_id)';
   when('orphaned tool_calls', { tool_calls: ['call_id', 'trace_id', 'model_call_id'], tool_responses: ['call_id', 'trace_id'] }, () => {
-    const where = `tc.model_call_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND ${sameTrace})`;
+    const unanswered = `tc.model_call_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND ${sameTrace})`;
+    const where = cutShortKnown ? `${unanswered} AND tc.model_call_id NOT IN (${CUT_SHORT_CALL_IDS})` : unanswered;
     add(
       'orphaned tool_calls',
       count(`SELECT count(*) AS n FROM tool_calls tc WHERE ${where}`),

@@ -218,15 +218,15 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
   }
 
   /**
-   * Marks a native tool call as responded, in the same commit as the rows appended before it: a
-   * tool call is appended when the model asks for it and answered by a later exchange, and the
-   * ledger's status column should say so where it is read.
+   * Marks a native tool call as responded (error when its result says the tool failed), in the
+   * same commit as the rows appended before it: a tool call is appended when the model asks for it
+   * and answered by a later exchange, and the ledger's status column should say so where it is read.
    */
-  answerToolCall(callId: string, preview: string | null): void {
+  answerToolCall(callId: string, preview: string | null, isError: boolean): void {
     if (this.failure) throw this.failure;
     if (this.closing) throw new WriterClosedError('session writer is closed');
     if (this.unwritableReason) return;
-    this.batch.answered.push({ callId, preview });
+    this.batch.answered.push({ callId, preview, isError });
     this.batch.count += 1;
     if (this.batch.count >= this.limits.maxBatchRows) this.dispatch();
     else this.timer ??= setTimeout(() => this.dispatch(), this.limits.maxBatchDelayMs);

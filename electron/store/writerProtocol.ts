@@ -19,10 +19,11 @@ export function* rowsOf(cells: readonly CellValue[], width: number): Generator<C
   for (let at = 0; at < cells.length; at += width) yield cells.slice(at, at + width);
 }
 
-/** A native tool call whose result a later request carried back: it now reads as responded. */
+/** A native tool call whose result a later request carried back: it now reads as responded, or error when the result says the tool failed. */
 export interface AnsweredToolCall {
   readonly callId: string;
   readonly preview: string | null;
+  readonly isError: boolean;
 }
 
 export type ToWorker =

@@ -169,12 +169,16 @@ function main(init: WriterInit): void {
   }
   const insert = (table: SessionTable): Database.Statement<CellValue[]> => inserts.get(table)!;
 
-  // After the batch's rows: a call answered in the same batch it was asked in is found.
+  // After the batch's rows: a call answered in the same batch it was asked in is found. A failed
+  // tool's result is its error message too, as an MCP call's error is.
   const answer = db.prepare(
-    "UPDATE tool_calls SET status = 'responded', response_preview = coalesce(response_preview, ?) WHERE call_id = ? AND status = 'requested'",
+    `UPDATE tool_calls SET status = CASE WHEN :isError THEN 'error' ELSE 'responded' END,
+       response_preview = coalesce(response_preview, :preview),
+       error_message = CASE WHEN :isError THEN coalesce(error_message, :preview) ELSE error_message END
+     WHERE call_id = :callId AND status = 'requested'`,
   );
   const answerAll = (answered: readonly AnsweredToolCall[]): void => {
-    for (const a of answered) answer.run(a.preview, a.callId);
+    for (const a of answered) answer.run({ callId: a.callId, preview: a.preview, isError: a.isError ? 1 : 0 });
   };
 
   const writeAll = db.transaction((rows: BatchRows, answered: readonly AnsweredToolCall[]) => {

@@ -43,13 +43,26 @@ export interface RequestView {
   stream?: true;
 }
 
-/** Text of a content value: a string, or the text of its text-like blocks. */
+/**
+ * Text of a content value: a string, or the text of its text blocks. A tool result inside a
+ * message (Anthropic's tool_result block) is not the message's text: it is read as a result.
+ */
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   return arr(content)
-    .map((block) => (isObject(block) ? (str(block.text) ?? (typeof block.content === 'string' ? block.content : undefined)) : str(block)))
+    .map((block) => (isObject(block) ? str(block.text) : str(block)))
     .filter((t): t is string => t !== undefined && t.length > 0)
     .join('\n');
+}
+
+/**
+ * The prompt of a request: the last user message that holds text, which is what the user said.
+ * A user message that only carries tool results back (Anthropic's tool_result blocks, Gemini's
+ * functionResponse parts) has no text; Chat Completions', Responses' and Ollama's results are
+ * messages of role tool.
+ */
+export function promptOf(view: RequestView): string | null {
+  return view.messages.findLast((m) => m.role === 'user' && m.content !== '')?.content ?? null;
 }
 
 export function message(role: string, content: unknown, extra: Partial<InferenceMessage> = {}): InferenceMessage {
@@ -71,6 +84,11 @@ export function settings(
   if (s.stream === true) view.stream = true;
   if (s.toolChoice !== undefined) view.toolChoice = s.toolChoice;
   return view;
+}
+
+/** A tool result as the API shows it: isError only on a result the provider marks failed. */
+export function resultView(toolUseId: string, result: Pick<TurnResult, 'content' | 'isError'>): ToolResultView {
+  return result.isError ? { toolUseId, content: result.content, isError: true } : { toolUseId, content: result.content };
 }
 
 export const emptyView = (): RequestView => ({ messages: [], tools: [], historyToolCalls: [], toolResults: [], turns: [] });

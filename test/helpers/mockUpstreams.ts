@@ -66,15 +66,20 @@ export async function startUpstream(home: CapsemHome, hosts: string[], handler: 
   };
 }
 
+/**
+ * Sends SSE events frame by frame. `cutAfter` breaks the connection after that many frames (a
+ * stream cut short); `stallAfter` sends that many and then nothing, leaving the response open
+ * (a model still working) until the client gives up on it.
+ */
 export function sse(
   res: ServerResponse,
   events: { event?: string; data: unknown }[],
-  options: { gzip?: boolean; cutAfter?: number } = {},
+  options: { gzip?: boolean; cutAfter?: number; stallAfter?: number } = {},
 ): void {
   const frames = events.map(
     (e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`,
   );
-  const kept = options.cutAfter === undefined ? frames : frames.slice(0, options.cutAfter);
+  const kept = frames.slice(0, options.cutAfter ?? options.stallAfter);
   const payload = Buffer.from(kept.join(''));
   res.writeHead(200, { 'content-type': 'text/event-stream', ...(options.gzip ? { 'content-encoding': 'gzip' } : {}) });
   if (options.gzip) return void res.end(gzipSync(payload));
@@ -85,7 +90,7 @@ export function sse(
       res.write(kept[i++]);
       setImmediate(next);
     } else if (options.cutAfter !== undefined) res.destroy();
-    else res.end();
+    else if (options.stallAfter === undefined) res.end();
   };
   next();
 }

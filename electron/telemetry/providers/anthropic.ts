@@ -1,6 +1,6 @@
 import { arr, argsText, isObject, lenientJson, num, obj, str, type Json } from '../json.ts';
 import { emptyResponse, errorOf, type ModelResponse, type ToolCallOut } from '../modelResponse.ts';
-import { emptyView, message, settings, textOf, turn, type RequestView } from '../requestView.ts';
+import { emptyView, message, resultView, settings, textOf, turn, type RequestView } from '../requestView.ts';
 import type { SseEvent } from '../sse.ts';
 import type { ModelProvider } from './provider.ts';
 
@@ -25,10 +25,7 @@ function anthropicRequest(body: Json): RequestView {
       isError: r.is_error === true,
     }));
     for (const c of turnCalls) view.historyToolCalls.push({ id: c.id ?? '', name: c.name, arguments: c.arguments });
-    for (const r of turnResults)
-      view.toolResults.push(
-        r.isError ? { toolUseId: r.id ?? '', content: r.content, isError: true } : { toolUseId: r.id ?? '', content: r.content },
-      );
+    for (const r of turnResults) view.toolResults.push(resultView(r.id ?? '', r));
     const ids = [...calls.map((c) => str(c.id)), ...results.map((r) => str(r.tool_use_id))].filter(Boolean).join(',');
     const role = str(m.role) ?? 'user';
     view.messages.push(message(role, m.content, { toolCallNames: calls.map((c) => str(c.name)).join(','), toolUseIds: ids }));

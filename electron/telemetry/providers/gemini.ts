@@ -1,6 +1,6 @@
 import { arr, argsText, isObject, lenientJson, num, obj, str, type Json } from '../json.ts';
 import { emptyResponse, errorOf, setUsage, type ModelResponse } from '../modelResponse.ts';
-import { emptyView, message, settings, turn, type RequestView } from '../requestView.ts';
+import { emptyView, message, resultView, settings, turn, type RequestView } from '../requestView.ts';
 import type { SseEvent } from '../sse.ts';
 import type { ModelProvider } from './provider.ts';
 
@@ -24,12 +24,13 @@ function geminiRequest(body: Json): RequestView {
       id: str(fr.id) ?? null,
       name: str(fr.name) ?? null,
       content: JSON.stringify(fr.response ?? null),
-      isError: false,
+      // The API's own convention: a response's "error" key holds the details of a call that failed.
+      isError: isObject(fr.response) && (fr.response.error ?? null) !== null,
     }));
     turnCalls.forEach((fc, i) =>
       view.historyToolCalls.push({ id: fc.id ?? `${fc.name || 'call'}#${i}`, name: fc.name, arguments: fc.arguments }),
     );
-    turnResults.forEach((fr, i) => view.toolResults.push({ toolUseId: fr.id ?? `${fr.name ?? 'call'}#${i}`, content: fr.content }));
+    turnResults.forEach((fr, i) => view.toolResults.push(resultView(fr.id ?? `${fr.name ?? 'call'}#${i}`, fr)));
     const role = str(c.role) ?? 'user';
     view.messages.push(message(role, c.parts, { toolCallNames: calls.map((fc) => str(fc.name)).join(',') }));
     view.turns.push(turn(role, c.parts, turnCalls, turnResults));

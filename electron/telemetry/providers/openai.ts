@@ -25,7 +25,8 @@ export function chatRequest(body: Json, options: Json = {}): RequestView {
     );
     const toolUseId = role === 'tool' ? str(m.tool_call_id) : undefined;
     if (role === 'tool') view.toolResults.push({ toolUseId: toolUseId ?? '', content: textOf(m.content) });
-    // Ollama's tool messages carry no call id, at most the tool's name (tool_name).
+    // Ollama's tool messages carry no call id, at most the tool's name (tool_name). Neither API
+    // marks a failed tool's message: its text is all it says.
     const results =
       role === 'tool'
         ? [{ id: toolUseId ?? null, name: str(m.tool_name) ?? str(m.name) ?? null, content: textOf(m.content), isError: false }]
@@ -145,6 +146,7 @@ function responsesRequest(body: Json): RequestView {
       if (last?.role === 'assistant' && last.calls.length > 0 && last.results.length === 0) last.calls.push(turnCall);
       else view.turns.push(turn('assistant', '', [turnCall]));
     } else if (type === 'function_call_output') {
+      // The output is a string or content parts, with no mark for a call that failed.
       const id = str(item.call_id) ?? '';
       view.toolResults.push({ toolUseId: id, content: textOf(item.output) });
       view.messages.push(message('tool', item.output, { toolUseIds: id, toolUseId: id }));

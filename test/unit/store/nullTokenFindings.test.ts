@@ -13,28 +13,29 @@ const call = (id: number, fields: Partial<NullTokenCall>): NullTokenCall => ({
 });
 
 describe('nullTokenFindings', () => {
-  it('gives one finding per cause, naming every error kind seen among the calls cut short', () => {
+  it('gives one finding per cause, and leaves a call cut short with its cause recorded to the notes', () => {
     const calls = [
-      ...Array.from({ length: 7 }, (_, i) => call(i + 1, { usageDetails: '{"incomplete":true}', errorKind: 'upstream_error' })),
+      ...Array.from({ length: 7 }, (_, i) => call(i + 1, { usageDetails: '{"incomplete":true}', errorKind: null })),
       call(8, { usageDetails: '{"incomplete":true}', errorKind: 'client_canceled' }),
       call(9, { usageDetails: '{"incomplete":true}', stream: false, errorKind: null }),
+      call(10, { usageDetails: '{"incomplete":true}', stream: false, errorKind: 'upstream_error' }),
     ];
     const { findings, notes } = nullTokenFindings(calls);
     expect(notes).toEqual([]);
     expect(findings).toEqual([
       {
-        message: 'streamed model_calls with NULL tokens: the stream was cut short',
-        count: 8,
+        message: 'streamed model_calls with NULL tokens: the stream ended before its final event',
+        count: 7,
         samples: ['1 gpt-4o', '2 gpt-4o', '3 gpt-4o', '4 gpt-4o', '5 gpt-4o'],
         cause:
-          "The stream was cut short (upstream_error, client_canceled): the provider's usage comes in its last event, which never arrived.",
+          "The stream ended before its final event with no error on its exchange: the upstream ended it early, or it passed the recorder's body cap (event_body_blobs.truncated) and the rest was not kept; the provider's usage comes in that last event.",
       },
       {
         message: 'non-streamed model_calls with NULL tokens: the response was cut short',
         count: 1,
         samples: ['9 gpt-4o'],
         cause:
-          'The response was cut short (it ended before its final event): the usage is at the end of the response JSON, which never arrived.',
+          "The response JSON was cut short with no error on its exchange: the upstream ended it early, or it passed the recorder's body cap (event_body_blobs.truncated) and the rest was not kept; the usage is at its end.",
       },
     ]);
   });

@@ -66,9 +66,8 @@ describe('capsem check', () => {
     ],
     [
       'NULL tokens',
-      `UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = 1;
-      UPDATE net_events SET error_kind = 'upstream_timeout' WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = 1)`,
-      /^The stream was cut short \(upstream_timeout\): the provider's usage comes in its last event/,
+      `UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = 1`,
+      /^The stream ended before its final event with no error on its exchange: the upstream ended it early, or it passed the recorder's body cap/,
     ],
     [
       'NULL tokens',
@@ -112,6 +111,26 @@ describe('capsem check', () => {
       '1 model API request ended before any response (client_canceled: 1): nothing came back, so there is no model call to record',
       '2 streamed model calls have no token counts because the provider reported none (an OpenAI Chat Completions stream reports usage only when the request sets stream_options.include_usage): nothing was lost, the tokens are unknown',
     ]);
+  });
+
+  it('notes a response cut short with its cause recorded, and reports neither its missing usage nor the call it never finished asking for', () => {
+    const cut = "(SELECT model_call_id FROM tool_calls WHERE origin = 'native' ORDER BY id LIMIT 1)";
+    const defect = `
+      UPDATE model_calls SET output_tokens = NULL, stream = 1, usage_details = '{"incomplete":true}' WHERE id = ${cut};
+      DELETE FROM tool_responses WHERE call_id IN (SELECT call_id FROM tool_calls WHERE model_call_id = ${cut})`;
+    const timedOut = `UPDATE net_events SET error_kind = 'upstream_timeout', error_message = 'api.example:443 did not answer in time'
+      WHERE event_id = (SELECT net_event_id FROM model_calls WHERE id = ${cut})`;
+    const report = checkSessionDb(withDefect(`${defect}; ${timedOut}`));
+    expect(report.findings).toEqual([]);
+    expect(report.notes).toEqual([
+      '1 model API response was cut short (upstream_timeout: api.example:443 did not answer in time): everything that arrived is recorded; what would have come after (the usage, the rest of the text, the tool calls still being asked for) never did, so nothing the recorder could keep was lost',
+    ]);
+    // Without the cause on its exchange, the same rows are findings.
+    expect(
+      checkSessionDb(withDefect(defect))
+        .findings.map((f) => f.check)
+        .sort(),
+    ).toEqual(['NULL tokens', 'orphaned tool_calls']);
   });
 
   it('names what a disk failure cost and why, from the marker the writer left', () => {

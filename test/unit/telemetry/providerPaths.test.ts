@@ -6,6 +6,7 @@ import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
 import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { checkSessionDb } from '../../../electron/store/sessionCheck.ts';
+import { modelExchange } from '../../helpers/modelExchange.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -53,42 +54,16 @@ const CALLS: { host: string; path: string; request: unknown; response: unknown }
   },
 ];
 
-function modelExchange(call: (typeof CALLS)[number]): Exchange {
-  const request = bytes(call.request);
-  const response = bytes(call.response);
-  return {
-    startedAt: new Date(),
-    host: call.host,
-    port: 443,
-    scheme: 'https',
-    kind: 'request',
-    method: 'POST',
-    path: call.path,
-    query: null,
-    requestHeaders: { host: call.host, 'content-type': 'application/json' },
-    responseHeaders: { 'content-type': 'application/json' },
-    status: 200,
-    requestBody: { bytes: request, total: request.length, truncated: false },
-    responseBody: { bytes: response, total: response.length, truncated: false },
-    durationMs: 1,
-    ttfbMs: 1,
-    decision: 'allowed',
-    matchedRule: 'default.allow',
-    processName: 'agent',
-    pid: 1,
-    error: null,
-    eventId: null,
-    parseError: null,
-  };
-}
+const exchangeOf = (call: (typeof CALLS)[number]): Exchange =>
+  modelExchange(call.host, call.path, bytes(call.request), bytes(call.response));
 
 let dbPath: string;
 let sessionId: string;
 beforeAll(async () => {
   const live = await liveSession(home);
   const recorder = new ExchangeRecorder(live.writer, 1 << 20);
-  for (const call of CALLS) await recorder.record(modelExchange(call));
-  const notModel = { ...modelExchange(CALLS[0]!), path: '/v1/messages/count_tokens', responseBody: EMPTY_BODY };
+  for (const call of CALLS) await recorder.record(exchangeOf(call));
+  const notModel = { ...exchangeOf(CALLS[0]!), path: '/v1/messages/count_tokens', responseBody: EMPTY_BODY };
   await recorder.record(notModel);
   await live.end();
   dbPath = sessionPaths(home, live.id).dbPath;

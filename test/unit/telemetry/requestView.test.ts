@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { requestView } from '../../../electron/telemetry/providers/index.ts';
+import { promptOf } from '../../../electron/telemetry/requestView.ts';
 
 describe('requestView', () => {
   it('reads an Anthropic Messages request: system first, tool_use history, tool results, tools, settings', () => {
@@ -113,6 +114,39 @@ describe('requestView', () => {
     ).toMatchObject({ stream: true, maxTokens: 5 });
     expect(requestView('ollama', '/api/chat', { messages: [], stream: false }).stream).toBeUndefined();
     expect(requestView('ollama', '/api/generate', { prompt: 'p', system: 's' }).messages.map((m) => m.content)).toEqual(['s', 'p']);
+  });
+
+  it("takes the last user message that holds text for the prompt, never a tool's result (property)", () => {
+    const content = fc.oneof(fc.string(), fc.array(fc.record({ type: fc.constant('text'), text: fc.string() }), { maxLength: 3 }));
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.array(content, { minLength: 1, maxLength: 4 }), (prompt, results) => {
+        const anthropic = requestView('anthropic', '/v1/messages', {
+          messages: [
+            { role: 'user', content: prompt },
+            { role: 'assistant', content: results.map((_, i) => ({ type: 'tool_use', id: `toolu_${i}`, name: 'Bash', input: {} })) },
+            {
+              role: 'user',
+              content: results.map((c, i) => ({ type: 'tool_result', tool_use_id: `toolu_${i}`, content: c, is_error: i === 0 })),
+            },
+          ],
+        });
+        expect(promptOf(anthropic)).toBe(prompt);
+        expect(anthropic.toolResults[0]!.isError).toBe(true);
+        const gemini = requestView('google', '/v1beta/models/gemini-2.5-flash:generateContent', {
+          contents: [
+            { role: 'user', parts: [{ text: prompt }] },
+            { role: 'model', parts: results.map(() => ({ functionCall: { name: 'ls', args: {} } })) },
+            {
+              role: 'user',
+              parts: results.map((c, i) => ({ functionResponse: { name: 'ls', response: i === 0 ? { error: c } : { output: c } } })),
+            },
+          ],
+        });
+        expect(promptOf(gemini)).toBe(prompt);
+        expect(gemini.toolResults.map((r) => r.isError === true)).toEqual(results.map((_, i) => i === 0));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('never throws on arbitrary JSON, whatever the provider (property)', () => {
