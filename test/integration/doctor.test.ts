@@ -20,8 +20,9 @@ describe('capsem doctor', () => {
       'accelerator',
       'guest kernel',
       'agent build',
-      'minimal image',
+      // One check per guest image, in the list's order (electron/contract/guestImages.ts).
       'agent image',
+      'minimal image',
       'owner',
       'api port',
       'anthropic key',
