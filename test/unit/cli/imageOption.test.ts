@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GUEST_IMAGES, IMAGE_KINDS } from '../../../electron/contract/guestImages.ts';
+import { GUEST_IMAGES, IMAGE_KINDS, orList } from '../../../electron/contract/guestImages.ts';
 import type { CliContext } from '../../../electron/cli/context.ts';
 import { imageOption } from '../../../electron/cli/imageOption.ts';
 import { runCommand } from '../../../electron/cli/runCommand.ts';
@@ -22,10 +22,10 @@ describe('--image', () => {
       const refused = (async () => command.run(ctx, ['--image', 'debian', '--', 'true']))();
       await expect(refused, command.name).rejects.toMatchObject({
         name: 'UsageError',
-        message: '--image takes agent or minimal, not "debian"',
+        // Today: '--image takes agent or minimal, not "debian"'.
+        message: `--image takes ${orList(IMAGE_KINDS)}, not "debian"`,
       });
     }
-    expect(() => imageOption('debian')).toThrow(new RegExp(IMAGE_KINDS.join('.*')));
   });
 
   it("has a help line for each kind with the list's summary, the default marked", () => {

@@ -27,7 +27,7 @@ describe('the list of guest images', () => {
     }
     // `capsem run --agent` and the form's coding agents boot it when no image is named.
     expect(guestImageKind(DEFAULT_IMAGE_KIND).codingAgents).toBe(true);
-    expect(CODING_AGENTS_ARE_IN).toBe('the agent image');
+    for (const image of GUEST_IMAGES) expect(CODING_AGENTS_ARE_IN.includes(image.label), image.id).toBe(image.codingAgents);
   });
 
   it('words a list as a sentence does', () => {
