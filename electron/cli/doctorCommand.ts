@@ -9,9 +9,11 @@ import { providersOf } from '../credentials/providers.ts';
 import { PolicyStore } from '../proxy/policy.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
+import { DEFAULT_IMAGE_KIND, GUEST_IMAGES, type ImageKind } from '../contract/guestImages.ts';
 import { probeAccelerator } from '../vm/accel.ts';
 import { hostFacts, planOwnership, type OwnershipFacts } from '../vm/fileOwnership.ts';
 import { findHostKernel } from '../vm/image/guestImage.ts';
+import { buildTools, IMAGE_RECIPES } from '../vm/image/imageRecipe.ts';
 import { findQemu } from '../vm/qemuBackend.ts';
 import { parseCommandArgs, type Command } from './context.ts';
 
@@ -50,6 +52,32 @@ function cachedImages(root: string, kind: string): string[] {
   const dir = join(root, 'images');
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((name) => name.startsWith(`${kind}-`) && existsSync(join(dir, name, 'manifest.json')));
+}
+
+/** Whether an image of `kind` is built or can be, and what to install when it cannot. */
+function imageFinding(root: string, kind: ImageKind, label: string): Finding {
+  const built = cachedImages(root, kind);
+  const tools = buildTools(kind);
+  const missingOf = (wanted: Readonly<Record<string, string>>) => Object.keys(wanted).filter((command) => !tool(command));
+  const missing = { initramfs: missingOf(tools.initramfs), rootfs: missingOf(tools.rootfs) };
+  const commands = [...missing.initramfs, ...missing.rootfs];
+  if (commands.length > 0)
+    return {
+      check: label,
+      // A built image still needs what hashes its initramfs's inputs; the root file system's tools only build.
+      level: built.length > 0 && missing.initramfs.length === 0 ? 'warn' : 'fail',
+      detail: `cannot be built: ${commands.join(', ')} missing`,
+      fix: `${APT} ${commands.map((command) => tools.initramfs[command] ?? tools.rootfs[command]).join(' ')}`,
+    };
+  const firstRun = kind === DEFAULT_IMAGE_KIND ? 'capsem run' : `capsem run --image ${kind}`;
+  return {
+    check: label,
+    level: 'ok',
+    detail:
+      built.length > 0
+        ? `built (${built.join(', ')})`
+        : `not built yet; the first \`${firstRun}\` builds it (${IMAGE_RECIPES[kind].firstBuild})`,
+  };
 }
 
 /** Whose files the guest's writes in the workspace become, or what is missing for them to be the user's. */
@@ -120,42 +148,7 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
           fix: `${APT} build-essential`,
         },
   );
-  const minimalTools = missing(['busybox', 'cpio', 'modinfo']);
-  const minimalBuilt = cachedImages(home.root, 'minimal');
-  if (minimalTools.length > 0)
-    add({
-      check: 'minimal image',
-      level: 'fail',
-      detail: `cannot be built: ${minimalTools.join(', ')} missing`,
-      fix: `${APT} busybox-static cpio kmod`,
-    });
-  else
-    add({
-      check: 'minimal image',
-      level: 'ok',
-      detail:
-        minimalBuilt.length > 0
-          ? `built (${minimalBuilt.join(', ')})`
-          : 'not built yet; the first `capsem run --image minimal` builds it (seconds)',
-    });
-  const agentTools = missing(['mmdebstrap', 'mksquashfs', 'mkfs.ext4']);
-  const agentBuilt = cachedImages(home.root, 'agent');
-  if (agentTools.length > 0)
-    add({
-      check: 'agent image',
-      level: agentBuilt.length > 0 ? 'warn' : 'fail',
-      detail: `cannot be built: ${agentTools.join(', ')} missing`,
-      fix: `${APT} mmdebstrap squashfs-tools e2fsprogs`,
-    });
-  else
-    add({
-      check: 'agent image',
-      level: 'ok',
-      detail:
-        agentBuilt.length > 0
-          ? `built (${agentBuilt.join(', ')})`
-          : 'not built yet; the first `capsem run` builds it (about 7 minutes, needs root, npm, deb.debian.org and the npm registry)',
-    });
+  for (const image of GUEST_IMAGES) add(imageFinding(home.root, image.id, image.label));
   const apiPort = DEFAULT_API_PORT;
   const owner = await findOwner(home);
   if (owner) {

@@ -1,10 +1,12 @@
 import { AGENT_NAMES } from '../contract/agents.ts';
+import { CODING_AGENTS_ARE_IN, guestImageKind } from '../contract/guestImages.ts';
 import type { VmRunRequest } from '../owner/vmMethods.ts';
 import { CANNOT_RECORD_EXIT } from '../recording/sessionRecording.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
 import { commandOutput } from './commandOutput.ts';
+import { IMAGE_OPTION, IMAGE_SYNOPSIS, IMAGE_USAGE, imageOption } from './imageOption.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
 import { attachTerminal } from './shellCommand.ts';
@@ -13,7 +15,7 @@ import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 export const runCommand: Command = {
   name: 'run',
   summary: 'boot a VM, run a command in it, and record everything it does',
-  usage: `capsem run [--name N] [--image agent|minimal] [--workspace DIR] -- CMD [ARGS...]
+  usage: `capsem run [--name N] ${IMAGE_SYNOPSIS} [--workspace DIR] -- CMD [ARGS...]
        capsem run --agent claude|codex|gemini [--name N] [--workspace DIR] [-- AGENT_ARGS...]
 
 Boots a new session's VM, runs CMD in it (in /workspace, the session's shared folder), streams its
@@ -38,8 +40,7 @@ environment: ANTHROPIC_API_KEY (claude), OPENAI_API_KEY (codex), GEMINI_API_KEY 
 else from the stored keys (capsem keys); one stored encrypted by the app is used while the app runs.
 
   --name N         give the session a display name (resume and list by it)
-  --image KIND     agent (default): Debian with bash, git, curl, python3, Node 22 and the agents
-                   minimal: busybox only, boots fastest
+${IMAGE_USAGE}
   --agent NAME     claude, codex or gemini, on the session's terminal
 ${PROJECT_FOLDER_USAGE}
 
@@ -49,20 +50,20 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
     const dash = argv.indexOf('--');
     const { values, positionals } = parseCommandArgs(this, dash >= 0 ? argv.slice(0, dash) : argv, {
       name: { type: 'string' },
-      image: { type: 'string' },
+      ...IMAGE_OPTION,
       agent: { type: 'string' },
       ...PROJECT_FOLDER_OPTIONS,
     });
     const command = dash >= 0 ? argv.slice(dash + 1) : positionals;
-    const image = (values.image as string | undefined) ?? 'agent';
-    if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
+    const image = imageOption(values.image);
     const name = (values.name as string | undefined) ?? null;
     const agent = values.agent as string | undefined;
     if (agent !== undefined) {
       if (!isAgentName(agent)) throw new UsageError(`--agent takes ${AGENT_NAMES.join(', ')}, not "${agent}"`);
       if (dash < 0 && positionals.length > 0)
         throw new UsageError(`the agent's own arguments go after --: capsem run --agent ${agent} -- ${positionals.join(' ')}`);
-      if (image !== 'agent') throw new UsageError(`${codingAgent(agent).label} is in the agent image only: leave out --image ${image}`);
+      if (!guestImageKind(image).codingAgents)
+        throw new UsageError(`${codingAgent(agent).label} is in ${CODING_AGENTS_ARE_IN} only: leave out --image ${image}`);
       // Before anything starts, so a missing key leaves no session behind. A key only the app can
       // read is the owner's to check: the app reads it, a CLI owner refuses.
       const credentials = agentCredentials(agent, process.env, new HomeKeyStore(ctx.home), 'leave-to-owner');

@@ -1,5 +1,6 @@
 import type { VmResize, VmShellRequest } from '../owner/vmMethods.ts';
 import { commandOutput } from './commandOutput.ts';
+import { IMAGE_OPTION, IMAGE_SYNOPSIS, IMAGE_USAGE, imageOption } from './imageOption.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
 import { resolveTarget } from './sessionTarget.ts';
@@ -8,26 +9,25 @@ import { throughVmOwner, untilExit, vmEventPrinter } from './vmOwner.ts';
 export const shellCommand: Command = {
   name: 'shell',
   summary: 'an interactive shell in a new VM, or in a running session',
-  usage: `capsem shell [ID|NAME] [--name N] [--image agent|minimal] [--workspace DIR]
+  usage: `capsem shell [ID|NAME] [--name N] ${IMAGE_SYNOPSIS} [--workspace DIR]
 
 With no session named, boots a new session's VM and opens a login shell in it; the VM stops when
 the shell exits. With ID or NAME, attaches to that running session's shell (it keeps running when
 you leave). Everything the shell does is recorded; its terminal is kept for replay.
 
   --name N         the new session's display name
-  --image KIND     agent (default) or minimal
+${IMAGE_USAGE}
 ${PROJECT_FOLDER_USAGE}`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, {
       name: { type: 'string' },
-      image: { type: 'string' },
+      ...IMAGE_OPTION,
       ...PROJECT_FOLDER_OPTIONS,
     });
     if (positionals.length > 1) throw new UsageError('shell takes at most one session (see capsem shell --help)');
     if (positionals[0] !== undefined && values.workspace !== undefined)
       throw new UsageError('--workspace shares a folder with a new session; a running one keeps the folder it started with');
-    const image = (values.image as string | undefined) ?? 'agent';
-    if (image !== 'agent' && image !== 'minimal') throw new UsageError(`--image takes agent or minimal, not "${image}"`);
+    const image = imageOption(values.image);
     const id = positionals[0] !== undefined ? resolveTarget(ctx.home, positionals[0]).id : undefined;
     return attachTerminal(ctx, `capsem shell ${positionals[0] ?? ''}`.trim(), {
       ...(id ? { id } : {}),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AGENT_NAMES } from './agents.ts';
+import { ImageKindSchema } from './guestImages.ts';
 import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 
 // The one contract between the renderer and the host core: every call the window can make and
@@ -209,7 +210,7 @@ export const CALLS = {
   'sessions.start': {
     params: z.strictObject({
       name: z.string().min(1).max(64).nullable(),
-      image: z.enum(['agent', 'minimal']),
+      image: ImageKindSchema,
       workspace: z.string().min(1).max(4096).nullable().default(null),
       wholeHome: z.boolean().default(false),
       agent: TerminalChoiceSchema.default('shell'),

@@ -1,6 +1,7 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { SessionIdParam } from '../contract/appContract.ts';
+import { DEFAULT_IMAGE_KIND, ImageKindSchema } from '../contract/guestImages.ts';
 import { AgentCredentialsSchema, AgentRequestSchema } from '../vm/agentRequest.ts';
 
 // The owner socket's vm.* methods as both ends see them: the owner (owner/vmHostMethods.ts)
@@ -8,7 +9,7 @@ import { AgentCredentialsSchema, AgentRequestSchema } from '../vm/agentRequest.t
 // input types and parses the owner's stream events with them, so neither end casts what the other
 // sent.
 
-const ImageSchema = z.enum(['minimal', 'agent']).default('agent');
+const ImageSchema = ImageKindSchema.default(DEFAULT_IMAGE_KIND);
 /** A new session's project folder, as the client resolved it against its user's current folder. */
 const WorkspaceSchema = z.string().min(1).max(4096).refine(isAbsolute, 'an absolute path').optional();
 /** The user said to share the folder even though it holds their whole home (--yes-whole-home). */

@@ -8,13 +8,21 @@ import { rememberFolder } from '../store/recentFolders.ts';
 import { getSession, type SessionRecord } from '../store/registry.ts';
 import type { VmBackend } from './backend.ts';
 import type { AgentName } from '../contract/agents.ts';
+import {
+  CODING_AGENT_IMAGES,
+  CODING_AGENTS_ARE_IN,
+  DEFAULT_IMAGE_KIND,
+  guestImageKind,
+  ImageKindSchema,
+  type ImageKind,
+} from '../contract/guestImages.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
 import { agentCredentials, agentStandIn, type AgentCredentials } from './agentCredentials.ts';
 import { AgentRequestSchema, type AgentRequest } from './agentRequest.ts';
 import { agentTerminal, codingAgent } from './codingAgents.ts';
-import type { ImageKind, ImageProgress } from './image/guestImage.ts';
-import { imageBootPlan, SESSION_DISK_FILE } from './image/imagePlan.ts';
+import type { ImageProgress } from './image/guestImage.ts';
+import { hasSessionDisk, imageBootPlan, SESSION_DISK_FILE } from './image/imagePlan.ts';
 import { cleanLeftovers } from './leftovers.ts';
 import { SessionStartRefused } from './sessionStartRefused.ts';
 import { checkProjectFolder } from './projectFolder.ts';
@@ -187,8 +195,11 @@ interface AgentProgram {
 function agentProgram(image: ImageKind, agent: AgentRequest, store: KeyStore): AgentProgram {
   const parsed = AgentRequestSchema.parse(agent);
   const label = codingAgent(parsed.name as AgentName).label;
-  if (image !== 'agent')
-    throw new SessionStartRefused('bad_params', `${label} is in the agent image only, not the ${image} image: start it on the agent image`);
+  if (!guestImageKind(image).codingAgents)
+    throw new SessionStartRefused(
+      'bad_params',
+      `${label} is in ${CODING_AGENTS_ARE_IN} only, not the ${guestImageKind(image).label}: start it on the ${CODING_AGENT_IMAGES[0]!.label}`,
+    );
   return {
     name: parsed.name,
     argv: [codingAgent(parsed.name).command, ...parsed.args],
@@ -233,9 +244,9 @@ function resumableSession(
   const paths = sessionPaths(home, id);
   if (!existsSync(paths.dbPath)) throw new SessionStartRefused('not_resumable', `session ${label} has no session.db on disk any more`);
   const meta = readVmSessionMeta(paths.dbPath);
-  // Sessions from before the image was kept ran the agent image.
-  const image = meta.vm_image === 'minimal' ? 'minimal' : 'agent';
-  if (image === 'agent' && !existsSync(join(paths.dir, SESSION_DISK_FILE)))
+  // Sessions from before vm_image was kept ran the agent image, which is the default.
+  const image = ImageKindSchema.catch(DEFAULT_IMAGE_KIND).parse(meta.vm_image);
+  if (hasSessionDisk(image) && !existsSync(join(paths.dir, SESSION_DISK_FILE)))
     throw new SessionStartRefused('not_resumable', `session ${label} has lost its disk (${join(paths.dir, SESSION_DISK_FILE)})`);
   const projectFolder = meta.vm_workspace ?? null;
   if (projectFolder !== null && !isFolder(projectFolder)) {

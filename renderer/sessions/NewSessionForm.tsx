@@ -1,9 +1,10 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import type { CallResult, TerminalChoice } from '../../electron/contract/appContract.ts';
+import { DEFAULT_IMAGE_KIND, type ImageKind } from '../../electron/contract/guestImages.ts';
 import { useApi, usePickFolder } from '../api/ApiContext.tsx';
 import { toCallError } from '../api/callError.ts';
+import { ImageSelect, imageFor } from './ImageSelect.tsx';
 
-type Image = 'agent' | 'minimal';
 type RecentFolder = CallResult<'folders.recent'>[number];
 
 /** What the new session's terminal runs; the coding agents are in the agent image only. */
@@ -21,7 +22,7 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
   const pickFolder = usePickFolder();
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
-  const [image, setImage] = useState<Image>('agent');
+  const [image, setImage] = useState<ImageKind>(DEFAULT_IMAGE_KIND);
   const [folder, setFolder] = useState('');
   const [recent, setRecent] = useState<readonly RecentFolder[]>([]);
   const [askWholeHome, setAskWholeHome] = useState(false);
@@ -56,7 +57,7 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
     try {
       const { id } = await api.call('sessions.start', {
         name: name.trim() || null,
-        image: agent === 'shell' ? image : 'agent',
+        image: imageFor(agent, image),
         workspace: folder.trim() || null,
         wholeHome,
         agent,
@@ -104,16 +105,7 @@ export function NewSessionForm({ onStarted }: { readonly onStarted: (id: string)
           </option>
         ))}
       </select>
-      <select
-        data-testid="new-session-image"
-        value={agent === 'shell' ? image : 'agent'}
-        disabled={agent !== 'shell'}
-        title={agent === 'shell' ? undefined : 'the coding agents are in the agent image'}
-        onChange={(e) => setImage(e.target.value === 'minimal' ? 'minimal' : 'agent')}
-      >
-        <option value="agent">agent image</option>
-        <option value="minimal">minimal image</option>
-      </select>
+      <ImageSelect terminal={agent} value={image} onChange={setImage} />
       <input
         className="folder-path"
         data-testid="new-session-folder"

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { GUEST_IMAGES } from '../../electron/contract/guestImages.ts';
 import { runCapsemAsync } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -20,8 +21,8 @@ describe('capsem doctor', () => {
       'accelerator',
       'guest kernel',
       'agent build',
-      'minimal image',
-      'agent image',
+      // One per guest image, in the list's order: 'agent image', 'minimal image'.
+      ...GUEST_IMAGES.map((image) => image.label),
       'owner',
       'api port',
       'anthropic key',

@@ -27,11 +27,14 @@ import {
   writeManifest,
   type ImageManifest,
 } from './imageManifest.ts';
+import { guestImageKind } from '../../contract/guestImages.ts';
 import { installCodingAgents } from './imageCodingAgents.ts';
 import {
   AGENTS_LOCK,
   AGENTS_PACKAGE,
   defaultRecipeDir,
+  hasRootfs,
+  IMAGE_RECIPES,
   readRecipe,
   recipeFileNames,
   type GuestRecipe,
@@ -65,7 +68,7 @@ export interface GuestImage {
   readonly dir: string;
   readonly kernel: string;
   readonly initrd: string;
-  /** The agent image's read-only root (squashfs), attached as virtio-blk with serial ROOT_DISK_SERIAL. */
+  /** The read-only root (squashfs) of an image whose recipe has one, attached as virtio-blk with serial ROOT_DISK_SERIAL. */
   readonly rootfs?: string;
   readonly hash: string;
 }
@@ -89,10 +92,11 @@ export interface EnsureImageOptions {
   readonly kernel?: HostKernel;
 }
 
-// Where each stage sits in the whole job, so one progress bar covers the build end to end.
-const STAGE_SPANS: Record<ImageKind, Partial<Record<ImageStage, [number, number]>>> = {
-  minimal: { inputs: [0, 0.1], kernel: [0.1, 0.2], initramfs: [0.2, 0.85], manifest: [0.85, 1] },
-  agent: {
+// Where each stage sits in the whole job, so one progress bar covers the build end to end: an
+// image with a root file system spends most of it there.
+const STAGE_SPANS: Record<'initramfsOnly' | 'withRootfs', Partial<Record<ImageStage, [number, number]>>> = {
+  initramfsOnly: { inputs: [0, 0.1], kernel: [0.1, 0.2], initramfs: [0.2, 0.85], manifest: [0.85, 1] },
+  withRootfs: {
     inputs: [0, 0.02],
     kernel: [0.02, 0.03],
     debootstrap: [0.03, 0.3],
@@ -115,13 +119,18 @@ function imageDirName(kind: ImageKind, hash: string): string {
   return `${kind}-${hash.slice(0, 16)}`;
 }
 
+/** Node ignores the proxy variables; it is in the image only with the coding agents, who pin it. */
+function nodeProxyFiles(kind: ImageKind): GuestFile[] {
+  return guestImageKind(kind).codingAgents ? guestNodeProxyFiles() : [];
+}
+
 function imageFromManifest(dir: string, manifest: ImageManifest): GuestImage {
   return {
     kind: manifest.kind,
     dir,
     kernel: join(dir, KERNEL_FILE),
     initrd: join(dir, INITRD_FILE),
-    ...(manifest.kind === 'agent' ? { rootfs: join(dir, ROOTFS_FILE) } : {}),
+    ...(hasRootfs(manifest.kind) ? { rootfs: join(dir, ROOTFS_FILE) } : {}),
     hash: manifest.hash,
   };
 }
@@ -160,7 +169,7 @@ function inputsFingerprint(kind: ImageKind, options: EnsureImageOptions): string
     join(kernel.modulesDir, 'modules.dep'),
     busybox,
     options.agentBinary,
-    ...(kind === 'agent' ? guestNodeProxyFiles().map((f) => f.hostPath) : []),
+    ...nodeProxyFiles(kind).map((f) => f.hostPath),
   ];
   return fingerprint([BUILDER_VERSION, kind, kernel.version], files);
 }
@@ -173,8 +182,9 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   const kernel = options.kernel ?? findHostKernel();
   const busybox = findBusybox();
   const modules = await resolveModules(kernel, recipe.modules);
-  const agentLibraries = kind === 'minimal' ? await sharedLibraries(options.agentBinary) : [];
-  const extraFiles = kind === 'agent' ? guestNodeProxyFiles() : [];
+  // Without a root file system the agent runs from the initramfs, with no libc beside it.
+  const agentLibraries = hasRootfs(kind) ? [] : await sharedLibraries(options.agentBinary);
+  const extraFiles = nodeProxyFiles(kind);
   const record: Record<string, string> = {
     builder: BUILDER_VERSION,
     kind,
@@ -189,14 +199,16 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   for (const lib of agentLibraries) record[`library:${lib}`] = await sha256File(lib);
   for (const extra of extraFiles) record[`extra:${extra.guestPath}`] = await sha256File(extra.hostPath);
   let rootfsHash: string | undefined;
-  if (kind === 'agent') {
+  const rootfs = IMAGE_RECIPES[kind].rootfs;
+  if (rootfs) {
     // The squashfs depends on the package recipe and the coding agents only, not on the kernel or agent.
     rootfsHash = hashRecord({
       builder: BUILDER_VERSION,
-      packages: recipe.files['packages.txt']!,
-      sources: recipe.files['sources.list']!,
-      agentsPackage: recipe.files[AGENTS_PACKAGE]!,
-      agentsLock: recipe.files[AGENTS_LOCK]!,
+      packages: recipe.files[rootfs.packages]!,
+      sources: recipe.files[rootfs.aptSources]!,
+      ...(guestImageKind(kind).codingAgents
+        ? { agentsPackage: recipe.files[AGENTS_PACKAGE]!, agentsLock: recipe.files[AGENTS_LOCK]! }
+        : {}),
     });
     record.rootfs = rootfsHash;
   }
@@ -230,10 +242,10 @@ function removeAbandonedBuilds(root: string): void {
   }
 }
 
-/** A squashfs of an existing agent image built from the same packages, checked against its manifest. */
+/** A squashfs of an existing image built from the same packages, checked against its manifest. */
 async function reusableRootfs(root: string, rootfsHash: string): Promise<string | undefined> {
   for (const name of readdirSync(root)) {
-    if (!name.startsWith('agent-') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
+    if (name.startsWith('.') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
     try {
       const manifest = readManifest(join(root, name));
       const expected = manifest.files[ROOTFS_FILE];
@@ -260,7 +272,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
   const finalDir = join(root, imageDirName(kind, inputs.hash));
   const tmp = join(root, `.tmp-${imageDirName(kind, inputs.hash)}-${process.pid}-${randomBytes(4).toString('hex')}`);
   const report = (stage: ImageStage, fraction: number, message: string): void => {
-    const [from, to] = STAGE_SPANS[kind][stage] ?? [0, 1];
+    const [from, to] = STAGE_SPANS[hasRootfs(kind) ? 'withRootfs' : 'initramfsOnly'][stage] ?? [0, 1];
     options.onProgress?.({ stage, message, fraction: from + (to - from) * Math.min(1, Math.max(0, fraction)) });
   };
   mkdirSync(tmp, { mode: 0o755 });
@@ -268,7 +280,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
     report('kernel', 0, `kernel ${inputs.kernel.version}`);
     copyFileSync(inputs.kernel.path, join(tmp, KERNEL_FILE));
     const files = [KERNEL_FILE, INITRD_FILE];
-    if (kind === 'agent') {
+    if (hasRootfs(kind)) {
       const reuse = await reusableRootfs(root, inputs.rootfsHash!);
       if (reuse) {
         report('squashfs', 1, `reusing the rootfs of ${basename(join(reuse, '..'))}`);
@@ -280,7 +292,8 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       } else {
         const tree = join(tmp, 'rootfs-tree');
         await debootstrap(inputs.recipe, tree, (f, m) => report('debootstrap', f, m), options.signal);
-        await installCodingAgents(inputs.recipe, tree, (f, m) => report('agents', f, m), options.signal);
+        if (guestImageKind(kind).codingAgents)
+          await installCodingAgents(inputs.recipe, tree, (f, m) => report('agents', f, m), options.signal);
         await squashRootfs(tree, join(tmp, ROOTFS_FILE), (f, m) => report('squashfs', f, m), options.signal);
         removeBuildTree(tree);
       }
@@ -386,7 +399,7 @@ export async function verifyImage(image: Pick<GuestImage, 'dir'>): Promise<Guest
       `guest image manifest ${join(image.dir, MANIFEST_NAME)} is for ${imageDirName(manifest.kind, manifest.hash)}, not ${basename(image.dir)}`,
     );
   }
-  const needed = manifest.kind === 'agent' ? [KERNEL_FILE, INITRD_FILE, ROOTFS_FILE] : [KERNEL_FILE, INITRD_FILE];
+  const needed = hasRootfs(manifest.kind) ? [KERNEL_FILE, INITRD_FILE, ROOTFS_FILE] : [KERNEL_FILE, INITRD_FILE];
   for (const name of needed) {
     if (!manifest.files[name]) throw new Error(`guest image manifest ${join(image.dir, MANIFEST_NAME)} does not list ${name}`);
   }
@@ -402,9 +415,10 @@ export interface ImageDisk {
 }
 
 /**
- * The agent image's two disks. Init looks them up by serial, not by /dev/vdX, so neither the
- * launcher's disk order nor the kernel's probe order can swap the rootfs and the session disk.
- * The rootfs is shared read-only by all sessions; the session disk comes from createSessionDisk.
+ * The two disks of an image with a root file system. Init looks them up by serial, not by
+ * /dev/vdX, so neither the launcher's disk order nor the kernel's probe order can swap the rootfs
+ * and the session disk. The rootfs is shared read-only by all sessions; the session disk comes
+ * from createSessionDisk.
  */
 export function imageDisks(image: GuestImage, sessionDisk: string): ImageDisk[] {
   if (!image.rootfs) throw new Error(`the ${image.kind} image boots from its initramfs and takes no disks`);

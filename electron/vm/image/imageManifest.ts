@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { ImageKindSchema } from '../../contract/guestImages.ts';
 
 export const MANIFEST_NAME = 'manifest.json';
 
@@ -10,7 +11,7 @@ const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 
 const manifestSchema = z.object({
   format: z.literal(1),
-  kind: z.enum(['minimal', 'agent']),
+  kind: ImageKindSchema,
   hash: sha256,
   createdAt: z.string(),
   /** What went into `hash`, kept for people reading the manifest. */
