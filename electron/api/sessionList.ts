@@ -29,6 +29,8 @@ export interface SessionListing {
   readonly archive?: ArchiveFigures;
 }
 
+const isSqliteError = (err: unknown): boolean => String((err as { code?: unknown } | null)?.code).startsWith('SQLITE_');
+
 /** Reads what main.db does not hold from each session.db, once for an ended session, every time for a running one. */
 export class SessionListReader {
   private readonly ended = new Map<SessionId, SessionListFacts>();
@@ -50,20 +52,22 @@ export class SessionListReader {
     const running = record.status === 'running';
     const known = running ? undefined : this.ended.get(record.id);
     if (known) return { facts: known, title: this.titles.get(record.id) };
-    let open;
-    try {
-      open = this.stores.get(record.id);
-    } catch (err) {
-      // Erased or vacuumed since main.db was read: the row goes out without these figures.
-      if (err instanceof SessionNotOnDiskError) return { facts: {}, title: undefined };
-      throw err;
-    }
-    const tables = open.tables();
-    const facts = readListFacts(open.store, tables);
+    let facts: SessionListFacts;
     let title = this.titles.get(record.id);
-    if (title === undefined) {
-      title = firstPromptTitle(open.store, tables);
-      if (title !== undefined) this.titles.set(record.id, title);
+    try {
+      const open = this.stores.get(record.id);
+      const tables = open.tables();
+      facts = readListFacts(open.store, tables);
+      if (title === undefined) {
+        title = firstPromptTitle(open.store, tables);
+        if (title !== undefined) this.titles.set(record.id, title);
+      }
+    } catch (err) {
+      // Erased or vacuumed since main.db was read, or a session.db SQLite cannot read (empty,
+      // damaged, missing a table): the row goes out with main.db's figures, and one bad file
+      // costs only its own row's extras, never the list. Not kept, so a repaired file is read.
+      if (err instanceof SessionNotOnDiskError || isSqliteError(err)) return { facts: {}, title: undefined };
+      throw err;
     }
     if (!running) this.ended.set(record.id, facts);
     return { facts, title };
