@@ -63,11 +63,12 @@ export class SessionListReader {
         if (title !== undefined) this.titles.set(record.id, title);
       }
     } catch (err) {
-      // Erased or vacuumed since main.db was read, or a session.db SQLite cannot read (empty,
-      // damaged, missing a table): the row goes out with main.db's figures, and one bad file
-      // costs only its own row's extras, never the list. Not kept, so a repaired file is read.
-      if (err instanceof SessionNotOnDiskError || isSqliteError(err)) return { facts: {}, title: undefined };
-      throw err;
+      // Erased or vacuumed since main.db was read: the row goes out without these figures.
+      if (err instanceof SessionNotOnDiskError) return { facts: {}, title: undefined };
+      // A session.db SQLite cannot read (empty, damaged, missing a table) costs only its own
+      // row's extras, never the list; an ended one is not read again, as a readable one is not.
+      if (!isSqliteError(err)) throw err;
+      facts = {};
     }
     if (!running) this.ended.set(record.id, facts);
     return { facts, title };
