@@ -88,7 +88,7 @@ export interface LoopbackOptions {
 
 export interface LoopbackListener {
   readonly port: number;
-  /** Connections refused so far (a peer gone before the check included). */
+  /** Connections refused so far, each from a peer that was told why (one gone before the check is not counted). */
   readonly refused: number;
   close(): Promise<void>;
 }
@@ -128,8 +128,8 @@ export async function listenOnLoopback(server: Server, options: LoopbackOptions)
       socket.resume();
       return;
     }
-    refused++;
     if (admission.reason === null) return void socket.destroy();
+    refused++;
     options.onRefused?.({ uid: admission.uid, reason: admission.reason });
     refuse(socket, admission.reason);
   });

@@ -63,7 +63,11 @@ function ipv6Bytes(scoped: string): number[] {
  */
 export function kernelEndpoint(endpoint: Endpoint, table: 'tcp' | 'tcp6', order: Byteorder): string | null {
   const port = endpoint.port.toString(16).toUpperCase().padStart(4, '0');
-  if (table === 'tcp') return isIPv4(endpoint.address) ? `${wordHex(ipv4Bytes(endpoint.address), order)}:${port}` : null;
+  if (table === 'tcp') {
+    // A dual-stack listener names an IPv4 peer by its mapped address; that peer's own socket may be IPv4.
+    const v4 = isIPv4(endpoint.address) ? endpoint.address : /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(endpoint.address)?.[1];
+    return v4 === undefined ? null : `${wordHex(ipv4Bytes(v4), order)}:${port}`;
+  }
   let bytes: number[];
   if (isIPv6(endpoint.address)) bytes = ipv6Bytes(endpoint.address);
   // An IPv4 connection made from an IPv6 socket is listed in tcp6 under its mapped address.

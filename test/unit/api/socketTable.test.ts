@@ -108,6 +108,8 @@ describe('an endpoint as the kernel prints it', () => {
     // An IPv4 connection from an IPv6 socket is in tcp6, under its mapped address.
     expect(kernelEndpoint({ address: '127.0.0.1', port: 80 }, 'tcp6', 'LE')).toBe('0000000000000000FFFF00000100007F:0050');
     expect(kernelEndpoint({ address: '::1', port: 80 }, 'tcp', 'LE')).toBeNull();
+    // A dual-stack listener names an IPv4 peer as mapped; that peer's socket may be in tcp.
+    expect(kernelEndpoint({ address: '::ffff:127.0.0.1', port: 80 }, 'tcp', 'LE')).toBe('0100007F:0050');
     expect(kernelEndpoint({ address: 'not an address', port: 80 }, 'tcp6', 'LE')).toBeNull();
   });
 
@@ -175,6 +177,19 @@ describe.runIf(socketTableReadable())('the peer of a real loopback connection', 
       expect(peerOf(...ends(theirs)), host).toEqual({ kind: 'user', uid: process.getuid!() });
       client.destroy();
     }
+  });
+
+  it('is this process behind a dual-stack listener, which names an IPv4 peer by its mapped address', async () => {
+    const dual = createServer();
+    const theirs = new Promise<Socket>((resolve) => dual.once('connection', resolve));
+    await new Promise<void>((resolve) => dual.listen(0, '::', resolve));
+    const client = connect((dual.address() as { port: number }).port, '127.0.0.1');
+    const accepted = await theirs;
+    expect(accepted.remoteAddress).toBe('::ffff:127.0.0.1');
+    expect(peerOf(...ends(accepted))).toEqual({ kind: 'user', uid: process.getuid!() });
+    client.destroy();
+    accepted.destroy();
+    dual.close();
   });
 
   it('is gone once the client has closed its socket', async () => {
