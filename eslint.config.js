@@ -62,6 +62,8 @@ const DIRECTION_EXCEPTIONS = {
   archive: ['owner/capsemVersion.ts'],
   // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
   api: ['proxy/policy.ts'],
+  // Browser mode serves CAPSEM_HOME's owner alone, checked as the API checks it.
+  app: ['api/loopbackListener.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };

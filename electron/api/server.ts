@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { SCHEMA_VERSION } from '../contract/sessionEvent.ts';
@@ -17,6 +16,7 @@ import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
+import { listenOnLoopback, type LoopbackListener, type Refusal } from './loopbackListener.ts';
 import { pluginCatalog, recordingPipeline, type PolicyInUse } from './pipeline.ts';
 import { SessionListReader } from './sessionList.ts';
 import { answerUsage } from './usage.ts';
@@ -38,6 +38,10 @@ export interface ApiOptions {
   readonly pollMs?: number;
   /** SSE back-pressure: bytes a subscriber may hold unread, and how long it may take none before it is dropped. */
   readonly liveLimits?: Partial<HubLimits>;
+  /** Serve every local account, not only CAPSEM_HOME's owner (the user asked, with --any-local-user). */
+  readonly anyLocalUser?: boolean;
+  /** Told of each connection refused because it is not the owner's. */
+  readonly onRefused?: (refusal: Refusal) => void;
 }
 
 export interface ApiServer {
@@ -369,7 +373,10 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     }
     if (path === '/v1/status') {
       only(['GET']);
-      return sendJson(res, 200, { sse: { subscribers: hub.size, dropped: hub.dropped, published: hub.published } });
+      return sendJson(res, 200, {
+        sse: { subscribers: hub.size, dropped: hub.dropped, published: hub.published },
+        connections: { refused: listener.refused },
+      });
     }
     if (path === '/v1/events') {
       only(['GET']);
@@ -455,11 +462,22 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     refuseOnSocket(socket, 405, 'this API is not a proxy: CONNECT is not served');
   });
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? DEFAULT_API_PORT, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  let listener: LoopbackListener;
+  try {
+    listener = await listenOnLoopback(server, {
+      port: options.port ?? DEFAULT_API_PORT,
+      home: home.root,
+      // Cortex clients send no token: who the peer is, is the only guard, so an unknown peer is refused.
+      rule: options.anyLocalUser ? 'any-local-user' : 'owner',
+      onRefused: options.onRefused,
+    });
+  } catch (err) {
+    feed.stop();
+    stores.close();
+    mainDb.close();
+    throw err;
+  }
+  const { port } = listener;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -468,8 +486,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     close: async () => {
       feed.stop();
       stores.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listener.close();
       mainDb.close();
     },
   };

@@ -29,6 +29,8 @@ export interface SessionListing {
   readonly archive?: ArchiveFigures;
 }
 
+const isSqliteError = (err: unknown): boolean => String((err as { code?: unknown } | null)?.code).startsWith('SQLITE_');
+
 /** Reads what main.db does not hold from each session.db, once for an ended session, every time for a running one. */
 export class SessionListReader {
   private readonly ended = new Map<SessionId, SessionListFacts>();
@@ -50,20 +52,23 @@ export class SessionListReader {
     const running = record.status === 'running';
     const known = running ? undefined : this.ended.get(record.id);
     if (known) return { facts: known, title: this.titles.get(record.id) };
-    let open;
+    let facts: SessionListFacts;
+    let title = this.titles.get(record.id);
     try {
-      open = this.stores.get(record.id);
+      const open = this.stores.get(record.id);
+      const tables = open.tables();
+      facts = readListFacts(open.store, tables);
+      if (title === undefined) {
+        title = firstPromptTitle(open.store, tables);
+        if (title !== undefined) this.titles.set(record.id, title);
+      }
     } catch (err) {
       // Erased or vacuumed since main.db was read: the row goes out without these figures.
       if (err instanceof SessionNotOnDiskError) return { facts: {}, title: undefined };
-      throw err;
-    }
-    const tables = open.tables();
-    const facts = readListFacts(open.store, tables);
-    let title = this.titles.get(record.id);
-    if (title === undefined) {
-      title = firstPromptTitle(open.store, tables);
-      if (title !== undefined) this.titles.set(record.id, title);
+      // A session.db SQLite cannot read (empty, damaged, missing a table) costs only its own
+      // row's extras, never the list; an ended one is not read again, as a readable one is not.
+      if (!isSqliteError(err)) throw err;
+      facts = {};
     }
     if (!running) this.ended.set(record.id, facts);
     return { facts, title };

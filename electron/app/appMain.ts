@@ -9,6 +9,7 @@ import type { VmChoice } from '../owner/vmHosting.ts';
 import { capsemHome, ensureHome, type CapsemHome } from '../store/paths.ts';
 import { AppCore } from './appCore.ts';
 import { AlreadyRunningError, ownHome } from './appOwnership.ts';
+import { oncePerPeer } from '../api/loopbackListener.ts';
 import { startBrowserServer } from './browserServer.ts';
 
 // The desktop app's core, started as the owner of CAPSEM_HOME. The Electron shell calls
@@ -129,6 +130,7 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<Brows
     modeReason: options.reason,
     devPort: options.devPort,
     home: started.home,
+    onRefused: oncePerPeer((reason) => err(`capsem: browser mode ${reason}`)),
   }).catch(async (e: unknown) => {
     await started.stop();
     throw e;

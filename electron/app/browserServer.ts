@@ -1,5 +1,4 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { WireRequestSchema, type EventName, type EventPayload, type HostCore, type WireMessage } from '../contract/appContract.ts';
@@ -11,6 +10,7 @@ import {
   BROWSER_TOKEN_PARAM,
   BROWSER_WS_PATH,
 } from '../contract/browserMode.ts';
+import { listenOnLoopback, type Refusal } from '../api/loopbackListener.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { asCallError } from './callFailure.ts';
 import { handleImportUpload } from './importUpload.ts';
@@ -19,7 +19,9 @@ import { allowedPeers, checkHost, checkSocket, newToken } from './wsGuards.ts';
 
 // Browser mode: the same renderer the Electron window loads, served on 127.0.0.1, and the same
 // contract carried over a WebSocket at /ws as JSON text frames (WireRequest in, WireMessage out).
-// Guards: Host (against DNS rebinding), Origin, a per-run token; a message size cap; every
+// Guards: the user who owns CAPSEM_HOME alone (loopbackListener.ts: another local account is
+// refused before its first byte is read, where the kernel's socket table says who connects; where
+// it cannot, the token below still guards), Host (against DNS rebinding), Origin, a per-run token; a message size cap; every
 // request checked against the wire schema, then against the call's own params by the core.
 // POST /import (importUpload.ts) takes a dropped file under the same guards. A request target
 // that is not a path is refused with 400, and a handler that throws costs only its own request.
@@ -34,8 +36,10 @@ export interface BrowserServerOptions {
   readonly modeReason?: string;
   /** A Vite dev server on this port proxies /ws here: its Host and Origin are accepted too. */
   readonly devPort?: number;
-  /** CAPSEM_HOME, for staging uploads to POST /import; without it the route refuses. */
+  /** CAPSEM_HOME: its owner alone is served, and uploads to POST /import are staged in it; without it the route refuses and this process's user is served. */
   readonly home?: CapsemHome;
+  /** Told of each connection refused because it is not the owner's. */
+  readonly onRefused?: (refusal: Refusal) => void;
 }
 
 export interface BrowserServer {
@@ -174,14 +178,13 @@ function answerMessage(ws: WebSocket, core: HostCore, data: RawData, isBinary: b
 export async function startBrowserServer(options: BrowserServerOptions): Promise<BrowserServer> {
   const token = options.token ?? newToken();
   const server: Server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const listener = await listenOnLoopback(server, {
+    port: options.port ?? 0,
+    home: options.home?.root,
+    rule: 'owner-where-readable',
+    onRefused: options.onRefused,
   });
-  const port = (server.address() as AddressInfo).port;
+  const { port } = listener;
   const { hosts, origins } = allowedPeers(port, options.devPort);
   const headers = securityHeaders(port, options.devPort);
   const wss = new WebSocketServer({ noServer: true, maxPayload: BROWSER_MAX_MESSAGE_BYTES, perMessageDeflate: false });
@@ -262,8 +265,7 @@ export async function startBrowserServer(options: BrowserServerOptions): Promise
     async close() {
       for (const ws of wss.clients) ws.terminate();
       wss.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listener.close();
     },
   };
 }

@@ -132,6 +132,16 @@ export interface RawCapture {
   };
 }
 
+/**
+ * Cortex's pipeline.EventClient. name and version are set for an agent we know (claude-code,
+ * codex, gemini-cli); raw is the User-Agent as sent, control characters replaced, capped at 128 bytes.
+ */
+export interface EventClient {
+  name?: string;
+  version?: string;
+  raw?: string;
+}
+
 export interface SessionEvent {
   sessionId: string;
   seq: number;
@@ -154,8 +164,8 @@ export interface SessionEvent {
   httpMethod?: string;
   httpPath?: string;
   process?: { name?: string; pid?: number };
-  /** The coding agent that sent the request, from its User-Agent, when it is one we know. */
-  client?: string;
+  /** The program that sent the request, from its User-Agent; absent when it sent none. */
+  client?: EventClient;
   invocations?: { outbound: Invocation[] };
   decision?: string;
   matchedRule?: string;

@@ -1,4 +1,5 @@
 import type {
+  EventClient,
   Inference,
   Invocation,
   JsonObject,
@@ -12,6 +13,7 @@ import { hostOf } from '../telemetry/hosts.ts';
 import { providerNamed, requestView } from '../telemetry/providers/index.ts';
 import { isObject, lenientJson } from '../telemetry/json.ts';
 import type { McpMessage } from '../telemetry/mcp.ts';
+import { clientOfUserAgent } from './eventClient.ts';
 import { wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 
 // Rows in, wire events out: pure functions, so the wire form is pinned by a golden file without
@@ -89,18 +91,10 @@ function processOf(row: Row): SessionEvent['process'] {
   return name === undefined && pid === undefined ? undefined : { name, pid };
 }
 
-/** The coding agents we know by the product token their User-Agent starts with. */
-const CLIENTS: readonly (readonly [RegExp, string])[] = [
-  [/^claude-(cli|code)\//i, 'claude-code'],
-  [/^codex[\w-]*\//i, 'codex'],
-  [/^(GeminiCLI|gemini-cli)\//i, 'gemini-cli'],
-];
-
-function clientOf(row: Row): string | undefined {
+function clientOf(row: Row): EventClient | undefined {
   const headers = lenientJson(row.request_headers);
   const agent = isObject(headers) ? headers['user-agent'] : undefined;
-  const ua = Array.isArray(agent) ? agent.join(' ') : text(agent);
-  return ua === undefined ? undefined : CLIENTS.find(([pattern]) => pattern.test(ua))?.[1];
+  return clientOfUserAgent(Array.isArray(agent) ? agent.filter((v) => typeof v === 'string').join(' ') : text(agent));
 }
 
 /** What the credential broker did with each stand-in the request carried, as the pipeline step it is. */

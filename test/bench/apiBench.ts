@@ -3,7 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { peerOf } from '../../electron/api/socketTable.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { readTimeline } from '../../electron/sessions/timeline.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
@@ -90,6 +92,42 @@ function thousandSessions(home: CapsemHome): void {
   db.close();
 }
 
+/**
+ * What the owner check costs one connection (socketTable.ts reads the kernel's whole table of TCP
+ * sockets, or until the peer's row): the median over connections spread through the table, with
+ * `connections` loopback pairs open in this process besides whatever the machine has.
+ */
+async function ownerCheckMs(connections: number): Promise<{ ms: number; rows: number }> {
+  const accepted: Socket[] = [];
+  const server = createServer((s) => accepted.push(s));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const clients: Socket[] = [];
+  try {
+    for (let i = 0; i < connections; i++)
+      clients.push(
+        await new Promise<Socket>((resolve) => {
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+        }),
+      );
+    while (accepted.length < connections) await new Promise((r) => setTimeout(r, 5));
+    const rows = readFileSync('/proc/net/tcp', 'latin1').split('\n').length - 2;
+    const times: number[] = [];
+    for (let i = 0; i < 41; i++) {
+      const s = accepted[(i * 7919) % connections]!;
+      const [ms, peer] = await timed(() =>
+        peerOf({ address: s.localAddress!, port: s.localPort! }, { address: s.remoteAddress!, port: s.remotePort! }),
+      );
+      if (peer.kind !== 'user') throw new Error(`the owner check lost a live connection: ${JSON.stringify(peer)}`);
+      times.push(ms);
+    }
+    return { ms: median(times), rows };
+  } finally {
+    for (const c of [...clients, ...accepted]) c.destroy();
+    server.close();
+  }
+}
+
 export async function apiBench(): Promise<boolean> {
   const root = mkdtempSync(join(tmpdir(), 'capsem-bench-api-'));
   const home = capsemHome({ CAPSEM_HOME: join(root, 'big') });
@@ -153,6 +191,7 @@ export async function apiBench(): Promise<boolean> {
     server = await startServer(listHome);
     const listMs = await medianMs(9, () => call(server!.url, '/v1/sessions?archived=true'));
     const listCount = (await call(server.url, '/v1/sessions')).json<{ sessions: unknown[] }>().sessions.length;
+    const check = await ownerCheckMs(1000);
     const mainDb = new Database(listHome.mainDbPath, { readonly: true });
     const rawListMs = await medianMs(5, () => mainDb.prepare('SELECT * FROM sessions ORDER BY created_at DESC').all());
     mainDb.close();
@@ -187,6 +226,12 @@ export async function apiBench(): Promise<boolean> {
           `${listMs.toFixed(1)} ms, ${ratio(listMs, rawListMs)}`,
           listMs < 100 && listCount === 1000,
           '< 100 ms',
+        ),
+        figure(
+          'owner check, one new connection',
+          `${check.ms.toFixed(2)} ms with ${check.rows} TCP sockets open`,
+          check.ms < 10 && check.rows >= 2000,
+          '< 10 ms at >= 2,000 sockets',
         ),
       ],
     );

@@ -162,7 +162,8 @@ export const sessionEvent = z
       .object({ subject: text.optional(), scopes: z.array(text).optional(), clientId: text.optional(), agentId: text.optional() })
       .optional(),
     tls: z.object({ version: text.optional(), cipherSuite: text.optional(), peerSpiffeId: text.optional() }).optional(),
-    client: text.optional(),
+    /** pipeline.EventClient (authlib/pipeline/client.go): a struct of three omitempty strings, so a bare string fails the page. */
+    client: z.object({ name: text.optional(), version: text.optional(), raw: text.optional() }).optional(),
     /** EventError: code is a Go string (the spec's proxy_error 413 has "an empty error.code"). */
     error: z.object({ kind: text, message: text, code: text.optional() }).optional(),
     invocations: z.object({ inbound: z.array(invocation).optional(), outbound: z.array(invocation).optional() }).optional(),

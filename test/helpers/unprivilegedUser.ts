@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 // An ordinary user for the tests that must not run as root (what the guest writes must be the
@@ -28,10 +28,13 @@ function hasRange(file: string): boolean {
   }
 }
 
-/** The test user, made if need be; or why it cannot be had or cannot use a user namespace here. */
-export function ensureTestUser(): TestUser | string {
+/**
+ * The test user, made if need be; or why it cannot be had or (unless `userNamespace` is false, for
+ * a test that only runs a client as another account) cannot use a user namespace here.
+ */
+export function ensureTestUser({ userNamespace = true } = {}): TestUser | string {
   if (process.getuid?.() !== 0) return 'making an unprivileged test user needs root';
-  if (!run('sh', ['-c', 'command -v newuidmap']).ok) return 'newuidmap is not installed (apt-get install -y uidmap)';
+  if (userNamespace && !run('sh', ['-c', 'command -v newuidmap']).ok) return 'newuidmap is not installed (apt-get install -y uidmap)';
   if (!run('getent', ['passwd', TEST_USER]).ok) {
     const made = run('useradd', ['--create-home', '--shell', '/bin/sh', TEST_USER]);
     if (!made.ok) return `useradd ${TEST_USER} failed: ${made.output}`;
@@ -42,6 +45,7 @@ export function ensureTestUser(): TestUser | string {
   }
   const [, , uid, gid, , home] = run('getent', ['passwd', TEST_USER]).output.split(':');
   const user = { name: TEST_USER, uid: Number(uid), gid: Number(gid), home: home ?? '' };
+  if (!userNamespace) return user;
   const userns = run('setpriv', [...asUser(user), '--', 'unshare', '--map-root-user', '--map-auto', '--mount', 'true']);
   if (!userns.ok) return `user namespaces are not available to ${TEST_USER}: ${userns.output}`;
   return user;
@@ -50,4 +54,27 @@ export function ensureTestUser(): TestUser | string {
 /** setpriv's arguments that run a command as `user`, with its groups. */
 export function asUser(user: TestUser): string[] {
   return [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups'];
+}
+
+export interface HttpAnswer {
+  readonly status?: number;
+  readonly body?: string;
+  /** The client's error code, where it got no answer. */
+  readonly error?: string;
+}
+
+/** A GET made by a Node client running as `user` (another local account): what it read, or the error it got. */
+export function httpGetAs(user: TestUser, url: string): Promise<HttpAnswer> {
+  const client = `require('node:http').get(process.argv[1], (res) => {
+    let body = '';
+    res.on('data', (c) => (body += c));
+    res.on('end', () => process.stdout.write(JSON.stringify({ status: res.statusCode, body })));
+  }).on('error', (e) => process.stdout.write(JSON.stringify({ error: e.code ?? e.message })));`;
+  return new Promise((resolve, reject) => {
+    const child = spawn('setpriv', [...asUser(user), '--', process.execPath, '-e', client, url], { cwd: user.home });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', reject);
+    child.on('exit', () => resolve(JSON.parse(out || '{"error":"the client printed nothing"}') as HttpAnswer));
+  });
 }

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
@@ -7,7 +7,8 @@ import { finalSeqOf, requestSeqOf } from '../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
-import { getSession } from '../../electron/store/registry.ts';
+import { getSession, registerSession } from '../../electron/store/registry.ts';
+import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
 import { liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -67,6 +68,22 @@ describe('GET /v1/sessions', () => {
     expect(row).toMatchObject({ name: 'quiet', eventCount: 0, active: true });
     for (const key of ['totalTokens', 'costMicros', 'inferenceHost', 'lastRequestAt', 'agent']) expect(row).not.toHaveProperty(key);
     await empty.end();
+  });
+
+  it("lists a session whose session.db SQLite cannot read with main.db's figures, and the others in full", async () => {
+    const db = openMainDb(home);
+    const broken = registerSession(db, { name: 'unreadable' });
+    writeRollup(db, broken.id, null, { status: 'stopped' });
+    db.close();
+    const { dbPath, dir } = sessionPaths(home, broken.id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(dbPath, '');
+    const reply = await call(api.url, '/v1/sessions');
+    expect(reply.status, reply.body).toBe(200);
+    const { sessions } = reply.json<{ sessions: Record<string, unknown>[] }>();
+    expect(sessions.find((s) => s.id === broken.id)).toMatchObject({ name: 'unreadable', eventCount: 0 });
+    expect(sessions.find((s) => s.id === named)!.eventCount).toBeGreaterThan(0);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { call } from '../helpers/apiClient.ts';
 import { runCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { ensureTestUser, httpGetAs, type TestUser } from '../helpers/unprivilegedUser.ts';
 
 const home = tempHome();
 const BIN = fileURLToPath(new URL('../../bin/capsem.mjs', import.meta.url));
@@ -16,14 +18,16 @@ afterEach(() => {
 });
 afterAll(() => home.remove());
 
-/** `capsem api --port 0` as a user runs it, once it says where it listens. */
-async function startApi(): Promise<{ child: ChildProcess; url: string; port: number }> {
-  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], {
+/** `capsem api --port 0` as a user runs it, once it says where it listens; `stderr` gathers what it says there. */
+async function startApi(extra: readonly string[] = []): Promise<{ child: ChildProcess; url: string; port: number; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'api', '--port', '0', ...extra], {
     cwd: USER_FOLDER,
     env: { ...process.env, CAPSEM_HOME: home.root },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -34,7 +38,7 @@ async function startApi(): Promise<{ child: ChildProcess; url: string; port: num
   });
   expect(line).toMatch(/^Capsem API: http:\/\/127\.0\.0\.1:\d+$/);
   const url = line.slice('Capsem API: '.length);
-  return { child, url, port: Number(new URL(url).port) };
+  return { child, url, port: Number(new URL(url).port), stderr: () => stderr };
 }
 
 async function stop(child: ChildProcess): Promise<number | null> {
@@ -106,4 +110,69 @@ it('says plainly when the port is taken', async () => {
   blocker.close();
   expect(result.code).toBe(1);
   expect(result.stderr.trim()).toBe(`capsem: port ${port} is already in use; pick another with --port`);
+});
+
+const testUser = ensureTestUser({ userNamespace: false });
+const otherAccount = typeof testUser === 'string' ? it.skip : it;
+if (typeof testUser === 'string') console.warn(`skipping the other-account API tests: ${testUser}`);
+
+otherAccount("serves only the user who owns CAPSEM_HOME: another local account's request is refused with 403 and counted", async () => {
+  const user = testUser as TestUser;
+  const { child, url, stderr } = await startApi();
+  expect((await call(url, '/v1/sessions')).status).toBe(200);
+
+  const other = await httpGetAs(user, `${url}/v1/sessions`);
+  expect(other.status, JSON.stringify(other)).toBe(403);
+  expect(JSON.parse(other.body!)).toEqual({
+    error: `refused: this server answers only the user who owns CAPSEM_HOME (uid 0); this connection is from uid ${user.uid}`,
+  });
+  expect(other.body).not.toContain('co-work1');
+  // Every route, the live tail included, is behind the same check.
+  expect((await httpGetAs(user, `${url}/v1/events`)).status).toBe(403);
+
+  const status = (await call(url, '/v1/status')).json<{ connections: { refused: number } }>();
+  expect(status.connections.refused).toBe(2);
+  expect(stderr()).toContain(
+    `capsem api: refused: this server answers only the user who owns CAPSEM_HOME (uid 0); this connection is from uid ${user.uid}\n`,
+  );
+  expect(
+    stderr()
+      .split('\n')
+      .filter((l) => l.includes('refused')).length,
+  ).toBe(1);
+  expect(await stop(child)).toBe(0);
+});
+
+otherAccount(
+  "follows CAPSEM_HOME's owner at each connection: handed to another account, the home is served to it and no longer to root",
+  async () => {
+    const user = testUser as TestUser;
+    const { child, url } = await startApi();
+    // Closed after it, so the next request from root opens a connection of its own: the check is made as each is accepted.
+    expect((await call(url, '/healthz', { headers: { connection: 'close' } })).status).toBe(200);
+    chownSync(home.root, user.uid, user.gid);
+    try {
+      const theirs = await httpGetAs(user, `${url}/v1/sessions`);
+      expect(theirs.status, JSON.stringify(theirs)).toBe(200);
+      expect(JSON.parse(theirs.body!)).toHaveProperty('sessions');
+      const root = await call(url, '/v1/sessions');
+      expect(root.status).toBe(403);
+      expect(root.json()).toEqual({
+        error: `refused: this server answers only the user who owns CAPSEM_HOME (uid ${user.uid}); this connection is from uid 0`,
+      });
+    } finally {
+      chownSync(home.root, 0, 0);
+    }
+    expect((await call(url, '/healthz')).status).toBe(200);
+    expect(await stop(child)).toBe(0);
+  },
+);
+
+otherAccount('serves every local account with --any-local-user, as the user asked', async () => {
+  const user = testUser as TestUser;
+  const { child, url } = await startApi(['--any-local-user']);
+  const theirs = await httpGetAs(user, `${url}/v1/sessions`);
+  expect(theirs.status, JSON.stringify(theirs)).toBe(200);
+  expect((await call(url, '/v1/status')).json<{ connections: { refused: number } }>().connections.refused).toBe(0);
+  expect(await stop(child)).toBe(0);
 });

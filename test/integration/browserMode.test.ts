@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempHome } from '../helpers/tempHome.ts';
+import { ensureTestUser, httpGetAs } from '../helpers/unprivilegedUser.ts';
 
 // The browser-mode process as `npm start -- --browser` runs it (scripts/start.mjs): one hostile
 // request must cost only its own connection, never the app that serves every other one.
@@ -11,6 +12,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const home = tempHome();
 let child: ChildProcess;
 let port = 0;
+let url = '';
 let stderr = '';
 
 beforeAll(async () => {
@@ -31,6 +33,7 @@ beforeAll(async () => {
   const match = /^Capsem UI: http:\/\/127\.0\.0\.1:(\d+)\/\?token=/.exec(line);
   if (!match) throw new Error(`unexpected first line: ${line}`);
   port = Number(match[1]);
+  url = line.slice('Capsem UI: '.length);
 }, 60_000);
 
 afterAll(async () => {
@@ -96,5 +99,24 @@ describe('browser mode, one hostile request at a time', () => {
     const answer = await exchange(`GET /mode.json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
     expect(answer, stderr).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(answer).toContain('{"kind":"browser","reason":"test"}');
+  });
+});
+
+describe('browser mode, from another local account', () => {
+  const user = ensureTestUser({ userNamespace: false });
+  if (typeof user === 'string') console.warn(`skipping the other-account browser-mode test: ${user}`);
+  const other = typeof user === 'string' ? null : user;
+
+  it.runIf(other !== null)('refuses it with 403 even with the right token, and says so on stderr, while the owner is served', async () => {
+    const theirs = await httpGetAs(other!, url);
+    expect(theirs.status, JSON.stringify(theirs)).toBe(403);
+    expect(JSON.parse(theirs.body!)).toEqual({
+      error: `refused: this server answers only the user who owns CAPSEM_HOME (uid 0); this connection is from uid ${other!.uid}`,
+    });
+    expect(stderr).toContain(
+      `capsem: browser mode refused: this server answers only the user who owns CAPSEM_HOME (uid 0); this connection is from uid ${other!.uid}\n`,
+    );
+    const ours = await exchange(`GET /mode.json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+    expect(ours).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 });

@@ -76,6 +76,8 @@ describe('the strict client', () => {
     ],
     ['a fractional maxTokens', { inference: { maxTokens: 1.5 } }, /inference\.maxTokens/],
     ['two protocol payloads', { mcp: { method: 'ping' }, inference: {} }, /more than one/],
+    ['client as a bare string (the wire before this contract; Go holds an EventClient struct)', { client: 'claude-code' }, /client/],
+    ['a client version that is not a string', { client: { name: 'claude-code', version: 2 } }, /client\.version/],
   ])('refuses %s', (_, change, field) => {
     expect(() => decode(sessionEvent, { ...good, ...change })).toThrow(field);
   });
@@ -331,7 +333,11 @@ describe('a live session with MCP traffic', () => {
     expect(events[1]!.mcp!.result).toEqual({ content: [{ type: 'text', text: 'found' }] });
     expect(events[3]!.mcp!.result).toEqual({ value: 'pong' });
     expect(events[5]!.mcp!.error).toEqual({ code: -32602, message: 'unknown tool' });
-    expect(events[0]).toMatchObject({ requestId: events[1]!.requestId, client: 'claude-code', direction: 'outbound' });
+    expect(events[0]).toMatchObject({
+      requestId: events[1]!.requestId,
+      client: { name: 'claude-code', version: '2.0.14', raw: 'claude-cli/2.0.14 (external, cli)' },
+      direction: 'outbound',
+    });
     expect(events[0]!.invocations!.outbound!.map((i) => `${i.plugin}:${i.action}`)).toEqual(['policy:allow', 'recorder:observe']);
     expect(events[7]).not.toHaveProperty('direction');
   });
