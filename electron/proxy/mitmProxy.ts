@@ -116,19 +116,43 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     }
   };
 
+  /** A refusal on a connection whose request was never read whole: recorded under its tunnel's destination. */
+  const recordUnread = (connection: object, outcome: Parameters<RecordExchange>[1]): void => {
+    const tunnel = connections.tunnelOf(connection);
+    record(
+      {
+        startedAt: new Date(),
+        host: tunnel?.host ?? '(unparsed)',
+        port: tunnel?.port ?? 0,
+        scheme: tunnel?.tls === false ? 'http' : 'https',
+        kind: 'malformed',
+        method: '(unparsed)',
+        path: '',
+        query: null,
+        requestHeaders: {},
+      },
+      outcome,
+      connections.originOf(connection),
+    );
+  };
+
   const mitm: Server = createServer(
     { highWaterMark: STREAM_BUFFER, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 30_000 },
     (req, res) => serveRequest(proxy, req, res, null),
   );
-  const http2Clients = startHttp2Clients((req, res) => {
-    const { stream } = req;
-    serveRequest(proxy, req, res, {
-      connection: stream.session ?? stream,
-      headers: http1Headers(req.headers),
-      authority: req.headers[':authority'],
-      hasBody: !stream.endAfterHeaders,
-    });
-  });
+  const http2Clients = startHttp2Clients(
+    (req, res) => {
+      const { stream } = req;
+      serveRequest(proxy, req, res, {
+        connection: stream.session ?? stream,
+        headers: http1Headers(req.headers),
+        authority: req.headers[':authority'],
+        hasBody: !stream.endAfterHeaders,
+      });
+    },
+    (session, reason) =>
+      recordUnread(session, { decision: 'denied', matchedRule: 'proxy.http2-limits', error: { kind: 'bad_request', message: reason } }),
+  );
   const proxy: RequestPath & UpgradePath & TunnelPath = {
     connections,
     policy: options.policy,
@@ -157,27 +181,12 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     socket.end(
       'HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 30\r\n\r\ncapsem: malformed HTTP request',
     );
-    const tunnel = connections.tunnelOf(socket);
-    record(
-      {
-        startedAt: new Date(),
-        host: tunnel?.host ?? '(unparsed)',
-        port: tunnel?.port ?? 0,
-        scheme: tunnel?.tls === false ? 'http' : 'https',
-        kind: 'malformed',
-        method: '(unparsed)',
-        path: '',
-        query: null,
-        requestHeaders: {},
-      },
-      {
-        status: 400,
-        decision: 'denied',
-        matchedRule: 'proxy.malformed-request',
-        error: { kind: 'bad_request', message: malformedReason(err) },
-      },
-      connections.originOf(socket),
-    );
+    recordUnread(socket, {
+      status: 400,
+      decision: 'denied',
+      matchedRule: 'proxy.malformed-request',
+      error: { kind: 'bad_request', message: malformedReason(err) },
+    });
   });
   mitm.on('connect', (req: IncomingMessage, clientSocket: Duplex, head: Buffer) => {
     try {

@@ -131,6 +131,7 @@ export class MuxStream extends Duplex {
   private ungranted = 0;
   private stdoutBlocked = false;
   private stderrBlocked = false;
+  private creditWithheld = false;
   private pending: { chunk: Buffer; callback: (err?: Error | null) => void } | null = null;
   private sentClose = false;
   remoteClosed = false;
@@ -149,6 +150,11 @@ export class MuxStream extends Duplex {
 
   resize(cols: number, rows: number): void {
     if (!this.destroyed) this.mux.send(FrameType.RESIZE, this.id, encodeResize(cols, rows));
+  }
+
+  /** The guest is granted no more window here: it may send what it was granted, then its output waits in the guest. */
+  withholdCredit(): void {
+    this.creditWithheld = true;
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
@@ -228,7 +234,7 @@ export class MuxStream extends Duplex {
   }
 
   private grant(): void {
-    if (this.stdoutBlocked || this.stderrBlocked || this.ungranted === 0 || this.destroyed) return;
+    if (this.stdoutBlocked || this.stderrBlocked || this.creditWithheld || this.ungranted === 0 || this.destroyed) return;
     this.mux.send(FrameType.WINDOW, this.id, encodeU32(this.ungranted));
     this.recvCredit += this.ungranted;
     this.ungranted = 0;

@@ -413,14 +413,15 @@ export class VmSession {
     };
     const view = new PtyView(source, record, screen);
     terminal.view = view;
-    view.once('close', () => {
+    // A view whose viewer has gone still holds the shell's stream (and what it carries) until the next attach retires it.
+    void view.released.then(() => {
       if (terminal.view === view) terminal.view = null;
     });
     return {
       stream: view,
       screen,
       resize: (cols, rows) => {
-        if (terminal.view !== view) return;
+        if (terminal.view !== view || view.destroyed) return;
         resize(cols, rows);
         view.resize(cols, rows);
       },

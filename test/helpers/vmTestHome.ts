@@ -1,11 +1,13 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { findHostKernel } from '../../electron/vm/image/guestImage.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { ExecOptions, VmSession } from '../../electron/vm/vmSession.ts';
+import { json, startUpstream, type Upstream } from './mockUpstreams.ts';
 import { tempHome } from './tempHome.ts';
 
 // A throwaway CAPSEM_HOME whose guest images are shared across runs: images are cached by recipe
@@ -73,4 +75,39 @@ export async function guestRun(
   stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const { code } = await result;
   return { out, err, code };
+}
+
+/** The VM a describe block's tests share: its session, and the upstream its hosts go to. */
+export interface SharedAgentVm {
+  readonly session: VmSession;
+  readonly upstream: Upstream;
+}
+
+/**
+ * For a describe block: one agent-image VM in a home of its own, booted before the block's tests
+ * and stopped after them, whose proxy sends `hosts` (port 443) to an upstream answering every
+ * request with its path as JSON. Read `session` and `upstream` inside the tests.
+ */
+export function sharedAgentVm(hosts: readonly string[]): SharedAgentVm {
+  const home = vmTestHome();
+  let running: { host: VmHost; session: VmSession; upstream: Upstream } | null = null;
+  beforeAll(async () => {
+    const upHome = tempHome();
+    const upstream = await startUpstream(upHome, [...hosts], (req, _body, res) => json(res, 200, { path: req.url }));
+    upHome.remove();
+    running = { ...(await startAgentVm(home, upstream, hosts)), upstream };
+  }, 900_000);
+  afterAll(async () => {
+    await running?.host.stopAll();
+    await running?.upstream.close();
+    home.remove();
+  });
+  return {
+    get session() {
+      return running!.session;
+    },
+    get upstream() {
+      return running!.upstream;
+    },
+  };
 }

@@ -3,8 +3,10 @@ import { createServer as createHttpServer, type Server, type ServerResponse } fr
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectFloodsRefused, floodAnswers, floodScript, HTTP2_FLOOD } from '../helpers/http2Floods.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
-import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
+import { runCapsem, runCapsemAsync, spawnCapsem, type CliResult } from '../helpers/runCapsem.ts';
+import { rssOf, watchRss } from '../helpers/rssWatch.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -15,6 +17,7 @@ import { tempHome } from '../helpers/tempHome.ts';
 
 const CLIENT = fileURLToPath(new URL('../fixtures/http2Client.mjs', import.meta.url));
 const API = 'api.anthropic.com';
+const FLOOD_HOST = 'flood.h2.test';
 const home = tempHome();
 const upstreamHome = tempHome();
 let upstream: Upstream;
@@ -22,6 +25,7 @@ let plain: Server;
 const plainHits: string[] = [];
 let node: CliResult;
 let curl: CliResult;
+let env: Record<string, string>;
 let answers: { label: string; alpn?: string; status?: number | string; body?: string; streamed?: boolean; error?: string }[];
 const MESSAGE = {
   id: 'msg_h2',
@@ -44,7 +48,7 @@ const answer = (label: string): (typeof answers)[number] | undefined => answers.
 
 beforeAll(async () => {
   let releaseStream: ServerResponse | null = null;
-  upstream = await startUpstream(upstreamHome, [API], (req, body, res) => {
+  upstream = await startUpstream(upstreamHome, [API, FLOOD_HOST], (req, body, res) => {
     const path = req.url ?? '';
     if (path === '/h2/sse') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -66,8 +70,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
-  const env = {
-    CAPSEM_RESOLVE: `${API}:443=127.0.0.1:${upstream.port},plain.test:8080=127.0.0.1:${(plain.address() as AddressInfo).port}`,
+  env = {
+    CAPSEM_RESOLVE: `${API}:443=127.0.0.1:${upstream.port},${FLOOD_HOST}:443=127.0.0.1:${upstream.port},plain.test:8080=127.0.0.1:${(plain.address() as AddressInfo).port}`,
     CAPSEM_UPSTREAM_CA_FILE: caFile,
   };
   const tunnel = `${API}:443`;
@@ -255,4 +259,39 @@ describe('HTTP/2 clients through capsem record', () => {
       ['plain.test', '/h2c', 'GET', 200, 'http', null],
     ]);
   });
+});
+
+describe('an HTTP/2 client past the limits, through capsem record', () => {
+  it("is refused (5,000 streams at once, 8 MiB header lists by CONTINUATION and by HPACK's table), each refusal recorded, the proxy's memory bounded, and the next connection served", async () => {
+    const child = spawnCapsem(
+      home.root,
+      ['record', '--name', 'h2-flood', '--', 'sh', '-c', floodScript(process.execPath, HTTP2_FLOOD, `${FLOOD_HOST}:443`)],
+      env,
+    );
+    let stdout = '';
+    let stderr = '';
+    let watch: ReturnType<typeof watchRss> | null = null;
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      // The capsem process holds the proxy: its memory from the moment the first flood starts.
+      watch ??= stderr.includes('flooding: ') ? watchRss(() => rssOf(child.pid!)) : null;
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    const grewMiB = watch!.stop();
+    expect(code, stderr).toBe(0);
+    expectFloodsRefused(
+      floodAnswers(stdout),
+      rows<{ error_message: string }>(
+        'h2-flood',
+        "SELECT error_message FROM net_events WHERE matched_rule = 'proxy.http2-limits' ORDER BY seq",
+      ).map((r) => r.error_message),
+      upstream.requests.map((r) => r.path),
+    );
+    expect(
+      rows('h2-flood', "SELECT DISTINCT domain, decision, process_name FROM net_events WHERE matched_rule = 'proxy.http2-limits'"),
+    ).toEqual([{ domain: FLOOD_HOST, decision: 'denied', process_name: 'sh' }]);
+    // Measured: 34.6-34.9 MiB (a proxy that kept the streams or the header lists would grow past it).
+    expect(grewMiB, `capsem record's RSS grew ${grewMiB.toFixed(1)} MiB under the floods`).toBeLessThan(64);
+  }, 120_000);
 });

@@ -1,12 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { VmHost } from '../../electron/vm/vmHost.ts';
-import type { VmSession } from '../../electron/vm/vmSession.ts';
-import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { describe, expect, it } from 'vitest';
 import { sessionRows } from '../helpers/sessionRows.ts';
-import { tempHome } from '../helpers/tempHome.ts';
-import { agentImageUnavailable, guestRun, startAgentVm, vmTestHome } from '../helpers/vmTestHome.ts';
+import { agentImageUnavailable, guestRun, sharedAgentVm } from '../helpers/vmTestHome.ts';
 
 // Inside a real VM, with the guest's own Node (Debian's 18) and curl: https.request without an
 // agent reaches a public destination through the proxy and is recorded, and requests to a server
@@ -38,26 +34,10 @@ console.log(JSON.stringify(answers));
 describe.skipIf(noAgentImage !== null)(
   `real VM, agent image: Node clients and the guest's own loopback${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`,
   () => {
-    const home = vmTestHome();
-    let upstream: Upstream;
-    let host: VmHost;
-    let session: VmSession;
-
-    beforeAll(async () => {
-      const upHome = tempHome();
-      upstream = await startUpstream(upHome, [HOST], (req, _body, res) => json(res, 200, { path: req.url }));
-      upHome.remove();
-      ({ host, session } = await startAgentVm(home, upstream, [HOST]));
-    }, 900_000);
-
-    afterAll(async () => {
-      await host?.stopAll();
-      await upstream?.close();
-      home.remove();
-    });
+    const vm = sharedAgentVm([HOST]);
 
     it('records https.request to a public host, and leaves localhost to the guest', async () => {
-      writeFileSync(join(session.paths.workspaceDir, 'client.mjs'), CLIENT);
+      writeFileSync(join(vm.session.paths.workspaceDir, 'client.mjs'), CLIENT);
       // A server of the guest's own, on every loopback address, answering for itself.
       const script = [
         "node -e \"require('http').createServer((q, s) => s.end('guest-local')).listen(8765)\" & server=$!",
@@ -66,7 +46,7 @@ describe.skipIf(noAgentImage !== null)(
         'curl -s -w " %{http_code}" http://localhost:8765/',
         'kill $server',
       ].join('\n');
-      const r = await guestRun(session, ['sh', '-c', script], { cwd: '/workspace' });
+      const r = await guestRun(vm.session, ['sh', '-c', script], { cwd: '/workspace' });
       expect(r.code, r.err).toBe(0);
       const [json, curl] = r.out.trim().split('\n');
       expect(JSON.parse(json!)).toEqual({
@@ -76,8 +56,8 @@ describe.skipIf(noAgentImage !== null)(
         fetchLocalhost: { status: 200, body: 'guest-local' },
       });
       expect(curl).toBe('guest-local 200');
-      await session.recording.flush();
-      expect(sessionRows(session.paths.dbPath, 'SELECT domain, path, status_code, process_name FROM net_events')).toEqual([
+      await vm.session.recording.flush();
+      expect(sessionRows(vm.session.paths.dbPath, 'SELECT domain, path, status_code, process_name FROM net_events')).toEqual([
         { domain: HOST, path: '/v1/from-guest', status_code: 200, process_name: 'node' },
       ]);
     }, 120_000);

@@ -216,13 +216,60 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
     await session.stop();
   });
 
+  it.each([
+    ['whose viewer went first (the window reopened, capsem shell run again)', true],
+    ['that another viewer took over', false],
+  ])(
+    'shows a terminal attached again in the middle of a flood %s every line once, in order: the screen, then what follows',
+    async (_, viewerWent) => {
+      const { session } = await start();
+      const first = session.attachPty({ cols: 80, rows: 24 });
+      const total = 20_000;
+      const pad = 'x'.repeat(60);
+      let read = 0;
+      first.stream.on('data', (c: Buffer) => {
+        // A viewer behind on its drawing: the rest of the flood is in flight on the host or held in the guest.
+        if ((read += c.length) > 16_384) first.stream.pause();
+      });
+      first.stream.write(`i=0; while [ $i -lt ${total} ]; do printf 'line %05d ${pad}\\n' $i; i=$((i+1)); done; echo "end-$i"\n`);
+      await until(() => first.stream.isPaused(), 30_000);
+      await new Promise((r) => setTimeout(r, 300));
+      if (viewerWent) first.stream.destroy();
+      const again = session.attachPty({ cols: 80, rows: 24 });
+      let after = '';
+      again.stream.on('data', (c: Buffer) => (after += c.toString()));
+      const screen = await again.screen;
+      await until(() => after.includes(`end-${total}\r\n`), 60_000);
+      const numbers = (text: string): number[] =>
+        text
+          .split('\r\n')
+          .flatMap((row) => /^(?:\$ )?line (\d{5}) x{60}$/.exec(row)?.[1] ?? [])
+          .map(Number);
+      const shown = numbers(screen);
+      const following = numbers(after);
+      const consecutive = (list: number[]): boolean => list.every((n, i) => i === 0 || n === list[i - 1]! + 1);
+      expect(shown.length).toBeGreaterThan(100);
+      expect(consecutive(shown)).toBe(true);
+      expect(consecutive(following)).toBe(true);
+      expect(following.at(-1)).toBe(total - 1);
+      // At most the one line the switch cut in two, its start on the screen and its end in what follows.
+      expect(following[0]! - shown.at(-1)!).toBeGreaterThanOrEqual(1);
+      expect(following[0]! - shown.at(-1)!).toBeLessThanOrEqual(2);
+      await session.stop();
+    },
+    90_000,
+  );
+
   it("keeps the window's scrollback of a long output, not all of it", async () => {
     const { session } = await start();
     const pty = session.attachPty({ cols: 80, rows: 24 });
     let seen = '';
     pty.stream.on('data', (c: Buffer) => (seen = (seen + c.toString()).slice(-200)));
-    pty.stream.write(`i=0; while [ $i -lt ${TERMINAL_SCROLLBACK_LINES + 5000} ]; do echo "line $i"; i=$((i+1)); done; echo all-done\n`);
-    await until(() => seen.includes('all-done\r\n'), 60_000);
+    const total = TERMINAL_SCROLLBACK_LINES + 5000;
+    pty.stream.write(`i=0; while [ $i -lt ${total} ]; do echo "line $i"; i=$((i+1)); done; echo "all-done-$i"\n`);
+    // The output's last line, not the terminal's echo of the command (which ends in the same words
+    // and comes first): waiting for the echo attached again before the loop had printed anything.
+    await until(() => seen.includes(`all-done-${total}\r\n`), 60_000);
     const again = session.attachPty({ cols: 80, rows: 24 });
     const lines = (await again.screen).split('\r\n');
     expect(lines.length).toBeLessThanOrEqual(TERMINAL_SCROLLBACK_LINES + 24);

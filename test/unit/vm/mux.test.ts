@@ -1,84 +1,27 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  encodeFrame,
-  encodeJsonFrame,
-  encodeU32,
-  FrameDecoder,
-  FrameType,
-  PROTOCOL_VERSION,
-  type Frame,
-} from '../../../electron/vm/frame.ts';
-import { AgentMux, GUEST_RECEIVE_WINDOW, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
+import { encodeFrame, encodeJsonFrame, encodeU32, FrameType, PROTOCOL_VERSION } from '../../../electron/vm/frame.ts';
+import { GUEST_RECEIVE_WINDOW, ProtocolMismatchError, STREAM_WINDOW, type MuxStream } from '../../../electron/vm/mux.ts';
+import { isFrame as isType, scriptedGuest, scriptedGuestReady as readyGuest, type ScriptedGuest } from '../../helpers/scriptedGuest.ts';
 
 // The host mux against a scripted guest on a real unix socket pair: the guest side is written
 // frame by frame here, so each rule of the protocol is exercised on its own.
-
-interface Pair {
-  mux: AgentMux;
-  guest: Socket;
-  frames: Frame[];
-  next: (pred: (f: Frame) => boolean, timeoutMs?: number) => Promise<Frame>;
-}
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
 
-async function pair(): Promise<Pair> {
-  const dir = mkdtempSync(join(tmpdir(), 'capsem-mux-'));
-  const path = join(dir, 'mux.sock');
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(path, r));
-  const accepted = new Promise<Socket>((r) => server.once('connection', r));
-  const guest = createConnection(path);
-  const hostSide = await accepted;
-  const mux = new AgentMux(hostSide);
-  mux.on('error', () => {});
-  const decoder = new FrameDecoder();
-  const frames: Frame[] = [];
-  const waiters: { pred: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
-  guest.on('data', (chunk: Buffer) => {
-    for (const f of decoder.push(chunk)) {
-      frames.push(f);
-      const i = waiters.findIndex((w) => w.pred(f));
-      if (i >= 0) waiters.splice(i, 1)[0]!.resolve(f);
-    }
-  });
-  cleanups.push(() => {
-    mux.close();
-    guest.destroy();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const next = (pred: (f: Frame) => boolean, timeoutMs = 2000): Promise<Frame> => {
-    const seen = frames.find(pred);
-    if (seen) {
-      frames.splice(frames.indexOf(seen), 1);
-      return Promise.resolve(seen);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('frame not seen')), timeoutMs);
-      waiters.push({ pred, resolve: (f) => (clearTimeout(timer), frames.splice(frames.indexOf(f), 1), resolve(f)) });
-    });
-  };
-  return { mux, guest, frames, next };
-}
-
-async function ready(): Promise<Pair> {
-  const p = await pair();
-  const hello = p.mux.handshake(2000);
-  p.guest.write(encodeJsonFrame(FrameType.HELLO, 0, { protocol: PROTOCOL_VERSION, role: 'guest', agent: 'test' }));
-  await hello;
-  await p.next((f) => f.type === FrameType.HELLO);
+async function pair(): Promise<ScriptedGuest> {
+  const p = await scriptedGuest();
+  cleanups.push(p.close);
   return p;
 }
 
-const isType = (type: FrameType, stream?: number) => (f: Frame) => f.type === type && (stream === undefined || f.stream === stream);
+async function ready(): Promise<ScriptedGuest> {
+  const p = await readyGuest();
+  cleanups.push(p.close);
+  return p;
+}
 
 describe('AgentMux', () => {
   it('answers the guest hello once and ignores repeats', async () => {
@@ -116,14 +59,15 @@ describe('AgentMux', () => {
     expect(JSON.parse(open.payload.toString())).toMatchObject({ kind: 'exec', argv: ['cat'] });
     let finished = false;
     s.write(Buffer.alloc(GUEST_RECEIVE_WINDOW * 2, 1), () => (finished = true));
-    await new Promise((r) => setTimeout(r, 200));
     const sent = () => p.frames.filter(isType(FrameType.DATA, s.id)).reduce((n, f) => n + f.payload.length, 0);
+    // Polled, not slept on: on a loaded host 4 MiB over the socket can take longer than a fixed wait.
+    await expect.poll(sent).toBe(GUEST_RECEIVE_WINDOW);
+    await new Promise((r) => setTimeout(r, 200));
     expect(sent()).toBe(GUEST_RECEIVE_WINDOW);
     expect(finished).toBe(false);
     p.guest.write(encodeFrame(FrameType.WINDOW, s.id, encodeU32(GUEST_RECEIVE_WINDOW)));
-    await new Promise((r) => setTimeout(r, 200));
-    expect(sent()).toBe(GUEST_RECEIVE_WINDOW * 2);
-    expect(finished).toBe(true);
+    await expect.poll(sent).toBe(GUEST_RECEIVE_WINDOW * 2);
+    await expect.poll(() => finished).toBe(true);
   });
 
   it('keeps a stalled stream from blocking another, and grants window only as data is read', async () => {
