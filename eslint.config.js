@@ -62,6 +62,8 @@ const DIRECTION_EXCEPTIONS = {
   archive: ['owner/capsemVersion.ts'],
   // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
   api: ['proxy/policy.ts'],
+  // A session names the process that records it as the owner lock names its holder: pid and start time.
+  store: ['owner/processIdentity.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };

@@ -12,6 +12,7 @@ import { SessionStores } from '../sessions/sessionStores.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { collectUsageRecords } from '../sessions/usageRecords.ts';
 import { PolicyStore, userPolicyPath } from '../proxy/policy.ts';
+import { endAbandonedSessions } from '../store/abandonedSessions.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
@@ -175,6 +176,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     const lower = raw.toLowerCase();
     if (!isSessionId(lower)) throw new HttpError(404, notAnId(raw));
     const id = lower;
+    endAbandonedSessions(home, mainDb);
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
     if (!existsSync(dbPath))
@@ -312,6 +314,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       throw new HttpError(403, "forbidden: erasing sessions is not allowed by this server's configuration (capsem api --allow-delete)");
     let targets: SessionId[];
     let keptRunning = 0;
+    endAbandonedSessions(home, mainDb);
     if (rawId === undefined) {
       const records = allSessions(mainDb);
       keptRunning = records.filter((r) => r.status === 'running').length;

@@ -12,7 +12,7 @@ import { getSession } from '../../electron/store/registry.ts';
 import { probeAccelerator } from '../../electron/vm/accel.ts';
 import { guestCryptoEnv } from '../../electron/vm/guestCrypto.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
-import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
+import { ABANDONED_REASON } from '../../electron/store/abandonedSessions.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
@@ -213,7 +213,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     expect(next.code).toBe(0);
     expect(next.stderr).toMatch(/took over .* which is no longer running/);
     expect(next.stderr).toMatch(/cleaned up after an earlier run that was killed: \d+ process\(es\), 1 session\(s\) marked crashed/);
-    expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ORPHANED_REASON });
+    expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ABANDONED_REASON });
   }, 240_000);
 
   it('capsem run keeps its memory flat while nothing reads its output, and stops the VM in order when the reader goes away', async () => {
