@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { isSessionId, type SessionId } from '../contract/ids.ts';
+import { isSessionId, SHORT_ID_LENGTH, type SessionId } from '../contract/ids.ts';
 import type { CapsemHome } from './paths.ts';
 import { sessionPaths } from './paths.ts';
 
@@ -14,7 +14,7 @@ import { sessionPaths } from './paths.ts';
 // ambiguous instead of silently picking one of the two.
 
 /** The fewest characters of an id that resolve to it: as many as the window shows of an id. */
-export const MIN_ID_PREFIX = 8;
+export const MIN_ID_PREFIX = SHORT_ID_LENGTH;
 
 /** The start of a session id as typed: lowercase hex and the UUID's dashes. */
 const ID_PREFIX = /^[0-9a-f][0-9a-f-]*$/;
