@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCapsemAsync } from '../helpers/runCapsem.ts';
+import { seededSessions } from '../helpers/seedOutput.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Ids as people see them: the window shows a session's id by its first 8 characters, and the real
@@ -15,14 +16,7 @@ afterAll(() => home.remove());
 beforeAll(async () => {
   const seed = await runCapsemAsync(home.root, ['dev', 'seed', '--sessions', '2', '--events', '40', '--seed', '11']);
   expect(seed.code, seed.stderr).toBe(0);
-  seeded = seed.stdout
-    .trim()
-    .split('\n')
-    .slice(0, 2)
-    .map((line) => {
-      const [id, name] = line.split(/\s+/);
-      return { id: id!, name: name! };
-    });
+  seeded = seededSessions(seed.stdout, 2);
   // Two sessions whose ids share their first 8 characters (ids are random; an import can bring any).
   const db = new Database(join(home.root, 'sessions/main.db'));
   const enter = db.prepare(

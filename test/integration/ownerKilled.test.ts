@@ -1,14 +1,16 @@
 import Database from 'better-sqlite3';
-import { type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSameProcessAlive } from '../../electron/owner/processIdentity.ts';
 import { ABANDONED_REASON } from '../../electron/store/abandonedSessions.ts';
 import { call } from '../helpers/apiClient.ts';
-import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { json, startUpstream, upstreamEnv, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
+import { startedChildren } from '../helpers/startedChildren.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { until } from '../helpers/until.ts';
 
 // `capsem record` with a client looping requests, ended each way a process is ended. Told to stop
 // (SIGTERM, SIGINT) it passes the signal on, waits for the client, and writes every row before it
@@ -21,7 +23,7 @@ const home = tempHome();
 const upstreamHome = tempHome();
 let upstream: Upstream;
 let env: NodeJS.ProcessEnv;
-const started = new Set<ChildProcessWithoutNullStreams>();
+const started = startedChildren();
 
 // Sequential requests until told to stop: each answer is appended with the time it arrived, and a
 // signal ends the loop after the request in flight, as a well-behaved program does.
@@ -44,32 +46,15 @@ for (let i = 1; !stop; i++) {
 
 beforeAll(async () => {
   upstream = await startUpstream(upstreamHome, [HOST], (req, _body, res) => json(res, 200, { path: req.url }));
-  const caFile = join(upstreamHome.root, 'upstream-ca.pem');
-  writeFileSync(caFile, upstream.caPem);
+  env = upstreamEnv(upstream, [HOST], upstreamHome.root);
   writeFileSync(join(USER_FOLDER, 'loop.mjs'), CLIENT);
-  env = { CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
 }, 60_000);
-
-afterEach(() => {
-  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  started.clear();
-});
 
 afterAll(async () => {
   await upstream?.close();
   upstreamHome.remove();
   home.remove();
 });
-
-async function until<T>(what: string, probe: () => T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface Answer {
   readonly n: number;
@@ -86,15 +71,6 @@ function answersIn(file: string): Answer[] {
       const [n, at] = line.split(' ');
       return { n: Number(n), at: Number(at) };
     });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Starts `capsem record` on the loop and waits until the client has `answers` answers. */
@@ -160,7 +136,7 @@ describe('capsem record killed (SIGKILL) leaves a session that reads crashed', (
     const killedAt = Date.now();
     run.capsem.kill('SIGKILL');
     await run.exited;
-    await until('the client to find its proxy gone', () => !alive(run.clientPid), 30_000);
+    await until('the client to find its proxy gone', () => !isSameProcessAlive(run.clientPid, null), 30_000);
     return { ...run, killedAt };
   }
 

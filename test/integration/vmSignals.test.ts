@@ -1,12 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { json, startUpstream, upstreamEnv, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsemAsync, spawnCapsem } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
+import { startedChildren } from '../helpers/startedChildren.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { until } from '../helpers/until.ts';
 import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 
 // A guest looping requests while the process that owns its VM is told to stop (SIGTERM, SIGINT):
@@ -20,16 +21,6 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const HOST = 'api.guest-loop.example';
 const LOOP = `i=0; while :; do i=$((i+1)); curl -sf -o /dev/null https://${HOST}/n/$i && echo "answer $i"; done`;
 
-async function until<T>(what: string, probe: () => T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe.skipIf(noAgentImage !== null)(
   `real VM, agent image: an owner told to stop writes every row first${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`,
   () => {
@@ -37,19 +28,12 @@ describe.skipIf(noAgentImage !== null)(
     const upstreamHome = tempHome();
     let upstream: Upstream;
     let env: NodeJS.ProcessEnv;
-    const started = new Set<ChildProcess>();
+    const started = startedChildren();
 
     beforeAll(async () => {
       upstream = await startUpstream(upstreamHome, [HOST], (req, _body, res) => json(res, 200, { path: req.url }));
-      const caFile = join(upstreamHome.root, 'upstream-ca.pem');
-      writeFileSync(caFile, upstream.caPem);
-      env = { CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+      env = upstreamEnv(upstream, [HOST], upstreamHome.root);
     }, 60_000);
-
-    afterEach(() => {
-      for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      started.clear();
-    });
 
     afterAll(async () => {
       await upstream?.close();
