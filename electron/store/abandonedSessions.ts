@@ -14,7 +14,8 @@ import { DEFAULT_WRITER_LIMITS } from './sessionWriter.ts';
 
 export const ABANDONED_REASON = 'the process recording it ended without ending it (it was killed, or crashed)';
 
-interface RunningRow extends SessionRunner {
+/** A running session as main.db names its runner. */
+export interface RunningRow extends SessionRunner {
   readonly id: SessionId;
   readonly createdAt: string;
 }
@@ -55,7 +56,7 @@ export function endAbandoned(home: CapsemHome, mainDb: Database.Database, row: R
 export function abandonedNotes(record: SessionRecord | null): string[] {
   if (record?.status !== 'crashed' || record.statusReason !== ABANDONED_REASON) return [];
   return [
-    `${ABANDONED_REASON}: rows the writer had not committed then are missing, up to one batch ` +
-      `(at most ${DEFAULT_WRITER_LIMITS.maxBatchDelayMs} ms of traffic, unless the writer was behind); the session ends at its last recorded row`,
+    `${ABANDONED_REASON}: rows its writer had not yet committed may be missing, up to one batch ` +
+      `(${DEFAULT_WRITER_LIMITS.maxBatchDelayMs} ms of traffic; more only if the writer had fallen behind); the session ends at its last recorded row`,
   ];
 }

@@ -115,7 +115,7 @@ describe('sessions whose recorder is gone', () => {
     const db = openMainDb(home);
     const record = getSession(db, id);
     db.close();
-    expect(abandonedNotes(record)).toEqual([expect.stringMatching(/up to one batch \(at most 50 ms of traffic/)]);
+    expect(abandonedNotes(record)).toEqual([expect.stringMatching(/may be missing, up to one batch \(50 ms of traffic/)]);
     expect(abandonedNotes({ ...record!, status: 'crashed', statusReason: 'QEMU exited (killed by SIGKILL)' })).toEqual([]);
     expect(abandonedNotes(null)).toEqual([]);
   });
