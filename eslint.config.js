@@ -64,6 +64,8 @@ const DIRECTION_EXCEPTIONS = {
   api: ['proxy/policy.ts'],
   // Browser mode serves CAPSEM_HOME's owner alone, checked as the API checks it.
   app: ['api/loopbackListener.ts'],
+  // A session names the process that records it as the owner lock names its holder: pid and start time.
+  store: ['owner/processIdentity.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };

@@ -11,10 +11,12 @@ import { SessionStores } from '../sessions/sessionStores.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { collectUsageRecords } from '../sessions/usageRecords.ts';
 import { PolicyStore, userPolicyPath } from '../proxy/policy.ts';
+import { endAbandonedSessions } from '../store/abandonedSessions.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
+import { resolveSession } from '../store/resolver.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
 import { listenOnLoopback, type LoopbackListener, type Refusal } from './loopbackListener.ts';
 import { pluginCatalog, recordingPipeline, type PolicyInUse } from './pipeline.ts';
@@ -176,16 +178,9 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
 
   function sessionStore(raw: string): { id: SessionId; record: SessionRecord | null; store: SessionEventStore } {
     const lower = raw.toLowerCase();
-    if (!isSessionId(lower)) {
-      const named = mainDb.prepare('SELECT 1 FROM sessions WHERE name = ? LIMIT 1').get(raw);
-      throw new HttpError(
-        404,
-        named
-          ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (capsem list shows both)`
-          : 'session not found',
-      );
-    }
+    if (!isSessionId(lower)) throw new HttpError(404, notAnId(raw));
     const id = lower;
+    endAbandonedSessions(home, mainDb);
     const record = getSession(mainDb, id);
     const { dbPath } = sessionPaths(home, id);
     if (!existsSync(dbPath))
@@ -194,6 +189,24 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
         record ? `session not found: the events of ${id} are no longer on disk (status ${record.status})` : 'session not found',
       );
     return { id, record, store: stores.get(id).store };
+  }
+
+  /**
+   * Why a route's session is not found when it is no id: routes never act on a name or a shortened
+   * id (a DELETE erases exactly the session it names), so the answer only says which id was meant.
+   */
+  function notAnId(raw: string): string {
+    // Names are at most 64 characters: a longer segment is worth no search for close matches.
+    if (raw.length > 64) return 'session not found';
+    let id: SessionId;
+    try {
+      id = resolveSession(home, mainDb, raw);
+    } catch {
+      return 'session not found';
+    }
+    return getSession(mainDb, id)?.name === raw
+      ? `session not found: "${raw}" is a display name; routes take session ids, so resolve the name first (it names ${id})`
+      : `session not found: "${raw}" is the start of an id; routes take whole session ids (it starts ${id})`;
   }
 
   function forget(id: SessionId): void {
@@ -305,6 +318,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
       throw new HttpError(403, "forbidden: erasing sessions is not allowed by this server's configuration (capsem api --allow-delete)");
     let targets: SessionId[];
     let keptRunning = 0;
+    endAbandonedSessions(home, mainDb);
     if (rawId === undefined) {
       const records = allSessions(mainDb);
       keptRunning = records.filter((r) => r.status === 'running').length;

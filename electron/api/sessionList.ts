@@ -4,6 +4,7 @@ import { rfc3339 } from '../sessions/eventBuilders.ts';
 import { firstPromptTitle, readListFacts, type SessionListFacts } from '../sessions/sessionListFacts.ts';
 import { SessionNotOnDiskError, type SessionStores } from '../sessions/sessionStores.ts';
 import { sessionFigures } from '../sessions/sessionSummary.ts';
+import { endAbandonedSessions } from '../store/abandonedSessions.ts';
 import { sizeOf } from '../store/fileSizes.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, type SessionRecord } from '../store/registry.ts';
@@ -85,6 +86,8 @@ export class SessionListReader {
   list(archived: boolean): SessionListing {
     const rows: Record<string, unknown>[] = [];
     let archiveBytes = 0;
+    // A session whose recorder was killed since the last request is ended first, so it lists crashed.
+    endAbandonedSessions(this.home, this.mainDb);
     for (const record of allSessions(this.mainDb)) {
       // Erased means gone: its figures stay in main.db for the cost ledger, but it is no session to list.
       if (record.status === 'erased') continue;

@@ -44,7 +44,7 @@ export function asCallError(err: unknown): CallError {
   if (err instanceof UnknownSessionError)
     return { code: 'unknown_name', message: err.message, candidates: err.closeMatches.map(candidateOf) };
   if (err instanceof AmbiguousSessionError)
-    return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: err.input })) };
+    return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: c.name })) };
   if (err instanceof SessionNotOnDiskError) return { code: 'not_on_disk', message: err.message };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };
   if (err instanceof ProjectFolderError) return { code: err.code, message: err.message };

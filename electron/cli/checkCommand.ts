@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { abandonedNotes } from '../store/abandonedSessions.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { checkSessionDb, type CheckReport } from '../store/sessionCheck.ts';
 import { parseCommandArgs, parseCount, UsageError, type Command } from './context.ts';
@@ -66,6 +67,7 @@ With no ID or NAME it checks the newest session whose session.db is on disk.
     let dbPath: string;
     let header: string;
     let identity: { id: string | null; name: string | null };
+    let endNotes: string[] = [];
     if (values.db) {
       dbPath = resolve(values.db as string);
       header = `Database ${dbPath}`;
@@ -77,11 +79,13 @@ With no ID or NAME it checks the newest session whose session.db is on disk.
         dbPath = target.dbPath;
         identity = { id: target.id, name: target.record?.name ?? null };
         header = `Session ${target.id}${identity.name ? ` (${identity.name})` : ''}, status ${target.record?.status ?? 'unknown'}\n${dbPath}`;
+        endNotes = abandonedNotes(target.record);
       } finally {
         mainDb.close();
       }
     }
-    const report = checkSessionDb(dbPath, { previewRows });
+    const checked = checkSessionDb(dbPath, { previewRows });
+    const report = { ...checked, notes: [...checked.notes, ...endNotes] };
     ctx.out(values.json ? JSON.stringify({ ...identity, ...report }, null, 2) : render(report, header));
     return report.findings.length > 0 ? 1 : 0;
   },

@@ -101,9 +101,14 @@ async function recordLocally(ctx: CliContext, name: string | null, command: read
     await stopChild(ctx, child, program, exited);
   }
   const code = await exited;
-  process.off('SIGINT', forward);
-  process.off('SIGTERM', forward);
-  const end = await recording.stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` });
+  // Still ours while the last rows are written: a second SIGTERM then must not kill this process
+  // before the session ends (forwarding it to a program that has exited does nothing).
+  const end = await recording
+    .stop({ status: 'stopped', reason: code === 0 ? undefined : `${command[0]} exited with code ${code}` })
+    .finally(() => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+    });
   if (recording.failure()) {
     ctx.err(`capsem record: session ${label} crashed: ${end.reason}`);
     return CANNOT_RECORD_EXIT;

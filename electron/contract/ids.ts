@@ -5,6 +5,12 @@ declare const displayNameBrand: unique symbol;
 export type SessionId = string & { readonly [sessionIdBrand]: true };
 export type DisplayName = string & { readonly [displayNameBrand]: true };
 
+/**
+ * How many characters of an id people are shown (the window's lists and tabs), and so the fewest
+ * that resolve to a session wherever one is typed.
+ */
+export const SHORT_ID_LENGTH = 8;
+
 /** A session id's shape: a lowercase UUID. */
 export const SESSION_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DISPLAY_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { SessionSummary, StartProgress } from '../contract/appContract.ts';
+import { endAbandonedSessions } from '../store/abandonedSessions.ts';
 import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, type SessionActivity, type SessionRecord, type SessionTotals } from '../store/registry.ts';
 import { liveRollup } from '../store/rollup.ts';
@@ -77,6 +78,8 @@ export function summaryOf(ctx: ListContext, record: SessionRecord): SessionSumma
   };
 }
 
+/** Every session's row; one whose recorder was killed since the last look is ended first, so it reads crashed. */
 export function listSessions(ctx: ListContext): SessionSummary[] {
+  endAbandonedSessions(ctx.home, ctx.mainDb);
   return allSessions(ctx.mainDb).map((r) => summaryOf(ctx, r));
 }

@@ -291,6 +291,10 @@ if (!app.requestSingleInstanceLock({ argv: process.argv })) {
     if (process.platform !== 'darwin') app.quit();
   });
 
+  // Told to go by a signal (Ctrl-C in the terminal that started it, a session manager's SIGTERM),
+  // the app quits as from its menu, so the quit below stops the VMs and writes every row first.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => app.quit());
+
   // VMs and session writers must stop cleanly before the process exits, so the first quit is held
   // until the core has stopped.
   app.on('before-quit', (event) => {

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { endAbandonedSessions } from './abandonedSessions.ts';
 import { migrate, type Migration } from './migrate.ts';
 import { ensureHome, makePrivateFiles, type CapsemHome } from './paths.ts';
 
@@ -91,7 +92,17 @@ CREATE TABLE mcp_usage (
 );
 `;
 
-export const MAIN_DB_MIGRATIONS: readonly Migration[] = [{ version: 1, up: (db) => db.exec(V1) }];
+// The process recording a running session (the app, or the capsem command running it), named as
+// the owner lock names its holder, so a reader can tell a session whose recorder was killed.
+const V2 = `
+ALTER TABLE sessions ADD COLUMN runner_pid INTEGER;
+ALTER TABLE sessions ADD COLUMN runner_start TEXT;
+`;
+
+export const MAIN_DB_MIGRATIONS: readonly Migration[] = [
+  { version: 1, up: (db) => db.exec(V1) },
+  { version: 2, up: (db) => db.exec(V2) },
+];
 
 export function openMainDb(home: CapsemHome): Database.Database {
   ensureHome(home);
@@ -101,6 +112,9 @@ export function openMainDb(home: CapsemHome): Database.Database {
     db.pragma('busy_timeout = 5000');
     migrate(db, `main database ${home.mainDbPath}`, MAIN_DB_MIGRATIONS);
     makePrivateFiles(home.mainDbPath);
+    // Whoever opens main.db first after a recorder was killed ends its sessions: every command
+    // that reads sessions opens it, and the first to see one shows it crashed.
+    endAbandonedSessions(home, db);
     return db;
   } catch (err) {
     db.close();

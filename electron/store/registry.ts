@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { asDisplayName, type DisplayName, type SessionId } from '../contract/ids.ts';
 import { newSessionId } from './newSessionId.ts';
+import { thisRunner } from './sessionRunner.ts';
 import type { SessionStatus } from './mainDb.ts';
 
 /** One row of main.db's sessions table, as the rest of the code sees it. */
@@ -135,15 +136,16 @@ export function registerSession(db: Database.Database, spec: NewSession = {}): S
   const name = spec.name == null ? null : asDisplayName(spec.name);
   const resumable = name !== null && spec.resumable !== false;
   const now = spec.createdAt ?? new Date().toISOString();
+  const runner = thisRunner();
   db.transaction(() => {
     if (name && resumable) {
       const holder = holderOf(db, name);
       if (holder) throw nameTaken(name, holder);
     }
     db.prepare(
-      `INSERT INTO sessions (id, name, resumable, mode, command, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`,
-    ).run(id, name, resumable ? 1 : 0, spec.mode ?? 'vm', spec.command ?? null, now, now);
+      `INSERT INTO sessions (id, name, resumable, mode, command, status, created_at, updated_at, runner_pid, runner_start)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
+    ).run(id, name, resumable ? 1 : 0, spec.mode ?? 'vm', spec.command ?? null, now, now, runner.pid, runner.start);
   }).immediate();
   return getSession(db, id)!;
 }
@@ -168,13 +170,18 @@ export function renameSession(db: Database.Database, id: SessionId, newName: str
   return getSession(db, id)!;
 }
 
-/** A resumed session is running again under its own id; its figures are rolled up again when it ends. */
+/**
+ * A resumed session is running again under its own id, recorded by this process; its figures are
+ * rolled up again when it ends.
+ */
 export function markRunning(db: Database.Database, id: SessionId): SessionRecord {
+  const runner = thisRunner();
   const changed = db
     .prepare(
-      "UPDATE sessions SET status = 'running', status_reason = NULL, stopped_at = NULL, rolled_up_at = NULL, updated_at = ? WHERE id = ?",
+      `UPDATE sessions SET status = 'running', status_reason = NULL, stopped_at = NULL, rolled_up_at = NULL, updated_at = ?,
+       runner_pid = ?, runner_start = ? WHERE id = ?`,
     )
-    .run(new Date().toISOString(), id);
+    .run(new Date().toISOString(), runner.pid, runner.start, id);
   if (changed.changes === 0) throw new Error(`no session with id ${id}`);
   return getSession(db, id)!;
 }

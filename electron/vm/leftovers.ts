@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isSessionId, type SessionId } from '../contract/ids.ts';
+import { ABANDONED_REASON } from '../store/abandonedSessions.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { getSession } from '../store/registry.ts';
@@ -9,10 +10,8 @@ import { rollUpSession } from '../store/rollup.ts';
 // A killed owner can leave VM processes (where pdeathsig is unavailable) and always leaves their
 // run folders. Each launch records its pids in run/vms/<session>/pids.json; the next owner kills
 // those that are still the processes recorded (their command line names that folder, so a reused
-// pid is never touched), ends the session as crashed (rolled up, with the reason) and removes
+// pid is never touched), sees the session ended as crashed (store/abandonedSessions.ts) and removes
 // the folder.
-
-export const ORPHANED_REASON = 'the app or CLI that ran this VM ended without stopping it';
 
 export interface LeftoverCleanup {
   readonly killed: readonly number[];
@@ -58,13 +57,15 @@ export function cleanLeftovers(home: CapsemHome): LeftoverCleanup {
   return { killed, folders, sessionsEnded };
 }
 
+/** Whether the leftover's session now reads as ended by its owner's death. */
 function endOrphan(home: CapsemHome, id: SessionId): boolean {
+  // Opening main.db has already ended it if main.db names the dead owner as its runner.
   const db = openMainDb(home);
   try {
     const session = getSession(db, id);
-    if (session?.status !== 'running') return false;
-    rollUpSession(home, db, session.id, { status: 'crashed', reason: ORPHANED_REASON });
-    return true;
+    // One entered before main.db named runners: its folder is left by a dead owner all the same.
+    if (session?.status === 'running') rollUpSession(home, db, session.id, { status: 'crashed', reason: ABANDONED_REASON });
+    return getSession(db, id)?.statusReason === ABANDONED_REASON;
   } finally {
     db.close();
   }

@@ -1,7 +1,9 @@
+import { SHORT_ID_LENGTH } from '../../electron/contract/ids.ts';
+
 // How figures read in a dense table: short, fixed units, no locale surprises between machines.
 
 export function shortId(id: string): string {
-  return id.slice(0, 8);
+  return id.slice(0, SHORT_ID_LENGTH);
 }
 
 export function formatCost(usd: number | null | undefined): string {

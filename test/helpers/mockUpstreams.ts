@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
+import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
@@ -67,6 +69,15 @@ export async function startUpstream(home: CapsemHome, hosts: string[], handler: 
 }
 
 /**
+ * The environment that sends `hosts` (port 443) to `upstream` and trusts its CA, as CAPSEM_RESOLVE
+ * and CAPSEM_UPSTREAM_CA_FILE do for a user's corporate setup; the CA is written into `dir`.
+ */
+export function upstreamEnv(upstream: Upstream, hosts: readonly string[], dir: string): NodeJS.ProcessEnv {
+  const caFile = join(dir, 'upstream-ca.pem');
+  writeFileSync(caFile, upstream.caPem);
+  return { CAPSEM_RESOLVE: hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(','), CAPSEM_UPSTREAM_CA_FILE: caFile };
+}
+
  * Sends SSE events frame by frame. `cutAfter` breaks the connection after that many frames (a
  * stream cut short); `stallAfter` sends that many and then nothing, leaving the response open
  * (a model still working) until the client gives up on it.

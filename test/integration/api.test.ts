@@ -305,6 +305,12 @@ describe('GET /v1/sessions/{id}', () => {
     const byName = await call(api.url, '/v1/sessions/co-work1');
     expect(byName.status).toBe(404);
     expect(byName.json().error).toMatch(/display name; routes take session ids, so resolve the name first/);
+    // The window's 8 characters name one session to the CLI; a route still takes the whole id only.
+    const byPrefix = await call(api.url, `/v1/sessions/${other.slice(0, 8)}`);
+    expect(byPrefix.status).toBe(404);
+    expect(byPrefix.json().error).toBe(
+      `session not found: "${other.slice(0, 8)}" is the start of an id; routes take whole session ids (it starts ${other})`,
+    );
     const unknown = await call(api.url, '/v1/sessions/0b5c1c3e-1111-4222-8333-444455556666');
     expect(unknown.status).toBe(404);
     expect(unknown.json()).toEqual({ error: 'session not found' });

@@ -12,7 +12,7 @@ import { getSession } from '../../electron/store/registry.ts';
 import { probeAccelerator } from '../../electron/vm/accel.ts';
 import { guestCryptoEnv } from '../../electron/vm/guestCrypto.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
-import { ORPHANED_REASON } from '../../electron/vm/leftovers.ts';
+import { ABANDONED_REASON } from '../../electron/store/abandonedSessions.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
@@ -159,29 +159,28 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     await until('the VM to end', () => vmProcesses(home.root).length === 0, 15_000);
   }, 180_000);
 
-  it('capsem stop ends a running session by its name, in order', async () => {
+  it('capsem stop ends a running session by the start of its id as the window shows it, in order', async () => {
     const run = spawn(process.execPath, [BIN, 'run', '--image', 'minimal', '--name', 'stopme', '--', 'sleep', '600'], {
       cwd: USER_FOLDER,
       env: { ...process.env, CAPSEM_HOME: home.root },
       stdio: 'ignore',
     });
     const runExit = new Promise<number | null>((r) => run.once('exit', r));
-    await until(
+    const id = await until(
       'the VM',
       async () => {
         const found = await findOwner(home);
         if (!found) return null;
-        const live = (await found.client.call('vm.list')) as { name: string | null }[];
+        const live = (await found.client.call('vm.list')) as { id: string; name: string | null }[];
         found.client.close();
-        return live.some((s) => s.name === 'stopme');
+        return live.find((s) => s.name === 'stopme')?.id;
       },
       120_000,
     );
-    const stopped = await runCapsemAsync(home.root, ['stop', 'stopme']);
-    expect(stopped.stdout).toMatch(/^stopped [0-9a-f-]{36} \(stopme\)\n$/);
+    const stopped = await runCapsemAsync(home.root, ['stop', id.slice(0, 8)]);
+    expect(stopped.stdout).toBe(`stopped ${id} (stopme)\n`);
     // The command was ended by SIGTERM in the guest: 128 + 15, as a shell reports it.
     expect(await runExit).toBe(143);
-    const id = /stopped ([0-9a-f-]{36})/.exec(stopped.stdout)![1]!;
     expect(statusOf(home, id)).toMatchObject({ status: 'stopped' });
     expect(vmProcesses(home.root)).toEqual([]);
     const again = await runCapsemAsync(home.root, ['stop', 'stopme']);
@@ -213,7 +212,7 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     expect(next.code).toBe(0);
     expect(next.stderr).toMatch(/took over .* which is no longer running/);
     expect(next.stderr).toMatch(/cleaned up after an earlier run that was killed: \d+ process\(es\), 1 session\(s\) marked crashed/);
-    expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ORPHANED_REASON });
+    expect(statusOf(home, id)).toMatchObject({ status: 'crashed', statusReason: ABANDONED_REASON });
   }, 240_000);
 
   it('capsem run keeps its memory flat while nothing reads its output, and stops the VM in order when the reader goes away', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { asCallError, CallFailure } from '../../../electron/app/callFailure.ts';
-import { IdentityError } from '../../../electron/contract/ids.ts';
+import { IdentityError, type SessionId } from '../../../electron/contract/ids.ts';
 import { NameTakenError } from '../../../electron/store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../../../electron/store/resolver.ts';
 
@@ -12,7 +12,7 @@ describe('asCallError', () => {
       code: 'unknown_name',
       candidates: [{ id, name: 'co-work1' }],
     });
-    expect(asCallError(new AmbiguousSessionError('x', [{ id, createdAt: 'then' }]))).toMatchObject({
+    expect(asCallError(new AmbiguousSessionError('x', [{ id: id as SessionId, name: 'x', createdAt: 'then' }]))).toMatchObject({
       code: 'ambiguous_name',
       candidates: [{ id, name: 'x' }],
     });

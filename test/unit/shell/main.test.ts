@@ -308,4 +308,11 @@ describe('main process', () => {
     (fake.appHandlers.get('before-quit') as (e: typeof again) => void)(again);
     expect(again.prevented).toBe(false);
   });
+
+  it('quits through the same sequence on SIGTERM and SIGINT, instead of dying with its sessions unwritten', () => {
+    const before = fake.state.quits;
+    process.emit('SIGTERM', 'SIGTERM');
+    process.emit('SIGINT', 'SIGINT');
+    expect(fake.state.quits).toBe(before + 2);
+  });
 });

@@ -5,7 +5,7 @@ import { openMainDb } from '../../../electron/store/mainDb.ts';
 import { newSessionId } from '../../../electron/store/newSessionId.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { getSession, NameTakenError, registerSession, releaseName, renameSession } from '../../../electron/store/registry.ts';
-import { AmbiguousSessionError, resolveSession, UnknownSessionError } from '../../../electron/store/resolver.ts';
+import { AmbiguousSessionError, MIN_ID_PREFIX, resolveSession, UnknownSessionError } from '../../../electron/store/resolver.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 let home: ReturnType<typeof tempHome>;
@@ -116,19 +116,86 @@ describe('registry and resolver', () => {
     expect(() => resolveSession(home, db, 'co-work1')).toThrow(new RegExp(`${a.id}.*|${b.id}`));
   });
 
-  it('a display name never resolves to a session that merely has it as an id prefix or substring (property)', () => {
+  it('a word never resolves to a session whose id merely contains it, nor to one it starts by fewer than 8 characters (property)', () => {
     const sessions = Array.from({ length: 5 }, (_, i) => registerSession(db, { name: `s${i}` }));
     fc.assert(
       fc.property(fc.stringMatching(/^[a-z0-9-]{1,12}$/), (input) => {
         try {
           const id = resolveSession(home, db, input);
           const hit = sessions.find((s) => s.id === id)!;
-          expect(hit.name === input || hit.id === input).toBe(true);
+          expect(hit.name === input || (input.length >= MIN_ID_PREFIX && hit.id.startsWith(input))).toBe(true);
         } catch (err) {
           expect(err).toBeInstanceOf(UnknownSessionError);
         }
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('ids as the window shows them', () => {
+  /** Enters a session under a chosen id, as an import may (ids are otherwise random). */
+  function enter(id: string, name: string | null = null): SessionId {
+    db.prepare(
+      "INSERT INTO sessions (id, name, resumable, status, created_at, updated_at) VALUES (?, ?, ?, 'stopped', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+    ).run(id, name, name ? 1 : 0);
+    return id as SessionId;
+  }
+
+  it('resolves an 8-character prefix, and any longer one, to the one id it starts (property)', () => {
+    const sessions = Array.from({ length: 20 }, () => registerSession(db, {}));
+    fc.assert(
+      fc.property(fc.nat({ max: sessions.length - 1 }), fc.integer({ min: MIN_ID_PREFIX, max: 36 }), fc.boolean(), (n, length, upper) => {
+        const { id } = sessions[n]!;
+        const prefix = id.slice(0, length);
+        const matching = sessions.filter((s) => s.id.startsWith(prefix));
+        const typed = upper ? prefix.toUpperCase() : prefix;
+        if (matching.length === 1) expect(resolveSession(home, db, typed)).toBe(id);
+        else expect(() => resolveSession(home, db, typed)).toThrow(AmbiguousSessionError);
+      }),
+      { numRuns: 1000 },
+    );
+    // Shorter than the window's 8 characters, a prefix is no id: it says so and offers the match.
+    const short = sessions[0]!.id.slice(0, 7);
+    expect(() => resolveSession(home, db, short)).toThrow(/an id matches from its first 8 characters/);
+  });
+
+  it('a prefix several ids share is an error that lists each with its name, and never picks one (property)', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.stringMatching(/^[0-9a-f]{4}$/), { minLength: 2, maxLength: 4 }), (tails) => {
+        db.exec('DELETE FROM sessions');
+        const ids = tails.map((t, i) => enter(`af0d40d4-${t}-4000-8000-00000000000${i}`, i === 0 ? 'first' : null));
+        let thrown: unknown;
+        try {
+          resolveSession(home, db, 'AF0D40D4');
+        } catch (err) {
+          thrown = err;
+        }
+        expect(thrown).toBeInstanceOf(AmbiguousSessionError);
+        const error = thrown as AmbiguousSessionError;
+        expect(error.candidates.map((c) => c.id).sort()).toEqual([...ids].sort());
+        expect(error.message).toMatch(/^"AF0D40D4" is the start of \d+ session ids; use more of the id: /);
+        expect(error.message).toContain(`${ids[0]} (first, created`);
+        expect(error.message).toContain(`${ids[1]} (unnamed, created`);
+        for (const id of ids) expect(resolveSession(home, db, id.slice(0, 13))).toBe(id);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('a display name that looks like hex is still a name; one that is also the start of another id is refused, never guessed', () => {
+    const named = enter('11111111-1111-4111-8111-111111111111', 'deadbeef');
+    expect(resolveSession(home, db, 'deadbeef')).toBe(named);
+    // A name and the start of its own id mean the same session: no ambiguity.
+    const self = enter('cafebabe-1111-4111-8111-111111111111', 'cafebabe');
+    expect(resolveSession(home, db, 'cafebabe')).toBe(self);
+    const other = enter('deadbeef-2222-4222-8222-222222222222');
+    expect(() => resolveSession(home, db, 'deadbeef')).toThrow(
+      /^"deadbeef" is the name of a session and the start of the id of a session; use more of the id: /,
+    );
+    expect(resolveSession(home, db, other)).toBe(other);
+    expect(resolveSession(home, db, named)).toBe(named);
+    // A name is matched exactly: the start of a name is not the name.
+    expect(() => resolveSession(home, db, 'deadbee')).toThrow(UnknownSessionError);
   });
 });
