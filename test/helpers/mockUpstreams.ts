@@ -78,6 +78,7 @@ export function upstreamEnv(upstream: Upstream, hosts: readonly string[], dir: s
   return { CAPSEM_RESOLVE: hosts.map((h) => `${h}:443=127.0.0.1:${upstream.port}`).join(','), CAPSEM_UPSTREAM_CA_FILE: caFile };
 }
 
+/**
  * Sends SSE events frame by frame. `cutAfter` breaks the connection after that many frames (a
  * stream cut short); `stallAfter` sends that many and then nothing, leaving the response open
  * (a model still working) until the client gives up on it.
