@@ -318,6 +318,7 @@ export class ExchangeRecorder {
         response_bytes: ex.responseBody.total,
         estimated_cost_usd: price.usd,
         usage_details: usageDetails,
+        wire: api.wire,
       });
       if (!call) return;
       let itemIndex = 0;

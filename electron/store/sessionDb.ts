@@ -44,6 +44,14 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('substitution_events', SESSION_TABLES.substitution_events)) db.exec(statement);
     },
   },
+  {
+    // Readers read what was recorded: the wire format a model call was read in.
+    version: 6,
+    up: (db) => {
+      const columns = new Set((db.prepare('PRAGMA table_info(model_calls)').all() as { name: string }[]).map((c) => c.name));
+      if (!columns.has('wire')) db.exec('ALTER TABLE model_calls ADD COLUMN wire TEXT');
+    },
+  },
 ];
 
 /**

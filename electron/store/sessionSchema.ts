@@ -126,6 +126,8 @@ export const SESSION_TABLES = {
       response_bytes: zero,
       estimated_cost_usd: { type: 'REAL', default: '0' },
       usage_details: text,
+      // The wire format the recorder read the call in: readers present its stored body by it, never by detecting it again.
+      wire: oursText,
     },
     indexes: ['trace_id'],
   },

@@ -115,7 +115,7 @@ export const anthropic: ModelProvider = {
   priceCatalogId: 'anthropic',
   endpoints: [
     {
-      flavor: 'messages',
+      wire: 'anthropic-messages',
       path: /^(?:\/v1)?\/messages$/,
       request: anthropicRequest,
       response: { stream: anthropicStream, json: (body) => anthropicJson(obj(body)) },

@@ -95,7 +95,7 @@ export const gemini: ModelProvider = {
   priceCatalogId: 'google',
   endpoints: [
     {
-      flavor: 'generate',
+      wire: 'gemini-generate',
       path: /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/,
       request: geminiRequest,
       response: { stream: geminiStream, json: geminiJson },

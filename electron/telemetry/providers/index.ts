@@ -14,7 +14,7 @@ export const MODEL_PROVIDERS: readonly ModelProvider[] = [anthropic, openai, gem
 
 export interface ModelApi {
   readonly provider: string;
-  readonly flavor: string;
+  readonly wire: string;
   /** The model named in the URL path (Gemini), the last place model resolution looks. */
   readonly pathModel?: string;
 }
@@ -36,8 +36,8 @@ export function detectModelApi(path: string): ModelApi | null {
       const match = endpoint.path.exec(bare);
       if (!match) continue;
       return match[1] === undefined
-        ? { provider: provider.id, flavor: endpoint.flavor }
-        : { provider: provider.id, flavor: endpoint.flavor, pathModel: decodedSegment(match[1]) };
+        ? { provider: provider.id, wire: endpoint.wire }
+        : { provider: provider.id, wire: endpoint.wire, pathModel: decodedSegment(match[1]) };
     }
   }
   return null;
@@ -59,8 +59,8 @@ export function requestView(provider: string, path: string, body: unknown): Requ
 
 /** Reads a model API response body (already decoded from its Content-Encoding). */
 export function parseModelResponse(api: ModelApi, contentType: string | undefined, body: Uint8Array): ModelResponse {
-  const endpoint = MODEL_PROVIDERS.flatMap((p) => p.endpoints).find((e) => e.flavor === api.flavor);
-  if (!endpoint) throw new Error(`no model endpoint ${api.flavor}`);
+  const endpoint = MODEL_PROVIDERS.flatMap((p) => p.endpoints).find((e) => e.wire === api.wire);
+  if (!endpoint) throw new Error(`no model endpoint ${api.wire}`);
   const out = readModelResponse(endpoint.response, contentType, body);
   out.model ??= api.pathModel;
   return out;

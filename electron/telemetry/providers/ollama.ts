@@ -49,7 +49,7 @@ export const ollama: ModelProvider = {
   host: 'localhost:11434',
   priceCatalogId: null,
   endpoints: [
-    { flavor: 'ollama-chat', path: /^\/api\/chat$/, request: chatRequestOf, response: { lines: ollamaLines } },
-    { flavor: 'ollama-generate', path: /^\/api\/generate$/, request: generateRequest, response: { lines: ollamaLines } },
+    { wire: 'ollama-chat', path: /^\/api\/chat$/, request: chatRequestOf, response: { lines: ollamaLines } },
+    { wire: 'ollama-generate', path: /^\/api\/generate$/, request: generateRequest, response: { lines: ollamaLines } },
   ],
 };

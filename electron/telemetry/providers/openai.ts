@@ -223,13 +223,13 @@ export const openai: ModelProvider = {
   priceCatalogId: 'openai',
   endpoints: [
     {
-      flavor: 'chat',
+      wire: 'openai-chat',
       path: /^(?:\/v1)?\/chat\/completions$/,
       request: chatRequest,
       response: { stream: chatStream, json: (body) => chatJson(obj(body)) },
     },
     {
-      flavor: 'responses',
+      wire: 'openai-responses',
       path: /^(?:\/v1)?\/responses$/,
       request: responsesRequest,
       response: { stream: responsesStream, json: (body) => responsesJson(obj(body)) },

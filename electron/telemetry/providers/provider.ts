@@ -7,8 +7,8 @@ import type { RequestView } from '../requestView.ts';
 // Detection, parsing, `capsem check`, the timeline and the wire events all read these declarations.
 
 export interface ModelEndpoint {
-  /** The endpoint's name within Capsem ('messages', 'chat', ...), unique across providers. */
-  readonly flavor: string;
+  /** The wire format its bodies are written in ('anthropic-messages', 'openai-chat', ...), recorded as model_calls.wire. */
+  readonly wire: string;
   /** The request path without its query; a first capture group is the model the path names (Gemini). */
   readonly path: RegExp;
   readonly request: (body: Json) => RequestView;

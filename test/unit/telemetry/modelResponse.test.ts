@@ -13,15 +13,15 @@ const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 
 describe('detectModelApi', () => {
   it('knows each provider by path, not host', () => {
-    expect(detectModelApi('/v1/messages')).toEqual({ provider: 'anthropic', flavor: 'messages' });
-    expect(detectModelApi('/v1/chat/completions?x=1')).toEqual({ provider: 'openai', flavor: 'chat' });
-    expect(detectModelApi('/v1/responses')).toEqual({ provider: 'openai', flavor: 'responses' });
+    expect(detectModelApi('/v1/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages' });
+    expect(detectModelApi('/v1/chat/completions?x=1')).toEqual({ provider: 'openai', wire: 'openai-chat' });
+    expect(detectModelApi('/v1/responses')).toEqual({ provider: 'openai', wire: 'openai-responses' });
     expect(detectModelApi('/v1beta/models/gemini-2.5-pro:streamGenerateContent')).toEqual({
       provider: 'google',
-      flavor: 'generate',
+      wire: 'gemini-generate',
       pathModel: 'gemini-2.5-pro',
     });
-    expect(detectModelApi('/api/chat')).toEqual({ provider: 'ollama', flavor: 'ollama-chat' });
+    expect(detectModelApi('/api/chat')).toEqual({ provider: 'ollama', wire: 'ollama-chat' });
     for (const other of ['/v1/models', '/health', '/v1/messages/count_tokens', '/oauth/token'])
       expect(detectModelApi(other), other).toBeNull();
   });

@@ -3,25 +3,25 @@ import { priceOf } from '../../../electron/telemetry/pricing.ts';
 import { detectModelApi, MODEL_PROVIDERS, providerNamed, requestView } from '../../../electron/telemetry/providers/index.ts';
 
 describe('the provider registry', () => {
-  it('lists each provider once, and each endpoint flavor once across providers', () => {
+  it('lists each provider once, and each endpoint wire format once across providers', () => {
     const ids = MODEL_PROVIDERS.map((p) => p.id);
-    const flavors = MODEL_PROVIDERS.flatMap((p) => p.endpoints.map((e) => e.flavor));
+    const wires = MODEL_PROVIDERS.flatMap((p) => p.endpoints.map((e) => e.wire));
     expect(ids).toEqual(['anthropic', 'openai', 'google', 'ollama']);
-    expect(new Set(flavors).size).toBe(flavors.length);
+    expect(new Set(wires).size).toBe(wires.length);
   });
 
   it('takes the paths a client uses with a base URL that already ends in /v1, and every Gemini API version', () => {
-    expect(detectModelApi('/messages')).toEqual({ provider: 'anthropic', flavor: 'messages' });
-    expect(detectModelApi('/chat/completions')).toEqual({ provider: 'openai', flavor: 'chat' });
-    expect(detectModelApi('/responses?stream=true')).toEqual({ provider: 'openai', flavor: 'responses' });
+    expect(detectModelApi('/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages' });
+    expect(detectModelApi('/chat/completions')).toEqual({ provider: 'openai', wire: 'openai-chat' });
+    expect(detectModelApi('/responses?stream=true')).toEqual({ provider: 'openai', wire: 'openai-responses' });
     for (const version of ['v1', 'v1beta', 'v1alpha']) {
       expect(detectModelApi(`/${version}/models/gemini%2D2.5:streamGenerateContent?alt=sse`)).toEqual({
         provider: 'google',
-        flavor: 'generate',
+        wire: 'gemini-generate',
         pathModel: 'gemini-2.5',
       });
     }
-    expect(detectModelApi('/api/generate')).toEqual({ provider: 'ollama', flavor: 'ollama-generate' });
+    expect(detectModelApi('/api/generate')).toEqual({ provider: 'ollama', wire: 'ollama-generate' });
     for (const other of ['/v2/messages', '/v1/models/m:countTokens', '/v1beta/models/a/b:generateContent', '/api/tags'])
       expect(detectModelApi(other), other).toBeNull();
   });
