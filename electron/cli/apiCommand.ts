@@ -7,8 +7,9 @@ export const apiCommand: Command = {
   usage: `capsem api [--port P] [--allow-delete]
 
 Serves the session events API (GET /v1/sessions, paging, event detail, timeline, search, the
-SSE live tail) over CAPSEM_HOME on 127.0.0.1 until interrupted. Routes take session ids; every
-route refuses a non-loopback Host and any Origin header.
+SSE live tail) over CAPSEM_HOME on 127.0.0.1 until interrupted, or until the line that gives its
+address cannot be written. Routes take session ids; every route refuses a non-loopback Host and
+any Origin header.
 
   --port P        port to listen on (default ${DEFAULT_API_PORT}; 0 picks a free one)
   --allow-delete  allow DELETE /v1/sessions and DELETE /v1/sessions/{id} (erase ended sessions)`,
@@ -25,14 +26,19 @@ route refuses a non-loopback Host and any Origin header.
       throw err;
     }
     ctx.out(`Capsem API: ${server.url}`);
+    let stopped = false;
     await new Promise<void>((resolve) => {
       const stop = (): void => {
+        if (stopped) return;
+        stopped = true;
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         void server.close().then(resolve);
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
+      // Nobody learnt the address: as a program killed by SIGPIPE would, stop serving.
+      void ctx.output.broken.then(stop);
     });
     return 0;
   },
