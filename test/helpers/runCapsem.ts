@@ -99,14 +99,16 @@ export type StdoutShape = { readonly head: number } | 'full';
 
 /**
  * Runs the real `capsem` from the user's folder with its stdout held in that shape; `stdout` is
- * what was read before it was closed. `input` is written to its stdin.
+ * what was read before it was closed. `input` is written to its stdin; a capsem still running after
+ * `timeoutMs` (60 s) is killed.
  */
 export function runCapsemShaped(
   home: string,
   args: readonly string[],
   shape: StdoutShape,
-  options: { readonly env?: NodeJS.ProcessEnv; readonly input?: string } = {},
+  options: { readonly env?: NodeJS.ProcessEnv; readonly input?: string; readonly timeoutMs?: number } = {},
 ): Promise<CliResult> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
     const full = shape === 'full' ? openSync('/dev/full', 'w') : null;
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -136,9 +138,9 @@ export function runCapsemShaped(
       take();
     }
     const timer = setTimeout(() => {
-      stderr += '\n(test: capsem did not exit within 60 s; killed)\n';
+      stderr += `\n(test: capsem did not exit within ${timeoutMs} ms; killed)\n`;
       child.kill('SIGKILL');
-    }, 60_000);
+    }, timeoutMs);
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
     child.on('close', (code) => {

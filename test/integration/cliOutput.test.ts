@@ -7,6 +7,7 @@ import { writeRollup } from '../../electron/store/rollup.ts';
 import { runCapsem, runCapsemShaped, spawnCapsem, USER_FOLDER, type CliResult, type StdoutShape } from '../helpers/runCapsem.ts';
 import { bigSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 
 // Every command that writes to stdout, run from a user's folder with its stdout held as a shell
 // holds it: `| head -2`, `| head -0` (the reader gone before the first byte) and `>/dev/full`.
@@ -111,6 +112,32 @@ describe.each(CASES.map((c) => [c.name, c] as const))('capsem %s', (_name, c) =>
     ]);
     expect(result.code).toBe(1);
   }, 60_000);
+});
+
+const noVm = vmUnavailable();
+describe.skipIf(noVm !== null)(`capsem run, a VM's output${noVm ? ` (skipped: ${noVm})` : ''}`, () => {
+  const vmHome = vmTestHome();
+  afterAll(() => vmHome.remove());
+
+  it.each([
+    ['| head -0', { head: 0 }, 141],
+    ['| head -2', { head: 2 }, 141],
+    ['>/dev/full', 'full', 1],
+  ] as const)(
+    'stops the VM in order and exits with the output’s status (%s)',
+    async (_shape, shape, exitCode) => {
+      const result = await runCapsemShaped(vmHome.root, ['run', '--image', 'minimal', '--', 'seq', '1', '200000'], shape, {
+        timeoutMs: 240_000,
+      });
+      expect(result.stderr).not.toMatch(CRASH);
+      expect(result.code, result.stderr).toBe(exitCode);
+      expect(result.stdout).toBe(shape === 'full' ? '' : ['1\n', '2\n'].slice(0, shape.head).join(''));
+      expect(result.stderr).toMatch(/capsem: (nothing reads the output any more|the output cannot be written); stopping/);
+      const [session] = JSON.parse(runCapsem(vmHome.root, ['list', '--json', '-n', '1']).stdout) as { status: string }[];
+      expect(session?.status).toBe('stopped');
+    },
+    300_000,
+  );
 });
 
 describe('capsem api, a server whose one line is its address', () => {
