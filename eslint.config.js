@@ -100,6 +100,12 @@ export default tseslint.config(
     },
   },
   {
+    // The Node preload (resources/) is CommonJS: --require loads it in every worker thread, where
+    // an --import preload is skipped.
+    files: ['**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['electron/**/*.ts'],
     ignores: ['electron/shell/**'],
     rules: { 'no-restricted-imports': ['error', coreImports] },

@@ -99,11 +99,11 @@ AGENT=/usr/local/sbin/capsem-agent
 mkdir -p /newroot/usr/local/sbin
 cp /sbin/capsem-agent "/newroot$AGENT" && chmod 755 "/newroot$AGENT" || fail "cannot install $AGENT"
 
-# Node's fetch ignores HTTPS_PROXY; this preload (with the undici it imports) routes it through
-# the agent's proxy listener, for every Node program the agent starts.
+# Node's fetch ignores HTTPS_PROXY; this preload (with the undici it loads) routes it through
+# the agent's proxy listener, for every Node program the agent starts and each of its threads.
 NODE_SUPPORT=/usr/local/lib/capsem/node
 mkdir -p "/newroot$NODE_SUPPORT" && cp -r /lib/capsem/node/. "/newroot$NODE_SUPPORT/" || fail "cannot install $NODE_SUPPORT"
-export NODE_OPTIONS="--import $NODE_SUPPORT/proxy-preload.mjs"
+export NODE_OPTIONS="--require $NODE_SUPPORT/proxy-preload.cjs"
 
 mount_workspace /newroot/workspace
 bring_up_loopback

@@ -9,7 +9,8 @@ export const apiCommand: Command = {
   usage: `capsem api [--port P] [--allow-delete] [--any-local-user]
 
 Serves the session events API (GET /v1/sessions, paging, event detail, timeline, search, the
-SSE live tail) over CAPSEM_HOME on 127.0.0.1 until interrupted. Routes take session ids; every
+SSE live tail) over CAPSEM_HOME on 127.0.0.1 until interrupted, or until the line that gives its
+address cannot be written. Routes take session ids; every
 route refuses a non-loopback Host and any Origin header. Only the user who owns CAPSEM_HOME is
 served: a connection from another local account gets 403 (Linux tells who connects through
 /proc/net/tcp; where that cannot be read, as on macOS, every connection is refused unless
@@ -46,14 +47,19 @@ served: a connection from another local account gets 403 (Linux tells who connec
       ctx.err(
         'capsem api: /proc/net/tcp cannot be read here, so no connection can be told to be yours and every one is refused; --any-local-user serves every local account',
       );
+    let stopped = false;
     await new Promise<void>((resolve) => {
       const stop = (): void => {
+        if (stopped) return;
+        stopped = true;
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         void server.close().then(resolve);
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
+      // Nobody learnt the address: as a program killed by SIGPIPE would, stop serving.
+      void ctx.output.broken.then(stop);
     });
     return 0;
   },

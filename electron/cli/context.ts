@@ -1,10 +1,14 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { CapsemHome } from '../store/paths.ts';
+import type { CommandOutput } from './commandOutput.ts';
 
 export interface CliContext {
   readonly home: CapsemHome;
+  /** A line on stdout; nothing once stdout takes no more (the exit status says so). */
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
+  /** Stdout and stderr at the pace they are read, for output too large to hand over at once. */
+  readonly output: CommandOutput;
 }
 
 /** A mistake in how the command was called: exit code 2 and a pointer to --help. */

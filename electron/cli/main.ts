@@ -1,6 +1,7 @@
 import { capsemHome } from '../store/paths.ts';
 import { apiCommand } from './apiCommand.ts';
 import { checkCommand } from './checkCommand.ts';
+import { commandOutput, OutputGone } from './commandOutput.ts';
 import { HelpRequested, UsageError, type CliContext, type Command } from './context.ts';
 import { devCommand } from './devCommand.ts';
 import { doctorCommand } from './doctorCommand.ts';
@@ -39,7 +40,7 @@ const COMMANDS: readonly Command[] = [
 ];
 
 function overview(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  const width = COMMANDS.reduce((widest, c) => Math.max(widest, c.name.length), 0);
   return [
     'capsem: run AI coding agents in a local VM and record everything they do',
     '',
@@ -68,16 +69,28 @@ export async function runCli(argv: readonly string[], ctx: CliContext): Promise<
       ctx.out(command.usage);
       return 0;
     }
+    // Said once already, when stdout failed (main), or nothing to say: its reader went away.
+    if (err instanceof OutputGone) return err.loss.exitCode;
     ctx.err(`capsem: ${(err as Error).message}`);
     return err instanceof UsageError ? 2 : 1;
   }
 }
 
 export async function main(): Promise<void> {
+  // One output for every command: a closed pipe or a full disk under stdout ends any of them with
+  // its exit status (141, or 1 with one line saying why), never an unhandled 'error' event.
+  const output = commandOutput(process.stdout, process.stderr);
   const ctx: CliContext = {
     home: capsemHome(),
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
+    out: (text) => void output.stdout(`${text}\n`),
+    err: (text) => void output.stderr(`${text}\n`),
+    output,
   };
-  process.exitCode = await runCli(process.argv.slice(2), ctx);
+  // Usually after the command has returned: its last write fails once the event loop runs again.
+  void output.broken.then((loss) => {
+    if (loss.message) ctx.err(`capsem: ${loss.message}`);
+    process.exitCode = loss.exitCode;
+  });
+  const code = await runCli(process.argv.slice(2), ctx);
+  process.exitCode = output.loss()?.exitCode ?? code;
 }

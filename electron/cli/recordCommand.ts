@@ -22,14 +22,21 @@ If the session cannot be recorded any more (its disk is full or failing), the pr
 new request (507), CMD is stopped (SIGTERM, SIGKILL ${STOP_GRACE_MS / 1000} s later), the session ends crashed with
 what was lost, and capsem exits ${CANNOT_RECORD_EXIT} (EX_IOERR) saying why.
 
-What is not recorded:
-  - hosts in your NO_PROXY (or no_proxy; both are kept, as one list): the program reaches them
-    directly, without the proxy, and nothing it exchanges with them is in the session.
-  - programs that ignore HTTPS_PROXY. For Node, a preload routes fetch, http.request and
-    https.request (and got, node-fetch and others that use Node's global agents) through the
-    proxy, but not a request given its own agent or createConnection: the ws package without an
-    agent connects directly (give it { agent: https.globalAgent }, or http.globalAgent for ws://,
-    to record it). Programs that open their own sockets go directly too.
+Node's fetch, http.request and https.request are routed through the proxy by a preload
+(NODE_OPTIONS=--require), in every worker thread too, and so are the libraries built on them (got,
+node-fetch, undici on its global dispatcher, ws given { agent: https.globalAgent }). Child
+processes inherit the proxy settings.
+
+What is not recorded (it does not pass through the proxy):
+  - hosts in your NO_PROXY (or no_proxy; both are kept, as one list), and hosts the program adds
+    to its own NO_PROXY while it runs.
+  - a request given a connection of its own: an http.Agent or https.Agent the program made,
+    createConnection, undici's Client, Pool or Agent as the dispatcher, the ws package without an
+    agent (give it { agent: https.globalAgent }, or http.globalAgent for ws://, to record it).
+  - Node's http2 module, raw sockets (net, tls), UDP.
+  - programs that ignore HTTPS_PROXY (Python's http.client, anything with its own sockets), and a
+    child process started with an environment that leaves the proxy variables out.
+  - the program's own name lookups (dns.lookup): they go to the system's resolver.
 
 Local destinations (localhost, private networks) are refused (403) unless the policy names them:
 the refusal says which rule to add to CAPSEM_HOME/policy.json, for example

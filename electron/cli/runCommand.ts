@@ -5,7 +5,6 @@ import { CANNOT_RECORD_EXIT } from '../recording/sessionRecording.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { codingAgent, isAgentName } from '../vm/codingAgents.ts';
-import { commandOutput } from './commandOutput.ts';
 import { IMAGE_OPTION, IMAGE_SYNOPSIS, IMAGE_USAGE, imageOption } from './imageOption.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
@@ -78,7 +77,7 @@ If the app or another capsem command owns CAPSEM_HOME, the VM runs there and sho
     if (command.length === 0) throw new UsageError('run needs a command after -- (see capsem run --help)');
     const params: VmRunRequest = { name, image, ...projectFolderParams(ctx, values), argv: command };
     return throughVmOwner(ctx, `capsem run -- ${command.join(' ')}`, async (client) => {
-      const output = commandOutput();
+      const output = ctx.output;
       const stream = await client.stream('vm.run', params, { onData: (b) => output.stdout(b), onEvent: vmEventPrinter(ctx, output) });
       return untilExit(ctx, client, stream.exit, output);
     });

@@ -1,5 +1,4 @@
 import type { VmResize, VmShellRequest } from '../owner/vmMethods.ts';
-import { commandOutput } from './commandOutput.ts';
 import { IMAGE_OPTION, IMAGE_SYNOPSIS, IMAGE_USAGE, imageOption } from './imageOption.ts';
 import { parseCommandArgs, UsageError, type CliContext, type Command } from './context.ts';
 import { PROJECT_FOLDER_OPTIONS, PROJECT_FOLDER_USAGE, projectFolderParams } from './projectFolderOption.ts';
@@ -47,7 +46,7 @@ export async function attachTerminal(ctx: CliContext, command: string, params: O
   const stdin = process.stdin;
   const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   return throughVmOwner(ctx, command, async (client) => {
-    const output = commandOutput();
+    const output = ctx.output;
     const stream = await client.stream('vm.shell', { ...params, ...size() } satisfies VmShellRequest, {
       onData: (b) => output.stdout(b),
       onEvent: vmEventPrinter(ctx, output),

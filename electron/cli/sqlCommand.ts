@@ -2,7 +2,57 @@ import Database from 'better-sqlite3';
 import { openMainDb } from '../store/mainDb.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 import { targetSession } from './sessionTarget.ts';
-import { formatCell, formatTable } from './table.ts';
+import type { CommandOutput } from './commandOutput.ts';
+import { formatCell, tablePages } from './table.ts';
+
+// A result is read row by row and written a page at a time, each page once stdout has taken the
+// last, so a query of any size runs in bounded memory and stops when the reader goes away.
+
+/** Rows per page written to stdout. */
+const PAGE_ROWS = 1000;
+
+/** Rows of the statement in pages of PAGE_ROWS, read as they are needed. */
+function* pages<T>(rows: Iterable<T>): Generator<T[]> {
+  let page: T[] = [];
+  for (const row of rows) {
+    page.push(row);
+    if (page.length === PAGE_ROWS) {
+      yield page;
+      page = [];
+    }
+  }
+  if (page.length > 0) yield page;
+}
+
+/** The rows as a table; returns how many there were. */
+async function sendTable(output: CommandOutput, stmt: Database.Statement): Promise<number> {
+  const table = tablePages(stmt.columns().map((c) => c.name));
+  let count = 0;
+  for (const page of pages(stmt.raw(true).iterate() as Iterable<unknown[]>)) {
+    await output.send(`${table.page(page.map((row) => row.map(formatCell)))}\n`);
+    count += page.length;
+  }
+  if (count === 0) await output.send(`${table.page([])}\n`);
+  return count;
+}
+
+/** JSON for a column's value; the holder's own value is read, as a Buffer's toJSON has run before a replacer sees it. */
+function jsonValue(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  return raw instanceof Uint8Array ? `<blob ${raw.byteLength} B>` : typeof raw === 'bigint' ? String(raw) : value;
+}
+
+/** The rows as one JSON array, written as JSON.stringify(rows, null, 2) would write it; returns how many there were. */
+async function sendJson(output: CommandOutput, stmt: Database.Statement): Promise<number> {
+  let count = 0;
+  for (const page of pages(stmt.iterate() as Iterable<Record<string, unknown>>)) {
+    const items = page.map((row) => `  ${JSON.stringify(row, jsonValue, 2).replaceAll('\n', '\n  ')}`);
+    await output.send(`${count === 0 ? '[\n' : ',\n'}${items.join(',\n')}`);
+    count += page.length;
+  }
+  await output.send(count === 0 ? '[]\n' : '\n]\n');
+  return count;
+}
 
 export const sqlCommand: Command = {
   name: 'sql',
@@ -13,7 +63,7 @@ Runs one read-only statement against a session.db (the newest on disk when no se
 named). The database is opened read-only: statements that would write are refused.
 
   --json  print rows as a JSON array`,
-  run(ctx, argv) {
+  async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { json: { type: 'boolean' } });
     if (positionals.length === 0 || positionals.length > 2)
       throw new UsageError('sql takes an optional session and one query (see capsem sql --help)');
@@ -35,25 +85,8 @@ named). The database is opened read-only: statements that would write are refuse
         throw new Error(`query refused: ${(err as Error).message}`);
       }
       if (!stmt.reader) throw new Error('query refused: capsem sql runs read-only queries (SELECT, WITH, PRAGMA reads)');
-      const rows = stmt.all() as Record<string, unknown>[];
-      if (values.json) {
-        ctx.out(
-          JSON.stringify(
-            rows,
-            (_k, v: unknown) => (v instanceof Uint8Array ? `<blob ${v.byteLength} B>` : typeof v === 'bigint' ? String(v) : v),
-            2,
-          ),
-        );
-        return 0;
-      }
-      const cols = stmt.columns().map((c) => c.name);
-      ctx.out(
-        formatTable(
-          cols,
-          rows.map((r) => cols.map((c) => formatCell(r[c]))),
-        ),
-      );
-      ctx.out(`(${rows.length} row${rows.length === 1 ? '' : 's'})`);
+      const count = values.json ? await sendJson(ctx.output, stmt) : await sendTable(ctx.output, stmt);
+      if (!values.json) ctx.out(`(${count} row${count === 1 ? '' : 's'})`);
       return 0;
     } finally {
       db.close();

@@ -4,13 +4,35 @@ export function formatTable(
   rows: readonly (readonly string[])[],
   rightAligned: readonly number[] = [],
 ): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return tablePages(headers, rightAligned).page(rows);
+}
+
+/**
+ * A table printed a page of rows at a time, for results too large to hold: the columns take the
+ * widths of the header and the first page, and widen (never narrow) for a later page that needs it.
+ * The first page begins with the header line.
+ */
+export function tablePages(
+  headers: readonly string[],
+  rightAligned: readonly number[] = [],
+): { page(rows: readonly (readonly string[])[]): string } {
+  const widths = headers.map((h) => h.length);
+  let first = true;
   const line = (cells: readonly string[]): string =>
     cells
       .map((cell, i) => (rightAligned.includes(i) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
-  return [line(headers), ...rows.map(line)].join('\n');
+  return {
+    page(rows) {
+      // A loop, not Math.max(...column): spreading a large result overflows the stack.
+      for (const row of rows) headers.forEach((_h, i) => (widths[i] = Math.max(widths[i]!, (row[i] ?? '').length)));
+      const lines = rows.map(line);
+      if (first) lines.unshift(line(headers));
+      first = false;
+      return lines.join('\n');
+    },
+  };
 }
 
 export function formatDuration(ms: number): string {

@@ -5,7 +5,7 @@ import { hostVms } from '../owner/vmHosting.ts';
 import { VmStreamEvent } from '../owner/vmMethods.ts';
 import type { JsonValue } from '../owner/wire.ts';
 import { progressLine } from './progressLine.ts';
-import { BROKEN_PIPE_EXIT, type CommandOutput } from './commandOutput.ts';
+import type { CommandOutput } from './commandOutput.ts';
 import type { CliContext } from './context.ts';
 
 // VM commands reach VMs through the owner of CAPSEM_HOME. When no owner runs, this CLI becomes the
@@ -51,7 +51,7 @@ export async function throughVmOwner(ctx: CliContext, command: string, use: (cli
  * stderr takes them), the session it runs in.
  */
 export function vmEventPrinter(
-  ctx: CliContext,
+  ctx: Pick<CliContext, 'err'>,
   output: CommandOutput,
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number } = process.stderr,
 ): (event: JsonValue) => void | Promise<void> {
@@ -78,7 +78,8 @@ export function vmEventPrinter(
 /**
  * A VM stream's exit code. Ctrl-C disconnects from the owner, which stops a VM started for this
  * command (one attached to stays up); the exit code is then 130, as for any interrupted command.
- * Stdout's reader going away does the same, with 141 (BROKEN_PIPE_EXIT) whatever the command did.
+ * Stdout's reader going away does the same, with 141 whatever the command did, and so does a stdout
+ * that cannot be written (a full disk), with 1.
  */
 export async function untilExit(
   ctx: CliContext,
@@ -86,7 +87,7 @@ export async function untilExit(
   exit: Promise<number | null>,
   output: CommandOutput,
 ): Promise<number> {
-  /** The exit code of a command cut short (130 for Ctrl-C, 141 for a broken pipe); null while it runs its course. */
+  /** The exit code of a command cut short (130 for Ctrl-C, the output's loss's); null while it runs its course. */
   let cutShort: number | null = null;
   let done = false;
   const stop = (code: number, note: string): void => {
@@ -97,11 +98,14 @@ export async function untilExit(
   };
   const interrupt = (): void => stop(130, 'interrupted');
   process.once('SIGINT', interrupt);
-  void output.broken.then(() => stop(BROKEN_PIPE_EXIT, 'nothing reads the output any more'));
+  void output.broken.then((loss) => {
+    // A failed write was said in its own line already (main.ts).
+    stop(loss.exitCode, loss.message ? 'the output cannot be written' : 'nothing reads the output any more');
+  });
   try {
     const code = (await exit) ?? 1;
     // Output was lost whatever the command did; an interrupted command that still finished keeps its code.
-    return cutShort === BROKEN_PIPE_EXIT ? BROKEN_PIPE_EXIT : code;
+    return output.loss()?.exitCode ?? code;
   } catch (err) {
     if (cutShort !== null) return cutShort;
     throw err;

@@ -1,5 +1,5 @@
 import { readFileSync, rmdirSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { openSessionCredentials, type SessionCredentials } from '../credentials/credentialBroker.ts';
 import { credentialRefOf, credentialRefSecret } from '../credentials/credentialRef.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
@@ -25,7 +25,12 @@ import { parseResolveMap } from '../proxy/resolveMap.ts';
 // committed and the session rolled up. For a local command, also the environment that sends its
 // traffic through the proxy and makes it trust the local CA.
 
-const NODE_PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.mjs', import.meta.url));
+const NODE_PRELOAD = fileURLToPath(new URL('../../resources/node-proxy-preload.cjs', import.meta.url));
+/**
+ * NODE_OPTIONS' way to load it: --require, which Node runs in every worker thread too (an --import
+ * preload skips workers given their code as a string); quoted as Node parses NODE_OPTIONS.
+ */
+const NODE_PRELOAD_OPTION = `--require "${NODE_PRELOAD.replace(/["\\]/g, '\\$&')}"`;
 
 /** The exit code of a command whose session could not be recorded any more: sysexits' EX_IOERR. */
 export const CANNOT_RECORD_EXIT = 74;
@@ -176,7 +181,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
   // proxy it is given whatever the list says. A loopback entry would only let requests to local
   // servers (local models among them) skip the record.
   const unrecordedHosts = noProxyEntries(env);
-  const nodeOptions = [env.NODE_OPTIONS, `--import ${pathToFileURL(NODE_PRELOAD).href}`].filter(Boolean).join(' ');
+  const nodeOptions = [env.NODE_OPTIONS, NODE_PRELOAD_OPTION].filter(Boolean).join(' ');
   const childEnv: NodeJS.ProcessEnv = {
     ...env,
     HTTPS_PROXY: proxy.url,

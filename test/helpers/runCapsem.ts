@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,6 +89,62 @@ export function runCapsemAsync(
     child.on('exit', () => timedOut && resolve({ code: -1, stdout, stderr }));
     child.on('close', (code) => {
       if (timer) clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+/** How a shell holds capsem's stdout: read up to `head` lines, then closed (`| head -N`), or a device that is always full (`>/dev/full`). */
+export type StdoutShape = { readonly head: number } | 'full';
+
+/**
+ * Runs the real `capsem` from the user's folder with its stdout held in that shape; `stdout` is
+ * what was read before it was closed. `input` is written to its stdin; a capsem still running after
+ * `timeoutMs` (60 s) is killed.
+ */
+export function runCapsemShaped(
+  home: string,
+  args: readonly string[],
+  shape: StdoutShape,
+  options: { readonly env?: NodeJS.ProcessEnv; readonly input?: string; readonly timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  return new Promise((resolve, reject) => {
+    const full = shape === 'full' ? openSync('/dev/full', 'w') : null;
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: USER_FOLDER,
+      env: { ...process.env, CAPSEM_HOME: home, TZ: 'UTC', ...options.env },
+      stdio: ['pipe', full ?? 'pipe', 'pipe'],
+    });
+    if (full !== null) closeSync(full);
+    child.stdin!.end(options.input ?? '');
+    let stdout = '';
+    let stderr = '';
+    if (shape !== 'full') {
+      const out = child.stdout!;
+      const take = (): void => {
+        const lines = stdout.split('\n');
+        if (lines.length <= shape.head) return;
+        stdout = lines
+          .slice(0, shape.head)
+          .map((line) => `${line}\n`)
+          .join('');
+        out.destroy();
+      };
+      out.on('data', (c: Buffer) => {
+        stdout += c.toString();
+        take();
+      });
+      take();
+    }
+    const timer = setTimeout(() => {
+      stderr += `\n(test: capsem did not exit within ${timeoutMs} ms; killed)\n`;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
       resolve({ code: code ?? -1, stdout, stderr });
     });
   });

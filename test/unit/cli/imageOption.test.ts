@@ -1,6 +1,8 @@
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { GUEST_IMAGES, IMAGE_KINDS, orList } from '../../../electron/contract/guestImages.ts';
 import type { CliContext } from '../../../electron/cli/context.ts';
+import { commandOutput } from '../../../electron/cli/commandOutput.ts';
 import { imageOption } from '../../../electron/cli/imageOption.ts';
 import { runCommand } from '../../../electron/cli/runCommand.ts';
 import { shellCommand } from '../../../electron/cli/shellCommand.ts';
@@ -9,7 +11,13 @@ import { capsemHome } from '../../../electron/store/paths.ts';
 // capsem run and capsem shell take --image from the list of guest images: its help, its default
 // and its error name the kinds the list has.
 
-const ctx: CliContext = { home: capsemHome({ CAPSEM_HOME: '/nonexistent/capsem-home' }), out: () => {}, err: () => {} };
+const discard = (): Writable => new Writable({ write: (_chunk, _encoding, done) => done() });
+const ctx: CliContext = {
+  home: capsemHome({ CAPSEM_HOME: '/nonexistent/capsem-home' }),
+  out: () => {},
+  err: () => {},
+  output: commandOutput(discard(), discard()),
+};
 
 describe('--image', () => {
   it('takes every kind in the list, and the default without it', () => {

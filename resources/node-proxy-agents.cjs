@@ -3,12 +3,14 @@
 // through the proxy the environment names: a plain request in absolute form, TLS through a CONNECT
 // tunnel, with the proxy URL's credentials when it has some (capsem record's has, the guest's has
 // none). Destinations in NO_PROXY go direct, matched as undici's EnvHttpProxyAgent matches them,
-// so fetch and these agree. Core modules only: this also runs on the guest's Node 18.
-import http from 'node:http';
-import https from 'node:https';
-import { syncBuiltinESMExports } from 'node:module';
-import net from 'node:net';
-import tls from 'node:tls';
+// so fetch and these agree. Core modules only, and CommonJS: the preload that loads this is
+// loaded with --require, before any ES module, in every thread.
+'use strict';
+const http = require('node:http');
+const https = require('node:https');
+const { syncBuiltinESMExports } = require('node:module');
+const net = require('node:net');
+const tls = require('node:tls');
 
 /** The first of these variables that holds an http:// proxy URL; a proxy spoken to over TLS is not handled here. */
 function proxyFrom(...names) {
@@ -111,12 +113,16 @@ function openTunnel(proxy, host, port) {
   });
 }
 
+const httpsProxy = proxyFrom('https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY');
+const httpProxy = proxyFrom('http_proxy', 'HTTP_PROXY');
+
+// Both agents take the options Node's take and no more: a request with `agent: false` gets a new
+// agent of the global agent's class, made with none, and its fresh connection goes through the
+// proxy too.
+
 /** https: TLS to the destination inside a tunnel through the proxy, pooled per destination as usual. */
 class TunnellingAgent extends https.Agent {
-  constructor(proxy, options) {
-    super(options);
-    this.proxy = proxy;
-  }
+  proxy = httpsProxy;
 
   createConnection(options, callback) {
     const port = Number(options.port) || 443;
@@ -132,10 +138,7 @@ class TunnellingAgent extends https.Agent {
 
 /** http: the request line in absolute form, sent to the proxy. */
 class ForwardingAgent extends http.Agent {
-  constructor(proxy, options) {
-    super(options);
-    this.proxy = proxy;
-  }
+  proxy = httpProxy;
 
   addRequest(req, options) {
     const port = Number(options.port) || 80;
@@ -154,9 +157,7 @@ class ForwardingAgent extends http.Agent {
   }
 }
 
-const httpsProxy = proxyFrom('https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY');
-const httpProxy = proxyFrom('http_proxy', 'HTTP_PROXY');
-if (httpsProxy) https.globalAgent = new TunnellingAgent(httpsProxy, { ...https.globalAgent.options });
-if (httpProxy) http.globalAgent = new ForwardingAgent(httpProxy, { ...http.globalAgent.options });
+if (httpsProxy) https.globalAgent = new TunnellingAgent({ ...https.globalAgent.options });
+if (httpProxy) http.globalAgent = new ForwardingAgent({ ...http.globalAgent.options });
 // `import { globalAgent } from 'node:https'` elsewhere sees these too.
 syncBuiltinESMExports();
