@@ -21,7 +21,8 @@ export class WsProtocolError extends Error {
 }
 
 const OPCODES: Readonly<Record<number, WsOpcode>> = { 0: 'continuation', 1: 'text', 2: 'binary', 8: 'close', 9: 'ping', 10: 'pong' };
-const MAX_HEADER = 14;
+/** The longest frame header: 2 bytes, an 8-byte length, a 4-byte mask. */
+export const MAX_HEADER = 14;
 
 interface InFlight {
   readonly fin: boolean;
@@ -112,7 +113,7 @@ export class WsFrameReader {
   }
 }
 
-interface Header {
+export interface WsHeader {
   readonly fin: boolean;
   readonly rsv: number;
   readonly opcode: WsOpcode;
@@ -121,8 +122,8 @@ interface Header {
   readonly headerLength: number;
 }
 
-/** A frame header from the start of `bytes`, or null when more bytes are needed. */
-function parseHeader(bytes: Buffer): Header | null {
+/** A frame header from the start of `bytes`, or null when more bytes are needed; throws WsProtocolError for one the protocol forbids. */
+export function parseHeader(bytes: Buffer): WsHeader | null {
   if (bytes.length < 2) return null;
   const b0 = bytes[0]!;
   const b1 = bytes[1]!;

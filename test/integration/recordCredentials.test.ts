@@ -22,11 +22,14 @@ const home = tempHome();
 const upstreamHome = tempHome();
 const exportsDir = mkdtempSync(join(tmpdir(), 'capsem-keys-exports-'));
 const require = createRequire(import.meta.url);
+/** A key `length` characters long, as long as the provider's own, so the stand-in (as long as the key) has the provider's shape. */
+const keyOf = (prefix: string, length: number, suffix = ''): string =>
+  `${prefix}REAL${randomBytes(length).toString('hex')}`.slice(0, length - suffix.length) + suffix;
 const REAL = {
-  anthropic: `sk-ant-api03-REAL${randomBytes(24).toString('hex')}`,
-  openai: `sk-proj-REAL${randomBytes(24).toString('hex')}`,
-  gemini: `AIzaREAL${randomBytes(12).toString('hex')}`,
-  acme: `acme-REAL${randomBytes(16).toString('hex')}`,
+  anthropic: keyOf('sk-ant-api03-', 108, 'AA'),
+  openai: keyOf('sk-proj-', 164),
+  gemini: keyOf('AIza', 39),
+  acme: keyOf('acme-', 53),
 };
 const HOSTS = ['api.anthropic.com', 'api.openai.com', 'generativelanguage.googleapis.com', 'api.acme.test', 'elsewhere.example'];
 let upstream: Upstream;
