@@ -22,8 +22,8 @@ export class KeyScrubber {
 
   constructor(private readonly forms: readonly KeyForm[]) {}
 
-  /** What may go on now, in order; usually the chunk itself. */
-  push(chunk: Buffer): Buffer[] {
+  /** What may go on now; usually the chunk itself. */
+  push(chunk: Buffer): Buffer {
     if (this.held.length === 0) return this.run(chunk, false, false);
     const window = Buffer.concat([this.held, chunk]);
     this.held = NOTHING;
@@ -31,14 +31,15 @@ export class KeyScrubber {
   }
 
   /** The stream ended: what was held back goes on. */
-  end(): Buffer[] {
+  end(): Buffer {
     const held = this.held;
     this.held = NOTHING;
     this.trail = null;
-    return held.length === 0 ? [] : this.run(held, true, true);
+    return held.length === 0 ? NOTHING : this.run(held, true, true);
   }
 
-  private run(input: Buffer, owned: boolean, final: boolean): Buffer[] {
+  /** One buffer whatever was replaced: a chunk goes on as one write (one HTTP chunk, one frame). */
+  private run(input: Buffer, owned: boolean, final: boolean): Buffer {
     let window = input;
     let mine = owned;
     const own = (): void => {
@@ -86,9 +87,9 @@ export class KeyScrubber {
       }
     }
     if (keepFrom < window.length) this.held = Buffer.from(window.subarray(keepFrom));
-    if (from === 0 && keepFrom === window.length) return window.length > 0 ? [window] : [];
+    if (out.length === 0) return keepFrom === window.length ? window : window.subarray(0, keepFrom);
     if (keepFrom > from) out.push(window.subarray(from, keepFrom));
-    return out.filter((piece) => piece.length > 0);
+    return Buffer.concat(out);
   }
 
   /**
@@ -115,6 +116,7 @@ export class KeyScrubber {
 /** One buffer scrubbed whole; the buffer itself when nothing in it is a key. */
 export function scrubBytes(forms: readonly KeyForm[], bytes: Buffer): Buffer {
   const scrubber = new KeyScrubber(forms);
-  const out = [...scrubber.push(bytes), ...scrubber.end()];
-  return out.length === 1 && out[0] === bytes ? bytes : Buffer.concat(out);
+  const out = scrubber.push(bytes);
+  const rest = scrubber.end();
+  return rest.length === 0 ? out : Buffer.concat([out, rest]);
 }

@@ -68,7 +68,7 @@ export class ScrubbedFrames {
       const take = Math.min(frame.remaining, chunk.length - at);
       const piece = chunk.subarray(at, at + take);
       if (frame.control) frame.control.push(Buffer.from(piece));
-      else this.pieces.push(...this.message!.scrubber.push(piece));
+      else this.pieces.push(this.message!.scrubber.push(piece));
       frame.remaining -= take;
       at += take;
       if (frame.remaining === 0) this.complete();
@@ -113,7 +113,7 @@ export class ScrubbedFrames {
       return;
     }
     if (!frame.fin) return;
-    this.pieces.push(...this.message!.scrubber.end());
+    this.pieces.push(this.message!.scrubber.end());
     this.sendMessagePart(true);
     this.message = null;
   }

@@ -63,11 +63,8 @@ export interface ScrubbedBody {
 /** A response body scrubbed on its way, decoded first when `contentEncoding` says it is compressed (check unreadableCoding first). */
 export function scrubbedBody(forms: readonly KeyForm[], contentEncoding: string | undefined, sink: BodySink): ScrubbedBody {
   const scrubber = new KeyScrubber(forms);
-  const deliverAll = (pieces: readonly Buffer[]): boolean => {
-    let more = true;
-    for (const piece of pieces) more = sink.deliver(piece) && more;
-    return more;
-  };
+  /** Nothing to send (all of it held back) leaves the client as it was. */
+  const deliverAll = (piece: Buffer): boolean => piece.length === 0 || sink.deliver(piece);
   const codings = codingsOf(contentEncoding);
   if (codings.length === 0)
     return {

@@ -387,6 +387,7 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       const down = (pieces: readonly Buffer[]): void => {
         let more = true;
         for (const piece of pieces) {
+          if (piece.length === 0) continue;
           ledger.received(piece);
           more = client.write(piece) && more;
         }
@@ -394,7 +395,7 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       };
       const fromServer = (chunk: Buffer): void => {
         try {
-          down(serverFrames ? serverFrames.push(chunk) : bytes!.push(chunk));
+          down(serverFrames ? serverFrames.push(chunk) : [bytes!.push(chunk)]);
         } catch (err) {
           close(err as Error);
         }
@@ -403,7 +404,7 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       if (upHead.length > 0) fromServer(upHead);
       upSocket.on('data', fromServer);
       upSocket.on('end', () => {
-        if (bytes) down(bytes.end());
+        if (bytes) down([bytes.end()]);
         client.end();
       });
     });

@@ -108,6 +108,8 @@ function reflect(req: IncomingMessage, body: unknown, res: ServerResponse): void
       };
       return next();
     }
+    case '/unknown-coding':
+      return send(200, { 'content-type': 'text/plain', 'content-encoding': 'x-custom' }, text);
     case '/trailer':
       res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-key' });
       res.write(text);
@@ -273,6 +275,11 @@ describe('keys never come back (capsem record against a reflecting provider API)
     expect(got.trailer!.body).toContain(`"x-api-key":"${a}"`);
     // Trailers are not relayed at all.
     expect(got.trailer!.body).not.toMatch(/x-key/i);
+    // A coding the proxy cannot read is not passed on unread.
+    expect(got['unknown response coding']).toMatchObject({
+      status: 502,
+      body: 'capsem: the upstream answered in content-encoding x-custom, which capsem cannot read to make sure it carries no provider key back; refused\n',
+    });
   });
 
   it('scrubs HTTP/2 responses and WebSocket frames the same way', () => {
@@ -360,6 +367,9 @@ describe('keys never come back (capsem record against a reflecting provider API)
       ['https', 'credentials.stand-in-elsewhere'],
     ]);
     expect(refused.filter((r) => r.matched_rule === 'credentials.unchecked-body')).toHaveLength(2);
+    expect(rows("SELECT decision, status_code, error_kind FROM net_events WHERE path = '/unknown-coding'")).toEqual([
+      { decision: 'allowed', status_code: 502, error_kind: 'upstream_unreadable' },
+    ]);
     const security = rows<{ rule_action: string; event_json: string }>(
       "SELECT rule_action, event_json FROM security_rule_events WHERE event_type = 'credential.stand_in_elsewhere' ORDER BY id",
     ).map((r) => JSON.parse(r.event_json) as { provider: string; where: string; host: string; port: number });
