@@ -107,12 +107,17 @@ function base64Forms(key: Buffer, standIn: Buffer): KeyForm[] {
     const trailKeyBits = (8 * (offset + key.length)) % 6;
     for (const alphabet of ['base64', 'base64url'] as const) {
       const spell = (s: string): string => (alphabet === 'base64' ? s : s.replace(/\+/g, '-').replace(/\//g, '_'));
-      const edge = (at: number, mask: number): EdgeBits => ({ mask, bits: VALUE[encodedStandIn.charCodeAt(at)]! & mask, alphabet });
+      // An edge whose key bits the stand-in shares (a common prefix, a common last character) needs
+      // no fixing, and a form without a leading one need not hold back the byte before it.
+      const edge = (at: number, mask: number): EdgeBits | null => {
+        const bits = VALUE[encodedStandIn.charCodeAt(at)]! & mask;
+        return sameLength && mask !== 0 && bits !== (VALUE[encoded.charCodeAt(at)]! & mask) ? { mask, bits, alphabet } : null;
+      };
       forms.push({
         needle: Buffer.from(spell(encoded.slice(start, end))),
         replacement: Buffer.from(spell(encodedStandIn.slice(start, endStandIn))),
-        lead: sameLength && leadKeyBits > 0 ? edge(start - 1, (1 << leadKeyBits) - 1) : null,
-        trail: sameLength && trailKeyBits > 0 ? edge(end, ((1 << trailKeyBits) - 1) << (6 - trailKeyBits)) : null,
+        lead: leadKeyBits > 0 ? edge(start - 1, (1 << leadKeyBits) - 1) : null,
+        trail: trailKeyBits > 0 ? edge(end, ((1 << trailKeyBits) - 1) << (6 - trailKeyBits)) : null,
       });
     }
   }
