@@ -275,7 +275,7 @@ export function openSessionCredentials(sources: BrokerSources): SessionCredentia
               `Send it over https (the key never goes over plain HTTP). ${elsewhere}`,
             ]
           : [
-              `${placeOf(dest)}, port ${use.port}, which is not one of ${use.provider}'s API ports (${ports.join(', ')})`,
+              `${placeOf(dest)}, a port that is not one of ${use.provider}'s API ports (${ports.join(', ')})`,
               `To release the key on that port, list it in the policy file: "credentials": {"ports": {"${use.provider}": [${[...ports, use.port].join(', ')}]}}`,
             ];
       return `this request carries the session's stand-in for the ${use.provider} key (in ${use.where}) to ${why}; refused and recorded (rule ${STAND_IN_ELSEWHERE_RULE}). ${allow}`;

@@ -261,7 +261,8 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       const first = ttfb();
       const tap = new BodyTap(sinks.bodyCap);
       const scrub = request.scrub;
-      let { reason, headers } = headOf(res, scrub);
+      const head = headOf(res, scrub);
+      let headers = head.headers;
       const done = (error: ExchangeError | null): void =>
         settle({
           status: res.statusCode ?? null,
@@ -299,13 +300,10 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
             },
           })
         : null;
-      if (scrub && body) {
-        headers = scrubbedBodyHeaders(headers, body.decoded, keepsLength(scrub));
-        reason = scrubbedText(scrub, reason);
-      }
+      if (scrub && body) headers = scrubbedBodyHeaders(headers, body.decoded, keepsLength(scrub));
       client.write(
         headLines(
-          `HTTP/1.1 ${res.statusCode} ${reason}`,
+          `HTTP/1.1 ${res.statusCode} ${head.reason}`,
           { ...headers, connection: 'close' },
           new Set(['transfer-encoding', 'keep-alive']),
         ),

@@ -48,6 +48,7 @@ let run: CliResult;
 /** What the program got back, per request. */
 let got: Record<string, { status?: number; reason?: string; headers?: Record<string, unknown>; body?: string; error?: string }> & {
   websocket?: { upgrade: { reason: string; headers: Record<string, string> }; messages: string[]; pings: string[]; close: string };
+  'websocket declined'?: { status: number; reason: string; headers: Record<string, string>; body: string };
 };
 let standIn: Record<'anthropic' | 'gemini' | 'acme', string>;
 /** The raw files under CAPSEM_HOME as they were when capsem record exited, before anything opened them. */
@@ -131,6 +132,14 @@ function wsFrame(fin: boolean, opcode: number, payload: Buffer): Buffer {
 /** A WebSocket server that reflects the upgrade request in its head and in every kind of frame. */
 function reflectUpgrade(req: IncomingMessage, socket: Duplex): void {
   const key = keyIn(req);
+  if (req.url === '/ws-declined') {
+    // Not switched: an ordinary answer to the upgrade, gzip-compressed, quoting the request.
+    const body = gzipSync(reflectionOf(req, ''));
+    return void socket.end(
+      `HTTP/1.1 401 Unauthorized ${key}\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${body.length}\r\nx-echo: ${key}\r\n\r\n${body.toString('latin1')}`,
+      'latin1',
+    );
+  }
   const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
   socket.on('error', () => undefined);
   socket.write(
@@ -298,6 +307,9 @@ describe('keys never come back (capsem record against a reflecting provider API)
     ]);
     expect(ws.pings).toEqual([a]);
     expect(ws.close).toBe(`1000 ${a}`);
+    // An upgrade the server declines is an ordinary answer, scrubbed (and decoded) the same way.
+    expect(got['websocket declined']).toMatchObject({ status: 401, reason: `Unauthorized ${a}`, headers: { 'x-echo': a } });
+    expect(JSON.parse(got['websocket declined']!.body!).headers['x-api-key']).toBe(a);
   });
 
   it('refuses the stand-in over plain HTTP or to another port (403 naming the rule and how to allow it), and nothing gets there', () => {
@@ -311,10 +323,10 @@ describe('keys never come back (capsem record against a reflecting provider API)
     expect(got['another port']).toMatchObject({
       status: 403,
       body: expect.stringContaining(
-        `port 8443, which is not one of anthropic's API ports (443); refused and recorded (rule credentials.stand-in-elsewhere). To release the key on that port, list it in the policy file: "credentials": {"ports": {"anthropic": [443, 8443]}}`,
+        `https://api.anthropic.com:8443, a port that is not one of anthropic's API ports (443); refused and recorded (rule credentials.stand-in-elsewhere). To release the key on that port, list it in the policy file: "credentials": {"ports": {"anthropic": [443, 8443]}}`,
       ),
     });
-    expect(got['another port h2']!.body).toMatch(/port 8443, which is not one of anthropic's API ports/);
+    expect(got['another port h2']!.body).toMatch(/api\.anthropic\.com:8443, a port that is not one of anthropic's API ports/);
     expect(got['stand-in in a plain body']).toMatchObject({
       status: 403,
       body: expect.stringMatching(/anthropic key \(in body\) to http:\/\/api\.anthropic\.com over plain HTTP/),

@@ -84,7 +84,7 @@ describe('substitution', () => {
     const port = broker.request(at('generativelanguage.googleapis.com', 8443), {}, `/v1beta/m?key=${guestEnv.GEMINI_API_KEY}`);
     expect(port.path).toBe(`/v1beta/m?key=${guestEnv.GEMINI_API_KEY}`);
     expect(port.refusal).toBe(
-      `this request carries the session's stand-in for the gemini key (in url) to https://generativelanguage.googleapis.com:8443, port 8443, which is not one of gemini's API ports (443); refused and recorded (rule credentials.stand-in-elsewhere). To release the key on that port, list it in the policy file: "credentials": {"ports": {"gemini": [443, 8443]}}`,
+      `this request carries the session's stand-in for the gemini key (in url) to https://generativelanguage.googleapis.com:8443, a port that is not one of gemini's API ports (443); refused and recorded (rule credentials.stand-in-elsewhere). To release the key on that port, list it in the policy file: "credentials": {"ports": {"gemini": [443, 8443]}}`,
     );
   });
 
