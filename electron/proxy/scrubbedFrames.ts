@@ -1,6 +1,6 @@
 import type { KeyForm } from '../credentials/keyForms.ts';
 import { KeyScrubber, scrubBytes } from '../credentials/keyScrubber.ts';
-import { MAX_HEADER, parseHeader, WsProtocolError, type WsOpcode } from '../telemetry/websocketFrames.ts';
+import { WsHeaderReader, WsProtocolError, type WsOpcode } from '../telemetry/websocketFrames.ts';
 
 // The frames a WebSocket server sends after an upgrade on which a provider key may have gone up,
 // rewritten so no form of the key reaches the client or the recorder. A message's payload is
@@ -47,7 +47,7 @@ interface Message {
 }
 
 export class ScrubbedFrames {
-  private header = Buffer.alloc(0);
+  private readonly headers = new WsHeaderReader();
   private frame: Frame | null = null;
   private message: Message | null = null;
   /** The current message's scrubbed bytes from this chunk, not yet framed. */
@@ -80,15 +80,8 @@ export class ScrubbedFrames {
   }
 
   private readHeader(chunk: Buffer, at: number): number {
-    const wanted = Math.min(MAX_HEADER - this.header.length, chunk.length - at);
-    const bytes = Buffer.concat([this.header, chunk.subarray(at, at + wanted)]);
-    const parsed = parseHeader(bytes);
-    if (parsed === null) {
-      this.header = bytes;
-      return at + wanted;
-    }
-    const used = parsed.headerLength - this.header.length;
-    this.header = Buffer.alloc(0);
+    const { header: parsed, next } = this.headers.read(chunk, at);
+    if (parsed === null) return next;
     if (parsed.mask) throw new WsProtocolError('the server sent a masked frame');
     if (parsed.rsv !== 0)
       throw new WsProtocolError('the server sent a frame under an extension (RSV bits set), which cannot be read to scrub it');
@@ -99,7 +92,7 @@ export class ScrubbedFrames {
     } else if (parsed.opcode === 'continuation' && !this.message) throw new WsProtocolError('a continuation frame outside a message');
     this.frame = { opcode: parsed.opcode, fin: parsed.fin, remaining: parsed.size, control: control ? [] : null };
     if (parsed.size === 0) this.complete();
-    return at + used;
+    return next;
   }
 
   private complete(): void {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -8,6 +9,11 @@ import { runCapsem, USER_FOLDER } from './runCapsem.ts';
 // percent-encoded, base64 and base64url at each alignment), in raw bytes (files read without
 // opening them as databases, so a WAL is read as it lies), in each export and in what the session
 // events API answers.
+
+/** A test key `length` characters long, as long as the provider's own, so its stand-in (as long as the key) has the provider's shape. */
+export function keyOfLength(prefix: string, length: number, suffix = ''): string {
+  return `${prefix}REAL${randomBytes(length).toString('hex')}`.slice(0, length - suffix.length) + suffix;
+}
 
 /** The byte strings that give a key away: itself, its percent-encodings, and the part of its base64 made of its bits alone, at each alignment. */
 export function keyTraces(key: string): string[] {

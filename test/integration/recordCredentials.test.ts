@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -6,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportAll, filesUnder, sessionApiAnswers, tracesIn, tracesInFiles } from '../helpers/keyTraces.ts';
+import { exportAll, filesUnder, keyOfLength, sessionApiAnswers, tracesIn, tracesInFiles } from '../helpers/keyTraces.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -22,14 +21,11 @@ const home = tempHome();
 const upstreamHome = tempHome();
 const exportsDir = mkdtempSync(join(tmpdir(), 'capsem-keys-exports-'));
 const require = createRequire(import.meta.url);
-/** A key `length` characters long, as long as the provider's own, so the stand-in (as long as the key) has the provider's shape. */
-const keyOf = (prefix: string, length: number, suffix = ''): string =>
-  `${prefix}REAL${randomBytes(length).toString('hex')}`.slice(0, length - suffix.length) + suffix;
 const REAL = {
-  anthropic: keyOf('sk-ant-api03-', 108, 'AA'),
-  openai: keyOf('sk-proj-', 164),
-  gemini: keyOf('AIza', 39),
-  acme: keyOf('acme-', 53),
+  anthropic: keyOfLength('sk-ant-api03-', 108, 'AA'),
+  openai: keyOfLength('sk-proj-', 164),
+  gemini: keyOfLength('AIza', 39),
+  acme: keyOfLength('acme-', 53),
 };
 const HOSTS = ['api.anthropic.com', 'api.openai.com', 'generativelanguage.googleapis.com', 'api.acme.test', 'elsewhere.example'];
 let upstream: Upstream;

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportAll, filesUnder, sessionApiAnswers, tracesIn, tracesInFiles } from '../helpers/keyTraces.ts';
+import { exportAll, filesUnder, keyOfLength, sessionApiAnswers, tracesIn, tracesInFiles } from '../helpers/keyTraces.ts';
 import { startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
@@ -31,11 +31,9 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/keyReflections.mjs', import.m
 const home = tempHome();
 const upstreamHome = tempHome();
 const exportsDir = mkdtempSync(join(tmpdir(), 'capsem-reflections-exports-'));
-const keyOf = (prefix: string, length: number, suffix = ''): string =>
-  `${prefix}REAL${randomBytes(length).toString('hex')}`.slice(0, length - suffix.length) + suffix;
 const REAL = {
-  anthropic: keyOf('sk-ant-api03-', 108, 'AA'),
-  gemini: keyOf('AIza', 39),
+  anthropic: keyOfLength('sk-ant-api03-', 108, 'AA'),
+  gemini: keyOfLength('AIza', 39),
   // A key a URL must escape: its percent-encoded reflection is longer than the key.
   acme: `acme+REAL/${randomBytes(36).toString('base64')}=`,
 };
