@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
@@ -9,7 +10,7 @@ import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.
 import { framed } from '../../electron/proxy/dnsMessage.ts';
 import type { Exchange } from '../../electron/proxy/exchange.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { DEFAULT_POLICY_PATH, PolicyStore } from '../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -18,9 +19,12 @@ import { tempHome } from '../helpers/tempHome.ts';
 // ignored the proxy, redirected in the guest). The guest looks api.anthropic.com up through the
 // DNS answerer and gets a stand-in address; a plain connection to it on port 80 carrying the key's
 // stand-in is refused and recorded, never substituted, and nothing reaches the provider's port 80;
-// a TLS connection to it on 443 gets the real key, and the answer comes back scrubbed of it.
+// a TLS connection to it on 443 gets the real key, and the answer comes back scrubbed of it, its
+// declared length dropped where a key shorter than its stand-in made it untrue.
 
 const REAL = `sk-ant-api03-REAL${'k'.repeat(89)}AA`;
+/** A key shorter than 16 bytes: its stand-in has the shape's own length, so swapping them changes a body's length. */
+const TINY = 'tiny-REAL-k';
 const home = tempHome();
 const upstreamHome = tempHome();
 let upstream: Upstream;
@@ -86,9 +90,12 @@ function bodyOf(answer: string): string {
 }
 
 beforeAll(async () => {
-  upstream = await startUpstream(upstreamHome, ['api.anthropic.com'], (req, _body, res) =>
-    json(res, 200, { echoed: req.headers['x-api-key'] }),
-  );
+  upstream = await startUpstream(upstreamHome, ['api.anthropic.com', 'api.tiny.test'], (req, _body, res) => {
+    if (req.headers.host !== 'api.tiny.test') return json(res, 200, { echoed: req.headers['x-api-key'] });
+    // A declared length, which the shorter key's longer stand-in makes untrue.
+    const text = JSON.stringify({ echoed: req.headers['x-tiny-key'] });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+  });
   plain = createHttpServer((req, res) => {
     plainHits.push(req.url ?? '');
     res.end(JSON.stringify(req.headers));
@@ -96,9 +103,16 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
   pair = createNetServer();
   await new Promise<void>((resolve) => pair.listen(0, '127.0.0.1', resolve));
+  writeFileSync(
+    `${home.root}/policy.json`,
+    JSON.stringify({
+      ...JSON.parse(readFileSync(DEFAULT_POLICY_PATH, 'utf8')),
+      credentials: { providers: [{ id: 'tiny', env: 'TINY_API_KEY', header: 'x-tiny-key', hosts: ['api.tiny.test'] }] },
+    }),
+  );
   const policy = new PolicyStore(home);
   session = openSessionCredentials({
-    env: { ANTHROPIC_API_KEY: REAL },
+    env: { ANTHROPIC_API_KEY: REAL, TINY_API_KEY: TINY },
     store: null,
     settings: () => policy.policy.credentials,
     credentialRefOf: credentialRefOf(Buffer.alloc(32, 1)),
@@ -107,7 +121,7 @@ beforeAll(async () => {
     ca: await CertificateAuthority.load(home),
     policy,
     resolve: parseResolveMap(
-      `api.anthropic.com:443=127.0.0.1:${upstream.port},api.anthropic.com:80=127.0.0.1:${(plain.address() as AddressInfo).port}`,
+      `api.anthropic.com:443=127.0.0.1:${upstream.port},api.tiny.test:443=127.0.0.1:${upstream.port},api.anthropic.com:80=127.0.0.1:${(plain.address() as AddressInfo).port}`,
     ),
     upstreamCa: [upstream.caPem],
     onExchange: (ex) => exchanges.push(ex),
@@ -164,5 +178,21 @@ describe("a VM's transparent connections to a provider's API", () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     expect(bodyOf(answer)).toBe(`{"echoed":"${standIn}"}`);
     expect(upstream.requests.map((r) => r.headers['x-api-key'])).toEqual([REAL]);
+  });
+
+  it('drops a length the scrubbing made untrue: a key shorter than its stand-in reflected in a sized body', async () => {
+    const address = await standInAddressOf('api.tiny.test');
+    const standIn = session.guestEnv.TINY_API_KEY!;
+    expect(standIn.length).toBeGreaterThan(TINY.length);
+    const tls = tlsConnect({
+      socket: await transparent(address, 443),
+      servername: 'api.tiny.test',
+      ca: (await CertificateAuthority.load(home)).certPem,
+    });
+    await new Promise((resolve, reject) => tls.once('secureConnect', resolve).once('error', reject));
+    const answer = await exchange(tls, `GET /echo HTTP/1.1\r\nHost: api.tiny.test\r\nx-tiny-key: ${standIn}\r\nConnection: close\r\n\r\n`);
+    expect(answer).not.toMatch(/content-length/i);
+    expect(bodyOf(answer)).toBe(`{"echoed":"${standIn}"}`);
+    expect(answer).not.toContain(TINY);
   });
 });
