@@ -62,13 +62,13 @@ export function admit(
   const method = req.method ?? 'GET';
   const target = tunnel ? tunnelledTarget(tunnel, req.url ?? '', headers.host, authority) : absoluteTarget(req.url ?? '', headers.host);
   if (isRefusal(target)) {
-    // The target as it came, for the record of what was refused.
-    const { path, query } = splitTarget(req.url ?? '');
+    // The target as far as it was understood, for the record of what was refused.
+    const { path, query } = splitTarget(target.path);
     const request: ExchangeRequest = {
       startedAt,
       host: target.host ?? '(unparsed)',
       port: target.port,
-      scheme: tunnel?.tls === false ? 'http' : 'https',
+      scheme: target.scheme,
       kind,
       method,
       path,
@@ -112,5 +112,5 @@ export function admit(
 
 /** The request as it goes upstream: with no broker, as it came. */
 export function brokerRequest(credentials: CredentialBroker | undefined, dest: Destination, headers: OutgoingHeaders): BrokeredRequest {
-  return credentials?.request(dest.host, headers, dest.path) ?? { headers, path: dest.path, uses: NO_CREDENTIALS, refusal: null };
+  return credentials?.request(dest, headers, dest.path) ?? { headers, path: dest.path, uses: NO_CREDENTIALS, refusal: null };
 }

@@ -40,3 +40,8 @@ export function forwardHeaders(headers: IncomingHttpHeaders, authority?: string)
 export function declaresBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
 }
+
+/** A header's value as one string: repeats joined as HTTP joins them. */
+export function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}

@@ -1,7 +1,7 @@
 import { ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { STAND_IN_ELSEWHERE_RULE } from '../credentials/credentialBroker.ts';
+import { STAND_IN_ELSEWHERE_RULE, UNCHECKED_BODY_RULE } from '../credentials/credentialBroker.ts';
 import type { EgressRefused } from './egress.ts';
 import type { ExchangeOutcome } from './exchange.ts';
 
@@ -62,6 +62,12 @@ export function refuse(res: ClientResponse, status: number, body: string, header
 /** The record of a request that carried a stand-in toward a host that is not its provider's. */
 export function credentialRefusal(message: string): ExchangeOutcome {
   return { decision: 'denied', status: 403, matchedRule: STAND_IN_ELSEWHERE_RULE, error: { kind: 'credential_refused', message } };
+}
+
+/** The record of a request whose body, on its way where stand-ins do not belong, could not be checked for them. */
+export function uncheckedBodyRefusal(reason: string): ExchangeOutcome {
+  const message = `${reason}, so capsem cannot make sure it carries no stand-in for a provider key; refused and recorded (rule ${UNCHECKED_BODY_RULE}). To let such bodies go unchecked, set "credentials": {"standInElsewhere": "allow"} in the policy file`;
+  return { decision: 'denied', status: 403, matchedRule: UNCHECKED_BODY_RULE, error: { kind: 'credential_refused', message } };
 }
 
 /** The record of a destination the egress function refused: denied, under the rule that refused it. */

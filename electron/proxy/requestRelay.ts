@@ -1,19 +1,32 @@
 import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { PassThrough, type Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { BodyScanner, CredentialUse } from '../credentials/credentialBroker.ts';
+import type { CredentialUse } from '../credentials/credentialBroker.ts';
+import { keepsLength } from '../credentials/keyForms.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
 import { STREAM_BUFFER } from './connections.ts';
 import { EgressRefused } from './egress.ts';
 import { BodyTap, EMPTY_BODY, upstreamError, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
-import { declaresBody, forwardHeaders } from './forwardHeaders.ts';
-import { credentialRefusal, refuse, refusedOutcome, type ClientResponse } from './refusals.ts';
+import { declaresBody, forwardHeaders, headerText } from './forwardHeaders.ts';
+import { credentialRefusal, refuse, refusedOutcome, uncheckedBodyRefusal, type ClientResponse } from './refusals.ts';
+import { checkBody } from './requestBodyCheck.ts';
+import {
+  scrubbedBody,
+  scrubbedBodyHeaders,
+  scrubbedRawHeaders,
+  scrubbedText,
+  unreadableCoding,
+  type ScrubbedBody,
+} from './scrubbedResponse.ts';
 import { headersFromRaw, originOf as originUrl, type UpstreamClient } from './upstreamClient.ts';
 
 // One request, from either protocol's server, to one recorded exchange: let in (admission.ts),
 // sent upstream through the upstream client, streamed back a chunk as it arrives while a capped
 // copy of each body goes to the recorder, and recorded once when the upstream side has settled.
+// Where a provider key may have gone up, the response is scrubbed of it before the client or the
+// recorder sees a byte (scrubbedResponse.ts); elsewhere a request body is checked for stand-ins
+// as it goes (requestBodyCheck.ts). Other exchanges pay for neither.
 
 /** A request from node:http's server, or node:http2's in its compatibility API. */
 type ClientRequest = IncomingMessage | Http2ServerRequest;
@@ -95,33 +108,6 @@ export function coalescedBody(
   };
 }
 
-/**
- * Feeds a request body to the upstream's stream through the credential scanner: a stand-in refused
- * on its way elsewhere destroys the stream there, and the rest of the body is held back.
- */
-export function scanBody(
-  req: Pick<Readable, 'on' | 'pause' | 'resume'>,
-  body: PassThrough,
-  scanner: BodyScanner,
-  sighted: (use: CredentialUse) => void,
-): void {
-  let leaked = false;
-  req.on('data', (chunk: Buffer) => {
-    if (leaked) return;
-    const use = scanner.push(chunk);
-    if (use) sighted(use);
-    if (use?.outcome === 'refused') {
-      leaked = true;
-      return void body.destroy(new Error('the request body carries a stand-in for a provider key'));
-    }
-    if (!body.write(chunk)) {
-      req.pause();
-      body.once('drain', () => req.resume());
-    }
-  });
-  req.on('end', () => leaked || body.end());
-}
-
 /** Serves one request; a bug of ours costs that request, never the proxy. */
 export function serveRequest(proxy: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
   try {
@@ -167,9 +153,14 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
     req.resume();
     return finish(credentialRefusal(brokered.refusal));
   }
-  const scanner = credentials?.bodyScanner(dest.host, bodyCap) ?? null;
+  const scanner = credentials?.bodyScanner(dest) ?? null;
   /** A stand-in found in the body on its way elsewhere: the rest of the body is held back and the request refused. */
   let leak: CredentialUse | null = null;
+  /** Why a body on its way elsewhere could not be checked for stand-ins: it is held back and the request refused. */
+  let unchecked: string | null = null;
+  /** Every form of the keys that may go up on this request, which the response must not carry back; null when none may. */
+  const scrub = credentials?.scrubForms(dest) ?? null;
+  let scrubbed: ScrubbedBody | null = null;
 
   // The exchange is recorded once, when the upstream side has settled: a client that hangs up
   // first only marks it, so a destination refused meanwhile is still recorded as refused.
@@ -194,10 +185,16 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
   });
   const fail = (err: NodeJS.ErrnoException): void => {
     if (settled) return;
+    scrubbed?.destroy();
     if (leak) {
       const message = credentials!.refusal(leak);
       if (!clientGone) refuse(res, 403, `capsem: ${message}\n`);
       return settle(credentialRefusal(message));
+    }
+    if (unchecked) {
+      const refusal = uncheckedBodyRefusal(unchecked);
+      if (!clientGone) refuse(res, 403, `capsem: ${refusal.error!.message}\n`);
+      return settle(refusal);
     }
     if (err instanceof EgressRefused) {
       if (!clientGone) refuse(res, 403, `capsem: ${err.message}\n`);
@@ -219,6 +216,16 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
     settle({ status: 502, error });
   };
   const responseBody = coalescedBody(res, http2 === null);
+  /** A piece of the body as the client and the recorder get it. */
+  const deliver = (piece: Buffer): boolean => {
+    responseTap!.push(piece);
+    return responseBody.write(piece);
+  };
+  const completed = (): void => {
+    if (settled) return;
+    responseBody.end();
+    settle(received());
+  };
   const handler: Dispatcher.DispatchHandlers = {
     onConnect: (abort) => {
       abortUpstream = abort;
@@ -229,28 +236,63 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
       if (status < 200) return true;
       ttfb = Math.round(performance.now() - t0);
       responseTap = new BodyTap(bodyCap);
-      responseHeaders = headersFromRaw(raw);
-      const head = forwardHeaders(responseHeaders);
+      let head = headersFromRaw(scrub ? scrubbedRawHeaders(scrub, raw) : raw);
+      let reason = statusText;
+      if (scrub) {
+        const bodiless = req.method === 'HEAD' || status === 204 || status === 304;
+        const coding = bodiless ? undefined : headerText(head['content-encoding']);
+        const unreadable = unreadableCoding(coding);
+        if (unreadable) {
+          // Nothing of it has been sent: the client gets the refusal instead, and the upstream is let go.
+          settled = true;
+          abortUpstream?.(new Error(unreadable));
+          refuse(res, 502, `capsem: ${unreadable}\n`);
+          finish({
+            decision: 'allowed',
+            matchedRule: decision.rule,
+            status: 502,
+            error: { kind: 'upstream_unreadable', message: unreadable },
+          });
+          return false;
+        }
+        scrubbed = scrubbedBody(scrub, coding, {
+          deliver,
+          drained: resume,
+          done: (err) => {
+            if (!err) return completed();
+            if (settled) return;
+            // The head is out: cut the response so the client cannot take it for whole, and let the upstream go.
+            res.destroy();
+            settle({ ...received(), error: { kind: 'decode_error', message: err.message } });
+            abortUpstream?.(err);
+          },
+        });
+        head = scrubbedBodyHeaders(head, scrubbed.decoded, keepsLength(scrub));
+        reason = scrubbedText(scrub, statusText);
+      }
+      responseHeaders = head;
+      const forwarded = forwardHeaders(head);
       if (res instanceof ServerResponse) {
-        res.writeHead(status, statusText, head);
+        res.writeHead(status, reason, forwarded);
         // A stream (no length) may hold its first byte back for long: send the head at once. A
         // sized body goes out with its head in one write.
-        if (responseHeaders['content-length'] === undefined) res.flushHeaders();
+        if (head['content-length'] === undefined) res.flushHeaders();
       } else {
         // HTTP/2 has no reason phrase (Node warns when given one), and sends its head at once.
-        res.writeHead(status, head);
+        res.writeHead(status, forwarded);
       }
-      res.on('drain', resume);
+      res.on('drain', () => {
+        scrubbed?.clientDrained();
+        resume();
+      });
       return true;
     },
-    onData: (chunk) => {
-      responseTap!.push(chunk);
-      return responseBody.write(chunk);
-    },
+    onData: (chunk) => (scrubbed ? scrubbed.write(chunk) : deliver(chunk)),
     onComplete: () => {
       if (settled) return;
-      responseBody.end();
-      settle(received());
+      // A scrubbed body completes once what the scrubber (and any decoder) held has gone too.
+      if (scrubbed) return scrubbed.end();
+      completed();
     },
   };
   const clientLeft = (): void => {
@@ -269,9 +311,12 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
       body.destroy(new Error('the client aborted the request body'));
     });
     if (scanner) {
-      scanBody(req, body, scanner, (use) => {
-        uses.push(use);
-        if (use.outcome === 'refused') leak = use;
+      checkBody(req, body, scanner, headerText(headers['content-encoding']), {
+        sighted: (use) => {
+          uses.push(use);
+          if (use.outcome === 'refused') leak = use;
+        },
+        unchecked: (reason) => (unchecked = reason),
       });
     } else req.pipe(body);
   } else req.resume();

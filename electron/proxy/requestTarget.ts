@@ -24,6 +24,10 @@ export interface Refusal {
   /** The destination as far as it was understood, for the ledger's domain; null when nothing parsed. */
   readonly host: string | null;
   readonly port: number;
+  /** How the request would have gone (its URL's scheme, or its tunnel's), for the ledger's conn_type. */
+  readonly scheme: 'https' | 'http';
+  /** Its target in origin form (path and query) where the URL parsed, else as it came. */
+  readonly path: string;
 }
 
 export interface TunnelEnd {
@@ -101,14 +105,14 @@ export function tunnelledTarget(
   authority?: string,
 ): Destination | Refusal {
   const scheme = tunnel.tls ? 'https' : 'http';
-  const refuse = (status: 400 | 421, message: string): Refusal => ({ status, message, host: tunnel.host, port: tunnel.port });
   let path = requestTarget;
+  const refuse = (status: 400 | 421, message: string): Refusal => ({ status, message, host: tunnel.host, port: tunnel.port, scheme, path });
   if (!requestTarget.startsWith('/')) {
     const absolute = parseAbsolute(requestTarget);
     if (!absolute) return refuse(400, 'malformed request target');
+    path = absolute.path;
     if (absolute.host !== tunnel.host || absolute.port !== tunnel.port)
       return refuse(421, `${absolute.host}:${absolute.port} is not this tunnel's destination ${tunnel.host}:${tunnel.port}`);
-    path = absolute.path;
   }
   if (hostHeader === undefined && authority === undefined) return refuse(400, 'a request needs a Host header');
   const problem =
@@ -120,12 +124,21 @@ export function tunnelledTarget(
 
 /** An absolute-form request to the proxy itself (http://host/path). */
 export function absoluteTarget(requestTarget: string, hostHeader: string | undefined): Destination | Refusal {
+  // A request to the proxy in origin form is plain HTTP; an absolute one says its scheme even when the rest does not parse.
+  const scheme = /^https:/i.test(requestTarget) ? 'https' : 'http';
   if (!/^https?:\/\//i.test(requestTarget))
-    return { status: 400, message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT', host: null, port: 0 };
+    return {
+      status: 400,
+      message: 'this is a proxy: send absolute-form requests (http://host/path) or CONNECT',
+      host: null,
+      port: 0,
+      scheme,
+      path: requestTarget,
+    };
   const absolute = parseAbsolute(requestTarget);
-  if (!absolute) return { status: 400, message: 'malformed request target', host: null, port: 0 };
+  if (!absolute) return { status: 400, message: 'malformed request target', host: null, port: 0, scheme, path: requestTarget };
   const problem = hostHeaderProblem(hostHeader, absolute, absolute.scheme);
-  if (problem) return { status: 421, message: problem, host: absolute.host, port: absolute.port };
+  if (problem) return { status: 421, message: problem, host: absolute.host, port: absolute.port, scheme, path: absolute.path };
   return destination(absolute.scheme, absolute.host, absolute.port, absolute.path);
 }
 

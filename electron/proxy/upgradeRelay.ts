@@ -2,6 +2,8 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { CredentialUse, OutgoingHeaders } from '../credentials/credentialBroker.ts';
+import { keepsLength, type KeyForm } from '../credentials/keyForms.ts';
+import { KeyScrubber } from '../credentials/keyScrubber.ts';
 import { UpgradedStreamLedger, type FrameRow } from '../telemetry/upgradedStream.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
 import { EgressRefused, type Egress } from './egress.ts';
@@ -14,16 +16,21 @@ import {
   type ExchangeError,
   type ExchangeOutcome,
 } from './exchange.ts';
-import { declaresBody } from './forwardHeaders.ts';
+import { declaresBody, headerText } from './forwardHeaders.ts';
 import { credentialRefusal, rawAnswer, refusedOutcome, STATUS_TEXT } from './refusals.ts';
 import type { Destination } from './requestTarget.ts';
+import { ScrubbedFrames } from './scrubbedFrames.ts';
+import { scrubbedBody, scrubbedBodyHeaders, scrubbedRawHeaders, scrubbedText, unreadableCoding } from './scrubbedResponse.ts';
+import { headersFromRaw } from './upstreamClient.ts';
 
 // A request that asks to switch protocols (a WebSocket, h2c, anything with Connection: Upgrade),
 // let in by the same gates as every other request (admission.ts) and dialled through the same
 // egress function. The upstream's answer decides what is relayed and recorded: a 101 becomes a
 // relayed connection whose frames are recorded as they pass, any other status an ordinary
-// response whose body is recorded like any other. Node's server has let go of the socket, so every
-// refusal is written onto it raw.
+// response whose body is recorded like any other. Where a provider key may have gone up with the
+// request, what comes back (the head, a response body, the server's frames or bytes after a 101) is
+// scrubbed of it before the client or the recorder sees it. Node's server has let go of the
+// socket, so every refusal is written onto it raw.
 
 /** Extensions are not offered upstream: a compressed frame (permessage-deflate) could not be recorded as what it says. */
 const NOT_FORWARDED = new Set([
@@ -74,6 +81,8 @@ export interface UpgradeRequest {
   readonly t0: number;
   /** Silence from the upstream, before its answer, after which the exchange is given up. */
   readonly idleMs: number;
+  /** Every form of the keys that may go up on this request, which nothing coming back may carry; null when none may. */
+  readonly scrub: readonly KeyForm[] | null;
 }
 
 export interface UpgradePath extends ProxyPath {
@@ -127,6 +136,7 @@ export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: D
       explicit: decision.explicit,
       t0,
       idleMs: proxy.idleMs,
+      scrub: proxy.credentials?.scrubForms(dest) ?? null,
     },
   ).then(
     (outcome) => {
@@ -151,7 +161,11 @@ export function serveUpgrade(proxy: UpgradePath, req: IncomingMessage, client: D
   );
 }
 
-function headLines(statusLine: string, headers: IncomingMessage['headers'], drop: ReadonlySet<string> = new Set()): string {
+function headLines(
+  statusLine: string,
+  headers: IncomingMessage['headers'] | Record<string, string | string[]>,
+  drop: ReadonlySet<string> = new Set(),
+): string {
   const lines = [statusLine];
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || drop.has(name)) continue;
@@ -172,6 +186,16 @@ const unanswered = (error: ExchangeError): UpgradeOutcome => ({
   websocket: false,
 });
 const CLIENT_GONE: ExchangeError = { kind: 'client_canceled', message: 'the client closed the connection before the upstream answered' };
+
+/** A response's head as the client gets it: scrubbed where a key may have gone up, else Node's reading of it. */
+function headOf(
+  res: IncomingMessage,
+  scrub: readonly KeyForm[] | null,
+): { reason: string; headers: IncomingMessage['headers'] | Record<string, string | string[]> } {
+  if (!scrub) return { reason: res.statusMessage ?? '', headers: res.headers };
+  const raw = res.rawHeaders.map((text) => Buffer.from(text, 'latin1'));
+  return { reason: scrubbedText(scrub, res.statusMessage ?? ''), headers: headersFromRaw(scrubbedRawHeaders(scrub, raw)) };
+}
 
 /**
  * Relays one upgrade request and resolves with what to record once the exchange is over. An
@@ -236,19 +260,13 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       client.off('close', beforeAnswer);
       const first = ttfb();
       const tap = new BodyTap(sinks.bodyCap);
-      client.write(
-        headLines(
-          `HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}`,
-          { ...res.headers, connection: 'close' },
-          new Set(['transfer-encoding', 'keep-alive']),
-        ),
-      );
-      res.on('data', (chunk: Buffer) => tap.push(chunk));
-      res.pipe(client);
+      const scrub = request.scrub;
+      const head = headOf(res, scrub);
+      let headers = head.headers;
       const done = (error: ExchangeError | null): void =>
         settle({
           status: res.statusCode ?? null,
-          responseHeaders: res.headers,
+          responseHeaders: headers,
           requestBody: EMPTY_BODY,
           responseBody: tap.body(),
           ttfbMs: first,
@@ -257,7 +275,51 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
           eventId: null,
           websocket: false,
         });
-      res.on('end', () => done(null));
+      const coding = req.method === 'HEAD' ? undefined : headerText(headers['content-encoding']);
+      const unreadable = scrub ? unreadableCoding(coding) : null;
+      if (unreadable) {
+        res.destroy();
+        rawAnswer(client, 502, STATUS_TEXT[502]!, `capsem: ${unreadable}\n`);
+        return settle({ ...unanswered({ kind: 'upstream_unreadable', message: unreadable }), status: 502 });
+      }
+      const deliver = (piece: Buffer): boolean => {
+        tap.push(piece);
+        return client.write(piece);
+      };
+      const body = scrub
+        ? scrubbedBody(scrub, coding, {
+            deliver,
+            drained: () => res.resume(),
+            done: (err) => {
+              if (err) {
+                client.destroy();
+                return done({ kind: 'decode_error', message: err.message });
+              }
+              client.end();
+              done(null);
+            },
+          })
+        : null;
+      if (scrub && body) headers = scrubbedBodyHeaders(headers, body.decoded, keepsLength(scrub));
+      client.write(
+        headLines(
+          `HTTP/1.1 ${res.statusCode} ${head.reason}`,
+          { ...headers, connection: 'close' },
+          new Set(['transfer-encoding', 'keep-alive']),
+        ),
+      );
+      if (body) {
+        res.on('data', (chunk: Buffer) => body.write(chunk) || res.pause());
+        client.on('drain', () => {
+          body.clientDrained();
+          res.resume();
+        });
+        res.on('end', () => body.end());
+      } else {
+        res.on('data', (chunk: Buffer) => tap.push(chunk));
+        res.pipe(client);
+        res.on('end', () => done(null));
+      }
       res.on('aborted', () => done({ kind: 'upstream_error', message: 'the upstream ended its response early' }));
       client.on('close', () =>
         done(res.complete ? null : { kind: 'client_canceled', message: 'the client closed the connection before the response ended' }),
@@ -298,19 +360,51 @@ export async function relayUpgrade(egress: Egress, sinks: UpgradeSinks, request:
       client.on('error', close);
       upSocket.on('error', close);
       if (clientGone) return close();
-      client.write(headLines(`HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}`, res.headers));
-      if (upHead.length > 0) {
-        ledger.received(upHead);
-        client.write(upHead);
-      }
+      const head = headOf(res, request.scrub);
+      client.write(headLines(`HTTP/1.1 101 ${head.reason || 'Switching Protocols'}`, head.headers));
       if (request.head.length > 0) {
         ledger.sent(request.head);
         upSocket.write(request.head);
       }
       client.on('data', (chunk: Buffer) => ledger.sent(chunk));
-      upSocket.on('data', (chunk: Buffer) => ledger.received(chunk));
       client.pipe(upSocket);
-      upSocket.pipe(client);
+      const scrub = request.scrub;
+      if (!scrub) {
+        if (upHead.length > 0) {
+          ledger.received(upHead);
+          client.write(upHead);
+        }
+        upSocket.on('data', (chunk: Buffer) => ledger.received(chunk));
+        upSocket.pipe(client);
+        return;
+      }
+      // What the server sends is scrubbed before the client and the ledger see it: a WebSocket
+      // message by message, any other protocol as a byte stream.
+      const serverFrames = websocket ? new ScrubbedFrames(scrub) : null;
+      const bytes = websocket ? null : new KeyScrubber(scrub);
+      const down = (pieces: readonly Buffer[]): void => {
+        let more = true;
+        for (const piece of pieces) {
+          if (piece.length === 0) continue;
+          ledger.received(piece);
+          more = client.write(piece) && more;
+        }
+        if (!more) upSocket.pause();
+      };
+      const fromServer = (chunk: Buffer): void => {
+        try {
+          down(serverFrames ? serverFrames.push(chunk) : [bytes!.push(chunk)]);
+        } catch (err) {
+          close(err as Error);
+        }
+      };
+      client.on('drain', () => upSocket.resume());
+      if (upHead.length > 0) fromServer(upHead);
+      upSocket.on('data', fromServer);
+      upSocket.on('end', () => {
+        if (bytes) down([bytes.end()]);
+        client.end();
+      });
     });
     upstream.end();
   });

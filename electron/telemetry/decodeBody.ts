@@ -1,10 +1,11 @@
 import { Decompress as ZstdDecompress } from 'fzstd';
 import { Transform, type TransformCallback } from 'node:stream';
-import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw, inflateSync } from 'node:zlib';
+import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 
-// Content-Encoding undone for parsing and display, never for the client (it gets the bytes the
-// server sent). Decoding streams and stops at the cap, so a decompression bomb costs at most the
-// cap; a body cut short yields what it holds instead of an error.
+// Content-Encoding undone for parsing and display, and by the proxy where a provider key may be in
+// a compressed body (a response from a provider's API, a request body scanned for stand-ins).
+// Decoding streams and stops at the cap, so a decompression bomb costs at most the cap; a body cut
+// short yields what it holds instead of an error.
 
 export interface DecodedBody {
   readonly bytes: Buffer;
@@ -33,20 +34,74 @@ class ZstdTransform extends Transform {
 
 const lenient = { finishFlush: constants.Z_SYNC_FLUSH };
 
-function decoder(coding: string, input: Buffer): Transform {
+/** "deflate" is zlib-wrapped by the letter of the RFC, raw in much of the wild: its first two bytes say which. */
+function zlibWrapped(first: Buffer): boolean {
+  return first.length >= 2 && (first[0]! & 0x0f) === 8 && first[0]! >> 4 <= 7 && ((first[0]! << 8) | first[1]!) % 31 === 0;
+}
+
+/**
+ * A deflate decoder that picks zlib or raw once the first two bytes are in. The inner decoder ends
+ * on its own at the end of the deflate stream, and then takes no more: what follows is ignored.
+ */
+class DeflateTransform extends Transform {
+  private inner: Transform | null = null;
+  private first = Buffer.alloc(0);
+  private innerEnded = false;
+  private waiting: TransformCallback | null = null;
+
+  private start(bytes: Buffer): Transform {
+    const inner = zlibWrapped(bytes) ? createInflate(lenient) : createInflateRaw(lenient);
+    inner.on('data', (chunk: Buffer) => this.push(chunk));
+    inner.on('error', (err) => this.destroy(err));
+    inner.once('end', () => {
+      this.innerEnded = true;
+      this.release();
+    });
+    return inner;
+  }
+
+  private release(): void {
+    const waiting = this.waiting;
+    this.waiting = null;
+    waiting?.();
+  }
+
+  private feed(bytes: Buffer, callback: TransformCallback): void {
+    if (this.innerEnded) return callback();
+    this.waiting = callback;
+    this.inner!.write(bytes, () => this.release());
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.inner) return this.feed(chunk, callback);
+    this.first = Buffer.concat([this.first, chunk]);
+    if (this.first.length < 2) return callback();
+    this.inner = this.start(this.first);
+    this.feed(this.first, callback);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    const inner = (this.inner ??= this.start(this.first));
+    if (this.innerEnded) return callback();
+    if (this.first.length === 1) inner.write(this.first);
+    this.waiting = callback;
+    inner.end();
+  }
+}
+
+/** Whether the proxy and the recorder can undo this coding. */
+export function decodable(coding: string): boolean {
+  return ['gzip', 'x-gzip', 'deflate', 'br', 'zstd'].includes(coding);
+}
+
+/** A stream that undoes one coding (see decodable); it throws for one it cannot. */
+export function decodingStream(coding: string): Transform {
   switch (coding) {
     case 'gzip':
     case 'x-gzip':
       return createGunzip(lenient);
-    case 'deflate': {
-      // "deflate" is zlib-wrapped by the letter of the RFC, raw in much of the wild.
-      try {
-        inflateSync(input.subarray(0, Math.min(input.length, 64)), lenient);
-        return createInflate(lenient);
-      } catch {
-        return createInflateRaw(lenient);
-      }
-    }
+    case 'deflate':
+      return new DeflateTransform();
     case 'br':
       return createBrotliDecompress({ finishFlush: constants.BROTLI_OPERATION_FLUSH });
     case 'zstd':
@@ -59,7 +114,8 @@ function decoder(coding: string, input: Buffer): Transform {
 /** The codings to undo, in the order to undo them (applied in order, so undone in reverse). */
 const NO_CODINGS: readonly string[] = [];
 
-function codingsOf(contentEncoding: string | undefined): readonly string[] {
+/** The codings a Content-Encoding names, lower case, in the order to undo them (identity left out). */
+export function codingsOf(contentEncoding: string | undefined): readonly string[] {
   if (!contentEncoding) return NO_CODINGS;
   return contentEncoding
     .split(',')
@@ -88,7 +144,7 @@ export async function decodeBody(input: Buffer, contentEncoding: string | undefi
   for (const coding of codings) {
     let stream: Transform;
     try {
-      stream = decoder(coding, bytes);
+      stream = decodingStream(coding);
     } catch (err) {
       return { bytes: input, truncated: false, error: `${codings.join(', ')}: ${(err as Error).message}` };
     }

@@ -21,6 +21,7 @@ export class WsProtocolError extends Error {
 }
 
 const OPCODES: Readonly<Record<number, WsOpcode>> = { 0: 'continuation', 1: 'text', 2: 'binary', 8: 'close', 9: 'ping', 10: 'pong' };
+/** The longest frame header: 2 bytes, an 8-byte length, a 4-byte mask. */
 const MAX_HEADER = 14;
 
 interface InFlight {
@@ -34,8 +35,31 @@ interface InFlight {
   seen: number;
 }
 
+/** A frame header gathered across chunks. */
+export class WsHeaderReader {
+  private held = Buffer.alloc(0);
+
+  /**
+   * Consumes header bytes from `chunk` at `at`: the header once it is whole (`next` is then where
+   * its payload starts), else null with the chunk used up. Throws WsProtocolError as parseHeader does.
+   */
+  read(chunk: Buffer, at: number): { readonly header: WsHeader | null; readonly next: number } {
+    const wanted = Math.min(MAX_HEADER - this.held.length, chunk.length - at);
+    const bytes = Buffer.concat([this.held, chunk.subarray(at, at + wanted)]);
+    const header = parseHeader(bytes);
+    if (header === null) {
+      this.held = bytes;
+      return { header, next: at + wanted };
+    }
+    // Bytes past the header in `bytes` came from this chunk: step back over them.
+    const next = at + header.headerLength - this.held.length;
+    this.held = Buffer.alloc(0);
+    return { header, next };
+  }
+}
+
 export class WsFrameReader {
-  private header = Buffer.alloc(0);
+  private readonly headers = new WsHeaderReader();
   private frame: InFlight | null = null;
   private broken: WsProtocolError | null = null;
 
@@ -96,23 +120,15 @@ export class WsFrameReader {
 
   /** Consumes header bytes from `chunk` at `at`; starts a frame once the header is whole. Returns the new position. */
   private readHeader(chunk: Buffer, at: number): number {
-    const wanted = Math.min(MAX_HEADER - this.header.length, chunk.length - at);
-    const header = Buffer.concat([this.header, chunk.subarray(at, at + wanted)]);
-    const parsed = parseHeader(header);
-    if (parsed === null) {
-      this.header = header;
-      return at + wanted;
-    }
-    // Bytes past the header in `header` came from this chunk: step back over them.
-    const used = parsed.headerLength - this.header.length;
-    this.header = Buffer.alloc(0);
+    const { header: parsed, next } = this.headers.read(chunk, at);
+    if (parsed === null) return next;
     const kept = Buffer.alloc(Math.max(0, Math.min(parsed.size, Math.floor(this.keep(parsed.size)))));
     this.frame = { fin: parsed.fin, opcode: parsed.opcode, rsv: parsed.rsv, size: parsed.size, mask: parsed.mask, kept, seen: 0 };
-    return at + used;
+    return next;
   }
 }
 
-interface Header {
+export interface WsHeader {
   readonly fin: boolean;
   readonly rsv: number;
   readonly opcode: WsOpcode;
@@ -121,8 +137,8 @@ interface Header {
   readonly headerLength: number;
 }
 
-/** A frame header from the start of `bytes`, or null when more bytes are needed. */
-function parseHeader(bytes: Buffer): Header | null {
+/** A frame header from the start of `bytes`, or null when more bytes are needed; throws WsProtocolError for one the protocol forbids. */
+function parseHeader(bytes: Buffer): WsHeader | null {
   if (bytes.length < 2) return null;
   const b0 = bytes[0]!;
   const b1 = bytes[1]!;

@@ -1,6 +1,7 @@
 import { agentBench } from './agentBench.ts';
 import { apiBench } from './apiBench.ts';
 import { archiveBench } from './archiveBench.ts';
+import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
 import { vmBench } from './vmBench.ts';
@@ -16,6 +17,7 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   'vm-download': vmDownloadBench,
   archive: archiveBench,
   agent: agentBench,
+  keys: keyScrubBench,
 };
 
 const asked = process.argv.slice(2);

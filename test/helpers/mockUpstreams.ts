@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createSecureContext } from 'node:tls';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
@@ -21,7 +22,12 @@ export interface Upstream {
 
 export type Handler = (req: IncomingMessage, body: unknown, res: ServerResponse, n: number) => void;
 
-export async function startUpstream(home: CapsemHome, hosts: string[], handler: Handler): Promise<Upstream> {
+export interface UpstreamOptions {
+  /** Answers a request that asks to switch protocols (a WebSocket), on its socket. */
+  readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
+export async function startUpstream(home: CapsemHome, hosts: string[], handler: Handler, options: UpstreamOptions = {}): Promise<Upstream> {
   const ca = await CertificateAuthority.load(home);
   const contexts = new Map<string, { cert: string; key: string }>();
   for (const host of hosts) {
@@ -55,6 +61,7 @@ export async function startUpstream(home: CapsemHome, hosts: string[], handler: 
       });
     },
   );
+  if (options.onUpgrade) server.on('upgrade', options.onUpgrade);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,

@@ -1,12 +1,11 @@
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportAll, filesUnder, keyOfLength, sessionApiAnswers, tracesIn, tracesInFiles } from '../helpers/keyTraces.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -23,10 +22,10 @@ const upstreamHome = tempHome();
 const exportsDir = mkdtempSync(join(tmpdir(), 'capsem-keys-exports-'));
 const require = createRequire(import.meta.url);
 const REAL = {
-  anthropic: `sk-ant-api03-REAL${randomBytes(24).toString('hex')}`,
-  openai: `sk-proj-REAL${randomBytes(24).toString('hex')}`,
-  gemini: `AIzaREAL${randomBytes(12).toString('hex')}`,
-  acme: `acme-REAL${randomBytes(16).toString('hex')}`,
+  anthropic: keyOfLength('sk-ant-api03-', 108, 'AA'),
+  openai: keyOfLength('sk-proj-', 164),
+  gemini: keyOfLength('AIza', 39),
+  acme: keyOfLength('acme-', 53),
 };
 const HOSTS = ['api.anthropic.com', 'api.openai.com', 'generativelanguage.googleapis.com', 'api.acme.test', 'elsewhere.example'];
 let upstream: Upstream;
@@ -127,12 +126,6 @@ const sessionDb = (): Database.Database => {
   const id = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id as string;
   return new Database(`${home.root}/run/sessions/${id}/session.db`, { readonly: true });
 };
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : [],
-  );
-}
 
 describe('capsem record keeps provider keys on the host', () => {
   it("gives the program stand-ins of each key's shape, never a real key", () => {
@@ -247,57 +240,15 @@ describe('capsem record keeps provider keys on the host', () => {
   });
 
   it('leaves no byte of a real key in CAPSEM_HOME (WAL included) or in any export', () => {
-    const exported = (['archive', 'har', 'jsonl'] as const).map((format) => {
-      const out = join(exportsDir, `keys.${format}`);
-      const run = runCapsem(home.root, ['export', 'keys', '-o', out, '--format', format]);
-      expect(run.code, run.stderr).toBe(0);
-      return out;
-    });
-    const files = [...filesUnder(home.root), ...exported];
+    const files = [...filesUnder(home.root), ...exportAll(home.root, 'keys', exportsDir)];
     expect(files.some((f) => f.endsWith('session.db'))).toBe(true);
-    expect(files.every((f) => statSync(f).size >= 0)).toBe(true);
-    const leaks = files.flatMap((file) => {
-      const bytes = readFileSync(file);
-      return Object.entries(REAL)
-        .filter(([, real]) => bytes.includes(real))
-        .map(([provider]) => `${provider} in ${file}`);
-    });
-    expect(leaks).toEqual([]);
+    expect(tracesInFiles(files, REAL)).toEqual([]);
     expect(USER_FOLDER).not.toContain(home.root);
   });
 
   it("leaves no byte of a real key in the session events API's answers, raw bytes included", async () => {
-    const bin = new URL('../../bin/capsem.mjs', import.meta.url).pathname;
-    const api = spawn(process.execPath, [bin, 'api', '--port', '0'], {
-      cwd: USER_FOLDER,
-      env: { ...process.env, CAPSEM_HOME: home.root },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        api.stdout.on('data', (c: Buffer) => {
-          out += c.toString();
-          if (out.includes('\n')) resolve(out.split('\n')[0]!.slice('Capsem API: '.length));
-        });
-        api.on('exit', (code) => reject(new Error(`capsem api exited ${code}`)));
-      });
-      const id = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id as string;
-      const answers: string[] = [];
-      const get = async (path: string): Promise<string> => {
-        const text = await (await fetch(`${url}${path}`)).text();
-        answers.push(text);
-        return text;
-      };
-      const events = JSON.parse(await get(`/v1/sessions/${id}?limit=500`)) as { events: { seq: number }[] };
-      expect(events.events.length).toBeGreaterThan(0);
-      for (const event of events.events) await get(`/v1/sessions/${id}/events/${event.seq}?raw=1`);
-      await get(`/v1/sessions/${id}/timeline`);
-      await get('/v1/sessions');
-      for (const real of Object.values(REAL)) expect(answers.join('\n')).not.toContain(real);
-    } finally {
-      api.kill('SIGTERM');
-    }
+    const id = JSON.parse(runCapsem(home.root, ['list', '--json']).stdout)[0].id as string;
+    expect(tracesIn(Buffer.from(await sessionApiAnswers(home.root, id)), REAL, 'the API')).toEqual([]);
   });
 
   it('capsem doctor says which providers have a key and where it comes from, never the key', () => {

@@ -74,7 +74,11 @@ describe('HomeKeyStore with a cipher (the app)', () => {
       credentialRefOf: () => 'ref',
     });
     expect(broker.keys.map((k) => [k.provider.id, k.source])).toEqual([['anthropic', { kind: 'stored', store: store.description }]]);
-    const sent = broker.request('api.anthropic.com', { 'x-api-key': guestEnv.ANTHROPIC_API_KEY! }, '/v1/messages');
+    const sent = broker.request(
+      { scheme: 'https', host: 'api.anthropic.com', port: 443 },
+      { 'x-api-key': guestEnv.ANTHROPIC_API_KEY! },
+      '/v1/messages',
+    );
     expect(sent.headers['x-api-key']).toBe(KEY);
   });
 

@@ -106,6 +106,28 @@ describe('admission', () => {
     });
   });
 
+  it('records a refused absolute-form request as what it was: its scheme, and its path with the query apart', () => {
+    const misdirected = admit(policy, undefined, { url: 'http://api.example.com/v1/messages?beta=true' }, 'request', {
+      host: 'evil.example',
+    });
+    expect(misdirected).toMatchObject({ admitted: false, status: 421 });
+    expect(misdirected.request).toMatchObject({
+      scheme: 'http',
+      host: 'api.example.com',
+      port: 80,
+      path: '/v1/messages',
+      query: 'beta=true',
+    });
+    const secure = admit(policy, undefined, { url: 'https://api.example.com:8443/x?y=1' }, 'request', { host: 'evil.example' });
+    expect(secure.request).toMatchObject({ scheme: 'https', port: 8443, path: '/x', query: 'y=1' });
+    // A URL that does not parse keeps its scheme and is recorded as it came.
+    expect(admit(policy, undefined, { url: 'http://a b/' }, 'request', {}).request).toMatchObject({ scheme: 'http', path: 'http://a b/' });
+    expect(admit(policy, undefined, { url: '/origin-form' }, 'request', {}).request).toMatchObject({
+      scheme: 'http',
+      path: '/origin-form',
+    });
+  });
+
   it('holds an HTTP/2 request to its tunnel through :authority as well as Host', () => {
     const tunnel = { host: 'api.example.com', port: 443, tls: true };
     expect(admit(policy, tunnel, { url: '/' }, 'request', { host: 'api.example.com' }, 'api.example.com').admitted).toBe(true);
@@ -124,17 +146,17 @@ describe('brokering', () => {
     expect(brokerRequest(undefined, dest, headers)).toEqual({ headers, path: '/v1?k=1', uses: [], refusal: null });
   });
 
-  it("takes the broker's headers, path and refusal when there is one", () => {
+  it("takes the broker's headers, path and refusal when there is one, judged on the scheme, host and port", () => {
     const broker = {
-      request: (host: string, headers: Record<string, string>, path: string) => ({
-        headers: { ...headers, 'x-host': host },
+      request: (to: { scheme: string; host: string; port: number }, headers: Record<string, string>, path: string) => ({
+        headers: { ...headers, 'x-to': `${to.scheme}://${to.host}:${to.port}` },
         path: `${path}&real=1`,
         uses: [],
         refusal: 'no',
       }),
     } as unknown as CredentialBroker;
     expect(brokerRequest(broker, dest, {})).toEqual({
-      headers: { 'x-host': 'api.example.com' },
+      headers: { 'x-to': 'https://api.example.com:443' },
       path: '/v1?k=1&real=1',
       uses: [],
       refusal: 'no',

@@ -1,12 +1,9 @@
-import { PassThrough } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { BodyScanner, CredentialUse } from '../../../electron/credentials/credentialBroker.ts';
-import { coalescedBody, scanBody } from '../../../electron/proxy/requestRelay.ts';
+import { coalescedBody } from '../../../electron/proxy/requestRelay.ts';
 
-// The two stream pieces of one request's relay, against stand-in streams: a response's body
-// pieces leave in as few writes as the event loop allows, and a request body that carries a
-// stand-in where it does not belong stops there.
+// A response's body pieces leave in as few writes as the event loop allows, against a stand-in
+// response (the request body's check is in requestBodyCheck.test.ts).
 
 /** A response whose socket counts corks and how many bytes wait in it. */
 function response(full = false): { res: Parameters<typeof coalescedBody>[0]; log: string[] } {
@@ -58,48 +55,5 @@ describe('coalesced response bodies', () => {
     const { res, log } = response();
     coalescedBody(res, false).write(Buffer.alloc(5));
     expect(log).toEqual(['write 5']);
-  });
-});
-
-describe('scanned request bodies', () => {
-  const use = (outcome: CredentialUse['outcome']): CredentialUse => ({
-    provider: 'anthropic',
-    where: 'body',
-    host: 'example.com',
-    outcome,
-    credentialRef: 'k1',
-  });
-
-  async function fed(
-    pieces: readonly string[],
-    sightings: Record<string, CredentialUse>,
-  ): Promise<{ forwarded: string; error: string | null; sighted: CredentialUse[] }> {
-    const req = new PassThrough();
-    const body = new PassThrough();
-    const scanner: BodyScanner = { push: (chunk) => sightings[chunk.toString()] ?? null };
-    const sighted: CredentialUse[] = [];
-    scanBody(req, body, scanner, (u) => sighted.push(u));
-    const out: Buffer[] = [];
-    body.on('data', (c: Buffer) => out.push(c));
-    const done = new Promise<string | null>((resolve) => {
-      body.on('end', () => resolve(null));
-      body.on('error', (err) => resolve(err.message));
-    });
-    for (const p of pieces) req.write(p);
-    req.end();
-    const error = await done;
-    return { forwarded: Buffer.concat(out).toString(), error, sighted };
-  }
-
-  it('forwards the whole body and reports a sighting that was allowed', async () => {
-    const result = await fed(['a', 'b', 'c'], { b: use('allowed-leak') });
-    expect(result).toEqual({ forwarded: 'abc', error: null, sighted: [use('allowed-leak')] });
-  });
-
-  it('stops at a refused stand-in: that piece and the rest never reach the upstream', async () => {
-    const result = await fed(['a', 'key', 'c'], { key: use('refused'), c: use('refused') });
-    expect(result.forwarded).toBe('a');
-    expect(result.error).toBe('the request body carries a stand-in for a provider key');
-    expect(result.sighted).toEqual([use('refused')]);
   });
 });
