@@ -71,8 +71,9 @@ export class KeyScrubber {
       }
       const partial = partials.find((p) => p.at >= pos);
       if (partial && (form === null || partial.at < at || (partial.at === at && partial.form.needle.length > form.needle.length))) {
-        // Held with the character before it when that character may hold the key's first bits.
-        keepFrom = partial.form.lead && partial.at - 1 >= pos ? partial.at - 1 : partial.at;
+        // Held with the character before it when that character may hold a key's first bits: any
+        // form that may start there, not only the first one found, can need that character.
+        keepFrom = Math.min(...partials.filter((p) => p.at >= pos).map((p) => (p.form.lead && p.at - 1 >= pos ? p.at - 1 : p.at)));
         break;
       }
       if (form === null) break;
