@@ -43,7 +43,15 @@ const EVENT_COLUMNS: Record<SequencedTable, string> = {
   dns_events: `${IDENTITY}, name, type, rcode, answers, resolved, decision, matched_rule, process_name, pid, duration_ms, error_message`,
 };
 
-const TOLD_BY_MODEL_CALL = 'EXISTS (SELECT 1 FROM model_calls m WHERE m.seq = net_events.seq + 1 AND m.net_event_id = net_events.event_id)';
+/** On net_events: the recorder wrote a model call for this exchange, right after it. */
+export const TOLD_BY_MODEL_CALL =
+  'EXISTS (SELECT 1 FROM model_calls m WHERE m.seq = net_events.seq + 1 AND m.net_event_id = net_events.event_id)';
+
+/**
+ * On net_events: the recorder read this exchange as MCP. A tools/call is a tool_calls row of origin
+ * mcp written right after it; any other JSON-RPC message a security_rule_events row under its id.
+ */
+export const TOLD_AS_MCP = `(EXISTS (SELECT 1 FROM tool_calls c WHERE c.seq = net_events.seq + 1 AND c.origin = 'mcp') OR EXISTS (SELECT 1 FROM security_rule_events s WHERE s.event_id = net_events.event_id AND s.event_type LIKE 'mcp.%'))`;
 
 /** On net_events: the seq of the row whose events tell this exchange (its model call's, else its own). */
 export const EXCHANGE_EVENT_ROW_SEQ = `CASE WHEN ${TOLD_BY_MODEL_CALL} THEN net_events.seq + 1 ELSE net_events.seq END`;
