@@ -10,9 +10,9 @@ import { requestViewByPath } from './foreignDatabases.ts';
 // by another tool (foreignDatabases.ts).
 
 export interface RecordedCall {
-  readonly wire: unknown;
-  readonly provider: unknown;
-  readonly path: unknown;
+  readonly wire?: unknown;
+  readonly provider?: unknown;
+  readonly path?: unknown;
 }
 
 export function requestViewOfCall(call: RecordedCall, body: unknown): RequestView {
