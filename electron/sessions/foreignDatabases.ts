@@ -24,7 +24,11 @@ export function writtenByAnotherTool(db: Database.Database, tables: ReadonlySet<
   if (!tables.has('model_calls')) return true;
   const columns = columnsOf(db, 'model_calls');
   if (!columns.has('wire') || !columns.has('net_event_id')) return true;
-  return db.prepare('SELECT 1 FROM model_calls WHERE wire IS NULL OR net_event_id IS NULL LIMIT 1').get() !== undefined;
+  // The first call tells, without a scan: a file another tool wrote has no call of ours, and one of
+  // our sessions from before those columns (resumed since, perhaps) starts with a call without them.
+  const first = db.prepare('SELECT wire IS NULL OR net_event_id IS NULL AS theirs FROM model_calls ORDER BY id LIMIT 1').get() as
+    { theirs: number } | undefined;
+  return first?.theirs === 1;
 }
 
 /** The provider whose model API a path is, as the recorder detects it today; null for any other path. */
