@@ -32,40 +32,55 @@ const coreImports = {
 };
 
 // The directions between electron/'s folders, as VS Code's layer check states its own: each folder
-// lists the folders it may import, and every other folder here is refused. The CLI and the app sit
-// on top, as transports over everything below; the API is a transport over the session read model
-// (sessions/). The owner serves the VM host's methods; the VM runs a session's recording
-// (recording/), which drives the proxy; the proxy reads credentials and parses traffic with
-// telemetry/. store/ holds the databases every capability writes or reads; contract/ is the bottom,
-// imported by all and by the renderer. No folder here imports cli/ or app/; the shell, above them,
-// is not listed (the core never imports it).
+// lists the folders it may import, and every other folder here is refused. Five layers, top down:
+// - transports: the CLI and the app sit on top, over everything below; the API is a transport over
+//   the session read model (sessions/), which the app and the CLI read through too.
+// - capabilities: the owner serves the VM host's methods; the VM runs a session's recording
+//   (recording/), which drives the proxy; the proxy reads credentials and parses traffic with
+//   telemetry/; archive/ exports and imports sessions, dev/ seeds sample ones.
+// - data: sessions/ reads what store/ holds (the databases every capability writes or reads);
+//   telemetry/ is the pure parsers the recorder (and a foreign database's reader) runs.
+// - platform: what the operating system says about this process and its peers (process identity,
+//   the kernel socket table, the loopback listener, the Capsem version); any folder may import it
+//   except contract/, and it imports none.
+// - contract: the bottom, imported by all and by the renderer; it never touches Node.
+// No folder here imports cli/ or app/; the shell, above them, is not listed (the core never imports it).
 const FOLDER_DIRECTIONS = {
-  cli: ['api', 'archive', 'dev', 'owner', 'vm', 'recording', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
-  app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
-  api: ['sessions', 'credentials', 'store', 'contract'],
-  owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'contract'],
-  archive: ['sessions', 'store', 'telemetry', 'contract'],
-  dev: ['store', 'telemetry', 'contract'],
-  vm: ['recording', 'proxy', 'credentials', 'store', 'contract'],
-  recording: ['proxy', 'credentials', 'store', 'telemetry', 'contract'],
-  proxy: ['credentials', 'store', 'telemetry', 'contract'],
-  sessions: ['store', 'telemetry', 'contract'],
-  credentials: ['store', 'contract'],
-  store: ['telemetry', 'contract'],
-  telemetry: ['contract'],
+  cli: [
+    'api',
+    'archive',
+    'dev',
+    'owner',
+    'vm',
+    'recording',
+    'proxy',
+    'sessions',
+    'credentials',
+    'store',
+    'telemetry',
+    'platform',
+    'contract',
+  ],
+  app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  api: ['sessions', 'credentials', 'store', 'platform', 'contract'],
+  owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
+  archive: ['sessions', 'store', 'telemetry', 'platform', 'contract'],
+  dev: ['store', 'telemetry', 'platform', 'contract'],
+  vm: ['recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
+  recording: ['proxy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  proxy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],
+  sessions: ['store', 'telemetry', 'platform', 'contract'],
+  credentials: ['store', 'platform', 'contract'],
+  store: ['telemetry', 'platform', 'contract'],
+  telemetry: ['platform', 'contract'],
+  platform: [],
   contract: [],
 };
 
 /** Single files a folder may import from a folder it otherwise may not. */
 const DIRECTION_EXCEPTIONS = {
-  // An export is stamped with the version owner.info reports.
-  archive: ['owner/capsemVersion.ts'],
   // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
   api: ['proxy/policy.ts'],
-  // Browser mode serves CAPSEM_HOME's owner alone, checked as the API checks it.
-  app: ['api/loopbackListener.ts'],
-  // A session names the process that records it as the owner lock names its holder: pid and start time.
-  store: ['owner/processIdentity.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };

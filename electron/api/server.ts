@@ -18,7 +18,7 @@ import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { allSessions, getSession, type SessionRecord } from '../store/registry.ts';
 import { resolveSession } from '../store/resolver.ts';
 import { LiveEventFeed, LiveEventHub, type HubLimits } from './liveEvents.ts';
-import { listenOnLoopback, type LoopbackListener, type Refusal } from './loopbackListener.ts';
+import { listenOnLoopback, type LoopbackListener, type Refusal } from '../platform/loopbackListener.ts';
 import { pluginCatalog, recordingPipeline, type PolicyInUse } from './pipeline.ts';
 import { SessionListReader } from './sessionList.ts';
 import { answerUsage } from './usage.ts';

@@ -9,7 +9,7 @@ import type { VmChoice } from '../owner/vmHosting.ts';
 import { capsemHome, ensureHome, type CapsemHome } from '../store/paths.ts';
 import { AppCore } from './appCore.ts';
 import { AlreadyRunningError, ownHome } from './appOwnership.ts';
-import { oncePerPeer } from '../api/loopbackListener.ts';
+import { oncePerPeer } from '../platform/loopbackListener.ts';
 import { startBrowserServer } from './browserServer.ts';
 
 // The desktop app's core, started as the owner of CAPSEM_HOME. The Electron shell calls

@@ -10,7 +10,7 @@ import {
   BROWSER_TOKEN_PARAM,
   BROWSER_WS_PATH,
 } from '../contract/browserMode.ts';
-import { listenOnLoopback, type Refusal } from '../api/loopbackListener.ts';
+import { listenOnLoopback, type Refusal } from '../platform/loopbackListener.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { asCallError } from './callFailure.ts';
 import { handleImportUpload } from './importUpload.ts';

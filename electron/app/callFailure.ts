@@ -1,6 +1,7 @@
 import { MethodError } from '../owner/controlSocket.ts';
 import { IdentityError } from '../contract/ids.ts';
 import type { CallError } from '../contract/appContract.ts';
+import { EventReadError } from '../sessions/eventDetail.ts';
 import { SessionNotOnDiskError } from '../sessions/sessionStores.ts';
 import { NameTakenError } from '../store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../store/resolver.ts';
@@ -45,6 +46,7 @@ export function asCallError(err: unknown): CallError {
     return { code: 'unknown_name', message: err.message, candidates: err.closeMatches.map(candidateOf) };
   if (err instanceof AmbiguousSessionError)
     return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: c.name })) };
+  if (err instanceof EventReadError) return { code: err.code, message: err.message };
   if (err instanceof SessionNotOnDiskError) return { code: 'not_on_disk', message: err.message };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };
   if (err instanceof ProjectFolderError) return { code: err.code, message: err.message };

@@ -1,6 +1,6 @@
 import type { SessionSummary, TableKind } from '../contract/appContract.ts';
 import type { SessionId } from '../contract/ids.ts';
-import type { EventTables } from './eventTable.ts';
+import type { EventTables } from '../sessions/eventTable.ts';
 import type { ChangeFeed } from '../sessions/changeFeed.ts';
 import type { SessionStores } from '../sessions/sessionStores.ts';
 

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { capsemVersion } from '../owner/capsemVersion.ts';
+import { capsemVersion } from '../platform/capsemVersion.ts';
 import { ARCHIVE_FORMAT, ARCHIVE_FORMAT_VERSION, MANIFEST_NAME, type Manifest, type ManifestMember } from './archiveFormat.ts';
 import type { SessionSnapshot, SnapshotFile } from './sessionSnapshot.ts';
 import { tableCounts } from './tableDigest.ts';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { STATUS_CODES } from 'node:http';
-import { capsemVersion } from '../owner/capsemVersion.ts';
+import { capsemVersion } from '../platform/capsemVersion.ts';
 import type { ChunkSink } from './chunkSink.ts';
 
 // HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): one entry per net_events row, in seq

@@ -1,6 +1,6 @@
 import { DEFAULT_API_PORT, startApiServer } from '../api/server.ts';
-import { oncePerPeer } from '../api/loopbackListener.ts';
-import { socketTableReadable } from '../api/socketTable.ts';
+import { oncePerPeer } from '../platform/loopbackListener.ts';
+import { socketTableReadable } from '../platform/socketTable.ts';
 import { parseCommandArgs, parseCount, UsageError, type Command } from './context.ts';
 
 export const apiCommand: Command = {

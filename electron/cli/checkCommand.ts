@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { abandonedNotes } from '../store/abandonedSessions.ts';
 import { openMainDb } from '../store/mainDb.ts';
-import { checkSessionDb, type CheckReport } from '../store/sessionCheck.ts';
+import { checkSessionDb, type CheckReport } from '../sessions/sessionCheck.ts';
 import { parseCommandArgs, parseCount, UsageError, type Command } from './context.ts';
 import { targetSession } from './sessionTarget.ts';
 import { formatCell, formatTable } from './table.ts';

@@ -1,4 +1,4 @@
-import { isSameProcessAlive } from '../owner/processIdentity.ts';
+import { isSameProcessAlive } from '../platform/processIdentity.ts';
 import { findOwner } from '../owner/ownership.ts';
 import { readOwnerLock } from '../owner/ownerLock.ts';
 import { ownerPaths } from '../owner/ownerPaths.ts';

@@ -5,7 +5,8 @@ import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
-import { requestView } from '../telemetry/providers/index.ts';
+import { detectModelApi, requestView } from '../telemetry/providers/index.ts';
+import { promptOf } from '../telemetry/requestView.ts';
 
 // Realistic sessions for tests, benchmarks and demos: agent turns that call a model, run tools
 // and send the results back, MCP calls, ordinary HTTPS, a denied request, file edits and full
@@ -230,7 +231,6 @@ class SessionScript {
     });
     const response = JSON.stringify({ jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } });
     const net = this.writer.append('net_events', {
-      ...trace,
       timestamp: at,
       domain: 'mcp.capsem.dev',
       port: 443,
@@ -368,6 +368,8 @@ class SessionScript {
           cache_write: this.rng.int(0, 2000),
           thinking: final ? 0 : this.rng.int(10, 300),
         }),
+        // As the recorder records it: the wire format its body is written in.
+        wire: detectModelApi(provider.path)!.wire,
       })!;
       this.at(durationMs);
       events += 2;
@@ -400,7 +402,8 @@ class SessionScript {
         item('tool_response', { call_id: result.callId, content: result.content });
         events += 1;
       }
-      item('request', { content: request.slice(0, 512) });
+      // As the recorder records it: the prompt, the last user message with text.
+      item('request', { content: promptOf(asked) });
       if (!final) item('reasoning', { content: 'I should look at the code first.' });
       item('response', { content: text });
       pendingResults = [];
@@ -445,8 +448,8 @@ class SessionScript {
     }
     if (this.rng.next() < 0.5) {
       const denied = this.rng.next() < 0.2;
+      // As the recorder writes it: only a model call's exchange carries the trace.
       this.writer.append('net_events', {
-        ...trace,
         timestamp: this.at(30),
         domain: denied ? '169.254.169.254' : this.rng.pick(OTHER_HOSTS),
         decision: denied ? 'denied' : 'allowed',

@@ -3,7 +3,7 @@ import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'nod
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../store/paths.ts';
-import { isSameProcessAlive, processStartTicks } from './processIdentity.ts';
+import { isSameProcessAlive, processStartTicks } from '../platform/processIdentity.ts';
 import { ownerPaths } from './ownerPaths.ts';
 
 // The lock file is created whole or not at all: its content is written to a private temp file

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapsemHome } from '../store/paths.ts';
-import { capsemVersion } from './capsemVersion.ts';
+import { capsemVersion } from '../platform/capsemVersion.ts';
 import { ControlClient } from './controlClient.ts';
 import { startControlServer, type ControlServer, type MethodRegistry } from './controlSocket.ts';
 import { acquireOwnerLock, type OwnerIdentity, type OwnerLock, type OwnerRecord } from './ownerLock.ts';

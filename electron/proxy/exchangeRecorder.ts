@@ -214,7 +214,9 @@ export class ExchangeRecorder {
 
   /** Every parse an exchange gets, and the rows they yield, held until its own row has an id. */
   private interpret(ex: Exchange, request: DecodedBody, response: DecodedBody): Interpretation {
-    const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
+    const api = ex.kind === 'request' && ex.decision === 'allowed' ? detectModelApi(ex.path) : null;
+    // Nothing came back to make a call of; the trace on its row says it was one, for readers that never detect again.
+    if (api && ex.status === null) return { trace: newTraceId(), write: NOTHING_DERIVED.write };
     const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
     const view = api ? requestView(api.provider, ex.path, requestJson) : null;
     if (api && view) {
@@ -443,7 +445,7 @@ export class ExchangeRecorder {
 }
 
 interface Interpretation {
-  /** The trace a model call opens or continues; its exchange's row carries it too. */
+  /** The trace a model call opens or continues (or a model request that got no answer opens); its exchange's row carries it too. */
   readonly trace: string | null;
   /** Appends the derived rows under the exchange's event id; appending is all it does. */
   readonly write: (eventId: string) => void;

@@ -1,4 +1,4 @@
-import { requestView } from '../telemetry/providers/index.ts';
+import { requestViewOfCall } from './callRequest.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { EXCHANGE_EVENT_ROW_SEQ, type SessionEventStore } from './sessionEventStore.ts';
 
@@ -97,7 +97,7 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
     `SELECT n.event_id, b.direction, ${likePattern === null ? '1' : "CAST(b.body AS TEXT) LIKE ? ESCAPE '\\'"} AS maybe
      FROM net_events n JOIN event_body_blobs b ON b.event_id = n.event_id WHERE n.seq > ? AND n.seq <= ? AND b.body IS NOT NULL ORDER BY n.seq, b.direction`,
   );
-  const modelRows = db.prepare('SELECT seq, id, event_id, net_event_id, provider, path FROM model_calls WHERE seq > ? AND seq <= ?');
+  const modelRows = db.prepare('SELECT seq, id, event_id, net_event_id, provider, path, wire FROM model_calls WHERE seq > ? AND seq <= ?');
   const emitted = db.prepare('SELECT model_call_id, tool_name, arguments FROM tool_calls WHERE model_call_id BETWEEN ? AND ?');
   const lastSeq = store.newestEventSeq();
   const seqs = new Set<number>();
@@ -158,7 +158,7 @@ export async function searchBodies(store: SessionEventStore, q: string, aborted:
           // The request view is drawn from the request body: if no key or value of the body holds
           // the needle, none of the view's messages, tools or results can.
           if (request.hit) {
-            const view = requestView(String(row.provider), String(row.path), request.json);
+            const view = requestViewOfCall(row, request.json);
             for (const m of view.messages) parts.push(m.content);
             for (const t of view.tools) parts.push(t.name, t.description ?? '', JSON.stringify(t.parameters ?? null));
             for (const r of view.toolResults) parts.push(r.content);

@@ -10,9 +10,10 @@ import type {
   ToolResultView,
 } from '../contract/sessionEvent.ts';
 import { hostOf } from '../telemetry/hosts.ts';
-import { providerNamed, requestView } from '../telemetry/providers/index.ts';
+import { providerNamed } from '../telemetry/providers/index.ts';
 import { isObject, lenientJson } from '../telemetry/json.ts';
 import type { McpMessage } from '../telemetry/mcp.ts';
+import { requestViewOfCall } from './callRequest.ts';
 import { clientOfUserAgent } from './eventClient.ts';
 import { wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 
@@ -216,10 +217,10 @@ function tokens(row: Row): Partial<Inference> {
   };
 }
 
-/** What the request asked the model: the conversation, the tools, the settings. */
-function requestInference(provider: string, path: string, row: Row, context: ModelCallContext): Partial<Inference> {
+/** What the request asked the model: the conversation, the tools, the settings, read in the wire format it was recorded in. */
+function requestInference(row: Row, context: ModelCallContext): Partial<Inference> {
   if (!context.full) return { messageCount: amount(row.messages_count) || undefined, toolCount: amount(row.tools_count) || undefined };
-  const view = requestView(provider, path, context.requestBody ?? {});
+  const view = requestViewOfCall(row, context.requestBody ?? {});
   const recorded: ToolResultView[] = context.toolResults.map((r) => ({
     toolUseId: String(r.call_id),
     content: text(r.content) ?? text(r.content_preview) ?? '',
@@ -267,7 +268,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
   const inference: Inference = {
     provider,
     model: text(row.model),
-    ...(request ? requestInference(provider, path, row, context) : responseInference(row, context)),
+    ...(request ? requestInference(row, context) : responseInference(row, context)),
     stream: request && int(row.stream) === 1 ? (true as const) : undefined,
     isAction: true as const,
   };

@@ -1,10 +1,12 @@
 import type Database from 'better-sqlite3';
 import type { SessionEvent } from '../contract/sessionEvent.ts';
+import { existingTables } from '../store/rollup.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import { SEQUENCED_TABLES, type SequencedTable } from '../store/sessionSchema.ts';
 import { parseMcpExchange, type McpMessage } from '../telemetry/mcp.ts';
 import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent, type Row } from './eventBuilders.ts';
 import { finalSeqOf, rowSlotOf, wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
+import { writtenByAnotherTool } from './foreignDatabases.ts';
 
 // Reads one session.db as a sequence of events ordered by seq. Every sequenced table is one
 // kind of event; a page is a merge of their seq indexes, and each event is built on its own, so
@@ -34,16 +36,25 @@ const credentialOutcomes = (eventId: string): string =>
 
 const IDENTITY = 'id, seq, event_id, trace_id, turn_id, timestamp';
 const MODEL_CALL_SEQ = '(SELECT m.seq FROM model_calls m WHERE m.id = model_call_id) AS model_call_seq';
+
+/** On net_events: the recorder wrote a model call for this exchange, right after it. */
+export const TOLD_BY_MODEL_CALL =
+  'EXISTS (SELECT 1 FROM model_calls m WHERE m.seq = net_events.seq + 1 AND m.net_event_id = net_events.event_id)';
+
+/**
+ * On net_events: the recorder read this exchange as MCP. A tools/call is a tool_calls row of origin
+ * mcp written right after it; any other JSON-RPC message a security_rule_events row under its id.
+ */
+export const TOLD_AS_MCP = `(EXISTS (SELECT 1 FROM tool_calls c WHERE c.seq = net_events.seq + 1 AND c.origin = 'mcp') OR EXISTS (SELECT 1 FROM security_rule_events s WHERE s.event_id = net_events.event_id AND s.event_type LIKE 'mcp.%'))`;
+
 const EVENT_COLUMNS: Record<SequencedTable, string> = {
-  net_events: `${IDENTITY}, domain, port, decision, process_name, pid, method, path, query, status_code, bytes_sent, bytes_received, duration_ms, ttfb_ms, matched_rule, conn_type, error_kind, error_message, request_headers, response_headers, request_body_preview, ${credentialOutcomes('net_events.event_id')}`,
-  model_calls: `${IDENTITY}, net_event_id, host, provider, model, process_name, pid, method, path, stream, messages_count, tools_count, request_bytes, message_id, status_code, text_content, thinking_content, stop_reason, input_tokens, output_tokens, duration_ms, response_bytes, estimated_cost_usd, usage_details, ${['ttfb_ms', 'error_kind', 'error_message', 'request_headers', 'decision', 'matched_rule'].map(fromExchange).join(', ')}, ${credentialOutcomes('model_calls.net_event_id')}`,
+  net_events: `${IDENTITY}, domain, port, decision, process_name, pid, method, path, query, status_code, bytes_sent, bytes_received, duration_ms, ttfb_ms, matched_rule, conn_type, error_kind, error_message, request_headers, response_headers, request_body_preview, ${credentialOutcomes('net_events.event_id')}, ${TOLD_AS_MCP} AS told_as_mcp`,
+  model_calls: `${IDENTITY}, net_event_id, host, provider, wire, model, process_name, pid, method, path, stream, messages_count, tools_count, request_bytes, message_id, status_code, text_content, thinking_content, stop_reason, input_tokens, output_tokens, duration_ms, response_bytes, estimated_cost_usd, usage_details, ${['ttfb_ms', 'error_kind', 'error_message', 'request_headers', 'decision', 'matched_rule'].map(fromExchange).join(', ')}, ${credentialOutcomes('model_calls.net_event_id')}`,
   tool_calls: `${IDENTITY}, model_call_id, status, call_id, tool_name, arguments, response_preview, origin, decision, duration_ms, error_message, process_name, policy_rule, ${MODEL_CALL_SEQ}`,
   tool_responses: `${IDENTITY}, model_call_id, call_id, content_preview, is_error, ${MODEL_CALL_SEQ}`,
   fs_events: `${IDENTITY}, action, path, size`,
   dns_events: `${IDENTITY}, name, type, rcode, answers, resolved, decision, matched_rule, process_name, pid, duration_ms, error_message`,
 };
-
-const TOLD_BY_MODEL_CALL = 'EXISTS (SELECT 1 FROM model_calls m WHERE m.seq = net_events.seq + 1 AND m.net_event_id = net_events.event_id)';
 
 /** On net_events: the seq of the row whose events tell this exchange (its model call's, else its own). */
 export const EXCHANGE_EVENT_ROW_SEQ = `CASE WHEN ${TOLD_BY_MODEL_CALL} THEN net_events.seq + 1 ELSE net_events.seq END`;
@@ -70,8 +81,8 @@ const unionOfRows = (where: string): string =>
   SEQUENCED_TABLES.map((t) => `SELECT seq, '${t}' AS t, id FROM ${t} WHERE (${EVENT_ROWS[t].where}) AND ${where}`).join(' UNION ALL ');
 
 /**
- * A JSON body naming a method or JSON-RPC early (every MCP SDK writes one of the two first) may be
- * an MCP call: only those have their bodies read to find out, so other events cost no body read.
+ * In a file another tool wrote, a JSON body naming a method or JSON-RPC early (every MCP SDK writes
+ * one of the two first) may be an MCP call: only those have their bodies read to find out.
  */
 const mayBeJsonRpc = (preview: unknown): boolean =>
   typeof preview === 'string' && /^\s*[[{]/.test(preview) && /"(jsonrpc|method)"\s*:/.test(preview);
@@ -229,9 +240,18 @@ export class SessionEventStore {
     return parseBody(this.bodyBytes(eventId, 'request'));
   }
 
-  /** The JSON-RPC call an exchange carried, read from its captured bodies. */
+  /** Whether the file's rows lack what this app's recorder writes (foreignDatabases.ts); asked once. */
+  private foreign: boolean | undefined;
+
+  /**
+   * The JSON-RPC call an exchange carried, read from its captured bodies: for an exchange the
+   * recorder read as MCP, or in a file another tool wrote, one whose body looks like JSON-RPC.
+   */
   private mcpMessage(row: Row): McpMessage | undefined {
-    if (!mayBeJsonRpc(row.request_body_preview)) return undefined;
+    if (!row.told_as_mcp) {
+      this.foreign ??= writtenByAnotherTool(this.db, existingTables(this.db));
+      if (!this.foreign || !mayBeJsonRpc(row.request_body_preview)) return undefined;
+    }
     const eventId = String(row.event_id);
     const response = this.stmt("SELECT body, content_type FROM event_body_blobs WHERE event_id = ? AND direction = 'response' LIMIT 1").get(
       eventId,

@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import { requestView } from '../telemetry/providers/index.ts';
+import { requestViewByPath } from './foreignDatabases.ts';
 import type { SessionEventStore } from './sessionEventStore.ts';
 import { promptTitle } from './sessionTitle.ts';
 
 // What GET /v1/sessions says about a session beyond main.db's totals, read from its session.db:
-// the title of its first prompt, its tokens with cache tokens counted, the processes that made
+// the title of its first prompt (the prompt the recorder kept in model_items), its tokens with cache tokens counted, the processes that made
 // requests, its last request and how full its conversation got. Each is absent when the session
 // has nothing to say it from.
 
@@ -77,14 +77,22 @@ export function firstPromptTitle(store: SessionEventStore, tables: ReadonlySet<s
   if (!tables.has('model_calls')) return undefined;
   const calls = store.db
     .prepare(
-      `SELECT provider, path, coalesce(net_event_id, event_id) AS exchange FROM model_calls ORDER BY seq LIMIT ${PROMPT_SEARCH_CALLS}`,
+      `SELECT id, wire, provider, path, coalesce(net_event_id, event_id) AS exchange FROM model_calls ORDER BY seq LIMIT ${PROMPT_SEARCH_CALLS}`,
     )
-    .all() as { provider: string; path: string; exchange: string }[];
+    .all() as { id: number; wire: string | null; provider: string; path: string; exchange: string }[];
+  const recorded = tables.has('model_items')
+    ? store.db.prepare("SELECT content FROM model_items WHERE model_call_id = ? AND kind = 'request' ORDER BY item_index").pluck()
+    : undefined;
   for (const call of calls) {
-    const { messages } = requestView(call.provider, call.path, store.requestBody(call.exchange));
-    for (const m of messages) {
-      if (m.role !== 'user') continue;
-      const title = promptTitle(m.content);
+    // A call another tool wrote has no prompt of ours: its body's user messages are read instead.
+    const prompts =
+      call.wire === null
+        ? requestViewByPath(call.provider, call.path, store.requestBody(call.exchange))
+            .messages.filter((m) => m.role === 'user')
+            .map((m) => m.content)
+        : ((recorded?.all(call.id) ?? []) as (string | null)[]);
+    for (const prompt of prompts) {
+      const title = prompt === null ? undefined : promptTitle(prompt);
       if (title !== undefined) return title;
     }
   }

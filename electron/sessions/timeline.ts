@@ -1,12 +1,21 @@
+import { existingTables } from '../store/rollup.ts';
 import { hostOf } from '../telemetry/hosts.ts';
-import { detectModelApi } from '../telemetry/providers/index.ts';
 import { int, text, type Row } from './eventBuilders.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
-import { EXCHANGE_EVENT_ROW_SEQ, MCP_CALL_EXCHANGE_SEQ, type SessionEventStore } from './sessionEventStore.ts';
+import { exchangeKindOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
+import {
+  EXCHANGE_EVENT_ROW_SEQ,
+  MCP_CALL_EXCHANGE_SEQ,
+  TOLD_AS_MCP,
+  TOLD_BY_MODEL_CALL,
+  type SessionEventStore,
+} from './sessionEventStore.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline): every model call
 // is a turn of the main agent, a tool runs from the response that asked for it to the request
-// that carried its result back, and every HTTP exchange is a host row.
+// that carried its result back, and every HTTP exchange is a host row, of the kind its recorded
+// rows say it is: a tunnel by its conn_type, a model call by the model_calls row the recorder wrote
+// for it, an MCP call by its MCP rows.
 
 export const TIMELINE_MAX_EVENTS = 50_000;
 
@@ -78,6 +87,7 @@ export interface TimelineInput {
   readonly modelCalls: readonly Row[];
   readonly toolCalls: readonly Row[];
   readonly toolResponses: readonly Row[];
+  /** Each with its `kind` as recorded (tunnel, llm or mcp), or none for plain HTTP. */
   readonly netEvents: readonly Row[];
 }
 
@@ -115,9 +125,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
     return span;
   });
   const hosts: HostSpan[] = input.netEvents.map((r) => {
-    const path = text(r.path)?.split('?')[0] ?? '';
-    const kind: HostSpan['kind'] =
-      r.conn_type === 'tunnel' ? 'tunnel' : detectModelApi(path) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
+    const kind = (text(r.kind) as HostSpan['kind'] | undefined) ?? 'http';
     const span: HostSpan = {
       host: hostOf(String(r.domain), int(r.port), text(r.conn_type)),
       kind,
@@ -167,7 +175,8 @@ const COLUMNS = {
   model_calls: 'seq, timestamp, duration_ms, status_code, stop_reason, model',
   tool_calls: `seq, timestamp, call_id, tool_name, arguments, trace_id, ${MCP_CALL_EXCHANGE_SEQ} AS exchange_seq`,
   tool_responses: 'seq, timestamp, call_id, trace_id',
-  net_events: `seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq`,
+  net_events: `seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq,
+    CASE WHEN conn_type = 'tunnel' THEN 'tunnel' WHEN ${TOLD_BY_MODEL_CALL} THEN 'llm' WHEN ${TOLD_AS_MCP} THEN 'mcp' END AS kind`,
 } as const;
 
 /** Spans anchor on wire seqs: a turn and a host on their exchange's request event, a tool on its own event or its MCP exchange's request. */
@@ -182,6 +191,9 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
   const floor = truncated ? store.page(undefined, maxEvents)[0]!.rowSeq : 0;
   const rows = (table: keyof typeof COLUMNS): Row[] =>
     store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
+  // A file another tool wrote links no call to its exchange: its exchanges are told by their paths.
+  const foreign = writtenByAnotherTool(store.db, existingTables(store.db));
+  const byPath = (r: Row): Row => (r.kind === null && foreign ? { ...r, kind: exchangeKindOfPath(text(r.path) ?? '') } : r);
   return buildTimeline({
     sessionId: store.sessionId,
     lastSeq: newest,
@@ -190,6 +202,6 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
     modelCalls: anchored(rows('model_calls'), exchangeRequest),
     toolCalls: anchored(rows('tool_calls'), (r) => (int(r.exchange_seq) === undefined ? finalSeqOf(int(r.seq)!) : exchangeRequest(r))),
     toolResponses: rows('tool_responses'),
-    netEvents: anchored(rows('net_events'), exchangeRequest),
+    netEvents: anchored(rows('net_events'), exchangeRequest).map(byPath),
   });
 }

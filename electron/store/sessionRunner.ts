@@ -1,4 +1,4 @@
-import { isSameProcessAlive, processStartTicks } from '../owner/processIdentity.ts';
+import { isSameProcessAlive, processStartTicks } from '../platform/processIdentity.ts';
 
 // The process that records a running session: the one whose writer and proxy it has. main.db
 // names it as the owner lock names its holder, by pid and start time, so a pid the kernel handed

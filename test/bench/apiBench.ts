@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { peerOf } from '../../electron/api/socketTable.ts';
+import { peerOf } from '../../electron/platform/socketTable.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { readTimeline } from '../../electron/sessions/timeline.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
+import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
 import { finalSeqOf, requestSeqOf } from '../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
@@ -10,6 +11,7 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
+import { modelExchange } from '../helpers/modelExchange.ts';
 import { liveSession, now } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -95,25 +97,18 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
   it('sends title from the first prompt, totalTokens with cache tokens, procs, lastRequestAt and promptContext; active is the newest session alone', async () => {
     const live = await liveSession(home, null);
     const w = live.writer;
+    const recorder = new ExchangeRecorder(w, 1 << 20);
+    // Each turn recorded as the proxy hands it over: a request of `messages` messages (its prompt
+    // first, behind a reminder the title leaves out) and 3 tools, answered with its usage.
     const turn = (
       at: string,
       pid: number,
       prompt: string,
       messages: number,
       usage: { input: number; output: number; cacheRead: number; cacheWrite: number },
-    ): void => {
-      const exchange = w.append('net_events', {
-        timestamp: at,
-        domain: 'api.anthropic.com',
-        decision: 'allowed',
-        method: 'POST',
-        path: '/v1/messages',
-        status_code: 200,
-        pid,
-      })!;
+    ): Promise<void> => {
       const request = {
         model: 'claude',
-        system: 'you are terse',
         messages: [
           {
             role: 'user',
@@ -122,34 +117,32 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
               { type: 'text', text: prompt },
             ],
           },
+          ...Array.from({ length: messages - 1 }, (_, i) => ({ role: 'assistant', content: `step ${i}` })),
         ],
+        tools: ['Bash', 'Read', 'Edit'].map((name) => ({ name, input_schema: { type: 'object' } })),
       };
-      w.append('event_body_blobs', {
-        event_id: exchange.eventId!,
-        source_table: 'net_events',
-        direction: 'request',
-        original_bytes: 1,
-        stored_bytes: 1,
-        created_at: at,
-        body: body(request),
-      });
-      w.append('model_calls', {
-        timestamp: at,
-        provider: 'anthropic',
-        method: 'POST',
-        path: '/v1/messages',
-        net_event_id: exchange.eventId!,
-        messages_count: messages,
-        tools_count: 3,
-        input_tokens: usage.input,
-        output_tokens: usage.output,
-        usage_details: JSON.stringify({ cache_read: usage.cacheRead, cache_write: usage.cacheWrite }),
+      const response = {
+        id: 'msg_1',
+        model: 'claude',
+        content: [{ type: 'text', text: 'done' }],
+        stop_reason: 'end_turn',
+        usage: {
+          input_tokens: usage.input,
+          output_tokens: usage.output,
+          cache_read_input_tokens: usage.cacheRead,
+          cache_creation_input_tokens: usage.cacheWrite,
+        },
+      };
+      return recorder.record({
+        ...modelExchange('api.anthropic.com', '/v1/messages', body(request), body(response)),
+        startedAt: new Date(at),
+        pid,
       });
     };
     const long = `Port the retry budget\nto the new client ${'and keep every test green '.repeat(5)}`;
-    turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
-    turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
-    turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
+    await turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
+    await turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
+    await turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
     w.append('fs_events', { timestamp: '2030-01-01T00:00:09.000Z', action: 'created', path: 'notes.md' });
     await w.flush();
     const row = (await rows()).find((r) => r.id === live.id)!;

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
 import { CallFailure } from '../../electron/app/callFailure.ts';
-import { PREVIEW_CHARS } from '../../electron/app/eventDetail.ts';
+import { PREVIEW_CHARS } from '../../electron/sessions/eventDetail.ts';
 import type { CallError, CallName, CallParams, CallResult, EventName, EventPayload } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';

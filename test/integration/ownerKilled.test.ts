@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSameProcessAlive } from '../../electron/owner/processIdentity.ts';
+import { isSameProcessAlive } from '../../electron/platform/processIdentity.ts';
 import { ABANDONED_REASON } from '../../electron/store/abandonedSessions.ts';
 import { call } from '../helpers/apiClient.ts';
 import { json, startUpstream, upstreamEnv, type Upstream } from '../helpers/mockUpstreams.ts';

@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import OpenAI from 'openai';
 import { ProxyAgent, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkSessionDb } from '../../electron/store/sessionCheck.ts';
+import { checkSessionDb } from '../../electron/sessions/sessionCheck.ts';
 import { startRecording, type Recording } from '../../electron/recording/sessionRecording.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { asCallError, CallFailure } from '../../../electron/app/callFailure.ts';
 import { IdentityError, type SessionId } from '../../../electron/contract/ids.ts';
+import { EventReadError } from '../../../electron/sessions/eventDetail.ts';
 import { NameTakenError } from '../../../electron/store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../../../electron/store/resolver.ts';
 
@@ -17,6 +18,7 @@ describe('asCallError', () => {
       candidates: [{ id, name: 'x' }],
     });
     expect(asCallError(new NameTakenError('taken')).code).toBe('name_taken');
+    expect(asCallError(new EventReadError('binary_body', 'binary'))).toEqual({ code: 'binary_body', message: 'binary' });
     expect(asCallError(new IdentityError('bad')).code).toBe('bad_params');
     expect(asCallError(new Error('boom'))).toEqual({ code: 'failed', message: 'boom' });
     expect(asCallError('text')).toEqual({ code: 'failed', message: 'text' });

@@ -8,7 +8,7 @@ import { eslint, lintMessages } from '../../helpers/lintMessages.ts';
 describe('folder directions', () => {
   it('refuses an import against the direction, naming what the folder may import', async () => {
     expect(await lintMessages("import { VmHost } from '../vm/vmHost.ts';\nexport const a = VmHost;\n", 'electron/store/leak.ts')).toEqual([
-      expect.stringContaining('electron/store/ imports only telemetry/, contract/ (the folder directions in eslint.config.js).'),
+      expect.stringContaining('electron/store/ imports only telemetry/, platform/, contract/ (the folder directions in eslint.config.js).'),
     ]);
     expect(
       await lintMessages(
@@ -39,16 +39,31 @@ describe('folder directions', () => {
     ).toEqual([]);
   });
 
-  it('lets archive/ take the version owner.info reports, and nothing else of owner/', async () => {
+  it('lets every folder but contract/ import platform/, which imports no other folder', async () => {
     expect(
       await lintMessages(
-        "import { capsemVersion } from '../owner/capsemVersion.ts';\nexport const a = capsemVersion;\n",
+        "import { capsemVersion } from '../platform/capsemVersion.ts';\nexport const a = capsemVersion;\n",
         'electron/archive/ok.ts',
+      ),
+    ).toEqual([]);
+    expect(
+      await lintMessages(
+        "import { processStartTicks } from '../platform/processIdentity.ts';\nexport const a = processStartTicks;\n",
+        'electron/store/ok.ts',
       ),
     ).toEqual([]);
     expect(
       await lintMessages("import { findOwner } from '../owner/ownership.ts';\nexport const a = findOwner;\n", 'electron/archive/leak.ts'),
     ).toEqual([expect.stringMatching(/electron\/archive\/ imports only/)]);
+    expect(
+      await lintMessages("import { openMainDb } from '../store/mainDb.ts';\nexport const a = openMainDb;\n", 'electron/platform/leak.ts'),
+    ).toEqual([expect.stringContaining('electron/platform/ imports no other folder')]);
+    expect(
+      await lintMessages(
+        "import { capsemVersion } from '../platform/capsemVersion.ts';\nexport const a = capsemVersion;\n",
+        'electron/contract/leak.ts',
+      ),
+    ).toEqual([expect.stringContaining('electron/contract/ imports no other folder')]);
   });
 
   it('states a direction for every folder of the core', async () => {

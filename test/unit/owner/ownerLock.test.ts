@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireOwnerLock, readOwnerLock, type OwnerRecord } from '../../../electron/owner/ownerLock.ts';
 import { ownerPaths } from '../../../electron/owner/ownerPaths.ts';
-import { processStartTicks } from '../../../electron/owner/processIdentity.ts';
+import { processStartTicks } from '../../../electron/platform/processIdentity.ts';
 import { spawnOwnerChild } from '../../helpers/spawnOwnerChild.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 

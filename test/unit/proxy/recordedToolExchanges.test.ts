@@ -4,7 +4,7 @@ import type { Exchange, ExchangeError } from '../../../electron/proxy/exchange.t
 import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { existingTables } from '../../../electron/store/rollup.ts';
-import { checkSessionDb } from '../../../electron/store/sessionCheck.ts';
+import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { firstPromptTitle } from '../../../electron/sessions/sessionListFacts.ts';
 import { MODEL_PROVIDERS, requestView } from '../../../electron/telemetry/providers/index.ts';

@@ -38,6 +38,7 @@ const input = {
       status_code: 200,
       duration_ms: 2000,
       decision: 'allowed',
+      kind: 'llm',
     },
     { seq: 9, timestamp: at(3), domain: '169.254.169.254', port: 80, path: '/latest', conn_type: 'http', decision: 'denied' },
   ],

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionId } from '../../../electron/contract/ids.ts';
-import { processStartTicks } from '../../../electron/owner/processIdentity.ts';
+import { processStartTicks } from '../../../electron/platform/processIdentity.ts';
 import { listSessions } from '../../../electron/sessions/sessionSummary.ts';
 import { ABANDONED_REASON, abandonedNotes, endAbandoned, endAbandonedSessions } from '../../../electron/store/abandonedSessions.ts';
 import { openMainDb } from '../../../electron/store/mainDb.ts';

@@ -1,6 +1,6 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { bodyText } from '../../../electron/app/bodyText.ts';
+import { bodyText } from '../../../electron/sessions/bodyText.ts';
 
 describe('bodyText', () => {
   it('pretty-prints JSON and leaves other text as it is', async () => {

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { TableKind, TablePage, TableRow } from '../contract/appContract.ts';
 import { TABLE_COLUMNS, type TableColumn } from '../contract/tableColumns.ts';
-import { containsPattern } from '../sessions/columnSearch.ts';
-import type { OpenSession } from '../sessions/sessionStores.ts';
+import { containsPattern } from './columnSearch.ts';
+import type { OpenSession } from './sessionStores.ts';
 
 // events.page: one view's table straight from SQL, ordered by seq. OFFSET alone costs a step per
 // skipped row (50 ms at 100,000), so each table (and each filter) keeps a mark every STRIDE rows:

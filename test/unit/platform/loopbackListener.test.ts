@@ -1,8 +1,8 @@
 import { createServer as createHttpServer } from 'node:http';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { admitPeer, homeOwner, listenOnLoopback, type LoopbackOptions, type Refusal } from '../../../electron/api/loopbackListener.ts';
-import type { PeerLookup } from '../../../electron/api/socketTable.ts';
+import { admitPeer, homeOwner, listenOnLoopback, type LoopbackOptions, type Refusal } from '../../../electron/platform/loopbackListener.ts';
+import type { PeerLookup } from '../../../electron/platform/socketTable.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const OWNER = { uid: 1000 };

@@ -13,7 +13,7 @@ import {
   socketTableReadable,
   type Byteorder,
   type SocketRow,
-} from '../../../electron/api/socketTable.ts';
+} from '../../../electron/platform/socketTable.ts';
 
 // The table's rows written as the kernel writes them (net/ipv4/tcp_ipv4.c get_tcp4_sock, and
 // net/ipv6/tcp_ipv6.c get_tcp6_sock for the 32-digit addresses), so the parser is held to the

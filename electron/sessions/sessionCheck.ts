@@ -1,16 +1,20 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { CUT_SHORT_CALL_IDS, cutShortNotes } from './cutShortCalls.ts';
-import { lossReport } from './diskFailure.ts';
-import { mcpWireCalls } from './mcpWireCalls.ts';
+import { mcpWireCalls, providerOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
-import { existingTables } from './rollup.ts';
-import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
-import { detectModelApi, MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
+import { TOLD_AS_MCP, TOLD_BY_MODEL_CALL } from './sessionEventStore.ts';
+import { lossReport } from '../store/diskFailure.ts';
+import { existingTables } from '../store/rollup.ts';
+import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from '../store/sessionSchema.ts';
+import { MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
-// the file has, so a database written by another tool is checked as far as it can be.
+// the file has, so a database written by another tool is checked as far as it can be. A session
+// this app recorded is checked on what its recorder wrote (which exchanges it read as model calls
+// or MCP), so a change to detection never turns an old session's calls into findings; only a file
+// another tool wrote has its model calls told by their paths (foreignDatabases.ts).
 
 export interface Finding {
   readonly check: string;
@@ -80,10 +84,8 @@ export function checkSessionDb(dbPath: string, options: { previewRows?: number }
   } catch (err) {
     throw new Error(`${dbPath} is not a readable SQLite database: ${(err as Error).message}`);
   }
-  // The recorder's own test of which requests are model calls, so check counts exactly what it records.
-  db.function('model_provider', { deterministic: true }, (path: unknown) =>
-    typeof path === 'string' ? (detectModelApi(path)?.provider ?? null) : null,
-  );
+  // A file another tool wrote says nothing of which requests were model calls: their paths tell.
+  db.function('model_provider', { deterministic: true }, providerOfPath);
   try {
     return inspect(db, dbPath, options.previewRows ?? 0);
   } finally {
@@ -190,7 +192,36 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     );
   });
 
+  const ours =
+    !writtenByAnotherTool(db, present) &&
+    has('net_events', 'trace_id', 'status_code') &&
+    present.has('tool_calls') &&
+    present.has('security_rule_events');
   when('AI provider correlation', { net_events: ['domain', 'path', 'decision'], model_calls: ['provider'] }, () => {
+    if (ours) recordedModelCorrelation();
+    else pathModelCorrelation();
+  });
+
+  /**
+   * The recorder gives the row of every exchange it reads as a model call a trace id, answered or
+   * not, and writes the call right after it: an answered one without its call was lost.
+   */
+  function recordedModelCorrelation(): void {
+    const model = `net_events.decision = 'allowed' AND net_events.trace_id IS NOT NULL AND NOT ${TOLD_AS_MCP}`;
+    const lost = `${model} AND net_events.status_code IS NOT NULL AND NOT ${TOLD_BY_MODEL_CALL}`;
+    const requests = count(`SELECT count(*) AS n FROM net_events WHERE ${model} AND net_events.status_code IS NOT NULL`);
+    const calls = requests - count(`SELECT count(*) AS n FROM net_events WHERE ${lost}`);
+    add(
+      'AI provider correlation',
+      requests - calls,
+      `${requests} model API requests answered in net_events but ${calls} model_calls`,
+      CAUSES.missingModelCalls,
+      `SELECT DISTINCT domain || path AS s FROM net_events WHERE ${lost} LIMIT 5`,
+    );
+    unansweredNote(`${model} AND net_events.status_code IS NULL`);
+  }
+
+  function pathModelCorrelation(): void {
     // A request that ended before any response (the client gave up, or the exchange failed before
     // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
     const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
@@ -207,12 +238,14 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
         `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered} LIMIT 5`,
       );
     }
-    if (!has('net_events', 'status_code')) return;
+    if (has('net_events', 'status_code'))
+      unansweredNote("decision = 'allowed' AND model_provider(path) IS NOT NULL AND status_code IS NULL");
+  }
+
+  function unansweredNote(where: string): void {
     const kind = has('net_events', 'error_kind') ? "coalesce(error_kind, 'no error recorded')" : "'no error recorded'";
     const unanswered = db
-      .prepare(
-        `SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) IS NOT NULL AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`,
-      )
+      .prepare(`SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE ${where} GROUP BY 1 ORDER BY 2 DESC, 1`)
       .all() as { kind: string; n: number }[];
     const total = unanswered.reduce((sum, k) => sum + k.n, 0);
     if (total > 0) {
@@ -220,7 +253,7 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
         `${total} model API ${total === 1 ? 'request' : 'requests'} ended before any response (${unanswered.map((k) => `${k.kind}: ${k.n}`).join(', ')}): nothing came back, so there is no model call to record`,
       );
     }
-  });
+  }
 
   when('NULL model', { model_calls: ['model'] }, () =>
     add(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nullTokenFindings, type NullTokenCall } from '../../../electron/store/nullTokenFindings.ts';
+import { nullTokenFindings, type NullTokenCall } from '../../../electron/sessions/nullTokenFindings.ts';
 
 const call = (id: number, fields: Partial<NullTokenCall>): NullTokenCall => ({
   id,

@@ -3,7 +3,7 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSessions } from '../../../electron/dev/seedSessions.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
-import { checkSessionDb } from '../../../electron/store/sessionCheck.ts';
+import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { readSpec, specCreateTables } from '../../helpers/specSchema.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -54,7 +54,8 @@ describe('capsem check', () => {
     ['tool call parents', 'UPDATE tool_calls SET model_call_id = 424242 WHERE id = 1', /model call row was lost/],
     [
       'AI provider correlation',
-      "INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, status_code) VALUES (99999, 'bbbbbbbbbbbb', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)",
+      // An exchange the recorder read as a model call (it carries a trace) whose model_calls row was lost.
+      "INSERT INTO net_events (seq, event_id, trace_id, timestamp, domain, decision, method, path, status_code) VALUES (99999, 'bbbbbbbbbbbb', 'lost', 't', 'api.openai.com', 'allowed', 'POST', '/v1/chat/completions', 200)",
       /stream parsing may have failed/,
     ],
     ['NULL model', 'UPDATE model_calls SET model = NULL WHERE id = 1', /request body > SSE stream > response JSON > URL path/],
@@ -104,7 +105,7 @@ describe('capsem check', () => {
     const report = checkSessionDb(
       withDefect(`
       UPDATE model_calls SET input_tokens = NULL, output_tokens = NULL, stream = 1, usage_details = '{"usage":"unreported"}' WHERE id IN (1, 2);
-      INSERT INTO net_events (seq, event_id, timestamp, domain, decision, method, path, error_kind) VALUES (99998, 'dddddddddddd', 't', 'api.anthropic.com', 'allowed', 'POST', '/v1/messages', 'client_canceled')`),
+      INSERT INTO net_events (seq, event_id, trace_id, timestamp, domain, decision, method, path, error_kind) VALUES (99998, 'dddddddddddd', 'asked', 't', 'api.anthropic.com', 'allowed', 'POST', '/v1/messages', 'client_canceled')`),
     );
     expect(report.findings).toEqual([]);
     expect(report.notes).toEqual([

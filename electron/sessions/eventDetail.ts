@@ -1,11 +1,22 @@
 import type { Body, EventDetail, Frame, TableKind } from '../contract/appContract.ts';
-import { CallFailure } from './callFailure.ts';
 import { bodyText, BodyTextCache } from './bodyText.ts';
 import { TABLE_SPECS } from './eventTable.ts';
-import type { OpenSession } from '../sessions/sessionStores.ts';
+import type { OpenSession } from './sessionStores.ts';
 
 // events.detail and events.body: one row whole, its headers, its bodies decoded, and the links
 // between a model call, the HTTP exchange that carried it and the tools it asked for.
+
+/** A detail the session cannot give: no such row or body, or a body that is not text; each transport words it as its own error. */
+export class EventReadError extends Error {
+  override name = 'EventReadError';
+
+  constructor(
+    readonly code: 'unknown_event' | 'binary_body',
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** The part of a body a detail pane gets at once; the rest comes through events.body. */
 export const PREVIEW_CHARS = 256 * 1024;
@@ -60,7 +71,7 @@ export class EventDetails {
     const row = session.tables().has(spec.table)
       ? (session.store.db.prepare(`SELECT * FROM ${spec.table} WHERE ${spec.seq} = ?`).get(seq) as Row | undefined)
       : undefined;
-    if (!row) throw new CallFailure('unknown_event', `session ${session.store.sessionId} has no ${kind} row with seq ${seq}`);
+    if (!row) throw new EventReadError('unknown_event', `session ${session.store.sessionId} has no ${kind} row with seq ${seq}`);
     return row;
   }
 
@@ -187,10 +198,10 @@ export class EventDetails {
     length: number,
   ): Promise<{ text: string; offset: number; total: number }> {
     const blob = this.blobs(session, this.exchangeOf(session, eventId)).find((b) => b.direction === direction);
-    if (!blob) throw new CallFailure('unknown_event', `no stored ${direction} body for event ${eventId}`);
+    if (!blob) throw new EventReadError('unknown_event', `no stored ${direction} body for event ${eventId}`);
     const { text } = await this.text(session, blob);
     if (text === null)
-      throw new CallFailure('binary_body', `the ${direction} body of event ${eventId} is binary; export the session to get its bytes`);
+      throw new EventReadError('binary_body', `the ${direction} body of event ${eventId} is binary; export the session to get its bytes`);
     const start = Math.min(offset, text.length);
     return { text: text.slice(start, start + length), offset: start, total: text.length };
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mcpWireCalls } from '../../../electron/store/mcpWireCalls.ts';
+import { mcpWireCalls } from '../../../electron/sessions/foreignDatabases.ts';
 
 const rpc = (id: number, method: string, name?: string): Record<string, unknown> => ({
   jsonrpc: '2.0',
