@@ -1,52 +1,38 @@
 import { capsemHome } from '../store/paths.ts';
-import { apiCommand } from './apiCommand.ts';
-import { checkCommand } from './checkCommand.ts';
 import { commandOutput, OutputGone } from './commandOutput.ts';
 import { HelpRequested, UsageError, type CliContext, type Command } from './context.ts';
-import { devCommand } from './devCommand.ts';
-import { doctorCommand } from './doctorCommand.ts';
-import { exportCommand } from './exportCommand.ts';
-import { importCommand } from './importCommand.ts';
-import { keysCommand } from './keysCommand.ts';
-import { listCommand } from './listCommand.ts';
-import { ownerCommand } from './ownerCommand.ts';
-import { recordCommand } from './recordCommand.ts';
-import { renameCommand } from './renameCommand.ts';
-import { resumeCommand } from './resumeCommand.ts';
-import { runCommand } from './runCommand.ts';
-import { shellCommand } from './shellCommand.ts';
-import { sqlCommand } from './sqlCommand.ts';
-import { stopCommand } from './stopCommand.ts';
-import { vacuumCommand } from './vacuumCommand.ts';
 
-const COMMANDS: readonly Command[] = [
-  runCommand,
-  shellCommand,
-  resumeCommand,
-  stopCommand,
-  renameCommand,
-  listCommand,
-  checkCommand,
-  sqlCommand,
-  exportCommand,
-  importCommand,
-  vacuumCommand,
-  recordCommand,
-  keysCommand,
-  ownerCommand,
-  doctorCommand,
-  apiCommand,
-  devCommand,
-];
+// Each command's module is loaded when it runs: `capsem list` loads the session store, not the VM,
+// proxy and archive code too (a CLI start took 2 s when every command was imported up front).
+const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  run: async () => (await import('./runCommand.ts')).runCommand,
+  shell: async () => (await import('./shellCommand.ts')).shellCommand,
+  resume: async () => (await import('./resumeCommand.ts')).resumeCommand,
+  stop: async () => (await import('./stopCommand.ts')).stopCommand,
+  rename: async () => (await import('./renameCommand.ts')).renameCommand,
+  list: async () => (await import('./listCommand.ts')).listCommand,
+  check: async () => (await import('./checkCommand.ts')).checkCommand,
+  sql: async () => (await import('./sqlCommand.ts')).sqlCommand,
+  export: async () => (await import('./exportCommand.ts')).exportCommand,
+  import: async () => (await import('./importCommand.ts')).importCommand,
+  vacuum: async () => (await import('./vacuumCommand.ts')).vacuumCommand,
+  record: async () => (await import('./recordCommand.ts')).recordCommand,
+  keys: async () => (await import('./keysCommand.ts')).keysCommand,
+  owner: async () => (await import('./ownerCommand.ts')).ownerCommand,
+  doctor: async () => (await import('./doctorCommand.ts')).doctorCommand,
+  api: async () => (await import('./apiCommand.ts')).apiCommand,
+  dev: async () => (await import('./devCommand.ts')).devCommand,
+};
 
-function overview(): string {
-  const width = COMMANDS.reduce((widest, c) => Math.max(widest, c.name.length), 0);
+async function overview(): Promise<string> {
+  const commands = await Promise.all(Object.values(COMMANDS).map((load) => load()));
+  const width = commands.reduce((widest, c) => Math.max(widest, c.name.length), 0);
   return [
     'capsem: run AI coding agents in a local VM and record everything they do',
     '',
     'Usage: capsem <command> [options]',
     '',
-    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     'Every command honours CAPSEM_HOME (default ~/.capsem) and has --help.',
     'Sessions are named by id or display name; a name is resolved to its id once, here.',
@@ -57,10 +43,11 @@ function overview(): string {
 export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    ctx.out(overview());
+    ctx.out(await overview());
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS.find((c) => c.name === name);
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  const command = load ? await load() : undefined;
   try {
     if (!command) throw new UsageError(`unknown command "${name}" (run capsem --help for the list)`);
     return await command.run(ctx, rest);
