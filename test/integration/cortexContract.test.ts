@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { EMPTY_BODY, type Exchange } from '../../electron/proxy/exchange.ts';
-import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { call } from '../helpers/apiClient.ts';
 import {
   decode,
@@ -200,7 +200,7 @@ describe('the routes the client calls besides the events', () => {
 describe('failed exchanges and rows another tool wrote', () => {
   it('decodes in a session page as GetSession asks for it (no view): error.code a string, whole numbers, RFC 3339 times, object schemas', async () => {
     const session = await liveSession(home, 'odd-rows');
-    const recorder = new ExchangeRecorder(session.writer, 1 << 20);
+    const recorder = new SessionRecorder(session.writer, 1 << 20);
     await recorder.record(
       postTo(
         'api.anthropic.com',
@@ -265,7 +265,7 @@ describe('a live session with MCP traffic', () => {
     let stream = '';
     res.on('data', (chunk: string) => (stream += chunk));
     const frames = (): string[] => readSse(stream).data;
-    const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+    const recorder = new SessionRecorder(live.writer, 1 << 20);
     const toolCall = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'retry budget' } } };
     await recorder.record(
       mcpExchange(
