@@ -60,8 +60,9 @@ const FOLDER_DIRECTIONS = {
 const DIRECTION_EXCEPTIONS = {
   // An export is stamped with the version owner.info reports.
   archive: ['owner/capsemVersion.ts'],
-  // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
-  api: ['proxy/policy.ts'],
+  // GET /v1/pipeline describes the policy in use, read as the proxy reads it, and the recording
+  // pipeline's steps, read off the list the recorder runs.
+  api: ['proxy/policy.ts', 'recording/pipeline.ts'],
   // Browser mode serves CAPSEM_HOME's owner alone, checked as the API checks it.
   app: ['api/loopbackListener.ts'],
   // A session names the process that records it as the owner lock names its holder: pid and start time.

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { EMPTY_BODY, type Exchange } from '../../electron/proxy/exchange.ts';
+import { RECORDING_PIPELINE } from '../../electron/recording/pipeline.ts';
 import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { call } from '../helpers/apiClient.ts';
 import {
@@ -191,9 +192,9 @@ describe('the routes the client calls besides the events', () => {
 
   it('GetPipeline and GetPluginCatalog decode /v1/pipeline and /v1/plugins', async () => {
     const pipeline = decode(pipelineView, (await call(api.url, '/v1/pipeline')).json());
-    expect(pipeline.outbound.map((p) => p.position)).toEqual([1, 2, 3]);
+    expect(pipeline.outbound.map((p) => [p.position, p.name])).toEqual(RECORDING_PIPELINE.map((step, index) => [index + 1, step.name]));
     const { plugins } = decode(pluginCatalog, (await call(api.url, '/v1/plugins')).json());
-    expect(plugins.map((p) => p.direction)).toEqual(['outbound', 'outbound', 'outbound']);
+    expect(plugins.map((p) => [p.name, p.direction])).toEqual(RECORDING_PIPELINE.map((step) => [step.name, 'outbound']));
   });
 });
 
