@@ -339,7 +339,7 @@ describe('a live session with MCP traffic', () => {
       client: { name: 'claude-code', version: '2.0.14', raw: 'claude-cli/2.0.14 (external, cli)' },
       direction: 'outbound',
     });
-    expect(events[0]!.invocations!.outbound!.map((i) => `${i.plugin}:${i.action}`)).toEqual(['policy:allow', 'recorder:observe']);
+    expect(events[0]!.invocations!.outbound!.map((i) => `${i.plugin}:${i.action}`)).toEqual(['policy:allow', 'exchange:observe']);
     expect(events[7]).not.toHaveProperty('direction');
   });
 });
