@@ -45,7 +45,9 @@ const FOLDER_DIRECTIONS = {
   api: ['sessions', 'credentials', 'store', 'contract'],
   owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'contract'],
   archive: ['sessions', 'store', 'telemetry', 'contract'],
-  dev: ['store', 'telemetry', 'contract'],
+  // The seeder makes sessions as the recorder does, through recording/'s pipeline, from exchanges
+  // shaped as proxy/ hands them over; nothing below imports dev/, so the directions stay acyclic.
+  dev: ['recording', 'proxy', 'store', 'telemetry', 'contract'],
   vm: ['recording', 'proxy', 'credentials', 'store', 'contract'],
   recording: ['proxy', 'credentials', 'store', 'telemetry', 'contract'],
   proxy: ['credentials', 'store', 'telemetry', 'contract'],
