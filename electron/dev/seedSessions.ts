@@ -296,21 +296,11 @@ class SessionScript {
   }
 
   /**
-   * The agent calling the MCP tool the model asked for: the server named by an initialize first,
-   * then the tools/call. Every third server answers with a bare string result, as some do. Takes
-   * nothing from the rng, so the rest of the script is unchanged.
+   * The agent calling the MCP tool the model asked for. Every third server answers with a bare
+   * string result, as some do. Takes nothing from the rng, so the rest of the script is unchanged.
    */
   private mcpCall(args: string): void {
     const id = ++this.mcpCalls;
-    if (id === 1)
-      this.mcpExchange(
-        { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {} } },
-        {
-          jsonrpc: '2.0',
-          id: 0,
-          result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'capsem', version: '1.0.0' } },
-        },
-      );
     this.mcpExchange(
       { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown } },
       { jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } },
