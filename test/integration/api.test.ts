@@ -10,7 +10,8 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { modelExchange } from '../helpers/modelExchange.ts';
+import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -94,7 +95,6 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
 
   it('sends title from the first prompt, totalTokens with cache tokens, procs, lastRequestAt and promptContext; active is the newest session alone', async () => {
     const live = await liveSession(home, null);
-    const w = live.writer;
     const turn = (
       at: string,
       pid: number,
@@ -102,18 +102,12 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
       messages: number,
       usage: { input: number; output: number; cacheRead: number; cacheWrite: number },
     ): void => {
-      const exchange = w.append('net_events', {
-        timestamp: at,
-        domain: 'api.anthropic.com',
-        decision: 'allowed',
-        method: 'POST',
-        path: '/v1/messages',
-        status_code: 200,
-        pid,
-      })!;
+      // The prompt first, then the history that makes the conversation `messages` long, its system prompt counted.
+      const history = Array.from({ length: messages - 2 }, (_, i) => ({ role: i % 2 === 0 ? 'assistant' : 'user', content: `turn ${i}` }));
       const request = {
         model: 'claude',
         system: 'you are terse',
+        tools: ['Read', 'Edit', 'Bash'].map((name) => ({ name, description: name, input_schema: { type: 'object' } })),
         messages: [
           {
             role: 'user',
@@ -122,36 +116,36 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
               { type: 'text', text: prompt },
             ],
           },
+          ...history,
         ],
       };
-      w.append('event_body_blobs', {
-        event_id: exchange.eventId!,
-        source_table: 'net_events',
-        direction: 'request',
-        original_bytes: 1,
-        stored_bytes: 1,
-        created_at: at,
-        body: body(request),
-      });
-      w.append('model_calls', {
-        timestamp: at,
-        provider: 'anthropic',
-        method: 'POST',
-        path: '/v1/messages',
-        net_event_id: exchange.eventId!,
-        messages_count: messages,
-        tools_count: 3,
-        input_tokens: usage.input,
-        output_tokens: usage.output,
-        usage_details: JSON.stringify({ cache_read: usage.cacheRead, cache_write: usage.cacheWrite }),
+      const answer = {
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude',
+        content: [{ type: 'text', text: 'done' }],
+        stop_reason: 'end_turn',
+        usage: {
+          input_tokens: usage.input,
+          output_tokens: usage.output,
+          cache_read_input_tokens: usage.cacheRead,
+          cache_creation_input_tokens: usage.cacheWrite,
+        },
+      };
+      void live.recorder.record({
+        ...modelExchange('api.anthropic.com', '/v1/messages', body(request), body(answer)),
+        startedAt: new Date(at),
+        pid,
       });
     };
     const long = `Port the retry budget\nto the new client ${'and keep every test green '.repeat(5)}`;
     turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
     turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
     turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
-    w.append('fs_events', { timestamp: '2030-01-01T00:00:09.000Z', action: 'created', path: 'notes.md' });
-    await w.flush();
+    recordFileChange(live, 'notes.md', { ts_ms: Date.parse('2030-01-01T00:00:09.000Z') });
+    await live.recorder.settled();
+    await live.writer.flush();
     const row = (await rows()).find((r) => r.id === live.id)!;
     expect(row.title).toBe(`Port the retry budget to the new client ${'and keep every test green '.repeat(5)}`.slice(0, 80).trimEnd());
     expect(row.totalTokens).toBe(1330 + 2012 + 2);
@@ -168,7 +162,7 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
 
   it('leaves title and the read figures out of a session with no prompt', async () => {
     const live = await liveSession(home, null);
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'a' });
+    recordFileChange(live, 'a');
     await live.writer.flush();
     const row = (await rows()).find((r) => r.id === live.id)!;
     for (const key of ['title', 'totalTokens', 'procs', 'lastRequestAt', 'promptContext']) expect(row, key).not.toHaveProperty(key);

@@ -17,7 +17,7 @@ import {
   sessionList,
   type DecodedEvent,
 } from '../helpers/cortexClient.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Every route agentop's apiclient calls (ListSessions, GetSession, GetPipeline, GetPluginCatalog,
@@ -293,7 +293,7 @@ describe('a live session with MCP traffic', () => {
       pid: 7,
       duration_ms: 2,
     });
-    live.writer.append('fs_events', { timestamp: now(), action: 'modified', path: 'notes.md', size: 3 });
+    recordFileChange(live, 'notes.md', { action: 'modified', size: 3 });
     await live.writer.flush();
     // The feed finds a new session on its next round, which a loaded machine delays.
     const deadline = Date.now() + 25_000;
