@@ -38,7 +38,12 @@ export const RECORDING_PIPELINE: readonly RecordingStep[] = [
 /** The exchange steps, in list order. */
 export const EXCHANGE_STEPS: readonly ExchangeStep[] = RECORDING_PIPELINE.filter((s): s is ExchangeStep => s.handles === 'exchange');
 
-/** The steps that handle one kind of event besides exchanges, in list order. */
-export function stepsFor<K extends Exclude<EventKind, 'exchange'>>(kind: K): readonly EventStep<K>[] {
-  return RECORDING_PIPELINE.filter((s) => s.handles === kind) as unknown as readonly EventStep<K>[];
+type OtherKind = Exclude<EventKind, 'exchange'>;
+const byKind = new Map<OtherKind, readonly RecordingStep[]>();
+
+/** The steps that handle one kind of event besides exchanges, in list order (a frame passes often: looked up once). */
+export function stepsFor<K extends OtherKind>(kind: K): readonly EventStep<K>[] {
+  let steps = byKind.get(kind);
+  if (!steps) byKind.set(kind, (steps = RECORDING_PIPELINE.filter((s) => s.handles === kind)));
+  return steps as unknown as readonly EventStep<K>[];
 }
