@@ -8,9 +8,9 @@ import { mcpCalls } from './steps/mcpCalls.ts';
 import { modelCalls } from './steps/modelCalls.ts';
 import { policyDecision } from './steps/policyDecision.ts';
 import type { EventKind, EventStep, ExchangeStep, RecordingStep } from './steps/step.ts';
+import { webSocketFrames } from './steps/webSocketFrames.ts';
 
 export type { PolicyInUse, RecordingStep, StepAction } from './steps/step.ts';
-import { webSocketFrames } from './steps/webSocketFrames.ts';
 
 // The recording, listed once, as mitmproxy lists its addons: every step a session's events pass
 // through, in the order they run. The recorder (sessionRecorder.ts) runs this list and nothing
