@@ -62,10 +62,13 @@ const FOLDER_DIRECTIONS = {
     'contract',
   ],
   app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
-  api: ['sessions', 'credentials', 'store', 'platform', 'contract'],
+  // GET /v1/pipeline reads the recording pipeline's steps off the list the recorder runs.
+  api: ['sessions', 'recording', 'credentials', 'store', 'platform', 'contract'],
   owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
   archive: ['sessions', 'store', 'telemetry', 'platform', 'contract'],
-  dev: ['store', 'telemetry', 'platform', 'contract'],
+  // The seeder makes sessions as the recorder does, through recording/'s pipeline, from exchanges
+  // shaped as proxy/ hands them over; nothing below imports dev/, so the directions stay acyclic.
+  dev: ['recording', 'proxy', 'store', 'telemetry', 'platform', 'contract'],
   vm: ['recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
   recording: ['proxy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   proxy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],

@@ -84,9 +84,12 @@ export interface Mcp {
 
 export type InvocationAction = 'allow' | 'deny' | 'skip' | 'modify' | 'observe';
 
-/** One step of the recording pipeline on an exchange: the policy, the credential broker, the recorder. */
+/**
+ * One step of the recording pipeline on an exchange, named as /v1/pipeline names it: the policy,
+ * the credential broker, the step that records the exchange.
+ */
 export interface Invocation {
-  plugin: 'policy' | 'credential' | 'recorder';
+  plugin: 'policy' | 'credential' | 'exchange';
   action: InvocationAction;
   reason?: string;
 }

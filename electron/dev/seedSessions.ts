@@ -1,16 +1,19 @@
-import { createHash } from 'node:crypto';
 import { openMainDb } from '../store/mainDb.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
-import { detectModelApi, requestView } from '../telemetry/providers/index.ts';
-import { promptOf } from '../telemetry/requestView.ts';
+import { DEFAULT_BODY_CAP, EMPTY_BODY, type Exchange } from '../proxy/exchange.ts';
+import { SessionRecorder } from '../recording/sessionRecorder.ts';
+import { modelAnswerWire, type SeedToolCall } from './modelWire.ts';
 
 // Realistic sessions for tests, benchmarks and demos: agent turns that call a model, run tools
 // and send the results back, MCP calls, ordinary HTTPS, a denied request, file edits and full
-// bodies. Deterministic for a given seed, so a test can assert on what it generated.
+// bodies. Made as a recorded session is: synthetic exchanges in each provider's wire format, fed
+// through the recording pipeline (recording/pipeline.ts), so a seeded session cannot drift from a
+// recorded one. Deterministic for a given seed (its content; trace and event ids are the
+// recorder's own), so a test can assert on what it generated.
 
 export interface SeedOptions {
   readonly sessions: number;
@@ -34,8 +37,6 @@ const PROVIDERS = [
     model: 'claude-sonnet-4-20250514',
     stopTool: 'tool_use',
     stopEnd: 'end_turn',
-    inPerM: 3,
-    outPerM: 15,
   },
   {
     provider: 'openai',
@@ -44,8 +45,6 @@ const PROVIDERS = [
     model: 'gpt-4o',
     stopTool: 'tool_calls',
     stopEnd: 'stop',
-    inPerM: 2.5,
-    outPerM: 10,
   },
   {
     provider: 'google',
@@ -54,10 +53,8 @@ const PROVIDERS = [
     model: 'gemini-2.5-pro',
     stopTool: 'STOP',
     stopEnd: 'STOP',
-    inPerM: 1.25,
-    outPerM: 10,
   },
-  { provider: 'ollama', host: 'localhost', path: '/api/chat', model: 'qwen3:8b', stopTool: 'stop', stopEnd: 'stop', inPerM: 0, outPerM: 0 },
+  { provider: 'ollama', host: 'localhost', path: '/api/chat', model: 'qwen3:8b', stopTool: 'stop', stopEnd: 'stop' },
 ] as const;
 
 const TOOLS = [
@@ -120,18 +117,21 @@ export function prose(rng: Rng, bytes: number): string {
   return parts.join(' ').slice(0, bytes);
 }
 
-function sha256(data: Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
-}
-
 const DECLARED_TOOLS = TOOLS.map((t) => ({
   name: t.name,
   description: `The ${t.name} tool`,
   schema: { type: 'object', properties: { command: { type: 'string' } } },
 }));
 
-/** A request body in the provider's own wire shape, carrying the previous round's tool results. */
-function requestBody(provider: string, model: string, prompt: string, results: readonly { callId: string; content: string }[]): unknown {
+/** A round of the conversation the agent re-sends: the model's answer and the results of the tools it asked for. */
+interface Round {
+  readonly text: string;
+  readonly tools: readonly SeedToolCall[];
+  readonly results: readonly { readonly callId: string; readonly name: string; readonly content: string }[];
+}
+
+/** A request body in the provider's own wire shape: the prompt, then every round so far, as an agent re-sends its conversation. */
+function requestBody(provider: string, model: string, prompt: string, rounds: readonly Round[]): unknown {
   switch (provider) {
     case 'anthropic':
       return {
@@ -142,9 +142,16 @@ function requestBody(provider: string, model: string, prompt: string, results: r
         tools: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema })),
         messages: [
           { role: 'user', content: prompt },
-          ...(results.length
-            ? [{ role: 'user', content: results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: r.content })) }]
-            : []),
+          ...rounds.flatMap((r) => [
+            {
+              role: 'assistant',
+              content: [
+                { type: 'text', text: r.text },
+                ...r.tools.map((t) => ({ type: 'tool_use', id: t.id, name: t.name, input: JSON.parse(t.args) as unknown })),
+              ],
+            },
+            { role: 'user', content: r.results.map((x) => ({ type: 'tool_result', tool_use_id: x.callId, content: x.content })) },
+          ]),
         ],
       };
     case 'google':
@@ -153,13 +160,22 @@ function requestBody(provider: string, model: string, prompt: string, results: r
         tools: [{ functionDeclarations: DECLARED_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.schema })) }],
         contents: [
           { role: 'user', parts: [{ text: prompt }] },
-          ...results.map((r) => ({
-            role: 'user',
-            parts: [{ functionResponse: { id: r.callId, name: 'Bash', response: { output: r.content } } }],
-          })),
+          ...rounds.flatMap((r) => [
+            {
+              role: 'model',
+              parts: [
+                { text: r.text },
+                ...r.tools.map((t) => ({ functionCall: { id: t.id, name: t.name, args: JSON.parse(t.args) as unknown } })),
+              ],
+            },
+            {
+              role: 'user',
+              parts: r.results.map((x) => ({ functionResponse: { id: x.callId, name: x.name, response: { output: x.content } } })),
+            },
+          ]),
         ],
       };
-    default:
+    case 'ollama':
       return {
         model,
         stream: true,
@@ -170,21 +186,85 @@ function requestBody(provider: string, model: string, prompt: string, results: r
         messages: [
           { role: 'system', content: 'You are a coding agent.' },
           { role: 'user', content: prompt },
-          ...results.map((r) => ({ role: 'tool', tool_call_id: r.callId, content: r.content })),
+          ...rounds.flatMap((r) => [
+            {
+              role: 'assistant',
+              content: r.text,
+              tool_calls: r.tools.map((t) => ({ function: { name: t.name, arguments: JSON.parse(t.args) as unknown } })),
+            },
+            ...r.results.map((x) => ({ role: 'tool', tool_name: x.name, content: x.content })),
+          ]),
+        ],
+      };
+    default:
+      return {
+        model,
+        stream: true,
+        stream_options: { include_usage: true },
+        tools: DECLARED_TOOLS.map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.schema },
+        })),
+        messages: [
+          { role: 'system', content: 'You are a coding agent.' },
+          { role: 'user', content: prompt },
+          ...rounds.flatMap((r) => [
+            {
+              role: 'assistant',
+              content: r.text,
+              tool_calls: r.tools.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.args } })),
+            },
+            ...r.results.map((x) => ({ role: 'tool', tool_call_id: x.callId, content: x.content })),
+          ]),
         ],
       };
   }
 }
 
 const SEED_USER_AGENT = 'claude-cli/2.0.14 (external, cli)';
+const AGENT = { processName: 'claude', pid: 412 } as const;
 
+const body = (text: string): Exchange['requestBody'] => {
+  const bytes = Buffer.from(text);
+  return { bytes, total: bytes.length, truncated: false };
+};
+
+/** An exchange as the proxy hands it to the recorder once it has ended; `fields` say what differs from an allowed HTTPS request by the agent. */
+function seedExchange(fields: Partial<Exchange> & Pick<Exchange, 'startedAt' | 'host' | 'method' | 'path'>): Exchange {
+  return {
+    port: 443,
+    scheme: 'https',
+    kind: 'request',
+    query: null,
+    requestHeaders: { host: fields.host, 'user-agent': SEED_USER_AGENT },
+    responseHeaders: null,
+    status: 200,
+    requestBody: EMPTY_BODY,
+    responseBody: EMPTY_BODY,
+    durationMs: 1,
+    ttfbMs: null,
+    decision: 'allowed',
+    matchedRule: 'default.allow-public',
+    processName: AGENT.processName,
+    pid: AGENT.pid,
+    error: null,
+    eventId: null,
+    parseError: null,
+    ...fields,
+  };
+}
+
+/**
+ * One session's script: what an agent does, as synthetic exchanges (request and response heads and
+ * bodies in each provider's real wire format), file changes and lookups, fed through the recording
+ * pipeline as a recorded session's are, so a seeded session is what a recorded one would be.
+ */
 class SessionScript {
   private clock: number;
-  private turnsLeftInTrace = 0;
-  private traceId = '';
+  private mcpCalls = 0;
 
   constructor(
-    private readonly writer: SessionWriter,
+    private readonly recorder: SessionRecorder,
     private readonly rng: Rng,
     start: number,
     private readonly bodyBytes: number,
@@ -192,277 +272,142 @@ class SessionScript {
     this.clock = start;
   }
 
-  private at(stepMs: number): string {
+  private at(stepMs: number): Date {
     this.clock += stepMs;
-    return new Date(this.clock).toISOString();
+    return new Date(this.clock);
   }
 
-  private body(eventId: string, sourceTable: string, direction: 'request' | 'response', text: string): void {
-    const bytes = Buffer.from(text);
-    this.writer.append('event_body_blobs', {
-      event_id: eventId,
-      source_table: sourceTable,
-      direction,
-      content_type: 'application/json',
-      original_bytes: bytes.byteLength,
-      stored_bytes: bytes.byteLength,
-      truncated: 0,
-      body_hash: sha256(bytes),
-      body: bytes,
-      created_at: new Date(this.clock).toISOString(),
-    });
+  /** A JSON-RPC exchange with the session's MCP server. */
+  private mcpExchange(request: unknown, response: unknown): void {
+    void this.recorder.record(
+      seedExchange({
+        startedAt: new Date(this.clock),
+        host: 'mcp.capsem.dev',
+        method: 'POST',
+        path: '/mcp',
+        requestHeaders: { host: 'mcp.capsem.dev', 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT },
+        responseHeaders: { 'content-type': 'application/json' },
+        requestBody: body(JSON.stringify(request)),
+        responseBody: body(JSON.stringify(response)),
+        durationMs: 40,
+        ttfbMs: 20,
+      }),
+    );
   }
-
-  private mcpCalls = 0;
 
   /**
-   * The agent calling the MCP tool the model asked for, as the recorder writes it: the exchange
-   * with its JSON-RPC bodies, then the call under origin mcp. Every third server answers with a
-   * bare string result, as some do. Takes nothing from the rng, so the rest of the script is unchanged.
+   * The agent calling the MCP tool the model asked for. Every third server answers with a bare
+   * string result, as some do. Takes nothing from the rng, so the rest of the script is unchanged.
    */
-  private mcpExchange(trace: { trace_id: string; turn_id: string }, args: string): void {
+  private mcpCall(args: string): void {
     const id = ++this.mcpCalls;
-    const at = new Date(this.clock).toISOString();
-    const request = JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown },
-    });
-    const response = JSON.stringify({ jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } });
-    const net = this.writer.append('net_events', {
-      timestamp: at,
-      domain: 'mcp.capsem.dev',
-      port: 443,
-      decision: 'allowed',
-      process_name: 'claude',
-      pid: 412,
-      method: 'POST',
-      path: '/mcp',
-      status_code: 200,
-      bytes_sent: request.length,
-      bytes_received: response.length,
-      duration_ms: 40,
-      ttfb_ms: 20,
-      matched_rule: 'default.allow-public',
-      request_headers: JSON.stringify({ 'content-type': 'application/json', 'user-agent': SEED_USER_AGENT }),
-      response_headers: JSON.stringify({ 'content-type': 'application/json' }),
-      request_body_preview: request.slice(0, 256),
-      response_body_preview: response.slice(0, 256),
-    })!;
-    this.body(net.eventId!, 'net_events', 'request', request);
-    this.body(net.eventId!, 'net_events', 'response', response);
-    const call = this.writer.append('tool_calls', {
-      ...trace,
-      timestamp: at,
-      model_call_id: null,
-      provider: 'mcp',
-      status: 'responded',
-      call_index: 0,
-      call_id: `mcp-${net.eventId}-${id}`,
-      tool_name: 'snapshots_create',
-      arguments: args,
-      response_preview: 'ok',
-      origin: 'mcp',
-      server_name: 'capsem',
-      method: 'tools/call',
-      request_id: String(id),
-      decision: 'allowed',
-      duration_ms: 40,
-      process_name: 'claude',
-      bytes_sent: request.length,
-      bytes_received: response.length,
-    })!;
-    this.writer.append('security_rule_events', {
-      event_id: call.eventId!,
-      ...trace,
-      timestamp: at,
-      timestamp_unix_ms: this.clock,
-      event_type: 'mcp.tool_call',
-      rule_id: 'default.mcp-allow',
-      rule_action: 'allow',
-      detection_level: 'none',
-      event_json: JSON.stringify({ method: 'tools/call', id: String(id), params: { name: 'snapshots_create' } }),
-    });
+    this.mcpExchange(
+      { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'snapshots_create', arguments: JSON.parse(args) as unknown } },
+      { jsonrpc: '2.0', id, result: id % 3 === 0 ? 'ok' : { content: [{ type: 'text', text: 'ok' }] } },
+    );
   }
 
-  /** One user-visible turn: model calls that request tools, the tools' results, a final answer. */
+  /** One user-visible turn: model calls that request tools, the tools' results sent back, a final answer. */
   turn(provider: (typeof PROVIDERS)[number]): number {
-    if (this.turnsLeftInTrace <= 0) {
-      this.traceId = this.rng.hex(16);
-      this.turnsLeftInTrace = this.rng.int(1, 3);
-    }
-    this.turnsLeftInTrace -= 1;
-    const turnId = this.rng.hex(16);
-    const trace = { trace_id: this.traceId, turn_id: turnId };
     let events = 0;
-    let pendingResults: { callId: string; content: string }[] = [];
+    const prompt = prose(this.rng, this.bodyBytes / 2);
+    const history: Round[] = [];
     const rounds = this.rng.int(1, 3);
+    const local = provider.host === 'localhost';
     for (let round = 0; round <= rounds; round++) {
       const final = round === rounds;
-      const body = requestBody(provider.provider, provider.model, prose(this.rng, this.bodyBytes / 2), pendingResults);
-      const request = JSON.stringify(body);
-      const asked = requestView(provider.provider, provider.path, body);
+      const request = JSON.stringify(requestBody(provider.provider, provider.model, prompt, history));
       const toolCount = final ? 0 : this.rng.int(1, 3);
       const text = prose(this.rng, 200);
-      const response = JSON.stringify({ id: `msg_${this.rng.hex(20)}`, content: text, padding: prose(this.rng, this.bodyBytes / 2) });
       const inTok = this.rng.int(800, 30_000);
       const outTok = this.rng.int(50, 2_000);
       const durationMs = this.rng.int(400, 9_000);
-      const startedAt = this.at(50);
-      const net = this.writer.append('net_events', {
-        ...trace,
-        timestamp: startedAt,
-        domain: provider.host,
-        port: provider.host === 'localhost' ? 11434 : 443,
-        decision: 'allowed',
-        process_name: 'claude',
-        pid: 412,
-        method: 'POST',
-        path: provider.path,
-        status_code: 200,
-        bytes_sent: request.length,
-        bytes_received: response.length,
-        duration_ms: durationMs,
-        ttfb_ms: Math.min(durationMs, 350),
-        matched_rule: 'default.allow-public',
-        request_headers: JSON.stringify({
-          'content-type': 'application/json',
-          'user-agent': SEED_USER_AGENT,
-          'x-api-key': `sha256:${this.rng.hex(16)}`,
-        }),
-        response_headers: JSON.stringify({ 'content-type': 'text/event-stream' }),
-        request_body_preview: request.slice(0, 256),
-        response_body_preview: response.slice(0, 256),
-      })!;
-      this.body(net.eventId!, 'net_events', 'request', request);
-      this.body(net.eventId!, 'net_events', 'response', response);
-      const call = this.writer.append('model_calls', {
-        ...trace,
-        net_event_id: net.eventId,
-        host: provider.host === 'localhost' ? 'localhost:11434' : provider.host,
-        timestamp: startedAt,
-        provider: provider.provider,
-        model: provider.model,
-        process_name: 'claude',
-        pid: 412,
-        method: 'POST',
-        path: provider.path,
-        stream: 1,
-        messages_count: asked.messages.length,
-        tools_count: asked.tools.length,
-        request_bytes: request.length,
-        request_body_preview: request.slice(0, 256),
-        message_id: `msg_${this.rng.hex(20)}`,
-        status_code: 200,
-        text_content: text,
-        thinking_content: final ? null : 'I should look at the code first.',
-        stop_reason: final ? provider.stopEnd : provider.stopTool,
-        input_tokens: inTok,
-        output_tokens: outTok,
-        duration_ms: durationMs,
-        response_bytes: response.length,
-        estimated_cost_usd: (inTok * provider.inPerM + outTok * provider.outPerM) / 1e6,
-        usage_details: JSON.stringify({
-          cache_read: this.rng.int(0, inTok),
-          cache_write: this.rng.int(0, 2000),
-          thinking: final ? 0 : this.rng.int(10, 300),
-        }),
-        // As the recorder records it: the wire format its body is written in.
-        wire: detectModelApi(provider.path)!.wire,
-      })!;
-      this.at(durationMs);
-      events += 2;
-      let itemIndex = 0;
-      const item = (
-        kind: 'request' | 'reasoning' | 'response' | 'tool_call' | 'tool_response',
-        fields: Record<string, string | null>,
-      ): void => {
-        this.writer.append('model_items', {
-          ...trace,
-          timestamp: new Date(this.clock).toISOString(),
-          model_call_id: call.id,
-          provider: provider.provider,
-          model: provider.model,
-          path: provider.path,
-          kind,
-          item_index: itemIndex++,
-          ...fields,
-        });
-      };
-      for (const result of pendingResults) {
-        this.writer.append('tool_responses', {
-          ...trace,
-          timestamp: new Date(this.clock).toISOString(),
-          model_call_id: call.id,
-          call_id: result.callId,
-          content_preview: result.content.slice(0, 256),
-          is_error: 0,
-        });
-        item('tool_response', { call_id: result.callId, content: result.content });
-        events += 1;
-      }
-      // As the recorder records it: the prompt, the last user message with text.
-      item('request', { content: promptOf(asked) });
-      if (!final) item('reasoning', { content: 'I should look at the code first.' });
-      item('response', { content: text });
-      pendingResults = [];
-      for (let i = 0; i < toolCount; i++) {
+      const tools = Array.from({ length: toolCount }, (): SeedToolCall & { mcp: boolean } => {
         const tool = this.rng.pick(TOOLS);
-        const callId = `toolu_${this.rng.hex(24)}`;
-        const args = JSON.stringify(tool.args(this.rng));
         const mcp = this.rng.next() < 0.15;
-        this.writer.append('tool_calls', {
-          ...trace,
-          timestamp: this.at(5),
-          model_call_id: call.id,
-          provider: provider.provider,
-          status: 'responded',
-          call_index: i,
-          call_id: callId,
-          tool_name: mcp ? 'snapshots_create' : tool.name,
-          arguments: args,
-          response_preview: 'ok',
-          origin: 'native',
-          decision: 'allowed',
-          duration_ms: this.rng.int(5, 3_000),
-          process_name: 'claude',
-          bytes_sent: args.length,
-          bytes_received: 120,
-        })!;
-        item('tool_call', { call_id: callId, tool_name: tool.name, arguments: args });
-        if (mcp) this.mcpExchange(trace, args);
+        return {
+          id: `toolu_${this.rng.hex(24)}`,
+          name: mcp ? 'snapshots_create' : tool.name,
+          args: JSON.stringify(tool.args(this.rng)),
+          mcp,
+        };
+      });
+      const answer = modelAnswerWire(provider.provider, {
+        model: provider.model,
+        messageId: `msg_${this.rng.hex(20)}`,
+        text,
+        thinking: final ? null : 'I should look at the code first.',
+        tools,
+        stop: final ? provider.stopEnd : provider.stopTool,
+        usage: { input: inTok, output: outTok, cacheRead: this.rng.int(0, inTok), cacheWrite: this.rng.int(0, 2000) },
+      });
+      void this.recorder.record(
+        seedExchange({
+          startedAt: this.at(50),
+          host: provider.host,
+          port: local ? 11434 : 443,
+          scheme: local ? 'http' : 'https',
+          method: 'POST',
+          path: provider.path,
+          query: provider.provider === 'google' ? 'alt=sse' : null,
+          requestHeaders: {
+            host: local ? 'localhost:11434' : provider.host,
+            'content-type': 'application/json',
+            'user-agent': SEED_USER_AGENT,
+            ...(local ? {} : { 'x-api-key': `seed-${this.rng.hex(16)}` }),
+          },
+          responseHeaders: { 'content-type': answer.contentType },
+          requestBody: body(request),
+          responseBody: body(answer.body),
+          durationMs,
+          ttfbMs: Math.min(durationMs, 350),
+        }),
+      );
+      this.at(durationMs);
+      events += 2 + toolCount;
+      const results: Round['results'][number][] = [];
+      for (const tool of tools) {
+        this.at(5);
+        if (tool.mcp) this.mcpCall(tool.args);
         if (tool.name === 'Edit' || tool.name === 'Bash') {
-          this.writer.append('fs_events', {
-            ...trace,
-            timestamp: this.at(20),
-            action: this.rng.pick(['created', 'modified', 'modified', 'deleted'] as const),
-            path: `src/${this.rng.pick(['main.ts', 'server.py', 'app.tsx', 'notes.md'])}`,
-            size: this.rng.int(100, 40_000),
+          this.recorder.event('fs', {
+            changes: [
+              {
+                action: this.rng.pick(['created', 'modified', 'modified', 'deleted'] as const),
+                path: `src/${this.rng.pick(['main.ts', 'server.py', 'app.tsx', 'notes.md'])}`,
+                size: this.rng.int(100, 40_000),
+                is_dir: false,
+                ts_ms: this.at(20).getTime(),
+              },
+            ],
           });
           events += 1;
         }
-        pendingResults.push({ callId, content: prose(this.rng, 300) });
+        results.push({ callId: tool.id, name: tool.name, content: prose(this.rng, 300) });
         events += 1;
       }
+      history.push({ text, tools, results });
     }
     if (this.rng.next() < 0.5) {
       const denied = this.rng.next() < 0.2;
-      // As the recorder writes it: only a model call's exchange carries the trace.
-      this.writer.append('net_events', {
-        timestamp: this.at(30),
-        domain: denied ? '169.254.169.254' : this.rng.pick(OTHER_HOSTS),
-        decision: denied ? 'denied' : 'allowed',
-        process_name: this.rng.pick(['git', 'curl', 'npm']),
-        pid: this.rng.int(500, 9000),
-        method: 'GET',
-        path: denied ? '/latest/meta-data/' : '/index.json',
-        status_code: denied ? 403 : 200,
-        bytes_sent: 0,
-        bytes_received: denied ? 64 : this.rng.int(500, 90_000),
-        duration_ms: this.rng.int(20, 800),
-        matched_rule: denied ? 'default.deny-link-local' : 'default.allow-public',
-      });
+      const host = denied ? '169.254.169.254' : this.rng.pick(OTHER_HOSTS);
+      const received = denied ? 64 : this.rng.int(500, 90_000);
+      void this.recorder.record(
+        seedExchange({
+          startedAt: this.at(30),
+          host,
+          method: 'GET',
+          path: denied ? '/latest/meta-data/' : '/index.json',
+          requestHeaders: { host, 'user-agent': SEED_USER_AGENT },
+          status: denied ? 403 : 200,
+          responseBody: { bytes: Buffer.alloc(0), total: received, truncated: true },
+          decision: denied ? 'denied' : 'allowed',
+          matchedRule: denied ? 'default.deny-link-local' : 'default.allow-public',
+          processName: this.rng.pick(['git', 'curl', 'npm']),
+          pid: this.rng.int(500, 9000),
+          durationMs: this.rng.int(20, 800),
+        }),
+      );
       events += 1;
     }
     return events;
@@ -498,12 +443,15 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
         }).catch((err: unknown) => {
           throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
         });
-        const script = new SessionScript(writer, rng, start, bodyBytes);
+        const recorder = new SessionRecorder(writer, DEFAULT_BODY_CAP);
+        const script = new SessionScript(recorder, rng, start, bodyBytes);
         let events = 0;
         while (events < options.events) {
           events += script.turn(rng.pick(PROVIDERS));
           if (writer.needsDrain) await writer.drained();
         }
+        await recorder.settled();
+        if (recorder.failures > 0) throw new Error(`the recorder lost ${recorder.failures} exchanges: ${recorder.lastFailure}`);
         await writer.close();
       } catch (err) {
         await writer?.close().catch(() => undefined);

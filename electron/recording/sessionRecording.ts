@@ -10,15 +10,13 @@ import { lossReport } from '../store/diskFailure.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
-import type { RowOf } from '../store/sessionSchema.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { DEFAULT_BODY_CAP, type ConnectionOrigin } from '../proxy/exchange.ts';
-import { ExchangeRecorder } from '../proxy/exchangeRecorder.ts';
 import { startMitmProxy, type ProxyHandle, type ProxyOptions } from '../proxy/mitmProxy.ts';
-import type { GuestLookup } from '../proxy/guestDns.ts';
 import { PolicyStore } from '../proxy/policy.ts';
 import { parseResolveMap } from '../proxy/resolveMap.ts';
+import { SessionRecorder } from './sessionRecorder.ts';
 
 // A session's recording, for a VM (vm/vmSession.ts) and for `capsem record`'s local command alike:
 // the session entered in main.db, its writer, the proxy in front of it, and at the end every row
@@ -63,6 +61,8 @@ export interface Recording {
   readonly session: SessionRecord;
   readonly proxy: ProxyHandle;
   readonly writer: SessionWriter;
+  /** Runs the recording pipeline on the session's events: the proxy's exchanges, and what the VM adds. */
+  readonly recorder: SessionRecorder;
   /** Resolves once every exchange that has ended so far is committed (an exchange ends after its client has the last byte). */
   flush(): Promise<void>;
   /** The environment for the recorded program: proxy, CA trust, the session id, and stand-ins in place of provider keys. */
@@ -83,24 +83,6 @@ export interface Recording {
    * main.db. A session that lost rows to its disk ends crashed, whatever `end` says, with the loss as reason.
    */
   stop(end: { status: 'stopped' | 'crashed'; reason?: string; meta?: Readonly<Record<string, string>> }): Promise<RecordingEnd>;
-}
-
-/** A lookup the guest's DNS answerer answered, as its dns_events row. */
-function dnsRow(lookup: GuestLookup): RowOf<'dns_events'> {
-  return {
-    timestamp: lookup.startedAt.toISOString(),
-    name: lookup.name,
-    type: lookup.type,
-    rcode: lookup.rcode,
-    answers: JSON.stringify(lookup.answers),
-    resolved: JSON.stringify(lookup.resolved),
-    decision: lookup.decision,
-    matched_rule: lookup.matchedRule,
-    process_name: lookup.processName,
-    pid: lookup.pid,
-    duration_ms: lookup.durationMs,
-    error_message: lookup.error,
-  };
 }
 
 /** Enters the session in main.db; done apart when the caller needs its id before the recording starts. */
@@ -154,7 +136,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       upstreamCa,
       bodyCap,
       onExchange: (ex) => void recorder.record(ex),
-      onLookup: (lookup) => writer.append('dns_events', dnsRow(lookup)),
+      onLookup: (lookup) => recorder.event('lookup', lookup),
       frames: recorder,
       defaultOrigin: options.origin,
       refusal: () => writer.unwritable,
@@ -205,6 +187,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     session,
     proxy,
     writer,
+    recorder,
     childEnv,
     credentials,
     unrecordedHosts,
@@ -246,12 +229,12 @@ async function openRecorder(
   dbPath: string,
   meta: Record<string, string>,
   bodyCap: number,
-  proxyOptions: (writer: SessionWriter, recorder: ExchangeRecorder) => ProxyOptions,
+  proxyOptions: (writer: SessionWriter, recorder: SessionRecorder) => ProxyOptions,
 ) {
   const writer = await SessionWriter.open(dbPath, meta).catch((err: unknown) => {
     throw new Error(`cannot open its database ${dbPath}: ${(err as Error).message}`);
   });
-  const recorder = new ExchangeRecorder(writer, bodyCap);
+  const recorder = new SessionRecorder(writer, bodyCap);
   try {
     return { writer, recorder, proxy: await startMitmProxy(proxyOptions(writer, recorder)) };
   } catch (err) {

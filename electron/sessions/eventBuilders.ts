@@ -106,14 +106,15 @@ function credentialStep(outcome: string): Invocation {
 }
 
 /**
- * The recording pipeline's steps on one request, in the order they run: the policy's verdict, the
- * broker's substitutions, then the recorder, which a denied request never reaches.
+ * The recording pipeline's steps on one request, in the order they act: the policy's verdict, the
+ * broker's substitutions, then the recording of the exchange, which goes no further on a denied
+ * request.
  */
 function invocationsOf(row: Row, recorded: string): SessionEvent['invocations'] {
   const denied = row.decision === 'denied';
   const outbound: Invocation[] = [{ plugin: 'policy', action: denied ? 'deny' : 'allow', reason: text(row.matched_rule) }];
   for (const outcome of text(row.credential_outcomes)?.split(',') ?? []) outbound.push(credentialStep(outcome));
-  if (!denied) outbound.push({ plugin: 'recorder', action: 'observe', reason: recorded });
+  if (!denied) outbound.push({ plugin: 'exchange', action: 'observe', reason: recorded });
   return { outbound };
 }
 

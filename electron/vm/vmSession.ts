@@ -11,7 +11,8 @@ import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
-import { execOutputTap, GuestActivity } from '../recording/guestActivity.ts';
+import { GuestActivity } from '../recording/guestActivity.ts';
+import { execOutputTap } from '../recording/steps/commandRun.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type MuxStream } from './mux.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 import { PtyView } from './ptyView.ts';
@@ -170,7 +171,7 @@ export class VmSession {
     private readonly sessionDisk: string | null,
     private readonly program: TerminalProgram | null,
   ) {
-    this.activity = new GuestActivity(recording.writer);
+    this.activity = new GuestActivity(recording.recorder);
   }
 
   get id(): SessionId {

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
-import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
 import { finalSeqOf, requestSeqOf } from '../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
@@ -12,7 +11,7 @@ import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
 import { modelExchange } from '../helpers/modelExchange.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -96,19 +95,19 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
 
   it('sends title from the first prompt, totalTokens with cache tokens, procs, lastRequestAt and promptContext; active is the newest session alone', async () => {
     const live = await liveSession(home, null);
-    const w = live.writer;
-    const recorder = new ExchangeRecorder(w, 1 << 20);
-    // Each turn recorded as the proxy hands it over: a request of `messages` messages (its prompt
-    // first, behind a reminder the title leaves out) and 3 tools, answered with its usage.
     const turn = (
       at: string,
       pid: number,
       prompt: string,
       messages: number,
       usage: { input: number; output: number; cacheRead: number; cacheWrite: number },
-    ): Promise<void> => {
+    ): void => {
+      // The prompt first, then the history that makes the conversation `messages` long, its system prompt counted.
+      const history = Array.from({ length: messages - 2 }, (_, i) => ({ role: i % 2 === 0 ? 'assistant' : 'user', content: `turn ${i}` }));
       const request = {
         model: 'claude',
+        system: 'you are terse',
+        tools: ['Read', 'Edit', 'Bash'].map((name) => ({ name, description: name, input_schema: { type: 'object' } })),
         messages: [
           {
             role: 'user',
@@ -117,12 +116,13 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
               { type: 'text', text: prompt },
             ],
           },
-          ...Array.from({ length: messages - 1 }, (_, i) => ({ role: 'assistant', content: `step ${i}` })),
+          ...history,
         ],
-        tools: ['Bash', 'Read', 'Edit'].map((name) => ({ name, input_schema: { type: 'object' } })),
       };
-      const response = {
+      const answer = {
         id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
         model: 'claude',
         content: [{ type: 'text', text: 'done' }],
         stop_reason: 'end_turn',
@@ -133,18 +133,19 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
           cache_creation_input_tokens: usage.cacheWrite,
         },
       };
-      return recorder.record({
-        ...modelExchange('api.anthropic.com', '/v1/messages', body(request), body(response)),
+      void live.recorder.record({
+        ...modelExchange('api.anthropic.com', '/v1/messages', body(request), body(answer)),
         startedAt: new Date(at),
         pid,
       });
     };
     const long = `Port the retry budget\nto the new client ${'and keep every test green '.repeat(5)}`;
-    await turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
-    await turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
-    await turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
-    w.append('fs_events', { timestamp: '2030-01-01T00:00:09.000Z', action: 'created', path: 'notes.md' });
-    await w.flush();
+    turn('2030-01-01T00:00:01.000Z', 41, long, 12, { input: 10, output: 20, cacheRead: 1000, cacheWrite: 300 });
+    turn('2030-01-01T00:00:02.000Z', 42, 'a later prompt', 30, { input: 5, output: 7, cacheRead: 2000, cacheWrite: 0 });
+    turn('2030-01-01T00:00:03.000Z', 41, 'the last one', 4, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 });
+    recordFileChange(live, 'notes.md', { ts_ms: Date.parse('2030-01-01T00:00:09.000Z') });
+    await live.recorder.settled();
+    await live.writer.flush();
     const row = (await rows()).find((r) => r.id === live.id)!;
     expect(row.title).toBe(`Port the retry budget to the new client ${'and keep every test green '.repeat(5)}`.slice(0, 80).trimEnd());
     expect(row.totalTokens).toBe(1330 + 2012 + 2);
@@ -161,7 +162,7 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
 
   it('leaves title and the read figures out of a session with no prompt', async () => {
     const live = await liveSession(home, null);
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'a' });
+    recordFileChange(live, 'a');
     await live.writer.flush();
     const row = (await rows()).find((r) => r.id === live.id)!;
     for (const key of ['title', 'totalTokens', 'procs', 'lastRequestAt', 'promptContext']) expect(row, key).not.toHaveProperty(key);

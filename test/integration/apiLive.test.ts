@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
 import { call } from '../helpers/apiClient.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -112,8 +112,8 @@ describe('GET /v1/events', () => {
     const sub = tail(`/v1/events?session=${a.id}`);
     await sub.until(() => sub.comments.includes(': ok'));
     for (let i = 0; i < 50; i++) {
-      a.writer.append('fs_events', { timestamp: now(), action: 'created', path: `a${i}` });
-      b.writer.append('fs_events', { timestamp: now(), action: 'created', path: `b${i}` });
+      recordFileChange(a, `a${i}`);
+      recordFileChange(b, `b${i}`);
     }
     await Promise.all([a.writer.flush(), b.writer.flush()]);
     await sub.until(() => sub.events.length >= 50);
@@ -134,12 +134,12 @@ describe('GET /v1/events', () => {
     const early = tail('/v1/events');
     await early.until(() => early.comments.includes(': ok'));
     const live = await liveSession(home, null);
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'first' });
+    recordFileChange(live, 'first');
     await live.writer.flush();
     await early.until(() => early.events.some((e) => e.sessionId === live.id));
     const late = tail(`/v1/events?session=${live.id}`);
     await late.until(() => late.comments.includes(': ok'));
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'second' });
+    recordFileChange(live, 'second');
     await live.writer.flush();
     await late.until(() => late.events.length === 1);
     await early.until(() => early.events.filter((e) => e.sessionId === live.id).length === 2);
@@ -204,7 +204,7 @@ describe('GET /v1/events', () => {
     expect((await sub.response).statusCode).toBe(200);
     await sub.until(() => sub.comments.includes(': ok'));
     const live = await liveSession(home, 'co-work1');
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'x' });
+    recordFileChange(live, 'x');
     await live.writer.flush();
     await sub.until(() => sub.comments.includes(': heartbeat'));
     await new Promise((r) => setTimeout(r, 200));

@@ -247,8 +247,15 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
     // Positions count from 1, as agentop reads them: it hides a plugin's position when it is 0.
     expect(pipeline.outbound.map((p) => `${p.position}:${p.name}:${p.direction}:${p.readsBody}`)).toEqual([
       '1:policy:outbound:false',
-      '2:credential:outbound:false',
-      '3:recorder:outbound:true',
+      '2:exchange:outbound:true',
+      '3:model-calls:outbound:true',
+      '4:mcp:outbound:true',
+      '5:credential:outbound:false',
+      '6:bodies:outbound:true',
+      '7:websocket-frames:outbound:true',
+      '8:dns:outbound:false',
+      '9:file-changes:outbound:false',
+      '10:commands:outbound:false',
     ]);
     expect(pipeline.outbound[0]!.config).toMatchObject({
       source: join(home.root, 'policy.json'),
@@ -262,13 +269,12 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
     const reply = await call(api.url, '/v1/pipeline').finally(() => rmSync(join(home.root, 'policy.json')));
     expect(reply.status).toBe(200);
     const { outbound } = reply.json<{ outbound: { name: string; config: Record<string, unknown> }[] }>();
-    expect(outbound.map((p) => p.name)).toEqual(['policy', 'credential', 'recorder']);
-    for (const step of outbound.slice(0, 2))
+    for (const step of outbound.filter((p) => p.name === 'policy' || p.name === 'credential'))
       expect(step.config).toEqual({
         source: join(home.root, 'policy.json'),
         error: expect.stringMatching(/policy\.json is not valid JSON/),
       });
-    expect(outbound[2]!.config).toMatchObject({ store: 'session.db' });
+    expect(outbound.find((p) => p.name === 'exchange')!.config).toEqual({ store: 'session.db', tables: ['net_events'] });
   });
 
   it('catalogs each step with its actions', async () => {
@@ -279,8 +285,15 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
     }>();
     expect(plugins.map((p) => [p.name, p.direction, p.readsBody, p.actions, p.active])).toEqual([
       ['policy', 'outbound', false, ['allow', 'deny'], true],
+      ['exchange', 'outbound', true, ['observe'], true],
+      ['model-calls', 'outbound', true, ['observe'], true],
+      ['mcp', 'outbound', true, ['observe'], true],
       ['credential', 'outbound', false, ['modify', 'deny', 'skip'], true],
-      ['recorder', 'outbound', true, ['observe'], true],
+      ['bodies', 'outbound', true, ['observe'], true],
+      ['websocket-frames', 'outbound', true, ['observe'], true],
+      ['dns', 'outbound', false, ['observe'], true],
+      ['file-changes', 'outbound', false, ['observe'], true],
+      ['commands', 'outbound', false, ['observe'], true],
     ]);
   });
 

@@ -15,7 +15,7 @@ import { registerSession, releaseName } from '../../electron/store/registry.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
-import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
+import { bigSession, liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -48,7 +48,10 @@ beforeAll(async () => {
   const records = await seedSessions(home, { sessions: 3, events: 300, seed: 7 });
   seeded = records.map((r) => ({ id: r.id, name: r.name }));
   // A session of 100,000 HTTP exchanges, written as the proxy would (one writer, batched).
-  big = await bigSession(home, 'big', 100_000, { request_headers: '{"accept":"*/*"}', request_body_preview: 'x'.repeat(200) });
+  big = await bigSession(home, 'big', 100_000, () => ({
+    requestHeaders: { accept: '*/*' },
+    requestBody: { bytes: Buffer.from('x'.repeat(200)), total: 200, truncated: false },
+  }));
   // A session whose response body is stored gzip-encoded (as another tool might have written it).
   const gzSession = await liveSession(home, 'gz');
   gz = gzSession.id;
@@ -398,7 +401,7 @@ describe('terminal and live updates without VMs', () => {
     core.pollNow();
     expect(got).toEqual([]);
     await call('sessions.rename', { id: seeded[1]!.id, name: 'moved-on' });
-    live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'a.txt', size: 1 });
+    recordFileChange(live, 'a.txt', { size: 1 });
     await live.writer.flush();
     core.pollNow();
     const changed = got.filter((e) => e.name === 'session.changed').map((e) => (e.payload as EventPayload<'session.changed'>).session);

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
 import { EMPTY_BODY, type Exchange } from '../../electron/proxy/exchange.ts';
-import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
+import { RECORDING_PIPELINE } from '../../electron/recording/pipeline.ts';
+import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { call } from '../helpers/apiClient.ts';
 import {
   decode,
@@ -16,7 +17,7 @@ import {
   sessionList,
   type DecodedEvent,
 } from '../helpers/cortexClient.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Every route agentop's apiclient calls (ListSessions, GetSession, GetPipeline, GetPluginCatalog,
@@ -191,16 +192,16 @@ describe('the routes the client calls besides the events', () => {
 
   it('GetPipeline and GetPluginCatalog decode /v1/pipeline and /v1/plugins', async () => {
     const pipeline = decode(pipelineView, (await call(api.url, '/v1/pipeline')).json());
-    expect(pipeline.outbound.map((p) => p.position)).toEqual([1, 2, 3]);
+    expect(pipeline.outbound.map((p) => [p.position, p.name])).toEqual(RECORDING_PIPELINE.map((step, index) => [index + 1, step.name]));
     const { plugins } = decode(pluginCatalog, (await call(api.url, '/v1/plugins')).json());
-    expect(plugins.map((p) => p.direction)).toEqual(['outbound', 'outbound', 'outbound']);
+    expect(plugins.map((p) => [p.name, p.direction])).toEqual(RECORDING_PIPELINE.map((step) => [step.name, 'outbound']));
   });
 });
 
 describe('failed exchanges and rows another tool wrote', () => {
   it('decodes in a session page as GetSession asks for it (no view): error.code a string, whole numbers, RFC 3339 times, object schemas', async () => {
     const session = await liveSession(home, 'odd-rows');
-    const recorder = new ExchangeRecorder(session.writer, 1 << 20);
+    const recorder = new SessionRecorder(session.writer, 1 << 20);
     await recorder.record(
       postTo(
         'api.anthropic.com',
@@ -265,7 +266,7 @@ describe('a live session with MCP traffic', () => {
     let stream = '';
     res.on('data', (chunk: string) => (stream += chunk));
     const frames = (): string[] => readSse(stream).data;
-    const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+    const recorder = new SessionRecorder(live.writer, 1 << 20);
     const toolCall = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'retry budget' } } };
     await recorder.record(
       mcpExchange(
@@ -292,7 +293,7 @@ describe('a live session with MCP traffic', () => {
       pid: 7,
       duration_ms: 2,
     });
-    live.writer.append('fs_events', { timestamp: now(), action: 'modified', path: 'notes.md', size: 3 });
+    recordFileChange(live, 'notes.md', { action: 'modified', size: 3 });
     await live.writer.flush();
     // The feed finds a new session on its next round, which a loaded machine delays.
     const deadline = Date.now() + 25_000;
@@ -338,7 +339,7 @@ describe('a live session with MCP traffic', () => {
       client: { name: 'claude-code', version: '2.0.14', raw: 'claude-cli/2.0.14 (external, cli)' },
       direction: 'outbound',
     });
-    expect(events[0]!.invocations!.outbound!.map((i) => `${i.plugin}:${i.action}`)).toEqual(['policy:allow', 'recorder:observe']);
+    expect(events[0]!.invocations!.outbound!.map((i) => `${i.plugin}:${i.action}`)).toEqual(['policy:allow', 'exchange:observe']);
     expect(events[7]).not.toHaveProperty('direction');
   });
 });

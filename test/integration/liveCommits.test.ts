@@ -5,7 +5,7 @@ import { AppCore } from '../../electron/app/appCore.ts';
 import type { EventName, EventPayload } from '../../electron/contract/appContract.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
 import { finalSeqOf } from '../../electron/sessions/eventSeq.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { liveSession, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The window and the SSE tail hear of a row committed by a writer in their own process from the
@@ -27,11 +27,11 @@ it('sends session.events for an in-process commit without a poll round', async (
     if (name === 'session.events') events.push(payload as EventPayload<'session.events'>);
   });
   await core.handle('live.subscribe', { id: live.id });
-  live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'a.txt', size: 1 });
+  recordFileChange(live, 'a.txt', { size: 1 });
   await live.writer.flush();
   await nextTurn();
   expect(events).toEqual([{ id: live.id, kinds: ['file'], lastSeq: 1 }]);
-  live.writer.append('fs_events', { timestamp: now(), action: 'modified', path: 'a.txt', size: 2 });
+  recordFileChange(live, 'a.txt', { action: 'modified', size: 2 });
   await live.writer.flush();
   await nextTurn();
   expect(events.at(-1)).toEqual({ id: live.id, kinds: ['file'], lastSeq: 2 });
@@ -53,7 +53,7 @@ it('streams an in-process commit on GET /v1/events without a poll round', async 
     });
   });
   const live = await liveSession(home, 'tailed');
-  live.writer.append('fs_events', { timestamp: now(), action: 'created', path: 'b.txt', size: 1 });
+  recordFileChange(live, 'b.txt', { size: 1 });
   await live.writer.flush();
   expect(await first).toMatchObject({ sessionId: live.id, seq: finalSeqOf(1) });
   res.destroy();

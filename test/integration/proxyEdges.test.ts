@@ -9,7 +9,7 @@ import { ProxyAgent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { CertificateAuthority, type CipherOrder } from '../../electron/proxy/certificateAuthority.ts';
-import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
 import { PolicyStore } from '../../electron/proxy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
@@ -23,7 +23,7 @@ const upstreamHome = tempHome();
 let upstream: Upstream;
 let wsServer: ReturnType<typeof createHttpServer>;
 let proxy: ProxyHandle;
-let recorder: ExchangeRecorder;
+let recorder: SessionRecorder;
 let live: Awaited<ReturnType<typeof liveSession>>;
 let dispatcher: ProxyAgent;
 let release: () => void = () => undefined;
@@ -61,7 +61,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => wsServer.listen(0, '127.0.0.1', r));
   live = await liveSession(home, null);
-  recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  recorder = new SessionRecorder(live.writer, 1 << 20);
   proxy = await startMitmProxy({
     ca: await CertificateAuthority.load(home),
     policy: new PolicyStore(home),

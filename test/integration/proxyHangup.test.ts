@@ -3,7 +3,7 @@ import type * as Dns from 'node:dns';
 import { connect } from 'node:net';
 import { afterAll, expect, it, vi } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { ExchangeRecorder } from '../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { startMitmProxy } from '../../electron/proxy/mitmProxy.ts';
 import { PolicyStore } from '../../electron/proxy/policy.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
@@ -32,7 +32,7 @@ afterAll(() => home.remove());
 
 it('records a private destination as refused even when the client hung up while its name resolved', async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   const proxy = await startMitmProxy({
     ca: await CertificateAuthority.load(home),
     policy: new PolicyStore(home),

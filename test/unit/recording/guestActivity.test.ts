@@ -1,17 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import type { FsChange } from '../../../electron/recording/fsEventRows.ts';
-import { execOutputTap, GuestActivity } from '../../../electron/recording/guestActivity.ts';
+import { GuestActivity } from '../../../electron/recording/guestActivity.ts';
+import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
+import { execOutputTap } from '../../../electron/recording/steps/commandRun.ts';
 
-// What a VM session adds to its record besides traffic: file changes and the commands run in it.
+// What a VM session adds to its record besides traffic: file changes and the commands run in it,
+// through the recording pipeline's steps.
 
 function recorder() {
   const rows: { table: string; row: Record<string, unknown> }[] = [];
-  const activity = new GuestActivity({
-    append: (table, row) => {
-      rows.push({ table, row: row as Record<string, unknown> });
-      return null;
+  const recorder = new SessionRecorder(
+    {
+      append: (table, row) => {
+        rows.push({ table, row: row as Record<string, unknown> });
+        return null;
+      },
+      answerToolCall: () => undefined,
+      reserveEventId: () => 'unused',
     },
-  });
+    1 << 20,
+  );
+  const activity = new GuestActivity(recorder);
   return { rows, activity };
 }
 

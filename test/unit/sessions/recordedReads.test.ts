@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type * as Providers from '../../../electron/telemetry/providers/index.ts';
 import type { ModelApi } from '../../../electron/telemetry/providers/index.ts';
-import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { existingTables } from '../../../electron/store/rollup.ts';
 import { searchBodies } from '../../../electron/sessions/bodySearch.ts';
@@ -41,7 +40,7 @@ let sessionId: string;
 
 beforeAll(async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const { recorder } = live;
   const request = { model: 'claude-sonnet-4-20250514', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }] };
   const response = {
     id: 'msg_1',

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { readTimeline } from '../../../electron/sessions/timeline.ts';
 import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
-import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { modelExchange } from '../../helpers/modelExchange.ts';
@@ -61,7 +61,7 @@ let dbPath: string;
 let sessionId: string;
 beforeAll(async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   for (const call of CALLS) await recorder.record(exchangeOf(call));
   const notModel = { ...exchangeOf(CALLS[0]!), path: '/v1/messages/count_tokens', responseBody: EMPTY_BODY };
   await recorder.record(notModel);

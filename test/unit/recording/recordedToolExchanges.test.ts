@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Exchange, ExchangeError } from '../../../electron/proxy/exchange.ts';
-import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { existingTables } from '../../../electron/store/rollup.ts';
 import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
@@ -46,7 +46,7 @@ function exchangeOf(provider: string, recorded: RecordedExchange, cut?: { bytes:
 /** Records the exchanges into a new session, ends it, and gives its session.db. */
 async function recordSession(exchanges: readonly Exchange[]): Promise<string> {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   for (const ex of exchanges) await recorder.record(ex);
   await live.end();
   expect(recorder.failures).toBe(0);

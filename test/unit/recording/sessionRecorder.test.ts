@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
 import { afterAll, expect, it } from 'vitest';
 import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
-import { ExchangeRecorder } from '../../../electron/proxy/exchangeRecorder.ts';
+import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
@@ -40,7 +40,7 @@ function exchange(path: string, body: Buffer, contentEncoding?: string): Exchang
 
 it('records exchanges in the order they finished, whether or not their bodies needed decoding, and a broken body loses nothing else', async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   void recorder.record(exchange('/first-plain', Buffer.from('one')));
   void recorder.record(exchange('/gzipped', gzipSync('two'), 'gzip'));
   void recorder.record(exchange('/after-gzip', Buffer.from('three')));
@@ -78,7 +78,7 @@ function modelExchange(path: string, requestBody: Buffer, responseBody: Buffer):
 
 it('writes the exchange row and its bodies first: a parser that fails costs only its derived rows, named on the row', async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   // Nested past what JSON.stringify can recurse through: the request view's parser throws on it.
   const deep = Buffer.from(`{"model":"claude-x","messages":[{"role":"user","content":${'['.repeat(200_000)}${']'.repeat(200_000)}}]}`);
   // Read now: the recorder hands the body's memory over to the writer thread.
@@ -100,7 +100,7 @@ it('writes the exchange row and its bodies first: a parser that fails costs only
   expect(net).toEqual([
     {
       path: '/v1/messages',
-      parse_error: expect.stringMatching(/model or tool rows failed: Maximum call stack size exceeded/),
+      parse_error: expect.stringMatching(/recording this exchange's model-calls rows failed: Maximum call stack size exceeded/),
       body: deepBytes,
     },
     { path: '/v1beta/models/%E0%A4%A:generateContent', parse_error: null, body: 15 },
@@ -111,7 +111,7 @@ it('writes the exchange row and its bodies first: a parser that fails costs only
 
 it('records one row per exchange whatever its path and bodies hold (property)', async () => {
   const live = await liveSession(home);
-  const recorder = new ExchangeRecorder(live.writer, 1 << 20);
+  const recorder = new SessionRecorder(live.writer, 1 << 20);
   const paths = fc.oneof(
     fc.constantFrom('/v1/messages', '/v1/chat/completions', '/v1/responses', '/api/chat', '/mcp'),
     fc.string().map((s) => `/v1beta/models/${s}:generateContent`),
