@@ -3,9 +3,11 @@ import { STAND_IN_ELSEWHERE_RULE } from '../credentials/credentialBroker.ts';
 import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
-import { detectModelApi, parseModelResponse, requestView, type ModelApi } from '../telemetry/providers/index.ts';
+import { BUILT_IN_TABLE, type ModelApi, type ProviderTable } from '../telemetry/providers/index.ts';
+import { LOCAL_PRICE, UNPRICED } from '../telemetry/providers/provider.ts';
+import { parseModelResponse, wireRequestView } from '../telemetry/wire/index.ts';
 import { promptOf } from '../telemetry/requestView.ts';
-import { priceOf } from '../telemetry/pricing.ts';
+import { priceUnder } from '../telemetry/pricing.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { recordedHeaders, type Exchange } from './exchange.ts';
 import { lenientJson } from '../telemetry/json.ts';
@@ -49,6 +51,8 @@ export class ExchangeRecorder {
   constructor(
     private readonly writer: SessionWriter,
     private readonly bodyCap: number,
+    /** The providers as the policy now declares them (it reloads): which requests are model calls, whose, and how priced. */
+    private readonly providers: () => ProviderTable = () => BUILT_IN_TABLE,
   ) {}
 
   /** Exchanges are recorded in the order they finished, even though decoding is asynchronous. */
@@ -214,9 +218,12 @@ export class ExchangeRecorder {
 
   /** Every parse an exchange gets, and the rows they yield, held until its own row has an id. */
   private interpret(ex: Exchange, request: DecodedBody, response: DecodedBody): Interpretation {
-    const api = ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null ? detectModelApi(ex.path) : null;
+    const api =
+      ex.kind === 'request' && ex.decision === 'allowed' && ex.status !== null
+        ? this.providers().detect(ex.host, ex.port, ex.scheme, ex.path)
+        : null;
     const requestJson = api || request.bytes[0] === 0x7b || request.bytes[0] === 0x5b ? lenientJson(request.bytes) : undefined;
-    const view = api ? requestView(api.provider, ex.path, requestJson) : null;
+    const view = api ? wireRequestView(api.wire, requestJson) : null;
     if (api && view) {
       const links = conversationLinks(view.turns);
       const carried = links.results.map((result) => ({ result, call: this.tools.callOf(result) }));
@@ -259,7 +266,7 @@ export class ExchangeRecorder {
   private modelCallRows(
     ex: Exchange,
     api: ModelApi,
-    view: ReturnType<typeof requestView>,
+    view: ReturnType<typeof wireRequestView>,
     requestJson: unknown,
     requestPreview: string | null,
     responseBytes: Buffer,
@@ -273,7 +280,7 @@ export class ExchangeRecorder {
       typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
     // Model resolution: request body, then the stream or response JSON, then the URL path.
     const model = requestModel ?? parsed.model;
-    const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
+    const price = ok ? priceUnder(api.pricing, model, parsed, ex.startedAt) : { usd: 0, known: false };
     const at = ex.startedAt.toISOString();
     const identity = { trace_id: trace, turn_id: trace };
     const credentialRef = credentialRefOf(ex);
@@ -284,6 +291,8 @@ export class ExchangeRecorder {
     if (!parsed.complete) usage.incomplete = true;
     // The provider's design, not a loss: `capsem check` tells the two apart by this mark.
     if (parsed.usageUnreported) usage.usage = 'unreported';
+    // No price is known for who served it: its cost is unknown, not zero (`capsem check` notes it).
+    if (api.pricing === UNPRICED || api.pricing === LOCAL_PRICE) usage.pricing = api.pricing;
     const system = view.messages.find((m) => m.role === 'system');
     const prompt = promptOf(view);
     const usageDetails = JSON.stringify(usage);
@@ -316,7 +325,7 @@ export class ExchangeRecorder {
         output_tokens: ok ? (parsed.outputTokens ?? null) : null,
         duration_ms: ex.durationMs,
         response_bytes: ex.responseBody.total,
-        estimated_cost_usd: price.usd,
+        estimated_cost_usd: api.pricing === UNPRICED ? null : price.usd,
         usage_details: usageDetails,
         wire: api.wire,
       });

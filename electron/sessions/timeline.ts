@@ -1,5 +1,5 @@
 import { hostOf } from '../telemetry/hosts.ts';
-import { detectModelApi } from '../telemetry/providers/index.ts';
+import { BUILT_IN_TABLE } from '../telemetry/providers/index.ts';
 import { int, text, type Row } from './eventBuilders.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { EXCHANGE_EVENT_ROW_SEQ, MCP_CALL_EXCHANGE_SEQ, type SessionEventStore } from './sessionEventStore.ts';
@@ -116,8 +116,8 @@ export function buildTimeline(input: TimelineInput): Timeline {
   });
   const hosts: HostSpan[] = input.netEvents.map((r) => {
     const path = text(r.path)?.split('?')[0] ?? '';
-    const kind: HostSpan['kind'] =
-      r.conn_type === 'tunnel' ? 'tunnel' : detectModelApi(path) ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
+    const modelCall = BUILT_IN_TABLE.detect(String(r.domain), int(r.port) ?? 443, r.conn_type === 'http' ? 'http' : 'https', path);
+    const kind: HostSpan['kind'] = r.conn_type === 'tunnel' ? 'tunnel' : modelCall ? 'llm' : /(^|\/)mcp(\/|$)/.test(path) ? 'mcp' : 'http';
     const span: HostSpan = {
       host: hostOf(String(r.domain), int(r.port), text(r.conn_type)),
       kind,

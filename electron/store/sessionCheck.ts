@@ -6,7 +6,8 @@ import { mcpWireCalls } from './mcpWireCalls.ts';
 import { nullTokenFindings, type NullTokenCall } from './nullTokenFindings.ts';
 import { existingTables } from './rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from './sessionSchema.ts';
-import { detectModelApi, MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
+import { BUILT_IN_PROVIDERS, BUILT_IN_TABLE } from '../telemetry/providers/index.ts';
+import { LOCAL_PRICE, UNPRICED } from '../telemetry/providers/provider.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
@@ -35,10 +36,19 @@ export interface CheckReport {
   readonly notes: readonly string[];
 }
 
-/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding. */
-const FREE_PROVIDERS = MODEL_PROVIDERS.filter((p) => p.priceCatalogId === null)
+/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding (rows recorded before the pricing mark). */
+const FREE_PROVIDERS = BUILT_IN_PROVIDERS.filter((p) => p.price === LOCAL_PRICE)
   .map((p) => `'${p.id}'`)
   .join(', ');
+
+/** A provider's place in the built-in list, for findings in the order providers are listed; one not listed goes last. */
+const listed = (id: string): number => {
+  const at = BUILT_IN_PROVIDERS.findIndex((p) => p.id === id);
+  return at < 0 ? BUILT_IN_PROVIDERS.length : at;
+};
+
+/** The pricing mark the recorder leaves in usage_details (pricing: local or unpriced), as SQL. */
+const PRICING_MARK = "json_extract(CASE WHEN json_valid(usage_details) THEN usage_details END, '$.pricing')";
 
 const CAUSES = {
   schema:
@@ -81,8 +91,11 @@ export function checkSessionDb(dbPath: string, options: { previewRows?: number }
     throw new Error(`${dbPath} is not a readable SQLite database: ${(err as Error).message}`);
   }
   // The recorder's own test of which requests are model calls, so check counts exactly what it records.
-  db.function('model_provider', { deterministic: true }, (path: unknown) =>
-    typeof path === 'string' ? (detectModelApi(path)?.provider ?? null) : null,
+  db.function('model_provider', { deterministic: true }, (domain: unknown, port: unknown, connType: unknown, path: unknown) =>
+    typeof path === 'string' && typeof domain === 'string'
+      ? (BUILT_IN_TABLE.detect(domain, typeof port === 'number' ? port : 443, connType === 'http' ? 'http' : 'https', path)?.provider ??
+        null)
+      : null,
   );
   try {
     return inspect(db, dbPath, options.previewRows ?? 0);
@@ -194,24 +207,46 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     // A request that ended before any response (the client gave up, or the exchange failed before
     // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
     const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
-    for (const { id: provider } of MODEL_PROVIDERS) {
-      const requests = count(
-        `SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered}`,
-      );
-      const calls = count(`SELECT count(*) AS n FROM model_calls WHERE provider = '${provider}'`);
-      add(
-        'AI provider correlation',
-        requests - calls,
-        `${requests} ${provider} model API requests answered in net_events but ${calls} model_calls`,
-        CAUSES.missingModelCalls,
-        `SELECT DISTINCT domain || path AS s FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered} LIMIT 5`,
-      );
+    const detectedFrom = `domain, ${has('net_events', 'port') ? 'port' : 'NULL'}, ${has('net_events', 'conn_type') ? 'conn_type' : 'NULL'}, path`;
+    // Calls are matched to their exchanges where the file links them, so a provider the policy named
+    // (recorded under its own id, seen here by host alone) is no mismatch; else counted per provider.
+    const linked = has('model_calls', 'net_event_id') && has('net_events', 'event_id');
+    const isModelRequest = `decision = 'allowed' AND model_provider(${detectedFrom}) IS NOT NULL AND ${answered}`;
+    const providers = (
+      db.prepare(`SELECT DISTINCT model_provider(${detectedFrom}) AS p FROM net_events WHERE ${isModelRequest} ORDER BY 1`).all() as {
+        p: string;
+      }[]
+    )
+      .map((r) => r.p)
+      .sort((a, b) => listed(a) - listed(b));
+    for (const provider of providers) {
+      const theirs = `${isModelRequest} AND model_provider(${detectedFrom}) = ?`;
+      const requests = (db.prepare(`SELECT count(*) AS n FROM net_events WHERE ${theirs}`).get(provider) as { n: number }).n;
+      const calls = linked
+        ? (
+            db
+              .prepare(
+                `SELECT count(*) AS n FROM net_events ne WHERE ${theirs} AND EXISTS (SELECT 1 FROM model_calls mc WHERE mc.net_event_id = ne.event_id)`,
+              )
+              .get(provider) as { n: number }
+          ).n
+        : (db.prepare('SELECT count(*) AS n FROM model_calls WHERE provider = ?').get(provider) as { n: number }).n;
+      if (requests - calls <= 0) continue;
+      findings.push({
+        check: 'AI provider correlation',
+        count: requests - calls,
+        message: `${requests} ${provider} model API requests answered in net_events but ${calls} model_calls`,
+        cause: CAUSES.missingModelCalls,
+        samples: (
+          db.prepare(`SELECT DISTINCT domain || path AS s FROM net_events WHERE ${theirs} LIMIT 5`).all(provider) as { s: string }[]
+        ).map((r) => r.s),
+      });
     }
     if (!has('net_events', 'status_code')) return;
     const kind = has('net_events', 'error_kind') ? "coalesce(error_kind, 'no error recorded')" : "'no error recorded'";
     const unanswered = db
       .prepare(
-        `SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) IS NOT NULL AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`,
+        `SELECT ${kind} AS kind, count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(${detectedFrom}) IS NOT NULL AND status_code IS NULL GROUP BY 1 ORDER BY 2 DESC, 1`,
       )
       .all() as { kind: string; n: number }[];
     const total = unanswered.reduce((sum, k) => sum + k.n, 0);
@@ -322,7 +357,20 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
-    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})`;
+    const marked = has('model_calls', 'usage_details');
+    const unpriced = marked ? `${PRICING_MARK} = '${UNPRICED}'` : '0';
+    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})${marked ? ` AND coalesce(${PRICING_MARK}, '') NOT IN ('${LOCAL_PRICE}', '${UNPRICED}')` : ''}`;
+    const noPrice = db
+      .prepare(`SELECT provider, count(*) AS n FROM model_calls WHERE ${unpriced} GROUP BY provider ORDER BY provider`)
+      .all() as {
+      provider: string;
+      n: number;
+    }[];
+    const total = noPrice.reduce((sum, p) => sum + p.n, 0);
+    if (total > 0)
+      notes.push(
+        `${total} model ${total === 1 ? 'call was' : 'calls were'} served by a provider with no known price (${noPrice.map((p) => `${p.provider}: ${p.n}`).join(', ')}): ${total === 1 ? 'its cost is' : 'their cost is'} recorded as unknown, not zero; name the provider with a "price" (its genai-prices id) in the policy file's "providers" to price it`,
+      );
     add(
       'zero cost',
       count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`),

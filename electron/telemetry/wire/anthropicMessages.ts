@@ -2,7 +2,7 @@ import { arr, argsText, isObject, lenientJson, num, obj, str, type Json } from '
 import { emptyResponse, errorOf, type ModelResponse, type ToolCallOut } from '../modelResponse.ts';
 import { emptyView, message, resultView, settings, textOf, turn, type RequestView } from '../requestView.ts';
 import type { SseEvent } from '../sse.ts';
-import type { ModelProvider } from './provider.ts';
+import type { WireFormat } from './wire.ts';
 
 // Anthropic's Messages API: /v1/messages, or /messages behind a base URL that already ends in /v1.
 
@@ -109,16 +109,9 @@ function anthropicStream(events: SseEvent[]): ModelResponse {
   return out;
 }
 
-export const anthropic: ModelProvider = {
-  id: 'anthropic',
-  host: 'api.anthropic.com',
-  priceCatalogId: 'anthropic',
-  endpoints: [
-    {
-      wire: 'anthropic-messages',
-      path: /^(?:\/v1)?\/messages$/,
-      request: anthropicRequest,
-      response: { stream: anthropicStream, json: (body) => anthropicJson(obj(body)) },
-    },
-  ],
+export const anthropicMessages: WireFormat = {
+  id: 'anthropic-messages',
+  path: /^(?:\/v1)?\/messages$/,
+  request: anthropicRequest,
+  response: { stream: anthropicStream, json: (body) => anthropicJson(obj(body)) },
 };

@@ -1,20 +1,31 @@
 import { isObject } from '../json.ts';
 import { readModelResponse, type ModelResponse } from '../modelResponse.ts';
 import { emptyView, type RequestView } from '../requestView.ts';
-import { anthropic } from './anthropic.ts';
-import { gemini } from './gemini.ts';
-import { ollama } from './ollama.ts';
-import { openai } from './openai.ts';
-import type { ModelEndpoint, ModelProvider } from './provider.ts';
+import { anthropicMessages } from './anthropicMessages.ts';
+import { geminiGenerate } from './geminiGenerate.ts';
+import { ollamaChat } from './ollamaChat.ts';
+import { ollamaGenerate } from './ollamaGenerate.ts';
+import { openaiChat } from './openaiChat.ts';
+import { openaiResponses } from './openaiResponses.ts';
+import type { WireFormat } from './wire.ts';
 
-// Every model provider Capsem reads, listed once. A request is a model call exactly when one of
-// these endpoints claims its path: the recorder, `capsem check` and the timeline all ask here.
+// Every wire format Capsem reads, listed once. Which one a request speaks is the provider table's
+// answer (telemetry/providers/); reading its bodies is this module's.
 
-export const MODEL_PROVIDERS: readonly ModelProvider[] = [anthropic, openai, gemini, ollama];
+export const WIRE_FORMATS: readonly WireFormat[] = [
+  anthropicMessages,
+  openaiChat,
+  openaiResponses,
+  geminiGenerate,
+  ollamaChat,
+  ollamaGenerate,
+];
 
-export interface ModelApi {
-  readonly provider: string;
-  readonly wire: string;
+export type { WireFormat } from './wire.ts';
+
+/** The wire format a path (after any base path) has the shape of, with the model it names; null when none. */
+export interface WireMatch {
+  readonly wire: WireFormat;
   /** The model named in the URL path (Gemini), the last place model resolution looks. */
   readonly pathModel?: string;
 }
@@ -28,40 +39,31 @@ function decodedSegment(segment: string): string {
   }
 }
 
-/** Which model API a request path is; null for health checks, auth and everything else. */
-export function detectModelApi(path: string): ModelApi | null {
-  const bare = path.split('?')[0]!;
-  for (const provider of MODEL_PROVIDERS) {
-    for (const endpoint of provider.endpoints) {
-      const match = endpoint.path.exec(bare);
-      if (!match) continue;
-      return match[1] === undefined
-        ? { provider: provider.id, wire: endpoint.wire }
-        : { provider: provider.id, wire: endpoint.wire, pathModel: decodedSegment(match[1]) };
-    }
-  }
-  return null;
+/** Whether `path` (without its query) has `wire`'s shape, and the model its path names. */
+export function matchWire(wire: WireFormat, path: string): WireMatch | null {
+  const match = wire.path.exec(path);
+  if (!match) return null;
+  return match[1] === undefined ? { wire } : { wire, pathModel: decodedSegment(match[1]) };
 }
 
-export const providerNamed = (id: string): ModelProvider | undefined => MODEL_PROVIDERS.find((p) => p.id === id);
-
-/** A recorded call's endpoint: the provider's one that claims the path, else its first; Chat Completions for a provider unknown here. */
-function endpointOf(provider: string, path: string): ModelEndpoint {
-  const bare = path.split('?')[0]!;
-  const endpoints = providerNamed(provider)?.endpoints ?? openai.endpoints;
-  return endpoints.find((e) => e.path.test(bare)) ?? endpoints[0]!;
+export function wireNamed(id: string): WireFormat {
+  const wire = WIRE_FORMATS.find((w) => w.id === id);
+  if (!wire) throw new Error(`no wire format ${id}`);
+  return wire;
 }
 
-/** The request view for a provider and API path; an unknown shape gives an empty view. */
-export function requestView(provider: string, path: string, body: unknown): RequestView {
-  return isObject(body) ? endpointOf(provider, path).request(body) : emptyView();
+/** The request view of a body in a wire format; an unknown shape gives an empty view. */
+export function wireRequestView(wire: string, body: unknown): RequestView {
+  return isObject(body) ? wireNamed(wire).request(body) : emptyView();
 }
 
 /** Reads a model API response body (already decoded from its Content-Encoding). */
-export function parseModelResponse(api: ModelApi, contentType: string | undefined, body: Uint8Array): ModelResponse {
-  const endpoint = MODEL_PROVIDERS.flatMap((p) => p.endpoints).find((e) => e.wire === api.wire);
-  if (!endpoint) throw new Error(`no model endpoint ${api.wire}`);
-  const out = readModelResponse(endpoint.response, contentType, body);
+export function parseModelResponse(
+  api: { readonly wire: string; readonly pathModel?: string },
+  contentType: string | undefined,
+  body: Uint8Array,
+): ModelResponse {
+  const out = readModelResponse(wireNamed(api.wire).response, contentType, body);
   out.model ??= api.pathModel;
   return out;
 }

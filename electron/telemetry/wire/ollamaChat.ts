@@ -1,11 +1,11 @@
 import { arr, argsText, isObject, num, obj, str, type Json } from '../json.ts';
 import { emptyResponse, errorOf, type ModelResponse } from '../modelResponse.ts';
-import { emptyView, message, settings, turn, type RequestView } from '../requestView.ts';
-import { chatRequest } from './openai.ts';
-import type { ModelProvider } from './provider.ts';
+import type { RequestView } from '../requestView.ts';
+import { chatRequest } from './openaiChat.ts';
+import type { WireFormat } from './wire.ts';
 
-// Ollama's native API on the host: /api/chat and /api/generate, answered as JSON lines (one line
-// when not streaming). Its models run locally and cost nothing.
+// Ollama's native chat API, /api/chat, answered as JSON lines (one line when not streaming), as its
+// /api/generate is (ollamaGenerate.ts).
 
 function ollamaChunk(out: ModelResponse, body: Json): void {
   out.model = str(body.model) ?? out.model;
@@ -25,7 +25,8 @@ function ollamaChunk(out: ModelResponse, body: Json): void {
   if (body.error) out.error = errorOf(body);
 }
 
-function ollamaLines(lines: Json[]): ModelResponse {
+/** Ollama's answer, a JSON line per chunk: /api/chat's and /api/generate's alike. */
+export function ollamaLines(lines: Json[]): ModelResponse {
   const out = emptyResponse(false);
   out.streamed = lines.length > 1;
   out.complete = false;
@@ -38,18 +39,9 @@ function chatRequestOf(body: Json): RequestView {
   return chatRequest({ ...body, stream: body.stream !== false }, isObject(body.options) ? body.options : {});
 }
 
-/** /api/generate: one prompt and an optional system prompt; it streams unless told not to. */
-function generateRequest(body: Json): RequestView {
-  const messages = [...(typeof body.system === 'string' ? [message('system', body.system)] : []), message('user', body.prompt)];
-  return settings({ ...emptyView(), messages, turns: [turn('user', body.prompt)] }, { stream: body.stream !== false });
-}
-
-export const ollama: ModelProvider = {
-  id: 'ollama',
-  host: 'localhost:11434',
-  priceCatalogId: null,
-  endpoints: [
-    { wire: 'ollama-chat', path: /^\/api\/chat$/, request: chatRequestOf, response: { lines: ollamaLines } },
-    { wire: 'ollama-generate', path: /^\/api\/generate$/, request: generateRequest, response: { lines: ollamaLines } },
-  ],
+export const ollamaChat: WireFormat = {
+  id: 'ollama-chat',
+  path: /^\/api\/chat$/,
+  request: chatRequestOf,
+  response: { lines: ollamaLines },
 };

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { detectModelApi, parseModelResponse } from '../../../electron/telemetry/providers/index.ts';
+import { BUILT_IN_TABLE } from '../../../electron/telemetry/providers/index.ts';
+import { parseModelResponse } from '../../../electron/telemetry/wire/index.ts';
 import { anthropicStream, openaiChatStream } from '../../helpers/mockUpstreams.ts';
 
 const sse = (events: { event?: string; data: unknown }[]): Buffer =>
@@ -11,17 +12,25 @@ const sse = (events: { event?: string; data: unknown }[]): Buffer =>
   );
 const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 
-describe('detectModelApi', () => {
-  it('knows each provider by path, not host', () => {
-    expect(detectModelApi('/v1/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages' });
-    expect(detectModelApi('/v1/chat/completions?x=1')).toEqual({ provider: 'openai', wire: 'openai-chat' });
-    expect(detectModelApi('/v1/responses')).toEqual({ provider: 'openai', wire: 'openai-responses' });
+/** The model API a path is on a host no provider names: its wire format is read from the path alone. */
+const detectModelApi = (path: string) => BUILT_IN_TABLE.detect('models.example.test', 443, 'https', path);
+
+describe('detection on a host no provider names', () => {
+  it('knows each wire format by its path', () => {
+    expect(detectModelApi('/v1/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages', pricing: 'anthropic' });
+    expect(detectModelApi('/v1/chat/completions?x=1')).toEqual({
+      provider: 'models.example.test',
+      wire: 'openai-chat',
+      pricing: 'unpriced',
+    });
+    expect(detectModelApi('/v1/responses')).toMatchObject({ wire: 'openai-responses' });
     expect(detectModelApi('/v1beta/models/gemini-2.5-pro:streamGenerateContent')).toEqual({
       provider: 'google',
       wire: 'gemini-generate',
+      pricing: 'google',
       pathModel: 'gemini-2.5-pro',
     });
-    expect(detectModelApi('/api/chat')).toEqual({ provider: 'ollama', wire: 'ollama-chat' });
+    expect(detectModelApi('/api/chat')).toEqual({ provider: 'ollama', wire: 'ollama-chat', pricing: 'local' });
     for (const other of ['/v1/models', '/health', '/v1/messages/count_tokens', '/oauth/token'])
       expect(detectModelApi(other), other).toBeNull();
   });
