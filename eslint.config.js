@@ -35,22 +35,38 @@ const coreImports = {
 // lists the folders it may import, and every other folder here is refused. The CLI and the app sit
 // on top, as transports over everything below; the API is a transport over the session read model
 // (sessions/). The owner serves the VM host's methods; the VM runs a session's recording
-// (recording/), which drives the proxy; the proxy reads credentials and parses traffic with
-// telemetry/. store/ holds the databases every capability writes or reads; contract/ is the bottom,
+// (recording/), which drives the proxy; the proxy reads the policy (policy/: rules, addresses and
+// the providers it adds), credentials, and parses traffic with telemetry/, where the provider table
+// lives, which the credential broker reads its keys' hosts from. store/ holds the databases every capability writes or reads; contract/ is the bottom,
 // imported by all and by the renderer. No folder here imports cli/ or app/; the shell, above them,
 // is not listed (the core never imports it).
 const FOLDER_DIRECTIONS = {
-  cli: ['api', 'archive', 'dev', 'owner', 'vm', 'recording', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
-  app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
-  api: ['sessions', 'credentials', 'store', 'contract'],
-  owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'contract'],
+  cli: [
+    'api',
+    'archive',
+    'dev',
+    'owner',
+    'vm',
+    'recording',
+    'proxy',
+    'policy',
+    'sessions',
+    'credentials',
+    'store',
+    'telemetry',
+    'contract',
+  ],
+  app: ['archive', 'owner', 'vm', 'proxy', 'policy', 'sessions', 'credentials', 'store', 'telemetry', 'contract'],
+  api: ['sessions', 'policy', 'credentials', 'store', 'contract'],
+  owner: ['vm', 'recording', 'proxy', 'policy', 'credentials', 'store', 'contract'],
   archive: ['sessions', 'store', 'telemetry', 'contract'],
   dev: ['store', 'telemetry', 'contract'],
-  vm: ['recording', 'proxy', 'credentials', 'store', 'contract'],
-  recording: ['proxy', 'credentials', 'store', 'telemetry', 'contract'],
-  proxy: ['credentials', 'store', 'telemetry', 'contract'],
+  vm: ['recording', 'proxy', 'credentials', 'store', 'telemetry', 'contract'],
+  recording: ['proxy', 'policy', 'credentials', 'store', 'telemetry', 'contract'],
+  proxy: ['policy', 'credentials', 'store', 'telemetry', 'contract'],
+  policy: ['credentials', 'store', 'telemetry', 'contract'],
   sessions: ['store', 'telemetry', 'contract'],
-  credentials: ['store', 'contract'],
+  credentials: ['store', 'telemetry', 'contract'],
   store: ['telemetry', 'contract'],
   telemetry: ['contract'],
   contract: [],
@@ -60,8 +76,6 @@ const FOLDER_DIRECTIONS = {
 const DIRECTION_EXCEPTIONS = {
   // An export is stamped with the version owner.info reports.
   archive: ['owner/capsemVersion.ts'],
-  // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
-  api: ['proxy/policy.ts'],
   // Browser mode serves CAPSEM_HOME's owner alone, checked as the API checks it.
   app: ['api/loopbackListener.ts'],
   // A session names the process that records it as the owner lock names its holder: pid and start time.

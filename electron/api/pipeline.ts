@@ -1,5 +1,5 @@
 import { providersOf } from '../credentials/providers.ts';
-import type { PolicyDocument } from '../proxy/policy.ts';
+import type { PolicyDocument } from '../policy/policy.ts';
 
 // GET /v1/pipeline and GET /v1/plugins: our recording proxy described as Cortex describes its
 // plugin pipeline, so agentop's Pipeline and Catalog panes show it. Every request out of a

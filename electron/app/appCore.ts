@@ -23,7 +23,7 @@ import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { checkKey, type KeyStore } from '../credentials/keyStore.ts';
 import { providersOf } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { readVmSessionMeta } from '../vm/vmSessionMeta.ts';
 import type { VmHost } from '../vm/vmHost.ts';

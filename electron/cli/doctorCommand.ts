@@ -6,7 +6,7 @@ import { DEFAULT_API_PORT } from '../api/server.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import { providersOf } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { DEFAULT_IMAGE_KIND, GUEST_IMAGES, type ImageKind } from '../contract/guestImages.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import { providersOf, type Provider } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { ensureHomeRoot } from '../store/paths.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 

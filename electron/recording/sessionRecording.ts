@@ -17,7 +17,7 @@ import { DEFAULT_BODY_CAP, type ConnectionOrigin } from '../proxy/exchange.ts';
 import { ExchangeRecorder } from '../proxy/exchangeRecorder.ts';
 import { startMitmProxy, type ProxyHandle, type ProxyOptions } from '../proxy/mitmProxy.ts';
 import type { GuestLookup } from '../proxy/guestDns.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { parseResolveMap } from '../proxy/resolveMap.ts';
 
 // A session's recording, for a VM (vm/vmSession.ts) and for `capsem record`'s local command alike:
