@@ -1,5 +1,5 @@
 import { providersOf } from '../credentials/providers.ts';
-import type { PolicyDocument } from '../policy/policy.ts';
+import { providerTableOf, type PolicyDocument } from '../policy/policy.ts';
 
 // GET /v1/pipeline and GET /v1/plugins: our recording proxy described as Cortex describes its
 // plugin pipeline, so agentop's Pipeline and Catalog panes show it. Every request out of a
@@ -95,7 +95,7 @@ function configOf(name: RecordingPlugin, inUse: PolicyInUse): Record<string, unk
   if (name === 'policy') return { source: inUse.source, privateAddresses: policy.privateAddresses, rules: policy.rules };
   return {
     standInElsewhere: policy.credentials.standInElsewhere,
-    providers: providersOf(policy.credentials).map((p) => ({
+    providers: providersOf(policy.credentials, providerTableOf(policy)).map((p) => ({
       id: p.id,
       hosts: p.hosts,
       headers: p.headers.map((h) => h.name),

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { DEFAULT_API_PORT } from '../api/server.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
-import { providersOf } from '../credentials/providers.ts';
 import { PolicyStore } from '../policy/policy.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
@@ -175,7 +174,7 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
 export function providerKeyFindings(home: CapsemHome, env: NodeJS.ProcessEnv): Finding[] {
   let providers;
   try {
-    providers = providersOf(new PolicyStore(home).policy.credentials);
+    providers = new PolicyStore(home).keyProviders;
   } catch (err) {
     return [{ check: 'provider keys', level: 'warn', detail: (err as Error).message }];
   }

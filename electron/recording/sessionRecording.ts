@@ -137,6 +137,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       env,
       store: options.keyStore ?? new HomeKeyStore(home),
       settings: () => policy.policy.credentials,
+      providers: () => policy.providers,
       credentialRefOf: credentialRefOf(credentialRefSecret(home)),
     });
     ensurePrivateDir(paths.dir);
@@ -147,7 +148,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       created_at: session.createdAt,
       mode: options.mode ?? 'record',
     };
-    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, policy, (writer, recorder) => ({
       ca,
       policy,
       resolve,
@@ -246,12 +247,13 @@ async function openRecorder(
   dbPath: string,
   meta: Record<string, string>,
   bodyCap: number,
+  policy: PolicyStore,
   proxyOptions: (writer: SessionWriter, recorder: ExchangeRecorder) => ProxyOptions,
 ) {
   const writer = await SessionWriter.open(dbPath, meta).catch((err: unknown) => {
     throw new Error(`cannot open its database ${dbPath}: ${(err as Error).message}`);
   });
-  const recorder = new ExchangeRecorder(writer, bodyCap);
+  const recorder = new ExchangeRecorder(writer, bodyCap, () => policy.providers);
   try {
     return { writer, recorder, proxy: await startMitmProxy(proxyOptions(writer, recorder)) };
   } catch (err) {

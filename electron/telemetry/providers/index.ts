@@ -73,30 +73,30 @@ export class ProviderTable {
     return this.providers.find((p) => p.id === id);
   }
 
-  /** The provider whose API answers at host:port, if one names it. */
-  at(host: string, port: number): ModelProvider | undefined {
+  /** The providers whose API answers at host:port, in the table's order. */
+  at(host: string, port: number): ModelProvider[] {
     const name = host.toLowerCase();
-    return this.providers.find((p) => p.hosts.includes(name) && p.ports.includes(port));
+    return this.providers.filter((p) => p.hosts.includes(name) && p.ports.includes(port));
   }
 
   /**
    * Which model API a request is; null for health checks, auth, token counting and everything else.
-   * On a provider's host, only its endpoints count. On a host no provider names, a path in a wire
-   * format's shape is still a model call: Anthropic's, Gemini's and Ollama's own formats are their
-   * provider's; an OpenAI-compatible one is recorded under the genai-prices provider whose API the
-   * host is, else under the host's name, unpriced.
+   * On a provider's host, only the endpoints of the providers there count. On a host no provider
+   * names, a path in a wire format's shape is still a model call: Anthropic's, Gemini's and
+   * Ollama's own formats are their provider's; an OpenAI-compatible one is recorded under the
+   * genai-prices provider whose API the host is, else under the host's name, unpriced.
    */
   detect(host: string, port: number, scheme: string, path: string): ModelApi | null {
     const bare = path.split('?')[0]!;
-    const owner = this.at(host, port);
-    if (owner) {
+    const owners = this.at(host, port);
+    for (const owner of owners) {
       for (const endpoint of owner.endpoints) {
         if (!bare.startsWith(endpoint.basePath)) continue;
         const match = matchWire(wireNamed(endpoint.wire), bare.slice(endpoint.basePath.length));
         if (match) return withModel({ provider: owner.id, wire: endpoint.wire, pricing: owner.price }, match);
       }
-      return null;
     }
+    if (owners.length > 0) return null;
     for (const wire of WIRE_FORMATS) {
       const match = matchWire(wire, bare);
       if (!match) continue;
