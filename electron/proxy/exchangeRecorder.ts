@@ -291,7 +291,7 @@ export class ExchangeRecorder {
     if (!parsed.complete) usage.incomplete = true;
     // The provider's design, not a loss: `capsem check` tells the two apart by this mark.
     if (parsed.usageUnreported) usage.usage = 'unreported';
-    // No price is known for who served it: its cost is unknown, not zero (`capsem check` notes it).
+    // Who served it has no price, or runs locally: its zero cost is unknown or nothing, not a gap in the catalog (`capsem check` tells them apart by this mark).
     if (api.pricing === UNPRICED || api.pricing === LOCAL_PRICE) usage.pricing = api.pricing;
     const system = view.messages.find((m) => m.role === 'system');
     const prompt = promptOf(view);
@@ -325,7 +325,7 @@ export class ExchangeRecorder {
         output_tokens: ok ? (parsed.outputTokens ?? null) : null,
         duration_ms: ex.durationMs,
         response_bytes: ex.responseBody.total,
-        estimated_cost_usd: api.pricing === UNPRICED ? null : price.usd,
+        estimated_cost_usd: price.usd,
         usage_details: usageDetails,
         wire: api.wire,
       });

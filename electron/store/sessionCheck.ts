@@ -369,7 +369,7 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     const total = noPrice.reduce((sum, p) => sum + p.n, 0);
     if (total > 0)
       notes.push(
-        `${total} model ${total === 1 ? 'call was' : 'calls were'} served by a provider with no known price (${noPrice.map((p) => `${p.provider}: ${p.n}`).join(', ')}): ${total === 1 ? 'its cost is' : 'their cost is'} recorded as unknown, not zero; name the provider with a "price" (its genai-prices id) in the policy file's "providers" to price it`,
+        `${total} model ${total === 1 ? 'call was' : 'calls were'} served by a provider with no known price (${noPrice.map((p) => `${p.provider}: ${p.n}`).join(', ')}): ${total === 1 ? 'its cost is' : 'their cost is'} unknown (recorded as 0, marked unpriced in usage_details), not a gap in the pricing data; name the provider with a "price" (its genai-prices id) in the policy file's "providers" to price it`,
       );
     add(
       'zero cost',
