@@ -9,8 +9,6 @@ import { DEFAULT_PORTS, type KeyHeader, type StandInShape } from '../telemetry/p
 // file's `providers`) that takes a key is one; the policy's `credentials.providers` adds key-only
 // ones, and its `credentials.hosts` and `credentials.ports` change a provider's hosts and ports.
 
-export type { KeyHeader, StandInShape } from '../telemetry/providers/provider.ts';
-
 export interface Provider {
   /** The key's name: in the key store, `capsem keys`, the policy's credentials section and the ledger. */
   readonly id: string;
