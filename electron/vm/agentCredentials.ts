@@ -34,6 +34,9 @@ function keyOf(agent: AgentName): AgentKey {
   return { from: key.env, provider: key.name, guest: key.env[0]!, example };
 }
 
+/** The names of the keys the coding agents need (the key store's). */
+export const agentKeyNames = (): string[] => (Object.keys(AGENT_KEYS) as AgentName[]).map((agent) => keyOf(agent).provider);
+
 /** The variable the agent reads its key by in the guest. */
 export const guestKeyVariable = (agent: AgentName): string => keyOf(agent).guest;
 
