@@ -23,9 +23,6 @@ export interface Provider {
   readonly standIn: StandInShape;
 }
 
-/** Where a provider's key is released unless its entry or the policy names other ports. */
-export const DEFAULT_KEY_PORTS: readonly number[] = DEFAULT_PORTS;
-
 /** A host name as policy entries give it, compared in lower case. */
 export const hostName = z
   .string()
@@ -95,7 +92,7 @@ export function providersOf(settings: CredentialsSettings, table: ProviderTable 
     headers: [{ name: p.header, bearer: p.bearer }],
     query: p.query ?? null,
     hosts: p.hosts,
-    ports: p.ports ?? DEFAULT_KEY_PORTS,
+    ports: p.ports ?? DEFAULT_PORTS,
     standIn: { prefix: p.standInPrefix, randomChars: 48, suffix: '' },
   }));
   const seen = new Set<string>();

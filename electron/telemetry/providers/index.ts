@@ -32,8 +32,6 @@ export const BUILT_IN_PROVIDERS: readonly ModelProvider[] = [
   lmstudio,
 ];
 
-export type { ModelProvider } from './provider.ts';
-
 /** What a request is, as the table reads it: who serves it, in which wire format, and how it is priced. */
 export interface ModelApi {
   /** Recorded as model_calls.provider. */

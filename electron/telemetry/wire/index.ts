@@ -21,8 +21,6 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
   ollamaGenerate,
 ];
 
-export type { WireFormat } from './wire.ts';
-
 /** The wire format a path (after any base path) has the shape of, with the model it names; null when none. */
 export interface WireMatch {
   readonly wire: WireFormat;
