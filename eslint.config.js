@@ -36,8 +36,9 @@ const coreImports = {
 // - transports: the CLI and the app sit on top, over everything below; the API is a transport over
 //   the session read model (sessions/), which the app and the CLI read through too.
 // - capabilities: the owner serves the VM host's methods; the VM runs a session's recording
-//   (recording/), which drives the proxy; the proxy reads credentials and parses traffic with
-//   telemetry/; archive/ exports and imports sessions, dev/ seeds sample ones.
+//   (recording/), which drives the proxy; the proxy reads the policy (policy/: rules, addresses
+//   and the providers it adds) and credentials, and parses traffic with telemetry/, where the
+//   provider table lives; archive/ exports and imports sessions, dev/ seeds sample ones.
 // - data: sessions/ reads what store/ holds (the databases every capability writes or reads);
 //   telemetry/ is the pure parsers the recorder (and a foreign database's reader) runs.
 // - platform: what the operating system says about this process and its peers (process identity,
@@ -54,6 +55,7 @@ const FOLDER_DIRECTIONS = {
     'vm',
     'recording',
     'proxy',
+    'policy',
     'sessions',
     'credentials',
     'store',
@@ -61,29 +63,24 @@ const FOLDER_DIRECTIONS = {
     'platform',
     'contract',
   ],
-  app: ['archive', 'owner', 'vm', 'proxy', 'sessions', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  app: ['archive', 'owner', 'vm', 'proxy', 'policy', 'sessions', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   // GET /v1/pipeline reads the recording pipeline's steps off the list the recorder runs.
-  api: ['sessions', 'recording', 'credentials', 'store', 'platform', 'contract'],
-  owner: ['vm', 'recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
+  api: ['sessions', 'recording', 'policy', 'credentials', 'store', 'platform', 'contract'],
+  owner: ['vm', 'recording', 'proxy', 'policy', 'credentials', 'store', 'platform', 'contract'],
   archive: ['sessions', 'store', 'telemetry', 'platform', 'contract'],
   // The seeder makes sessions as the recorder does, through recording/'s pipeline, from exchanges
   // shaped as proxy/ hands them over; nothing below imports dev/, so the directions stay acyclic.
   dev: ['recording', 'proxy', 'store', 'telemetry', 'platform', 'contract'],
-  vm: ['recording', 'proxy', 'credentials', 'store', 'platform', 'contract'],
-  recording: ['proxy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
-  proxy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],
+  vm: ['recording', 'proxy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  recording: ['proxy', 'policy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  proxy: ['policy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  policy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],
   sessions: ['store', 'telemetry', 'platform', 'contract'],
-  credentials: ['store', 'platform', 'contract'],
+  credentials: ['store', 'telemetry', 'platform', 'contract'],
   store: ['telemetry', 'platform', 'contract'],
   telemetry: ['platform', 'contract'],
   platform: [],
   contract: [],
-};
-
-/** Single files a folder may import from a folder it otherwise may not. */
-const DIRECTION_EXCEPTIONS = {
-  // GET /v1/pipeline describes the policy in use, read as the proxy reads it.
-  api: ['proxy/policy.ts'],
 };
 
 const contractNodePattern = { group: nodeBuiltins, message: 'The contract never touches Node: the renderer imports its values.' };
@@ -92,7 +89,6 @@ function folderImports(folder) {
   const allowed = FOLDER_DIRECTIONS[folder];
   const refused = Object.keys(FOLDER_DIRECTIONS).filter((other) => other !== folder && !allowed.includes(other));
   const extra = folder === 'contract' ? [contractNodePattern] : [];
-  const exceptions = (DIRECTION_EXCEPTIONS[folder] ?? []).map((file) => `!**/${file}`);
   const may = allowed.length > 0 ? `imports only ${allowed.map((f) => `${f}/`).join(', ')}` : 'imports no other folder';
   return {
     ...coreImports,
@@ -100,7 +96,7 @@ function folderImports(folder) {
       ...coreImports.patterns,
       ...extra,
       {
-        group: [...refused.map((other) => `**/${other}/**`), ...exceptions],
+        group: refused.map((other) => `**/${other}/**`),
         message: `electron/${folder}/ ${may} (the folder directions in eslint.config.js).`,
       },
     ],

@@ -10,7 +10,7 @@ import type { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { clipTimeline, readTimeline, type Timeline } from '../sessions/timeline.ts';
 import { collectUsageRecords } from '../sessions/usageRecords.ts';
-import { PolicyStore, userPolicyPath } from '../proxy/policy.ts';
+import { PolicyStore, userPolicyPath } from '../policy/policy.ts';
 import { endAbandonedSessions } from '../store/abandonedSessions.ts';
 import { eraseSession, SessionRunningError } from '../store/eraseSession.ts';
 import { openMainDb } from '../store/mainDb.ts';

@@ -22,8 +22,7 @@ import { checkProjectFolder } from '../vm/projectFolder.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import { checkKey, type KeyStore } from '../credentials/keyStore.ts';
-import { providersOf } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { agentCredentials } from '../vm/agentCredentials.ts';
 import { readVmSessionMeta } from '../vm/vmSessionMeta.ts';
 import type { VmHost } from '../vm/vmHost.ts';
@@ -219,7 +218,7 @@ export class AppCore implements HostCore {
 
   /** `provider` when new sessions know it (built in or named by the policy file), else `not_found`. */
   private knownProvider(provider: string): string {
-    const ids = providersOf(new PolicyStore(this.options.home).policy.credentials).map((p) => p.id);
+    const ids = new PolicyStore(this.options.home).keyProviders.map((p) => p.id);
     if (!ids.includes(provider)) throw new CallFailure('not_found', `no provider "${provider}": one of ${ids.join(', ')}`);
     return provider;
   }
@@ -259,7 +258,7 @@ export class AppCore implements HostCore {
     'folders.recent': () => recentFolders(this.options.home),
     'keys.list': () => {
       const env = this.options.env ?? process.env;
-      const providers = providersOf(new PolicyStore(this.options.home).policy.credentials).map((p) => {
+      const providers = new PolicyStore(this.options.home).keyProviders.map((p) => {
         const found = findKey(p, env, this.keyStore);
         const source = found ? found.source.kind : this.keyStore.locked(p.id) ? ('locked' as const) : ('none' as const);
         return { id: p.id, source, variable: found?.source.kind === 'env' ? found.source.variable : null };

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { DEFAULT_API_PORT } from '../api/server.ts';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
-import { providersOf } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
+import { BUILT_IN_PROVIDERS } from '../telemetry/providers/index.ts';
+import { agentKeyNames } from '../vm/agentCredentials.ts';
 import { findOwner } from '../owner/ownership.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { DEFAULT_IMAGE_KIND, GUEST_IMAGES, type ImageKind } from '../contract/guestImages.ts';
@@ -175,34 +176,42 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
 export function providerKeyFindings(home: CapsemHome, env: NodeJS.ProcessEnv): Finding[] {
   let providers;
   try {
-    providers = providersOf(new PolicyStore(home).policy.credentials);
+    providers = new PolicyStore(home).keyProviders;
   } catch (err) {
     return [{ check: 'provider keys', level: 'warn', detail: (err as Error).message }];
   }
   const store = new HomeKeyStore(home);
-  return providers.map((provider) => {
+  // A built-in provider no agent needs is named only once it has a key: a missing one is no problem.
+  const needed = new Set(agentKeyNames());
+  const optional = (id: string): boolean => !needed.has(id) && BUILT_IN_PROVIDERS.some((p) => p.key?.name === id);
+  return providers.flatMap((provider): Finding[] => {
     const check = `${provider.id} key`;
     try {
       const found = findKey(provider, env, store);
       if (!found && store.locked(provider.id)) {
-        return {
-          check,
-          level: 'warn',
-          detail: `${LOCKED_KEY_TEXT}; a session this command owns cannot use it`,
-          fix: `start the Capsem app (capsem commands then run through it), or export ${provider.env[0]}=... in the shell you start capsem from`,
-        };
+        return [
+          {
+            check,
+            level: 'warn',
+            detail: `${LOCKED_KEY_TEXT}; a session this command owns cannot use it`,
+            fix: `start the Capsem app (capsem commands then run through it), or export ${provider.env[0]}=... in the shell you start capsem from`,
+          },
+        ];
       }
+      if (!found && optional(provider.id)) return [];
       if (!found)
-        return {
-          check,
-          level: 'warn',
-          detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`,
-          fix: `export ${provider.env[0]}=... in the shell you start capsem from`,
-        };
+        return [
+          {
+            check,
+            level: 'warn',
+            detail: `none: agents that need it will say so; requests to ${provider.hosts.join(', ')} get no key`,
+            fix: `export ${provider.env[0]}=... in the shell you start capsem from`,
+          },
+        ];
       const where = found.source.kind === 'env' ? `from ${found.source.variable} in this environment` : `stored in ${found.source.store}`;
-      return { check, level: 'ok', detail: `${where}; sessions get a stand-in, the proxy adds the key on ${provider.hosts.join(', ')}` };
+      return [{ check, level: 'ok', detail: `${where}; sessions get a stand-in, the proxy adds the key on ${provider.hosts.join(', ')}` }];
     } catch (err) {
-      return { check, level: 'warn', detail: (err as Error).message };
+      return [{ check, level: 'warn', detail: (err as Error).message }];
     }
   });
 }

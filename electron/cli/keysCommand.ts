@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { findKey } from '../credentials/credentialBroker.ts';
 import { HomeKeyStore, LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
-import { providersOf, type Provider } from '../credentials/providers.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import type { Provider } from '../credentials/providers.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { ensureHomeRoot } from '../store/paths.ts';
 import { parseCommandArgs, UsageError, type Command } from './context.ts';
 
@@ -36,7 +36,7 @@ removes it from both.`,
   run(ctx, argv) {
     const { positionals } = parseCommandArgs(this, argv, {});
     const [action, name] = positionals;
-    const providers = providersOf(new PolicyStore(ctx.home).policy.credentials);
+    const providers = new PolicyStore(ctx.home).keyProviders;
     const store = new HomeKeyStore(ctx.home);
     const provider = (): Provider => {
       const found = providers.find((p) => p.id === name);

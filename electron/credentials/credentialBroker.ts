@@ -1,6 +1,7 @@
 import type { CredentialRefOf } from './credentialRef.ts';
 import { keyForms, type KeyForm } from './keyForms.ts';
 import type { KeyStore } from './keyStore.ts';
+import { BUILT_IN_TABLE, type ProviderTable } from '../telemetry/providers/index.ts';
 import { providersOf, type CredentialsSettings, type Provider } from './providers.ts';
 import { newStandIn } from './standIns.ts';
 
@@ -89,6 +90,8 @@ export interface BrokerSources {
   readonly store: KeyStore | null;
   /** The policy file's credentials section, read at each request (the policy reloads). */
   readonly settings: () => CredentialsSettings;
+  /** The provider table under the same policy (the built-in one unless given): which providers take a key, on which hosts and ports. */
+  readonly providers?: () => ProviderTable;
   readonly credentialRefOf: CredentialRefOf;
 }
 
@@ -133,11 +136,12 @@ function placeOf(dest: Endpoint): string {
 
 export function openSessionCredentials(sources: BrokerSources): SessionCredentials {
   const settingsAtStart = sources.settings();
+  const tableNow = sources.providers ?? ((): ProviderTable => BUILT_IN_TABLE);
   const real = new Map<string, string>();
   const forms = new Map<string, readonly KeyForm[]>();
   const keys: SessionKey[] = [];
   const guestEnv: Record<string, string> = {};
-  for (const provider of providersOf(settingsAtStart)) {
+  for (const provider of providersOf(settingsAtStart, tableNow())) {
     const found = findKey(provider, sources.env, sources.store);
     if (!found) continue;
     const standIn = newStandIn(provider.standIn, Buffer.byteLength(found.key));
@@ -150,10 +154,12 @@ export function openSessionCredentials(sources: BrokerSources): SessionCredentia
   }
 
   /** Each provider's hosts and ports under the policy as it is now (it reloads); a session's keys keep their provider otherwise. */
-  let providersFor: { settings: CredentialsSettings; byId: Map<string, Provider> } | null = null;
+  let providersFor: { settings: CredentialsSettings; table: ProviderTable; byId: Map<string, Provider> } | null = null;
   const current = (key: SessionKey): Provider => {
     const settings = sources.settings();
-    if (providersFor?.settings !== settings) providersFor = { settings, byId: new Map(providersOf(settings).map((p) => [p.id, p])) };
+    const table = tableNow();
+    if (providersFor?.settings !== settings || providersFor.table !== table)
+      providersFor = { settings, table, byId: new Map(providersOf(settings, table).map((p) => [p.id, p])) };
     return providersFor.byId.get(key.provider.id) ?? key.provider;
   };
   const belongs = (key: SessionKey, dest: Endpoint): boolean => {

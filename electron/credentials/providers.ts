@@ -1,26 +1,16 @@
 import { z } from 'zod';
+import { BUILT_IN_TABLE, type ProviderTable } from '../telemetry/providers/index.ts';
+import { DEFAULT_PORTS, type KeyHeader, type StandInShape } from '../telemetry/providers/provider.ts';
 
-// The providers whose keys stay on the host: where each key comes from on the host, how a client
-// sends it (a header, optionally a query parameter), which API hosts and ports it belongs to (over
-// TLS only), and the shape of its stand-in, so an agent's own format check on the key passes.
-// Anthropic, OpenAI and Gemini are built in; a policy file's `credentials.providers` adds others,
-// and its `credentials.hosts` and `credentials.ports` change a provider's hosts and ports.
-
-export interface StandInShape {
-  readonly prefix: string;
-  /** Random characters after the prefix for a key too short to set the length (standIns.ts), from the base64url alphabet keys are made of. */
-  readonly randomChars: number;
-  /** Fixed characters after the random part (Anthropic keys end in "AA"). */
-  readonly suffix: string;
-}
-
-/** Where a client puts the key: a header's whole value, or after `Bearer ` in one. */
-export interface KeyHeader {
-  readonly name: string;
-  readonly bearer: boolean;
-}
+// The providers whose keys stay on the host, as the broker sees them: where each key comes from on
+// the host, how a client sends it (a header, optionally a query parameter), which API hosts and
+// ports it belongs to (over TLS only), and the shape of its stand-in, so an agent's own format
+// check on the key passes. Every provider of the table (telemetry/providers/, with the policy
+// file's `providers`) that takes a key is one; the policy's `credentials.providers` adds key-only
+// ones, and its `credentials.hosts` and `credentials.ports` change a provider's hosts and ports.
 
 export interface Provider {
+  /** The key's name: in the key store, `capsem keys`, the policy's credentials section and the ledger. */
   readonly id: string;
   /** Host variables the key is read from, the first set wins; the guest gets the stand-in under the first. */
   readonly env: readonly string[];
@@ -33,49 +23,13 @@ export interface Provider {
   readonly standIn: StandInShape;
 }
 
-/** Where a provider's key is released unless its entry or the policy names other ports. */
-export const DEFAULT_KEY_PORTS: readonly number[] = [443];
-
-export const BUILT_IN_PROVIDERS: readonly Provider[] = [
-  {
-    id: 'anthropic',
-    env: ['ANTHROPIC_API_KEY'],
-    // x-api-key is the SDKs' and Claude Code's; Bearer is what OAuth-style clients send.
-    headers: [
-      { name: 'x-api-key', bearer: false },
-      { name: 'authorization', bearer: true },
-    ],
-    query: null,
-    hosts: ['api.anthropic.com'],
-    ports: DEFAULT_KEY_PORTS,
-    standIn: { prefix: 'sk-ant-api03-', randomChars: 93, suffix: 'AA' },
-  },
-  {
-    id: 'openai',
-    env: ['OPENAI_API_KEY'],
-    headers: [{ name: 'authorization', bearer: true }],
-    query: null,
-    hosts: ['api.openai.com'],
-    ports: DEFAULT_KEY_PORTS,
-    standIn: { prefix: 'sk-proj-', randomChars: 156, suffix: '' },
-  },
-  {
-    id: 'gemini',
-    env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
-    headers: [{ name: 'x-goog-api-key', bearer: false }],
-    query: 'key',
-    hosts: ['generativelanguage.googleapis.com'],
-    ports: DEFAULT_KEY_PORTS,
-    standIn: { prefix: 'AIza', randomChars: 35, suffix: '' },
-  },
-];
-
-const hostName = z
+/** A host name as policy entries give it, compared in lower case. */
+export const hostName = z
   .string()
   .regex(/^[a-z0-9.-]+$/i, 'a host name (letters, digits, dots and dashes)')
   .transform((h) => h.toLowerCase());
 
-const keyPorts = z.array(z.number().int().min(1).max(65535)).min(1);
+export const keyPorts = z.array(z.number().int().min(1).max(65535)).min(1);
 
 const extraProvider = z.object({
   id: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes'),
@@ -111,19 +65,38 @@ export type CredentialsSettings = z.infer<typeof credentialsSettings>;
 
 export const DEFAULT_CREDENTIALS_SETTINGS: CredentialsSettings = { standInElsewhere: 'refuse', hosts: {}, ports: {}, providers: [] };
 
-/** Every provider, with the policy's hosts and ports applied. A provider id named twice keeps the first. */
-export function providersOf(settings: CredentialsSettings): Provider[] {
+/** The key view of the table's providers that take a key. */
+function keyedProviders(table: ProviderTable): Provider[] {
+  return table.providers.flatMap((p) =>
+    p.key
+      ? [
+          {
+            id: p.key.name,
+            env: p.key.env,
+            headers: p.key.headers,
+            query: p.key.query,
+            hosts: p.hosts,
+            ports: p.ports,
+            standIn: p.key.standIn,
+          },
+        ]
+      : [],
+  );
+}
+
+/** Every provider that takes a key, with the policy's hosts and ports applied. A provider id named twice keeps the first. */
+export function providersOf(settings: CredentialsSettings, table: ProviderTable = BUILT_IN_TABLE): Provider[] {
   const extras: Provider[] = settings.providers.map((p) => ({
     id: p.id,
     env: [p.env],
     headers: [{ name: p.header, bearer: p.bearer }],
     query: p.query ?? null,
     hosts: p.hosts,
-    ports: p.ports ?? DEFAULT_KEY_PORTS,
+    ports: p.ports ?? DEFAULT_PORTS,
     standIn: { prefix: p.standInPrefix, randomChars: 48, suffix: '' },
   }));
   const seen = new Set<string>();
-  return [...BUILT_IN_PROVIDERS, ...extras]
+  return [...keyedProviders(table), ...extras]
     .filter((p) => !seen.has(p.id) && seen.add(p.id))
     .map((p) => ({ ...p, hosts: settings.hosts[p.id] ?? p.hosts, ports: settings.ports[p.id] ?? p.ports }));
 }

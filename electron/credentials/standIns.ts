@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { StandInShape } from './providers.ts';
+import type { StandInShape } from '../telemetry/providers/provider.ts';
 
 // A stand-in looks like the provider's key (prefix, suffix, alphabet) so an agent's own check on
 // the key's format passes, but is drawn fresh from the system's random source for each session:

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { BrokeredRequest, CredentialBroker, OutgoingHeaders } from '../credentials/credentialBroker.ts';
 import type { ProxyConnections } from './connections.ts';
 import { NO_CREDENTIALS, type ExchangeError, type ExchangeOutcome, type ExchangeRequest, type RecordExchange } from './exchange.ts';
-import type { Decision, PolicyStore } from './policy.ts';
+import type { Decision, PolicyStore } from '../policy/policy.ts';
 import { AUTH_CHALLENGE, AUTH_REFUSAL, unrecordableBody, type Refused } from './refusals.ts';
 import { absoluteTarget, isRefusal, splitTarget, tunnelledTarget, type Destination, type TunnelEnd } from './requestTarget.ts';
 

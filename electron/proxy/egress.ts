@@ -1,8 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
-import { canonicalHost, isPrivateAddress } from './addresses.ts';
-import { PRIVATE_ADDRESS_RULE, type Decision } from './policy.ts';
+import { canonicalHost, isPrivateAddress } from '../policy/addresses.ts';
+import { PRIVATE_ADDRESS_RULE, type Decision } from '../policy/policy.ts';
 import type { ResolveMap } from './resolveMap.ts';
 
 // The one way out of the proxy. Every connection to a destination (a request, a tunnelled request,

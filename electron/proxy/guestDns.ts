@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { Duplex } from 'node:stream';
-import { canonicalHost } from './addresses.ts';
+import { canonicalHost } from '../policy/addresses.ts';
 import {
   dnsAnswer,
   DnsFrames,
@@ -16,7 +16,7 @@ import {
   type DnsQuery,
   type Rcode,
 } from './dnsMessage.ts';
-import type { Decision } from './policy.ts';
+import type { Decision } from '../policy/policy.ts';
 import type { ResolveMap } from './resolveMap.ts';
 import type { StandInAddresses } from './standInAddresses.ts';
 

@@ -8,7 +8,7 @@ import { ProxyConnections, STREAM_BUFFER } from './connections.ts';
 import { createEgress } from './egress.ts';
 import { DEFAULT_BODY_CAP, EMPTY_BODY, exchangeOf, type ConnectionOrigin, type Exchange, type RecordExchange } from './exchange.ts';
 import { http1Headers, startHttp2Clients } from './http2Clients.ts';
-import type { PolicyStore } from './policy.ts';
+import type { PolicyStore } from '../policy/policy.ts';
 import { newProxyToken, proxyUrl } from './proxyAuth.ts';
 import { createGuestDns, type GuestLookup } from './guestDns.ts';
 import { serveRequest, type RequestPath } from './requestRelay.ts';

@@ -1,4 +1,4 @@
-import { authorityOf, canonicalHost } from './addresses.ts';
+import { authorityOf, canonicalHost } from '../policy/addresses.ts';
 
 // Where a request goes, decided once from what the client sent, before policy: the CONNECT
 // tunnel's destination or the absolute-form URL, in canonical spelling. The Host header may only

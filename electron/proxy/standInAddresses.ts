@@ -1,4 +1,4 @@
-import { canonicalHost } from './addresses.ts';
+import { canonicalHost } from '../policy/addresses.ts';
 
 // The addresses a session's guest is given for the names it looks up. The guest never learns
 // where a name really resolves: a CAPSEM_RESOLVE target on the host's loopback would be the

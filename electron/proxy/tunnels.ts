@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { TLSSocket, type TLSSocketOptions } from 'node:tls';
 import { entryRefusal, type ProxyPath } from './admission.ts';
-import { canonicalHost } from './addresses.ts';
+import { canonicalHost } from '../policy/addresses.ts';
 import type { CertificateAuthority, CipherOrder } from './certificateAuthority.ts';
 import { STREAM_BUFFER, type Tunnel } from './connections.ts';
 import type { ConnectionOrigin } from './exchange.ts';

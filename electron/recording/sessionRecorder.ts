@@ -2,6 +2,7 @@ import type { Exchange } from '../proxy/exchange.ts';
 import type { RowOf } from '../store/sessionSchema.ts';
 import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
+import type { ProviderTable } from '../telemetry/providers/index.ts';
 import type { FrameRow } from '../telemetry/upgradedStream.ts';
 import { EXCHANGE_STEPS, stepsFor } from './pipeline.ts';
 import { ExchangeFacts, header } from './steps/exchangeFacts.ts';
@@ -15,14 +16,17 @@ import { RecordingState, type EventKind, type ExchangeRows, type RecordingEvents
 export type RecorderSink = RowSink & Pick<SessionWriter, 'reserveEventId'>;
 
 export class SessionRecorder {
-  private readonly state = new RecordingState();
+  private readonly state: RecordingState;
   failures = 0;
   lastFailure: string | null = null;
 
   constructor(
     private readonly sink: RecorderSink,
     private readonly bodyCap: number,
-  ) {}
+    providers?: () => ProviderTable,
+  ) {
+    this.state = new RecordingState(providers);
+  }
 
   /** Exchanges are recorded in the order they finished, even though decoding is asynchronous. */
   private queue: Promise<void> = Promise.resolve();

@@ -14,7 +14,7 @@ import { SessionWriter } from '../store/sessionWriter.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { DEFAULT_BODY_CAP, type ConnectionOrigin } from '../proxy/exchange.ts';
 import { startMitmProxy, type ProxyHandle, type ProxyOptions } from '../proxy/mitmProxy.ts';
-import { PolicyStore } from '../proxy/policy.ts';
+import { PolicyStore } from '../policy/policy.ts';
 import { parseResolveMap } from '../proxy/resolveMap.ts';
 import { SessionRecorder } from './sessionRecorder.ts';
 
@@ -119,6 +119,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       env,
       store: options.keyStore ?? new HomeKeyStore(home),
       settings: () => policy.policy.credentials,
+      providers: () => policy.providers,
       credentialRefOf: credentialRefOf(credentialRefSecret(home)),
     });
     ensurePrivateDir(paths.dir);
@@ -129,7 +130,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       created_at: session.createdAt,
       mode: options.mode ?? 'record',
     };
-    opened = await openRecorder(paths.dbPath, meta, bodyCap, (writer, recorder) => ({
+    opened = await openRecorder(paths.dbPath, meta, bodyCap, policy, (writer, recorder) => ({
       ca,
       policy,
       resolve,
@@ -229,12 +230,13 @@ async function openRecorder(
   dbPath: string,
   meta: Record<string, string>,
   bodyCap: number,
+  policy: PolicyStore,
   proxyOptions: (writer: SessionWriter, recorder: SessionRecorder) => ProxyOptions,
 ) {
   const writer = await SessionWriter.open(dbPath, meta).catch((err: unknown) => {
     throw new Error(`cannot open its database ${dbPath}: ${(err as Error).message}`);
   });
-  const recorder = new SessionRecorder(writer, bodyCap);
+  const recorder = new SessionRecorder(writer, bodyCap, () => policy.providers);
   try {
     return { writer, recorder, proxy: await startMitmProxy(proxyOptions(writer, recorder)) };
   } catch (err) {

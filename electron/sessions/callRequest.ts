@@ -1,6 +1,5 @@
-import { isObject } from '../telemetry/json.ts';
-import { MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
 import { emptyView, type RequestView } from '../telemetry/requestView.ts';
+import { WIRE_FORMATS, wireRequestView } from '../telemetry/wire/index.ts';
 import { requestViewByPath } from './foreignDatabases.ts';
 
 // A model call's request as the API and search show it: its stored body read in the wire format
@@ -17,6 +16,6 @@ export interface RecordedCall {
 
 export function requestViewOfCall(call: RecordedCall, body: unknown): RequestView {
   if (typeof call.wire !== 'string' || call.wire === '') return requestViewByPath(String(call.provider), String(call.path), body);
-  const endpoint = MODEL_PROVIDERS.flatMap((p) => p.endpoints).find((e) => e.wire === call.wire);
-  return endpoint && isObject(body) ? endpoint.request(body) : emptyView();
+  const wire = call.wire;
+  return WIRE_FORMATS.some((w) => w.id === wire) ? wireRequestView(wire, body) : emptyView();
 }

@@ -275,7 +275,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
   };
   return {
     ...base(sessionId, row, 'model', request ? 'request' : 'response', slot, exchange),
-    host: text(row.host) ?? providerNamed(provider)?.host,
+    host: text(row.host) ?? providerNamed(provider)?.hosts[0],
     statusCode: request ? undefined : status,
     durationMs: request ? undefined : amount(row.duration_ms),
     ttfbMs: request ? undefined : amount(row.ttfb_ms),

@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
 import { lenientJson } from '../telemetry/json.ts';
 import { parseMcpExchange } from '../telemetry/mcp.ts';
-import { detectModelApi, requestView } from '../telemetry/providers/index.ts';
+import { BUILT_IN_PROVIDERS, requestView } from '../telemetry/providers/index.ts';
 import type { RequestView } from '../telemetry/requestView.ts';
+import { matchWire, wireNamed } from '../telemetry/wire/index.ts';
 
 // The one place a reader detects at read time what a session.db did not record. This app's
 // recorder writes, for every model call, the wire format it read the call in (model_calls.wire)
@@ -31,15 +32,24 @@ export function writtenByAnotherTool(db: Database.Database, tables: ReadonlySet<
   return first?.theirs === 1;
 }
 
-/** The provider whose model API a path is, as the recorder detects it today; null for any other path. */
+/** The first built-in provider with an endpoint at this path (without its query), whatever the host: the files this reads name none. */
+function builtInAtPath(bare: string): string | null {
+  for (const provider of BUILT_IN_PROVIDERS)
+    for (const endpoint of provider.endpoints)
+      if (bare.startsWith(endpoint.basePath) && matchWire(wireNamed(endpoint.wire), bare.slice(endpoint.basePath.length)))
+        return provider.id;
+  return null;
+}
+
+/** The provider whose model API a path is, by the path alone; null for any other path. */
 export function providerOfPath(path: unknown): string | null {
-  return typeof path === 'string' ? (detectModelApi(path)?.provider ?? null) : null;
+  return typeof path === 'string' ? builtInAtPath(path.split('?')[0]!) : null;
 }
 
 /** An exchange of a file another tool wrote, by its path: a model call, an MCP call (a path segment `mcp`), or neither. */
 export function exchangeKindOfPath(path: string): 'llm' | 'mcp' | null {
   const bare = path.split('?')[0]!;
-  return detectModelApi(bare) ? 'llm' : /(^|\/)mcp(\/|$)/.test(bare) ? 'mcp' : null;
+  return builtInAtPath(bare) ? 'llm' : /(^|\/)mcp(\/|$)/.test(bare) ? 'mcp' : null;
 }
 
 /** The request of a call recorded without its wire, read by the provider's endpoint that claims its path. */

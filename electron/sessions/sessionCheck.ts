@@ -7,7 +7,8 @@ import { TOLD_AS_MCP, TOLD_BY_MODEL_CALL } from './sessionEventStore.ts';
 import { lossReport } from '../store/diskFailure.ts';
 import { existingTables } from '../store/rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from '../store/sessionSchema.ts';
-import { MODEL_PROVIDERS } from '../telemetry/providers/index.ts';
+import { BUILT_IN_PROVIDERS } from '../telemetry/providers/index.ts';
+import { LOCAL_PRICE, UNPRICED } from '../telemetry/providers/provider.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
@@ -39,10 +40,13 @@ export interface CheckReport {
   readonly notes: readonly string[];
 }
 
-/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding. */
-const FREE_PROVIDERS = MODEL_PROVIDERS.filter((p) => p.priceCatalogId === null)
+/** Providers whose models run locally and cost nothing, as an SQL list: a zero cost there is no finding (rows recorded before the pricing mark). */
+const FREE_PROVIDERS = BUILT_IN_PROVIDERS.filter((p) => p.price === LOCAL_PRICE)
   .map((p) => `'${p.id}'`)
   .join(', ');
+
+/** The pricing mark the recorder leaves in usage_details (pricing: local or unpriced), as SQL. */
+const PRICING_MARK = "json_extract(CASE WHEN json_valid(usage_details) THEN usage_details END, '$.pricing')";
 
 const CAUSES = {
   schema:
@@ -225,7 +229,7 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
     // A request that ended before any response (the client gave up, or the exchange failed before
     // a status came back) has nothing to make a model call from: it is no loss of the recorder's.
     const answered = has('net_events', 'status_code') ? 'status_code IS NOT NULL' : '1';
-    for (const { id: provider } of MODEL_PROVIDERS) {
+    for (const { id: provider } of BUILT_IN_PROVIDERS) {
       const requests = count(
         `SELECT count(*) AS n FROM net_events WHERE decision = 'allowed' AND model_provider(path) = '${provider}' AND ${answered}`,
       );
@@ -355,7 +359,20 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
 
   when('cost', { model_calls: ['estimated_cost_usd', 'input_tokens', 'output_tokens', 'model'] }, () => {
     // Local models (Ollama) cost nothing by design; a paid provider's zero is a pricing gap.
-    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})`;
+    const marked = has('model_calls', 'usage_details');
+    const unpriced = marked ? `${PRICING_MARK} = '${UNPRICED}'` : '0';
+    const where = `coalesce(estimated_cost_usd, 0) = 0 AND coalesce(input_tokens, 0) + coalesce(output_tokens, 0) > 0 AND provider NOT IN (${FREE_PROVIDERS})${marked ? ` AND coalesce(${PRICING_MARK}, '') NOT IN ('${LOCAL_PRICE}', '${UNPRICED}')` : ''}`;
+    const noPrice = db
+      .prepare(`SELECT provider, count(*) AS n FROM model_calls WHERE ${unpriced} GROUP BY provider ORDER BY provider`)
+      .all() as {
+      provider: string;
+      n: number;
+    }[];
+    const total = noPrice.reduce((sum, p) => sum + p.n, 0);
+    if (total > 0)
+      notes.push(
+        `${total} model ${total === 1 ? 'call was' : 'calls were'} served by a provider with no known price (${noPrice.map((p) => `${p.provider}: ${p.n}`).join(', ')}): ${total === 1 ? 'its cost is' : 'their cost is'} unknown (recorded as 0, marked unpriced in usage_details), not a gap in the pricing data; name the provider with a "price" (its genai-prices id) in the policy file's "providers" to price it`,
+      );
     add(
       'zero cost',
       count(`SELECT count(*) AS n FROM model_calls WHERE ${where}`),

@@ -1,5 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices';
-import { providerNamed } from './providers/index.ts';
+import { BUILT_IN_TABLE } from './providers/index.ts';
+import { LOCAL_PRICE, UNPRICED } from './providers/provider.ts';
 
 // Cost from the bundled pydantic/genai-prices dataset, used offline. Cache reads and writes are
 // priced at their own rates. An unknown model costs 0 and says so; `capsem check` reports it.
@@ -18,11 +19,14 @@ export interface Price {
   readonly known: boolean;
 }
 
+/** A recorded provider's call priced as the built-in table prices it (a provider unknown there, under its own name in the catalog). */
 export function priceOf(provider: string, model: string | undefined, usage: PricedUsage, at = new Date()): Price {
-  // A provider unknown here is looked up in the catalog under its own name.
-  const declared = providerNamed(provider);
-  const catalogId = declared ? declared.priceCatalogId : provider;
-  if (!model || catalogId === null) return { usd: 0, known: false };
+  return priceUnder(BUILT_IN_TABLE.pricingOf(provider), model, usage, at);
+}
+
+/** A call priced under a pricing id: a genai-prices provider, LOCAL_PRICE or UNPRICED (both cost 0 here). */
+export function priceUnder(pricing: string, model: string | undefined, usage: PricedUsage, at = new Date()): Price {
+  if (!model || pricing === LOCAL_PRICE || pricing === UNPRICED) return { usd: 0, known: false };
   const cacheRead = usage.cacheReadTokens ?? 0;
   const cacheWrite = usage.cacheWriteTokens ?? 0;
   try {
@@ -35,7 +39,7 @@ export function priceOf(provider: string, model: string | undefined, usage: Pric
         output_tokens: usage.outputTokens ?? 0,
       },
       model,
-      { providerId: catalogId, timestamp: at },
+      { providerId: pricing, timestamp: at },
     );
     return result ? { usd: result.total_price, known: true } : { usd: 0, known: false };
   } catch {

@@ -1,5 +1,6 @@
 import { LOCKED_KEY_TEXT } from '../credentials/homeKeyStore.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
+import { BUILT_IN_TABLE } from '../telemetry/providers/index.ts';
 import { codingAgent, type AgentName } from './codingAgents.ts';
 
 // The one place a provider key goes from the host towards the guest. The real key (agentCredentials)
@@ -8,21 +9,41 @@ import { codingAgent, type AgentName } from './codingAgents.ts';
 // 20 characters, to approve it. The proxy swaps the stand-in for the real key on the provider's
 // own hosts only.
 
-/** Where each agent's key comes from on the host (first found wins, else the store under `provider`), and the name the agent reads in the guest. */
-const KEYS = {
-  claude: { from: ['ANTHROPIC_API_KEY'], provider: 'anthropic', guest: 'ANTHROPIC_API_KEY', example: 'sk-ant-...' },
-  codex: { from: ['OPENAI_API_KEY'], provider: 'openai', guest: 'OPENAI_API_KEY', example: 'sk-...' },
-  gemini: { from: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], provider: 'gemini', guest: 'GEMINI_API_KEY', example: 'AIza...' },
-} as const satisfies Record<
-  AgentName,
-  { readonly from: readonly string[]; readonly provider: string; readonly guest: string; readonly example: string }
->;
+/** Whose key each agent needs (a provider of the table), and how the key looks, for the one line that says to set it. */
+const AGENT_KEYS = {
+  claude: { provider: 'anthropic', example: 'sk-ant-...' },
+  codex: { provider: 'openai', example: 'sk-...' },
+  gemini: { provider: 'google', example: 'AIza...' },
+} as const satisfies Record<AgentName, { readonly provider: string; readonly example: string }>;
 
-/** A variable agentCredentials reads or returns, by name, so a request's credentials type as plain JSON. */
-export type CredentialVariable = (typeof KEYS)[AgentName]['from'][number] | (typeof KEYS)[AgentName]['guest'];
+interface AgentKey {
+  /** Host variables the key is read from, first found wins (the provider's). */
+  readonly from: readonly string[];
+  /** The key's name in the store. */
+  readonly provider: string;
+  /** The variable the agent reads it by in the guest: the provider's first. */
+  readonly guest: string;
+  readonly example: string;
+}
+
+/** Where an agent's key comes from on the host (first found wins, else the store under `provider`), and the name the agent reads in the guest, as the provider table declares them. */
+function keyOf(agent: AgentName): AgentKey {
+  const { provider, example } = AGENT_KEYS[agent];
+  const key = BUILT_IN_TABLE.named(provider)?.key;
+  if (!key) throw new Error(`the provider table declares no key for ${provider}`);
+  return { from: key.env, provider: key.name, guest: key.env[0]!, example };
+}
+
+/** The names of the keys the coding agents need (the key store's). */
+export const agentKeyNames = (): string[] => (Object.keys(AGENT_KEYS) as AgentName[]).map((agent) => keyOf(agent).provider);
+
+/** The variable the agent reads its key by in the guest. */
+export const guestKeyVariable = (agent: AgentName): string => keyOf(agent).guest;
 
 /** Every variable agentCredentials reads or returns: the only ones a request may carry as credentials. */
-export const CREDENTIAL_VARIABLES: readonly CredentialVariable[] = [...new Set(Object.values(KEYS).flatMap((k) => [...k.from, k.guest]))];
+export const CREDENTIAL_VARIABLES: readonly string[] = [
+  ...new Set((Object.keys(AGENT_KEYS) as AgentName[]).flatMap((agent) => keyOf(agent).from)),
+];
 
 /** The agent's key (the real one for the broker, or the session's stand-in for the guest), under the name the agent reads it by. */
 export type AgentCredentials = Readonly<Record<string, string>>;
@@ -50,7 +71,7 @@ export function agentCredentials(
   store: KeyStore | null = null,
   whenLocked: WhenKeyLocked = 'refuse',
 ): AgentCredentials {
-  const key = KEYS[agent];
+  const key = keyOf(agent);
   const name = key.from.find((variable) => (env[variable] ?? '').trim() !== '');
   const value = name ? env[name]!.trim() : '';
   if (!name) {
@@ -86,7 +107,7 @@ function storedKey(store: KeyStore | null, provider: string): boolean {
  * agent does not start, rather than start with a key of any other kind.
  */
 export function agentStandIn(agent: AgentName, guestEnv: Readonly<Record<string, string>>): AgentCredentials {
-  const key = KEYS[agent];
+  const key = keyOf(agent);
   const standIn = guestEnv[key.guest];
   if (!standIn)
     throw new MissingAgentKeyError(

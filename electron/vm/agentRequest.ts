@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { AGENT_NAMES } from '../contract/agents.ts';
-import { CREDENTIAL_VARIABLES, type CredentialVariable } from './agentCredentials.ts';
+import { CREDENTIAL_VARIABLES } from './agentCredentials.ts';
 
-/** A coding agent's key, under the variables agentCredentials reads or returns. */
-export const AgentCredentialsSchema = z.partialRecord(
-  z.enum(CREDENTIAL_VARIABLES as [CredentialVariable, ...CredentialVariable[]]),
+/** A coding agent's key, under the variables agentCredentials reads or returns (the provider table's). */
+export const AgentCredentialsSchema = z.record(
+  z.string().refine((name) => CREDENTIAL_VARIABLES.includes(name), { message: `one of ${CREDENTIAL_VARIABLES.join(', ')}` }),
   z.string().max(8192),
 );
 

@@ -1,5 +1,6 @@
 import { AGENT_NAMES, type AgentName } from '../contract/agents.ts';
-import type { AgentCredentials } from './agentCredentials.ts';
+import { BUILT_IN_TABLE } from '../telemetry/providers/index.ts';
+import { guestKeyVariable, type AgentCredentials } from './agentCredentials.ts';
 import { GUEST_WORKSPACE } from './image/imagePlan.ts';
 import type { HomeFile, TerminalProgram } from './vmSession.ts';
 
@@ -31,7 +32,7 @@ const CLAUDE: CodingAgent = {
   // which a session's VM is.
   env: { IS_SANDBOX: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' },
   homeFiles: (credentials) => {
-    const key = credentials.ANTHROPIC_API_KEY ?? '';
+    const key = credentials[guestKeyVariable('claude')] ?? '';
     return [
       {
         path: '.claude.json',
@@ -71,9 +72,9 @@ const CODEX: CodingAgent = {
         '',
         '[model_providers.openai-https]',
         'name = "OpenAI"',
-        'base_url = "https://api.openai.com/v1"',
+        `base_url = "https://${BUILT_IN_TABLE.named('openai')!.hosts[0]}/v1"`,
         'wire_api = "responses"',
-        'env_key = "OPENAI_API_KEY"',
+        `env_key = "${guestKeyVariable('codex')}"`,
         'supports_websockets = false',
         '',
         '[analytics]',

@@ -7,7 +7,7 @@ import { credentialRefOf } from '../../electron/credentials/credentialRef.ts';
 import { KeyScrubber } from '../../electron/credentials/keyScrubber.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { startMitmProxy } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { PolicyStore } from '../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { DEFAULT_CREDENTIALS_SETTINGS } from '../../electron/credentials/providers.ts';
 import { startUpstream } from '../helpers/mockUpstreams.ts';

@@ -7,7 +7,7 @@ import { credentialRefOf, credentialRefSecret } from '../../electron/credentials
 import { HomeKeyStore } from '../../electron/credentials/homeKeyStore.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { startMitmProxy } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { PolicyStore } from '../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { capsemHome } from '../../electron/store/paths.ts';
 

@@ -102,8 +102,9 @@ describe('GET /v1/sessions: the fields a Cortex client reads', () => {
       messages: number,
       usage: { input: number; output: number; cacheRead: number; cacheWrite: number },
     ): void => {
-      // The prompt first, then the history that makes the conversation `messages` long, its system prompt counted.
-      const history = Array.from({ length: messages - 2 }, (_, i) => ({ role: i % 2 === 0 ? 'assistant' : 'user', content: `turn ${i}` }));
+      // The prompt, then the model's steps that make the conversation `messages` long, its system
+      // prompt counted: the prompt stays the last user text, which the recorder keeps as the turn's prompt.
+      const history = Array.from({ length: messages - 2 }, (_, i) => ({ role: 'assistant', content: `step ${i}` }));
       const request = {
         model: 'claude',
         system: 'you are terse',

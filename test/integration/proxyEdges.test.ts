@@ -11,7 +11,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { CertificateAuthority, type CipherOrder } from '../../electron/proxy/certificateAuthority.ts';
 import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { PolicyStore } from '../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';

@@ -5,7 +5,7 @@ import { afterAll, expect, it, vi } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { startMitmProxy } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { PolicyStore } from '../../electron/policy/policy.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { liveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';

@@ -10,7 +10,7 @@ import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.
 import { framed } from '../../electron/proxy/dnsMessage.ts';
 import type { Exchange } from '../../electron/proxy/exchange.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
-import { DEFAULT_POLICY_PATH, PolicyStore } from '../../electron/proxy/policy.ts';
+import { DEFAULT_POLICY_PATH, PolicyStore } from '../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { tempHome } from '../helpers/tempHome.ts';

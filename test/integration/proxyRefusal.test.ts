@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import type { Exchange } from '../../electron/proxy/exchange.ts';
 import { startMitmProxy, type ProxyHandle } from '../../electron/proxy/mitmProxy.ts';
-import { PolicyStore } from '../../electron/proxy/policy.ts';
+import { PolicyStore } from '../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../electron/proxy/resolveMap.ts';
 import { startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { tempHome } from '../helpers/tempHome.ts';

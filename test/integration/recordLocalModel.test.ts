@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLICY_PATH } from '../../electron/proxy/policy.ts';
+import { DEFAULT_POLICY_PATH } from '../../electron/policy/policy.ts';
 import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalHost } from '../../electron/proxy/addresses.ts';
+import { canonicalHost } from '../../electron/policy/addresses.ts';
 import { framed } from '../../electron/proxy/dnsMessage.ts';
 import { startRecording, type Recording } from '../../electron/recording/sessionRecording.ts';
 import type { VmHost } from '../../electron/vm/vmHost.ts';

@@ -1,5 +1,6 @@
 import { providersOf } from '../../credentials/providers.ts';
 import { STAND_IN_ELSEWHERE_RULE } from '../../credentials/credentialBroker.ts';
+import { providerTableOf } from '../../policy/policy.ts';
 import { credentialRefOf } from './exchangeFacts.ts';
 import type { ExchangeStep } from './step.ts';
 
@@ -20,10 +21,10 @@ export const credentialUses: ExchangeStep = {
   readsBody: false,
   config: (inUse) => {
     if ('error' in inUse) return { source: inUse.source, error: inUse.error };
-    const { credentials } = inUse.document;
+    const policy = inUse.document;
     return {
-      standInElsewhere: credentials.standInElsewhere,
-      providers: providersOf(credentials).map((p) => ({
+      standInElsewhere: policy.credentials.standInElsewhere,
+      providers: providersOf(policy.credentials, providerTableOf(policy)).map((p) => ({
         id: p.id,
         hosts: p.hosts,
         headers: p.headers.map((h) => h.name),

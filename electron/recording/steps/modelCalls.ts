@@ -2,8 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Exchange } from '../../proxy/exchange.ts';
 import type { RecordedCall, ToolLedger } from '../../proxy/toolLedger.ts';
 import { hostOf } from '../../telemetry/hosts.ts';
-import { priceOf } from '../../telemetry/pricing.ts';
-import { detectModelApi, parseModelResponse, requestView, type ModelApi } from '../../telemetry/providers/index.ts';
+import { priceUnder } from '../../telemetry/pricing.ts';
+import type { ModelApi } from '../../telemetry/providers/index.ts';
+import { LOCAL_PRICE, UNPRICED } from '../../telemetry/providers/provider.ts';
+import { parseModelResponse, wireRequestView } from '../../telemetry/wire/index.ts';
 import { promptOf } from '../../telemetry/requestView.ts';
 import { conversationLinks, type CarriedResult } from '../../telemetry/toolLinks.ts';
 import { credentialRefOf, header, preview, PREVIEW } from './exchangeFacts.ts';
@@ -30,7 +32,7 @@ export const modelCalls: ExchangeStep = {
   config: writesTo(['model_calls', 'model_items', 'tool_calls', 'tool_responses']),
   record: (facts, state) => {
     const { ex } = facts;
-    const api = ex.kind === 'request' && ex.decision === 'allowed' ? detectModelApi(ex.path) : null;
+    const api = ex.kind === 'request' && ex.decision === 'allowed' ? state.providers().detect(ex.host, ex.port, ex.scheme, ex.path) : null;
     if (!api) return {};
     facts.claimedBy = 'model-calls';
     // Nothing came back to make a call of; the trace on its row says it was one, for readers that never detect again.
@@ -39,7 +41,7 @@ export const modelCalls: ExchangeStep = {
       return { columns: { trace_id: trace, turn_id: trace } };
     }
     const requestJson = facts.requestJson();
-    const view = requestView(api.provider, ex.path, requestJson);
+    const view = wireRequestView(api.wire, requestJson);
     const links = conversationLinks(view.turns);
     const carried = links.results.map((result) => ({ result, call: state.tools.callOf(result) }));
     // A model call continues the trace of the calls its results answer.
@@ -64,7 +66,7 @@ export const modelCalls: ExchangeStep = {
 function modelCallRows(
   ex: Exchange,
   api: ModelApi,
-  view: ReturnType<typeof requestView>,
+  view: ReturnType<typeof wireRequestView>,
   requestJson: unknown,
   requestPreview: string | null,
   responseBytes: Buffer,
@@ -79,7 +81,7 @@ function modelCallRows(
     typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;
   // Model resolution: request body, then the stream or response JSON, then the URL path.
   const model = requestModel ?? parsed.model;
-  const price = ok ? priceOf(api.provider, model, parsed, ex.startedAt) : { usd: 0, known: false };
+  const price = ok ? priceUnder(api.pricing, model, parsed, ex.startedAt) : { usd: 0, known: false };
   const at = ex.startedAt.toISOString();
   const identity = { trace_id: trace, turn_id: trace };
   const credentialRef = credentialRefOf(ex);
@@ -90,6 +92,8 @@ function modelCallRows(
   if (!parsed.complete) usage.incomplete = true;
   // The provider's design, not a loss: `capsem check` tells the two apart by this mark.
   if (parsed.usageUnreported) usage.usage = 'unreported';
+  // Who served it has no price, or runs locally: its zero cost is unknown or nothing, not a gap in the catalog (`capsem check` tells them apart by this mark).
+  if (api.pricing === UNPRICED || api.pricing === LOCAL_PRICE) usage.pricing = api.pricing;
   const system = view.messages.find((m) => m.role === 'system');
   const prompt = promptOf(view);
   const usageDetails = JSON.stringify(usage);

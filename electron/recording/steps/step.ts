@@ -1,8 +1,9 @@
 import type { GuestLookup } from '../../proxy/guestDns.ts';
-import type { PolicyDocument } from '../../proxy/policy.ts';
+import type { PolicyDocument } from '../../policy/policy.ts';
 import { ToolLedger } from '../../proxy/toolLedger.ts';
 import type { RowOf, SessionTable } from '../../store/sessionSchema.ts';
 import type { SessionWriter } from '../../store/sessionWriter.ts';
+import { BUILT_IN_TABLE, type ProviderTable } from '../../telemetry/providers/index.ts';
 import type { FrameRow } from '../../telemetry/upgradedStream.ts';
 import { FsEventRows, type FsChange } from '../fsEventRows.ts';
 import type { ExecRun } from './commandRun.ts';
@@ -45,6 +46,11 @@ export type PolicyInUse =
 
 /** What the recorder remembers across the events of one session. */
 export class RecordingState {
+  constructor(
+    /** The providers as the policy now declares them (it reloads): which requests are model calls, whose, and how priced. */
+    readonly providers: () => ProviderTable = () => BUILT_IN_TABLE,
+  ) {}
+
   /** The session's tool calls: which call a result answers, in which trace, and whether it was recorded already. */
   readonly tools = new ToolLedger();
   /** The trace of the last model call, which the MCP calls after it join. */

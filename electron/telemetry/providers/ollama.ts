@@ -1,55 +1,13 @@
-import { arr, argsText, isObject, num, obj, str, type Json } from '../json.ts';
-import { emptyResponse, errorOf, type ModelResponse } from '../modelResponse.ts';
-import { emptyView, message, settings, turn, type RequestView } from '../requestView.ts';
-import { chatRequest } from './openai.ts';
-import type { ModelProvider } from './provider.ts';
+import { endpointsAt, LOCAL_PRICE, type ModelProvider } from './provider.ts';
 
-// Ollama's native API on the host: /api/chat and /api/generate, answered as JSON lines (one line
-// when not streaming). Its models run locally and cost nothing.
-
-function ollamaChunk(out: ModelResponse, body: Json): void {
-  out.model = str(body.model) ?? out.model;
-  const message = obj(body.message);
-  out.text += str(message.content) ?? str(body.response) ?? '';
-  out.thinking += str(message.thinking) ?? str(body.thinking) ?? '';
-  for (const call of arr(message.tool_calls).filter(isObject)) {
-    const fn = obj(call.function);
-    out.toolCalls.push({ id: str(call.id) ?? '', name: str(fn.name) ?? '', arguments: argsText(fn.arguments) });
-  }
-  if (body.done === true) {
-    out.complete = true;
-    out.stopReason = str(body.done_reason) ?? 'stop';
-    out.inputTokens = num(body.prompt_eval_count) ?? out.inputTokens;
-    out.outputTokens = num(body.eval_count) ?? out.outputTokens;
-  }
-  if (body.error) out.error = errorOf(body);
-}
-
-function ollamaLines(lines: Json[]): ModelResponse {
-  const out = emptyResponse(false);
-  out.streamed = lines.length > 1;
-  out.complete = false;
-  for (const line of lines) ollamaChunk(out, line);
-  return out;
-}
-
-/** /api/chat: Chat Completions' messages with the sampling settings under options; it streams unless told not to. */
-function chatRequestOf(body: Json): RequestView {
-  return chatRequest({ ...body, stream: body.stream !== false }, isObject(body.options) ? body.options : {});
-}
-
-/** /api/generate: one prompt and an optional system prompt; it streams unless told not to. */
-function generateRequest(body: Json): RequestView {
-  const messages = [...(typeof body.system === 'string' ? [message('system', body.system)] : []), message('user', body.prompt)];
-  return settings({ ...emptyView(), messages, turns: [turn('user', body.prompt)] }, { stream: body.stream !== false });
-}
+// Ollama on the user's machine: its native API and its OpenAI-compatible /v1. Its models cost nothing.
 
 export const ollama: ModelProvider = {
   id: 'ollama',
-  host: 'localhost:11434',
-  priceCatalogId: null,
-  endpoints: [
-    { wire: 'ollama-chat', path: /^\/api\/chat$/, request: chatRequestOf, response: { lines: ollamaLines } },
-    { wire: 'ollama-generate', path: /^\/api\/generate$/, request: generateRequest, response: { lines: ollamaLines } },
-  ],
+  label: 'Ollama',
+  hosts: ['localhost', '127.0.0.1'],
+  ports: [11434],
+  endpoints: endpointsAt('', ['ollama-chat', 'ollama-generate', 'openai-chat', 'openai-responses']),
+  price: LOCAL_PRICE,
+  key: null,
 };

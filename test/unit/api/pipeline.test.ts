@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { pluginCatalog, recordingPipeline } from '../../../electron/api/pipeline.ts';
 import { RECORDING_PIPELINE } from '../../../electron/recording/pipeline.ts';
-import { DEFAULT_POLICY_PATH, parsePolicy } from '../../../electron/proxy/policy.ts';
+import { DEFAULT_POLICY_PATH, parsePolicy } from '../../../electron/policy/policy.ts';
 
 const ACTIONS = ['allow', 'deny', 'skip', 'modify', 'observe'];
 

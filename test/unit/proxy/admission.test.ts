@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CredentialBroker } from '../../../electron/credentials/credentialBroker.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from '../../../electron/proxy/admission.ts';
 import { ProxyConnections } from '../../../electron/proxy/connections.ts';
-import { decide, parsePolicy } from '../../../electron/proxy/policy.ts';
+import { decide, parsePolicy } from '../../../electron/policy/policy.ts';
 import { proxyUrl } from '../../../electron/proxy/proxyAuth.ts';
 
 // The gates every request and tunnel passes before anything leaves, without a socket: the

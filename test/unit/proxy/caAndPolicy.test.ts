@@ -8,8 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { caFiles, CertificateAuthority, serialFrom } from '../../../electron/proxy/certificateAuthority.ts';
 import { recordedHeaders } from '../../../electron/proxy/exchange.ts';
 import { parseAuthority } from '../../../electron/proxy/requestTarget.ts';
-import { isPrivateAddress } from '../../../electron/proxy/addresses.ts';
-import { decide, decideName, DEFAULT_POLICY_PATH, parsePolicy, PolicyStore } from '../../../electron/proxy/policy.ts';
+import { isPrivateAddress } from '../../../electron/policy/addresses.ts';
+import { decide, decideName, DEFAULT_POLICY_PATH, parsePolicy, PolicyStore } from '../../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 

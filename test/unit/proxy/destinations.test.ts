@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalHost, isPrivateAddress } from '../../../electron/proxy/addresses.ts';
-import { decide, decideAddress, parsePolicy } from '../../../electron/proxy/policy.ts';
+import { canonicalHost, isPrivateAddress } from '../../../electron/policy/addresses.ts';
+import { decide, decideAddress, parsePolicy } from '../../../electron/policy/policy.ts';
 import { absoluteTarget, splitTarget, tunnelledTarget } from '../../../electron/proxy/requestTarget.ts';
 
 // Every spelling of a destination is one destination: the policy, the private-address check and

@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEgress, EgressRefused, type EgressPolicy } from '../../../electron/proxy/egress.ts';
-import { decide, decideAddress, parsePolicy, privateDestinationAdvice, type PolicyDocument } from '../../../electron/proxy/policy.ts';
+import { decide, decideAddress, parsePolicy, privateDestinationAdvice, type PolicyDocument } from '../../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 
 // The one egress function, against a real listener on loopback: a refused destination is never

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { framed, parseDnsQuery } from '../../../electron/proxy/dnsMessage.ts';
 import { createGuestDns, type GuestLookup } from '../../../electron/proxy/guestDns.ts';
-import { decideName, parsePolicy } from '../../../electron/proxy/policy.ts';
+import { decideName, parsePolicy } from '../../../electron/policy/policy.ts';
 import { parseResolveMap } from '../../../electron/proxy/resolveMap.ts';
 import { StandInAddresses } from '../../../electron/proxy/standInAddresses.ts';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPrivateAddress } from '../../../electron/proxy/addresses.ts';
+import { isPrivateAddress } from '../../../electron/policy/addresses.ts';
 import { StandInAddresses } from '../../../electron/proxy/standInAddresses.ts';
 
 describe('StandInAddresses', () => {

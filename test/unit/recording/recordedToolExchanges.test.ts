@@ -7,7 +7,7 @@ import { existingTables } from '../../../electron/store/rollup.ts';
 import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { firstPromptTitle } from '../../../electron/sessions/sessionListFacts.ts';
-import { MODEL_PROVIDERS, requestView } from '../../../electron/telemetry/providers/index.ts';
+import { providerNamed, requestView } from '../../../electron/telemetry/providers/index.ts';
 import { modelExchange } from '../../helpers/modelExchange.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { sessionRows } from '../../helpers/sessionRows.ts';
@@ -35,7 +35,7 @@ afterAll(() => home.remove());
 function exchangeOf(provider: string, recorded: RecordedExchange, cut?: { bytes: number; error: ExchangeError | null }): Exchange {
   const whole = Buffer.from(typeof recorded.response === 'string' ? recorded.response : JSON.stringify(recorded.response));
   return modelExchange(
-    MODEL_PROVIDERS.find((p) => p.id === provider)!.host,
+    providerNamed(provider)!.hosts[0]!,
     recorded.path,
     Buffer.from(JSON.stringify(recorded.request)),
     cut ? whole.subarray(0, cut.bytes) : whole,

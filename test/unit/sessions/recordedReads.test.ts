@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type * as Providers from '../../../electron/telemetry/providers/index.ts';
-import type { ModelApi } from '../../../electron/telemetry/providers/index.ts';
+import { ProviderTable } from '../../../electron/telemetry/providers/index.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { existingTables } from '../../../electron/store/rollup.ts';
 import { searchBodies } from '../../../electron/sessions/bodySearch.ts';
@@ -15,20 +14,6 @@ import { tempHome } from '../../helpers/tempHome.ts';
 // Readers read what was recorded: once a session is recorded, a later change to model detection
 // (a path no endpoint claims any more, another that one now claims) changes nothing the timeline,
 // `capsem check`, the events, search or the title say about it.
-
-const detection = vi.hoisted(() => ({ changed: false }));
-vi.mock('../../../electron/telemetry/providers/index.ts', async (original) => {
-  const real = await original<typeof Providers>();
-  return {
-    ...real,
-    // The later detection: /v1/messages is no model API, /v1/messages/count_tokens is Anthropic's.
-    detectModelApi: (path: string): ModelApi | null => {
-      if (!detection.changed) return real.detectModelApi(path);
-      if (path.startsWith('/v1/messages/count_tokens')) return real.detectModelApi('/v1/messages');
-      return path.startsWith('/v1/messages') ? null : real.detectModelApi(path);
-    },
-  };
-});
 
 const home = tempHome();
 afterAll(() => home.remove());
@@ -54,7 +39,12 @@ beforeAll(async () => {
   await live.end();
   dbPath = sessionPaths(home, live.id).dbPath;
   sessionId = live.id;
-  detection.changed = true;
+  // The later detection: /v1/messages is no model API, /v1/messages/count_tokens is Anthropic's.
+  const detect = ProviderTable.prototype.detect;
+  vi.spyOn(ProviderTable.prototype, 'detect').mockImplementation(function (this: ProviderTable, host, port, scheme, path) {
+    if (path.startsWith('/v1/messages/count_tokens')) return detect.call(this, host, port, scheme, '/v1/messages');
+    return path.startsWith('/v1/messages') ? null : detect.call(this, host, port, scheme, path);
+  });
 });
 
 describe('a session read after detection changed', () => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { detectModelApi, parseModelResponse } from '../../../electron/telemetry/providers/index.ts';
+import { BUILT_IN_TABLE } from '../../../electron/telemetry/providers/index.ts';
+import { parseModelResponse } from '../../../electron/telemetry/wire/index.ts';
 import { anthropicStream, openaiChatStream } from '../../helpers/mockUpstreams.ts';
 
 const sse = (events: { event?: string; data: unknown }[]): Buffer =>
@@ -11,26 +12,33 @@ const sse = (events: { event?: string; data: unknown }[]): Buffer =>
   );
 const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 
-describe('detectModelApi', () => {
-  it('knows each provider by path, not host', () => {
-    expect(detectModelApi('/v1/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages' });
-    expect(detectModelApi('/v1/chat/completions?x=1')).toEqual({ provider: 'openai', wire: 'openai-chat' });
-    expect(detectModelApi('/v1/responses')).toEqual({ provider: 'openai', wire: 'openai-responses' });
-    expect(detectModelApi('/v1beta/models/gemini-2.5-pro:streamGenerateContent')).toEqual({
+/** The model API a path is on a host no provider names: its wire format is read from the path alone. */
+const detectedAt = (path: string) => BUILT_IN_TABLE.detect('models.example.test', 443, 'https', path);
+
+describe('detection on a host no provider names', () => {
+  it('knows each wire format by its path', () => {
+    expect(detectedAt('/v1/messages')).toEqual({ provider: 'anthropic', wire: 'anthropic-messages', pricing: 'anthropic' });
+    expect(detectedAt('/v1/chat/completions?x=1')).toEqual({
+      provider: 'models.example.test',
+      wire: 'openai-chat',
+      pricing: 'unpriced',
+    });
+    expect(detectedAt('/v1/responses')).toMatchObject({ wire: 'openai-responses' });
+    expect(detectedAt('/v1beta/models/gemini-2.5-pro:streamGenerateContent')).toEqual({
       provider: 'google',
       wire: 'gemini-generate',
+      pricing: 'google',
       pathModel: 'gemini-2.5-pro',
     });
-    expect(detectModelApi('/api/chat')).toEqual({ provider: 'ollama', wire: 'ollama-chat' });
-    for (const other of ['/v1/models', '/health', '/v1/messages/count_tokens', '/oauth/token'])
-      expect(detectModelApi(other), other).toBeNull();
+    expect(detectedAt('/api/chat')).toEqual({ provider: 'ollama', wire: 'ollama-chat', pricing: 'local' });
+    for (const other of ['/v1/models', '/health', '/v1/messages/count_tokens', '/oauth/token']) expect(detectedAt(other), other).toBeNull();
   });
 });
 
 describe('parseModelResponse', () => {
   it('reads an Anthropic stream: text, thinking, tool calls with their JSON, usage by kind', () => {
     const r = parseModelResponse(
-      detectModelApi('/v1/messages')!,
+      detectedAt('/v1/messages')!,
       'text/event-stream',
       sse(
         anthropicStream('claude-x', 'Hello there!', [{ id: 'toolu_1', name: 'Bash', input: { command: 'ls -la' } }], {
@@ -59,7 +67,7 @@ describe('parseModelResponse', () => {
 
   it('marks an Anthropic stream cut half way as incomplete and keeps what arrived', () => {
     const events = anthropicStream('claude-x', 'Hello there, this is long', [], { input: 10, output: 7 });
-    const r = parseModelResponse(detectModelApi('/v1/messages')!, 'text/event-stream', sse(events.slice(0, 7)));
+    const r = parseModelResponse(detectedAt('/v1/messages')!, 'text/event-stream', sse(events.slice(0, 7)));
     expect(r.complete).toBe(false);
     expect(r.text.length).toBeGreaterThan(0);
     expect(r.stopReason).toBeUndefined();
@@ -67,7 +75,7 @@ describe('parseModelResponse', () => {
 
   it('reads a non-streaming Anthropic message and an error body', () => {
     const r = parseModelResponse(
-      detectModelApi('/v1/messages')!,
+      detectedAt('/v1/messages')!,
       'application/json',
       json({
         id: 'msg_9',
@@ -92,7 +100,7 @@ describe('parseModelResponse', () => {
     });
     expect(r.toolCalls).toEqual([{ id: 'toolu_9', name: 'Read', arguments: '{"path":"a"}' }]);
     const err = parseModelResponse(
-      detectModelApi('/v1/messages')!,
+      detectedAt('/v1/messages')!,
       'application/json',
       json({ type: 'error', error: { type: 'rate_limit_error', message: 'Slow down' } }),
     );
@@ -123,7 +131,7 @@ describe('parseModelResponse', () => {
       },
     ];
     const r = parseModelResponse(
-      detectModelApi('/v1/chat/completions')!,
+      detectedAt('/v1/chat/completions')!,
       'text/event-stream',
       sse([...chunks.map((data) => ({ data })), { data: '[DONE]' }]),
     );
@@ -142,7 +150,7 @@ describe('parseModelResponse', () => {
   });
 
   it('marks an OpenAI chat stream that carried no usage as unreported, and only a whole one', () => {
-    const api = detectModelApi('/v1/chat/completions')!;
+    const api = detectedAt('/v1/chat/completions')!;
     const without = parseModelResponse(api, 'text/event-stream', sse(openaiChatStream('gpt-4o', 'Hi there')));
     expect(without).toMatchObject({ text: 'Hi there', complete: true, usageUnreported: true });
     expect(without.inputTokens).toBeUndefined();
@@ -176,7 +184,7 @@ describe('parseModelResponse', () => {
         output_tokens_details: { reasoning_tokens: 3 },
       },
     };
-    const plain = parseModelResponse(detectModelApi('/v1/responses')!, 'application/json', json(response));
+    const plain = parseModelResponse(detectedAt('/v1/responses')!, 'application/json', json(response));
     expect(plain).toMatchObject({
       model: 'gpt-5',
       text: 'ok',
@@ -188,7 +196,7 @@ describe('parseModelResponse', () => {
       reasoningTokens: 3,
     });
     const streamed = parseModelResponse(
-      detectModelApi('/v1/responses')!,
+      detectedAt('/v1/responses')!,
       'text/event-stream',
       sse([
         { event: 'response.created', data: { type: 'response.created', response: { model: 'gpt-5' } } },
@@ -200,7 +208,7 @@ describe('parseModelResponse', () => {
   });
 
   it('reads Gemini chunks (streamGenerateContent) and takes the model from the path when the body has none', () => {
-    const api = detectModelApi('/v1beta/models/gemini-2.5-flash:streamGenerateContent')!;
+    const api = detectedAt('/v1beta/models/gemini-2.5-flash:streamGenerateContent')!;
     const r = parseModelResponse(
       api,
       'text/event-stream',
@@ -237,7 +245,7 @@ describe('parseModelResponse', () => {
       { model: 'qwen3', message: { content: 'there' }, done: true, done_reason: 'stop', prompt_eval_count: 12, eval_count: 3 },
     ];
     const r = parseModelResponse(
-      detectModelApi('/api/chat')!,
+      detectedAt('/api/chat')!,
       'application/x-ndjson',
       Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')),
     );
@@ -254,7 +262,7 @@ describe('parseModelResponse', () => {
 
   it('never throws on arbitrary bytes for any API (property)', () => {
     const apis = ['/v1/messages', '/v1/chat/completions', '/v1/responses', '/v1beta/models/m:generateContent', '/api/chat'].map((p) =>
-      detectModelApi(p)!,
+      detectedAt(p)!,
     );
     fc.assert(
       fc.property(

@@ -3,8 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { CapsemHome } from '../store/paths.ts';
-import { credentialsSettings, DEFAULT_CREDENTIALS_SETTINGS } from '../credentials/providers.ts';
+import { credentialsSettings, DEFAULT_CREDENTIALS_SETTINGS, providersOf, type Provider } from '../credentials/providers.ts';
+import type { ProviderTable } from '../telemetry/providers/index.ts';
 import { canonicalHost } from './addresses.ts';
+import { providersSettings, tableWith } from './policyProviders.ts';
 
 // Ordered allow/deny rules on domain (exact name, IP address, `*.suffix` or `*`), port and method;
 // the first that matches decides. Rule domains are kept in canonical form, so a rule on an address
@@ -42,6 +44,8 @@ const policySchema = z.object({
   privateAddresses: z.enum(['deny', 'allow']).default('deny'),
   /** Provider keys: each provider's API hosts, extra providers, and what a stand-in elsewhere gets (credentials/providers.ts). */
   credentials: credentialsSettings.default(DEFAULT_CREDENTIALS_SETTINGS),
+  /** Model providers beyond the built-in ones (policyProviders.ts): recorded, priced and brokered as theirs are. */
+  providers: providersSettings,
 });
 
 export type PolicyRule = z.infer<typeof ruleSchema>;
@@ -69,6 +73,18 @@ export function parsePolicy(text: string, source: string): PolicyDocument {
   if (!parsed.success)
     throw new Error(`policy ${source} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return parsed.data;
+}
+
+const tables = new WeakMap<PolicyDocument, ProviderTable>();
+
+/** The provider table under a policy: the built-in providers and the policy's own, built once per policy read. */
+export function providerTableOf(policy: PolicyDocument): ProviderTable {
+  let table = tables.get(policy);
+  if (!table) {
+    table = tableWith(policy.providers);
+    tables.set(policy, table);
+  }
+  return table;
 }
 
 function domainMatches(pattern: string, host: string): 'exact' | 'wildcard' | null {
@@ -180,6 +196,16 @@ export class PolicyStore {
 
   get policy(): PolicyDocument {
     return this.current;
+  }
+
+  /** The providers that take a key under the policy in use, as the credential broker sees them. */
+  get keyProviders(): Provider[] {
+    return providersOf(this.current.credentials, this.providers);
+  }
+
+  /** The provider table under the policy in use: it changes when the policy reloads. */
+  get providers(): ProviderTable {
+    return providerTableOf(this.current);
   }
 
   private chosenPath(): string {

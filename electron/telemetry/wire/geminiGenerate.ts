@@ -2,7 +2,7 @@ import { arr, argsText, isObject, lenientJson, num, obj, str, type Json } from '
 import { emptyResponse, errorOf, setUsage, type ModelResponse } from '../modelResponse.ts';
 import { emptyView, message, resultView, settings, turn, type RequestView } from '../requestView.ts';
 import type { SseEvent } from '../sse.ts';
-import type { ModelProvider } from './provider.ts';
+import type { WireFormat } from './wire.ts';
 
 // Google's Gemini API: generateContent and streamGenerateContent under /v1, /v1beta or /v1alpha,
 // with the model named in the path.
@@ -89,16 +89,9 @@ function geminiJson(body: unknown): ModelResponse {
   return out;
 }
 
-export const gemini: ModelProvider = {
-  id: 'google',
-  host: 'generativelanguage.googleapis.com',
-  priceCatalogId: 'google',
-  endpoints: [
-    {
-      wire: 'gemini-generate',
-      path: /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/,
-      request: geminiRequest,
-      response: { stream: geminiStream, json: geminiJson },
-    },
-  ],
+export const geminiGenerate: WireFormat = {
+  id: 'gemini-generate',
+  path: /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/,
+  request: geminiRequest,
+  response: { stream: geminiStream, json: geminiJson },
 };
