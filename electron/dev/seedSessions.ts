@@ -123,6 +123,12 @@ const DECLARED_TOOLS = TOOLS.map((t) => ({
   schema: { type: 'object', properties: { command: { type: 'string' } } },
 }));
 
+/** The tools as Chat Completions and Ollama's chat declare them. */
+const FUNCTION_TOOLS = DECLARED_TOOLS.map((t) => ({
+  type: 'function',
+  function: { name: t.name, description: t.description, parameters: t.schema },
+}));
+
 /** A round of the conversation the agent re-sends: the model's answer and the results of the tools it asked for. */
 interface Round {
   readonly text: string;
@@ -179,10 +185,7 @@ function requestBody(provider: string, model: string, prompt: string, rounds: re
       return {
         model,
         stream: true,
-        tools: DECLARED_TOOLS.map((t) => ({
-          type: 'function',
-          function: { name: t.name, description: t.description, parameters: t.schema },
-        })),
+        tools: FUNCTION_TOOLS,
         messages: [
           { role: 'system', content: 'You are a coding agent.' },
           { role: 'user', content: prompt },
@@ -201,10 +204,7 @@ function requestBody(provider: string, model: string, prompt: string, rounds: re
         model,
         stream: true,
         stream_options: { include_usage: true },
-        tools: DECLARED_TOOLS.map((t) => ({
-          type: 'function',
-          function: { name: t.name, description: t.description, parameters: t.schema },
-        })),
+        tools: FUNCTION_TOOLS,
         messages: [
           { role: 'system', content: 'You are a coding agent.' },
           { role: 'user', content: prompt },

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { exportAll, filesUnder, keyOfLength, sessionApiAnswers, tracesIn, traces
 import { anthropicStream, json, sse, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { writeHomePolicy } from '../helpers/homePolicy.ts';
 
 // Keys stay on the host. `capsem record` runs a program with provider keys set on the host: the
 // program sees only per-session stand-ins, the official SDKs (Anthropic, OpenAI, Google GenAI in
@@ -56,19 +57,11 @@ beforeAll(async () => {
   });
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
-  const defaults = JSON.parse(readFileSync(new URL('../../resources/policy.default.json', import.meta.url), 'utf8')) as Record<
-    string,
-    unknown
-  >;
-  writeFileSync(
-    `${home.root}/policy.json`,
-    JSON.stringify({
-      ...defaults,
-      credentials: {
-        providers: [{ id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], standInPrefix: 'acme-' }],
-      },
-    }),
-  );
+  writeHomePolicy(home, () => ({
+    credentials: {
+      providers: [{ id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], standInPrefix: 'acme-' }],
+    },
+  }));
   const sdk = (name: string): string => JSON.stringify(pathToFileURL(require.resolve(name)).href);
   const script = `${upstreamHome.root}/agent.mjs`;
   writeFileSync(

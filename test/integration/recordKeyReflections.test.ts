@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync, type CliResult } from '../helpers/runCapsem.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { writeHomePolicy } from '../helpers/homePolicy.ts';
 
 // Keys never come back, through the real `capsem record` run from a user's folder. The provider's
 // API here reflects whatever it receives: the request's headers, URL and body, in its body, the
@@ -167,21 +168,14 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
   const caFile = `${upstreamHome.root}/upstream-ca.pem`;
   writeFileSync(caFile, upstream.caPem);
-  const defaults = JSON.parse(readFileSync(new URL('../../resources/policy.default.json', import.meta.url), 'utf8')) as {
-    rules: unknown[];
-  };
-  writeFileSync(
-    `${home.root}/policy.json`,
-    JSON.stringify({
-      ...defaults,
-      rules: [{ id: 'test.deny-denied', action: 'deny', domains: ['denied.example'] }, ...defaults.rules],
-      credentials: {
-        providers: [
-          { id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], ports: [443, 9443], standInPrefix: 'acme-' },
-        ],
-      },
-    }),
-  );
+  writeHomePolicy(home, (defaults) => ({
+    rules: [{ id: 'test.deny-denied', action: 'deny', domains: ['denied.example'] }, ...defaults.rules],
+    credentials: {
+      providers: [
+        { id: 'acme', env: 'ACME_API_KEY', header: 'x-acme-key', hosts: ['api.acme.test'], ports: [443, 9443], standInPrefix: 'acme-' },
+      ],
+    },
+  }));
   const tls = (host: string, port: number): string => `${host}:${port}=127.0.0.1:${upstream.port}`;
   const plainAt = (host: string): string => `${host}:80=127.0.0.1:${(plain.address() as AddressInfo).port}`;
   run = await runCapsemAsync(

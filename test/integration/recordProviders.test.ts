@@ -1,11 +1,12 @@
 import Database from 'better-sqlite3';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, startUpstream, upstreamEnv, type Upstream } from '../helpers/mockUpstreams.ts';
 import { runCapsem, runCapsemAsync } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { writeHomePolicy } from '../helpers/homePolicy.ts';
 
 // The official openai SDK, run by `capsem record`, pointed at three providers that all speak Chat
 // Completions: Mistral (built in), Acme (named in the policy file, priced as a catalog provider, its
@@ -34,27 +35,19 @@ beforeAll(async () => {
     const model = (body as { model: string }).model;
     return json(res, 200, answer(model, `${req.headers.host} ok`));
   });
-  const defaults = JSON.parse(readFileSync(new URL('../../resources/policy.default.json', import.meta.url), 'utf8')) as Record<
-    string,
-    unknown
-  >;
-  writeFileSync(
-    `${home.root}/policy.json`,
-    JSON.stringify({
-      ...defaults,
-      providers: [
-        {
-          id: 'acme',
-          label: 'Acme',
-          hosts: ['llm.acme.test'],
-          basePath: '/acme',
-          price: 'openai',
-          key: { env: 'ACME_API_KEY', standInPrefix: 'acme-' },
-        },
-        { id: 'corp', hosts: ['llm.corp.test'] },
-      ],
-    }),
-  );
+  writeHomePolicy(home, () => ({
+    providers: [
+      {
+        id: 'acme',
+        label: 'Acme',
+        hosts: ['llm.acme.test'],
+        basePath: '/acme',
+        price: 'openai',
+        key: { env: 'ACME_API_KEY', standInPrefix: 'acme-' },
+      },
+      { id: 'corp', hosts: ['llm.corp.test'] },
+    ],
+  }));
   const sdk = JSON.stringify(pathToFileURL(require.resolve('openai')).href);
   const script = `${upstreamHome.root}/agent.mjs`;
   writeFileSync(
