@@ -1,12 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
-// Two projects that scripts/run-tests.mjs runs side by side, each one file at a time: the files
-// that boot real VMs (they use helpers/vmTestHome.ts; under TCG a guest keeps a core busy) and
-// everything else. On this kind of 2-core machine vitest's default is one worker, which ran all
-// files in a row; two VMs at once starve each other, so the VM files keep to one stream.
-const ALL = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
-const BOOTS_VMS = ['test/integration', 'test/e2e']
+// Three projects that scripts/run-tests.mjs runs, each one file at a time: first the files that boot
+// real VMs (they use helpers/vmTestHome.ts; under TCG a guest keeps a core busy) beside everything
+// else but the browser tests, then the browser tests alone (the renderer's scroll test measures
+// frame times, which a guest beside it would spoil). On this kind of 2-core machine vitest's
+// default is one worker, which ran all files in a row; two VMs at once starve each other, so the
+// VM files keep to one stream.
+const UNIT_AND_INTEGRATION = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+const BOOTS_VMS = ['test/integration']
   .flatMap((folder) => readdirSync(folder).map((name) => `${folder}/${name}`))
   .filter((file) => file.endsWith('.test.ts') && readFileSync(file, 'utf8').includes("from '../helpers/vmTestHome.ts'"));
 
@@ -22,7 +24,8 @@ export default defineConfig({
     reporters: ['default', './test/helpers/summaryReporter.ts'],
     projects: [
       { test: { ...shared, name: 'vm', include: BOOTS_VMS } },
-      { test: { ...shared, name: 'host', include: ALL, exclude: BOOTS_VMS } },
+      { test: { ...shared, name: 'host', include: UNIT_AND_INTEGRATION, exclude: BOOTS_VMS } },
+      { test: { ...shared, name: 'e2e', include: ['test/e2e/**/*.test.ts'] } },
     ],
   },
 });

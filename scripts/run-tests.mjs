@@ -1,14 +1,17 @@
-// npm test's test step: vitest's two projects (vitest.config.ts), the files that boot real VMs and
-// all the others, run side by side as two vitest processes, each one file at a time. One process
-// with two workers could put two VM files together, whose guests then starve each other under TCG.
-// Each line says which stream printed it; the run fails when either stream fails.
+// npm test's test step: vitest's projects (vitest.config.ts) as vitest processes, each one file at
+// a time: the files that boot real VMs beside all the others but the browser tests, then the
+// browser tests alone. One process with two workers could put two VM files together, whose guests
+// then starve each other under TCG. Each line says which stream printed it; the run fails when any
+// stream fails, and the browser tests run whatever the first two gave.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const vitest = fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import.meta.url));
-const STREAMS = ['vm', 'host'];
+/** Streams in a phase run side by side; the phases run one after the other. */
+const PHASES = [['vm', 'host'], ['e2e']];
+const STREAMS = PHASES.flat();
 const width = Math.max(...STREAMS.map((s) => s.length));
 
 const started = [];
@@ -36,10 +39,18 @@ function run(project) {
   });
 }
 
-const runs = STREAMS.map(run);
-// A signal to this process reaches both streams, and it waits for them to end.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => started.forEach((child) => child.kill(signal)));
-const results = await Promise.all(runs);
+// A signal to this process reaches the running streams, and it waits for them to end.
+let stopped = false;
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.on(signal, () => {
+    stopped = true;
+    started.forEach((child) => child.kill(signal));
+  });
+const results = [];
+for (const phase of PHASES) {
+  if (stopped) break;
+  results.push(...(await Promise.all(phase.map(run))));
+}
 for (const { project, code, signal, err } of results) {
   const how = err ? `could not start: ${err.message}` : signal ? `killed by ${signal}` : code === 0 ? 'passed' : `failed (exit ${code})`;
   process.stdout.write(`tests: the ${project} stream ${how}\n`);
