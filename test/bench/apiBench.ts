@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { peerOf } from '../../electron/platform/socketTable.ts';
+import { DEFAULT_BODY_CAP } from '../../electron/proxy/exchange.ts';
+import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
 import { readTimeline } from '../../electron/sessions/timeline.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
@@ -15,6 +17,7 @@ import { registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import { call } from '../helpers/apiClient.ts';
+import { recordFileChange } from '../helpers/sessionFixture.ts';
 import { figure, median, printFigures } from './report.ts';
 
 // The session events API against the same reads done as plain SQL in the same run, on a
@@ -165,10 +168,11 @@ export async function apiBench(): Promise<boolean> {
     // a live session does, with one new event, before each timed request.
     await call(server.url, `/v1/sessions/${medium!.id}/timeline`);
     const writer = await SessionWriter.open(mediumPath);
+    const recorder = new SessionRecorder(writer, DEFAULT_BODY_CAP);
     const coldTimes: number[] = [];
     let timelineEvents = 0;
     for (let i = 0; i < 7; i++) {
-      writer.append('fs_events', { timestamp: new Date().toISOString(), action: 'modified', path: `bench-${i}.txt` });
+      recordFileChange({ recorder }, `bench-${i}.txt`, { action: 'modified' });
       await writer.flush();
       const [ms, reply] = await timed(() => call(server!.url, `/v1/sessions/${medium!.id}/timeline`));
       coldTimes.push(ms);

@@ -7,6 +7,7 @@ import { ensurePrivateDir, sessionPaths, type CapsemHome } from '../../electron/
 import { registerSession } from '../../electron/store/registry.ts';
 import { rollUpSession } from '../../electron/store/rollup.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
+import { httpsExchange } from './exchanges.ts';
 
 export interface LiveSession {
   readonly id: SessionId;
@@ -69,31 +70,19 @@ export async function bigSession(
   const start = Date.parse('2025-01-01T00:00:00Z');
   for (let i = 0; i < rows; i++) {
     const host = `host-${i % 50}.example`;
-    void session.recorder.record({
-      startedAt: new Date(start + i),
-      host,
-      port: 443,
-      scheme: 'https',
-      kind: 'request',
-      method: 'GET',
-      path: `/item/${i}`,
-      query: null,
-      requestHeaders: { host },
-      responseHeaders: { 'content-type': 'application/json' },
-      status: 200,
-      requestBody: bodyOfSize(10),
-      responseBody: bodyOfSize(100),
-      durationMs: 3,
-      ttfbMs: 1,
-      decision: i % 97 === 0 ? 'denied' : 'allowed',
-      matchedRule: null,
-      processName: 'curl',
-      pid: null,
-      error: null,
-      eventId: null,
-      parseError: null,
-      ...extra(),
-    });
+    void session.recorder.record(
+      httpsExchange(host, `/item/${i}`, {
+        startedAt: new Date(start + i),
+        requestBody: bodyOfSize(10),
+        responseBody: bodyOfSize(100),
+        durationMs: 3,
+        decision: i % 97 === 0 ? 'denied' : 'allowed',
+        matchedRule: null,
+        processName: 'curl',
+        pid: null,
+        ...extra(),
+      }),
+    );
     if (session.writer.needsDrain) await session.writer.drained();
   }
   await session.end();

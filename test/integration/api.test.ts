@@ -10,8 +10,9 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
-import { modelExchange } from '../helpers/modelExchange.ts';
-import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
+import { anthropicExchange, modelExchange } from '../helpers/exchanges.ts';
+import { liveSession, recordFileChange } from '../helpers/sessionFixture.ts';
+import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -403,14 +404,15 @@ describe('GET /v1/sessions/{id}/timeline', () => {
 
   it('is recomputed when the session gets a newer event', async () => {
     const live = await liveSession(home, null);
-    live.writer.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', duration_ms: 5 });
+    await live.recorder.record(anthropicExchange());
     await live.writer.flush();
     const first = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{ lastSeq: number; turns: unknown[] }>();
-    live.writer.append('model_calls', { timestamp: now(), provider: 'anthropic', method: 'POST', path: '/v1/messages', duration_ms: 5 });
+    await live.recorder.record(anthropicExchange());
     await live.writer.flush();
     const second = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{ lastSeq: number; turns: unknown[] }>();
-    expect([first.lastSeq, first.turns.length]).toEqual([2, 1]);
-    expect([second.lastSeq, second.turns.length]).toEqual([4, 2]);
+    // A recorded call is two rows, its exchange's and its model_calls row, the second holding its two events.
+    expect([first.lastSeq, first.turns.length]).toEqual([finalSeqOf(2), 1]);
+    expect([second.lastSeq, second.turns.length]).toEqual([finalSeqOf(4), 2]);
     await live.end();
   });
 });
@@ -418,60 +420,17 @@ describe('GET /v1/sessions/{id}/timeline', () => {
 describe('GET /v1/sessions/{id}/search', () => {
   it('finds a case-insensitive Unicode substring in bodies, seqs ascending, with lastSeq', async () => {
     const live = await liveSession(home, null);
-    const w = live.writer;
-    const plain = w.append('net_events', {
-      timestamp: now(),
-      domain: 'example.com',
-      decision: 'allowed',
-      method: 'POST',
-      path: '/a',
-      status_code: 200,
-    })!;
-    w.append('event_body_blobs', {
-      event_id: plain.eventId!,
-      source_table: 'net_events',
-      direction: 'request',
-      original_bytes: 1,
-      stored_bytes: 1,
-      created_at: now(),
-      body: Buffer.from('{"note":"Die GROẞE Straße in Zürich"}'),
-    });
-    w.append('event_body_blobs', {
-      event_id: plain.eventId!,
-      source_table: 'net_events',
-      direction: 'response',
-      original_bytes: 1,
-      stored_bytes: 1,
-      created_at: now(),
-      body: Buffer.from('{"answer":"Grüezi"}'),
-    });
-    const model = w.append('net_events', {
-      timestamp: now(),
-      domain: 'api.anthropic.com',
-      decision: 'allowed',
-      method: 'POST',
-      path: '/v1/messages',
-      status_code: 200,
-    })!;
-    const body = { model: 'claude', messages: [{ role: 'user', content: 'please fix the Retry Budget' }] };
-    w.append('event_body_blobs', {
-      event_id: model.eventId!,
-      source_table: 'net_events',
-      direction: 'request',
-      original_bytes: 1,
-      stored_bytes: 1,
-      created_at: now(),
-      body: Buffer.from(JSON.stringify(body)),
-    });
-    const call2 = w.append('model_calls', {
-      timestamp: now(),
-      provider: 'anthropic',
-      method: 'POST',
-      path: '/v1/messages',
-      net_event_id: model.eventId!,
-    })!;
-    w.append('fs_events', { timestamp: now(), action: 'created', path: 'retry budget.txt' });
-    await w.flush();
+    await live.recorder.record(
+      modelExchange('example.com', '/a', Buffer.from('{"note":"Die GROẞE Straße in Zürich"}'), Buffer.from('{"answer":"Grüezi"}')),
+    );
+    await live.recorder.record(anthropicExchange({ model: 'claude', prompt: 'please fix the Retry Budget' }));
+    recordFileChange(live, 'retry budget.txt');
+    await live.recorder.settled();
+    await live.writer.flush();
+    const seqOf = (sql: string): number => sessionRows<{ seq: number }>(sessionPaths(home, live.id).dbPath, sql)[0]!.seq;
+    const plain = seqOf("SELECT seq FROM net_events WHERE domain = 'example.com'");
+    const model = seqOf("SELECT seq FROM net_events WHERE domain = 'api.anthropic.com'");
+    const call2 = seqOf('SELECT seq FROM model_calls');
     const search = async (q: string) =>
       (await call(api.url, `/v1/sessions/${live.id}/search?q=${encodeURIComponent(q)}`)).json<{
         seqs: number[];
@@ -479,12 +438,13 @@ describe('GET /v1/sessions/{id}/search', () => {
         schemaVersion: number;
       }>();
     // The model call's exchange is its model_calls row's two events; a request body matches the request event.
-    expect(model.seq + 1).toBe(call2.seq);
-    expect(await search('retry budget')).toEqual({ seqs: [requestSeqOf(call2.seq)], lastSeq: finalSeqOf(4), schemaVersion: 1 });
-    expect((await search('zürich')).seqs).toEqual([requestSeqOf(plain.seq)]);
-    expect((await search('ZÜRICH')).seqs).toEqual([requestSeqOf(plain.seq)]);
-    expect((await search('grüezi')).seqs).toEqual([finalSeqOf(plain.seq)]);
-    expect((await search('e')).seqs).toEqual([requestSeqOf(plain.seq), finalSeqOf(plain.seq), requestSeqOf(call2.seq)]);
+    expect(model + 1).toBe(call2);
+    expect(await search('retry budget')).toEqual({ seqs: [requestSeqOf(call2)], lastSeq: finalSeqOf(4), schemaVersion: 1 });
+    expect((await search('zürich')).seqs).toEqual([requestSeqOf(plain)]);
+    expect((await search('ZÜRICH')).seqs).toEqual([requestSeqOf(plain)]);
+    expect((await search('grüezi')).seqs).toEqual([finalSeqOf(plain)]);
+    // The call's answer came back (as an event stream): its response matches too.
+    expect((await search('e')).seqs).toEqual([requestSeqOf(plain), finalSeqOf(plain), requestSeqOf(call2), finalSeqOf(call2)]);
     expect((await search('nowhere to be found')).seqs).toEqual([]);
     await live.end();
   });

@@ -2,8 +2,11 @@ import { get, type ClientRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
+import { sessionPaths } from '../../electron/store/paths.ts';
 import { call } from '../helpers/apiClient.ts';
-import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
+import { anthropicExchange, httpsExchange } from '../helpers/exchanges.ts';
+import { liveSession, recordFileChange } from '../helpers/sessionFixture.ts';
+import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -83,16 +86,10 @@ describe('GET /v1/events', () => {
     const live = await liveSession(home, 'busy');
     const total = 3000;
     for (let i = 0; i < total; i++) {
-      live.writer.append('net_events', {
-        timestamp: now(),
-        domain: `h${i % 7}.example`,
-        decision: 'allowed',
-        method: 'GET',
-        path: `/${i}`,
-        status_code: 200,
-      });
+      void live.recorder.record(httpsExchange(`h${i % 7}.example`, `/${i}`));
       if (i % 500 === 0) await new Promise((r) => setImmediate(r));
     }
+    await live.recorder.settled();
     await live.writer.flush();
     // Each exchange is its request and its response.
     await sub.until(() => sub.events.filter((e) => e.sessionId === live.id).length >= 2 * total);
@@ -176,21 +173,17 @@ describe('GET /v1/events', () => {
     const big = JSON.stringify({ command: 'x'.repeat(20_000) });
     const total = 1500;
     for (let i = 0; i < total; i++) {
-      live.writer.append('tool_calls', {
-        timestamp: now(),
-        provider: 'anthropic',
-        status: 'requested',
-        call_index: 0,
-        call_id: `c${i}`,
-        tool_name: 'Bash',
-        arguments: big,
-        decision: 'allowed',
-      });
+      void live.recorder.record(anthropicExchange({ tools: [{ id: `c${i}`, name: 'Bash', args: big }] }));
+      if (live.writer.needsDrain) await live.writer.drained();
       if (i % 100 === 0) await new Promise((r) => setImmediate(r));
     }
+    await live.recorder.settled();
     await live.writer.flush();
-    expect(live.writer.stats.committed).toBe(total);
-    await fast.until(() => fast.events.filter((e) => e.sessionId === live.id).length >= total, 30_000);
+    // Every row the recording made is on disk, each model call with the tool call it asked for.
+    expect(live.writer.stats.committed).toBe(live.writer.stats.appended);
+    expect(sessionRows(sessionPaths(home, live.id).dbPath, 'SELECT call_id FROM tool_calls')).toHaveLength(total);
+    const toolCalls = (events: SessionEvent[]): number => events.filter((e) => e.sessionId === live.id && e.kind === 'tool_call').length;
+    await fast.until(() => toolCalls(fast.events) >= total, 30_000);
     expect(api.hub.dropped).toBeGreaterThan(before);
     const status = (await call(api.url, '/v1/status')).json<{ sse: { dropped: number } }>();
     expect(status.sse.dropped).toBe(api.hub.dropped);

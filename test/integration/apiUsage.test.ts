@@ -7,9 +7,9 @@ import type { UsageSnapshot } from '../../electron/api/usage.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';
-import type { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import { call } from '../helpers/apiClient.ts';
-import { liveSession, now } from '../helpers/sessionFixture.ts';
+import { anthropicExchange, capturedBody, httpsExchange } from '../helpers/exchanges.ts';
+import { liveSession, now, type LiveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // GET /v1/usage, /v1/pipeline and /v1/plugins through the real server on loopback, over sessions
@@ -22,40 +22,19 @@ let running: SessionId;
 let unpriced: SessionId;
 let vacuumed: SessionId;
 
-function exchange(
-  writer: SessionWriter,
-  model: string | null,
-  fields: { status?: number; cost?: number; host?: string; agent?: string } = {},
-): void {
-  const host = fields.host ?? 'api.anthropic.com';
-  const net = writer.append('net_events', {
-    timestamp: now(),
-    domain: host,
-    port: 443,
-    decision: 'allowed',
-    process_name: fields.agent ?? 'claude',
-    method: 'POST',
-    path: '/v1/messages',
-    status_code: fields.status ?? 200,
-    duration_ms: 300,
-  });
-  if (model === null) return;
-  writer.append('model_calls', {
-    net_event_id: net!.eventId,
-    host,
-    timestamp: now(),
-    provider: 'anthropic',
-    model,
-    process_name: fields.agent ?? 'claude',
-    method: 'POST',
-    path: '/v1/messages',
-    status_code: fields.status ?? 200,
-    input_tokens: 1_000,
-    output_tokens: 200,
-    usage_details: JSON.stringify({ cache_read: 5_000 }),
-    estimated_cost_usd: fields.cost ?? 0.0075,
-    duration_ms: 300,
-  });
+/** What each model call here used: 6,200 tokens, which Claude Sonnet 4's catalog price makes $0.0075. */
+const USAGE = { input: 1_000, output: 200, cacheRead: 5_000, cacheWrite: 0 };
+const OVERLOADED = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}';
+
+/** A model call by Claude Code through the recorder; an overloaded one is answered as Anthropic answers it, 529 with no usage. */
+function modelCall(live: LiveSession, model: string, fields: { overloaded?: boolean; host?: string } = {}): void {
+  const overloaded = { status: 529, responseHeaders: { 'content-type': 'application/json' }, responseBody: capturedBody(OVERLOADED) };
+  void live.recorder.record(
+    anthropicExchange(
+      { model, usage: USAGE },
+      { host: fields.host ?? 'api.anthropic.com', processName: 'claude', durationMs: 300, ...(fields.overloaded ? overloaded : {}) },
+    ),
+  );
 }
 
 /** Ends a session and then drops its session.db, as vacuuming does: only main.db's ledger is left. */
@@ -76,19 +55,23 @@ async function usage(query: string): Promise<UsageSnapshot> {
 
 beforeAll(async () => {
   const a = await liveSession(home, 'work');
-  exchange(a.writer, 'claude-sonnet-4-20250514');
-  exchange(a.writer, 'claude-sonnet-4-20250514', { status: 529, cost: 0 });
-  exchange(a.writer, null, { host: 'registry.npmjs.org', agent: 'npm' });
+  modelCall(a, 'claude-sonnet-4-20250514');
+  modelCall(a, 'claude-sonnet-4-20250514', { overloaded: true });
+  void a.recorder.record(httpsExchange('registry.npmjs.org', '/left-pad', { processName: 'npm', durationMs: 300 }));
+  await a.recorder.settled();
   await a.writer.flush();
   running = a.id;
 
+  // A host no provider names, answering in the Messages API's shape: recorded as a model call, with no price for its model.
   const b = await liveSession(home, 'house');
-  exchange(b.writer, 'house-model-7', { host: 'llm.corp.example', cost: 0 });
+  modelCall(b, 'house-model-7', { host: 'llm.corp.example' });
+  await b.recorder.settled();
   await b.writer.flush();
   unpriced = b.id;
 
   const c = await liveSession(home, 'old');
-  exchange(c.writer, 'claude-sonnet-4-20250514', { cost: 0.25 });
+  modelCall(c, 'claude-sonnet-4-20250514');
+  await c.recorder.settled();
   await c.writer.flush();
   vacuumed = c.id;
   await vacuum(c.id, c.end, home);
@@ -107,9 +90,10 @@ describe('GET /v1/usage', () => {
     expect(s).toMatchObject({ window: '10m', bucketSeconds: 60, group: 'none', priced: true });
     expect(s.buckets).toHaveLength(10);
     // Four exchanges on disk; the vacuumed session's spend sits at its end in the ledger, which is now too.
-    expect(s.totals).toMatchObject({ requests: 5, errors: 1, pricedRequests: 3, priceableRequests: 4 });
-    expect(s.totals.costMicros).toBe(7_500 + 250_000);
-    expect(s.totals.tokens).toBe(4 * 6_200);
+    // The 529 used no tokens: its model is named, but it is no priceable request.
+    expect(s.totals).toMatchObject({ requests: 5, errors: 1, pricedRequests: 2, priceableRequests: 3 });
+    expect(s.totals.costMicros).toBe(7_500 + 7_500);
+    expect(s.totals.tokens).toBe(3 * 6_200);
     expect(s.buckets.reduce((n, b) => n + b.requests, 0)).toBe(5);
     expect(s.unpricedBy).toEqual({ 'llm.corp.example house-model-7': 1 });
   });
@@ -150,7 +134,7 @@ describe('GET /v1/usage', () => {
       expect(s.window).toBe(window);
       expect(s.buckets).toHaveLength(1);
       expect(s.bucketSeconds).toBeGreaterThan(0);
-      expect(s.totals.costMicros).toBe(257_500);
+      expect(s.totals.costMicros).toBe(15_000);
       expect(s.buckets[0]!.series!['claude-sonnet-4-20250514']!.requests).toBe(3);
     }
   });
@@ -207,7 +191,8 @@ describe('GET /v1/usage', () => {
   it("answers 503 when main.db's ledger cannot be read, rather than a total missing its spend", async () => {
     const broken = tempHome();
     const gone = await liveSession(broken, 'gone');
-    exchange(gone.writer, 'claude-sonnet-4-20250514');
+    modelCall(gone, 'claude-sonnet-4-20250514');
+    await gone.recorder.settled();
     await gone.writer.flush();
     await vacuum(gone.id, gone.end, broken);
     const db = openMainDb(broken);

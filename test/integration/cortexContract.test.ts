@@ -2,9 +2,8 @@ import { get, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../electron/api/server.ts';
 import { seedSessions } from '../../electron/dev/seedSessions.ts';
-import { EMPTY_BODY, type Exchange } from '../../electron/proxy/exchange.ts';
+import type { Exchange } from '../../electron/proxy/exchange.ts';
 import { RECORDING_PIPELINE } from '../../electron/recording/pipeline.ts';
-import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { call } from '../helpers/apiClient.ts';
 import {
   decode,
@@ -17,7 +16,8 @@ import {
   sessionList,
   type DecodedEvent,
 } from '../helpers/cortexClient.ts';
-import { liveSession, now, recordFileChange } from '../helpers/sessionFixture.ts';
+import { modelExchange } from '../helpers/exchanges.ts';
+import { liveSession, recordFileChange } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Every route agentop's apiclient calls (ListSessions, GetSession, GetPipeline, GetPluginCatalog,
@@ -152,32 +152,16 @@ describe('a seeded session', () => {
 });
 
 function postTo(host: string, path: string, request: unknown, status: number, response: string, contentType: string): Exchange {
-  const req = Buffer.from(JSON.stringify(request));
-  const res = Buffer.from(response);
-  return {
-    startedAt: new Date(),
-    host,
-    port: 443,
-    scheme: 'https',
-    kind: 'request',
-    method: 'POST',
-    path,
-    query: null,
+  return modelExchange(host, path, Buffer.from(JSON.stringify(request)), Buffer.from(response), {
     requestHeaders: { host, 'content-type': 'application/json', 'user-agent': 'claude-cli/2.0.14 (external, cli)' },
     responseHeaders: { 'content-type': contentType },
     status,
-    requestBody: { ...EMPTY_BODY, bytes: req, total: req.length },
-    responseBody: { bytes: res, total: res.length, truncated: false },
     durationMs: 12,
     ttfbMs: 5,
-    decision: 'allowed',
     matchedRule: 'default.allow-public',
     processName: 'claude',
     pid: 7,
-    error: null,
-    eventId: null,
-    parseError: null,
-  };
+  });
 }
 
 const mcpExchange = (request: unknown, response: string, contentType: string): Exchange =>
@@ -201,8 +185,7 @@ describe('the routes the client calls besides the events', () => {
 describe('failed exchanges and rows another tool wrote', () => {
   it('decodes in a session page as GetSession asks for it (no view): error.code a string, whole numbers, RFC 3339 times, object schemas', async () => {
     const session = await liveSession(home, 'odd-rows');
-    const recorder = new SessionRecorder(session.writer, 1 << 20);
-    await recorder.record(
+    await session.recorder.record(
       postTo(
         'api.anthropic.com',
         '/v1/messages',
@@ -266,7 +249,7 @@ describe('a live session with MCP traffic', () => {
     let stream = '';
     res.on('data', (chunk: string) => (stream += chunk));
     const frames = (): string[] => readSse(stream).data;
-    const recorder = new SessionRecorder(live.writer, 1 << 20);
+    const { recorder } = live;
     const toolCall = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'retry budget' } } };
     await recorder.record(
       mcpExchange(
@@ -281,17 +264,19 @@ describe('a live session with MCP traffic', () => {
     await recorder.record(
       mcpExchange({ ...toolCall, id: 3 }, '{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool"}}', 'application/json'),
     );
-    live.writer.append('dns_events', {
-      timestamp: now(),
+    recorder.event('lookup', {
+      startedAt: new Date(),
       name: 'mcp.example.com',
       type: 'A',
       rcode: 'NOERROR',
-      answers: '["198.18.0.9"]',
-      resolved: '["93.184.216.34"]',
+      answers: ['198.18.0.9'],
+      resolved: ['93.184.216.34'],
       decision: 'allowed',
-      process_name: 'claude',
+      matchedRule: 'default.allow',
+      processName: 'claude',
       pid: 7,
-      duration_ms: 2,
+      durationMs: 2,
+      error: null,
     });
     recordFileChange(live, 'notes.md', { action: 'modified', size: 3 });
     await live.writer.flush();

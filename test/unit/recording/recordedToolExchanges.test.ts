@@ -8,7 +8,7 @@ import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { firstPromptTitle } from '../../../electron/sessions/sessionListFacts.ts';
 import { providerNamed, requestView } from '../../../electron/telemetry/providers/index.ts';
-import { modelExchange } from '../../helpers/modelExchange.ts';
+import { modelExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { sessionRows } from '../../helpers/sessionRows.ts';
 import { tempHome } from '../../helpers/tempHome.ts';

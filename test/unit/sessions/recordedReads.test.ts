@@ -7,7 +7,7 @@ import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { firstPromptTitle } from '../../../electron/sessions/sessionListFacts.ts';
 import { readTimeline } from '../../../electron/sessions/timeline.ts';
-import { modelExchange } from '../../helpers/modelExchange.ts';
+import { modelExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 

@@ -4,7 +4,8 @@ import { sessionFigures } from '../../../electron/sessions/sessionSummary.ts';
 import { openMainDb } from '../../../electron/store/mainDb.ts';
 import { ensurePrivateDir, sessionPaths } from '../../../electron/store/paths.ts';
 import { getSession, registerSession, type SessionRecord } from '../../../electron/store/registry.ts';
-import { liveSession, now } from '../../helpers/sessionFixture.ts';
+import { httpsExchange } from '../../helpers/exchanges.ts';
+import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 // The one computation behind the window's list, `capsem list` and GET /v1/sessions. Where the
@@ -24,14 +25,7 @@ function recordOf(id: SessionRecord['id']): SessionRecord {
 
 it('reads a running session from its live session.db', async () => {
   const live = await liveSession(home);
-  live.writer.append('net_events', {
-    timestamp: now(),
-    domain: 'example.com',
-    decision: 'allowed',
-    method: 'GET',
-    path: '/',
-    status_code: 200,
-  });
+  await live.recorder.record(httpsExchange('example.com', '/'));
   await live.writer.flush();
   const figures = sessionFigures(home, recordOf(live.id));
   expect(figures).toMatchObject({ onDisk: true, totals: { requests: 1, events: 1 } });

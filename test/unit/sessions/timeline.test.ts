@@ -3,6 +3,7 @@ import { requestSeqOf } from '../../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
 import { buildTimeline, readTimeline, toolPreview } from '../../../electron/sessions/timeline.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
+import { anthropicExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -83,17 +84,18 @@ describe('timeline spans', () => {
 
   it('reads only the newest events past the cap and says it truncated', async () => {
     const live = await liveSession(home);
-    for (let i = 0; i < 30; i++)
-      live.writer.append('model_calls', { timestamp: at(i), provider: 'anthropic', method: 'POST', path: '/v1/messages' });
+    for (let i = 0; i < 30; i++) void live.recorder.record(anthropicExchange({}, { startedAt: new Date(at(i)) }));
+    await live.recorder.settled();
     await live.writer.flush();
     const store = SessionEventStore.open(live.id, sessionPaths(home, live.id).dbPath);
     const capped = readTimeline(store, false, 10);
     const whole = readTimeline(store, false);
+    const calls = (store.db.prepare('SELECT seq FROM model_calls ORDER BY seq').all() as { seq: number }[]).map((r) => r.seq);
     store.close();
     await live.end();
     expect(capped.truncated).toBe(true);
     // Ten events are the newest five model calls, each a request and a response; a turn anchors on its request.
-    expect(capped.turns.map((x) => x.seq)).toEqual(Array.from({ length: 5 }, (_, i) => requestSeqOf(26 + i)));
+    expect(capped.turns.map((x) => x.seq)).toEqual(calls.slice(-5).map(requestSeqOf));
     expect(whole.truncated).toBeUndefined();
     expect(whole.turns).toHaveLength(30);
   });

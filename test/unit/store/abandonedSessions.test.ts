@@ -8,6 +8,7 @@ import { openMainDb } from '../../../electron/store/mainDb.ts';
 import { getSession, markRunning } from '../../../electron/store/registry.ts';
 import type { SessionRunner } from '../../../electron/store/sessionRunner.ts';
 import type { SessionWriter } from '../../../electron/store/sessionWriter.ts';
+import { httpsExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -38,7 +39,8 @@ async function sessionWithRows(times: readonly string[], runner: SessionRunner |
   const live = await liveSession(home, null);
   writers.push(live.writer);
   for (const [i, timestamp] of times.entries())
-    live.writer.append('net_events', { timestamp, domain: 'api.example.com', decision: 'allowed', method: 'GET', path: `/n/${i}` });
+    void live.recorder.record(httpsExchange('api.example.com', `/n/${i}`, { startedAt: new Date(timestamp) }));
+  await live.recorder.settled();
   await live.writer.flush();
   const db = openMainDb(home);
   db.prepare('UPDATE sessions SET runner_pid = ?, runner_start = ? WHERE id = ?').run(runner?.pid ?? null, runner?.start ?? null, live.id);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSessions } from '../../../electron/dev/seedSessions.ts';
+import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { openMainDb } from '../../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../../electron/store/registry.ts';
@@ -7,6 +8,7 @@ import { rollUpSession } from '../../../electron/store/rollup.ts';
 import { openSessionDbReadOnly } from '../../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../../electron/store/sessionWriter.ts';
 import { ensurePrivateDir } from '../../../electron/store/paths.ts';
+import { deniedBy, httpsExchange } from '../../helpers/exchanges.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -80,8 +82,9 @@ describe('main.db rollup', () => {
     const paths = sessionPaths(home, record.id);
     ensurePrivateDir(paths.dir);
     const writer = await SessionWriter.open(paths.dbPath);
-    for (let i = 0; i < 10; i++)
-      writer.append('net_events', { timestamp: new Date().toISOString(), domain: 'example.com', decision: i < 7 ? 'allowed' : 'denied' });
+    const recorder = new SessionRecorder(writer, 1 << 20);
+    for (let i = 0; i < 10; i++) void recorder.record(httpsExchange('example.com', `/${i}`, i < 7 ? {} : deniedBy('default.deny')));
+    await recorder.settled();
     await writer.flush();
     rollUpSession(home, db, record.id, { status: 'crashed', reason: 'owner process disappeared' });
     const after = getSession(db, record.id)!;

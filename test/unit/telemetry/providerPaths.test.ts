@@ -6,7 +6,7 @@ import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
 import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
-import { modelExchange } from '../../helpers/modelExchange.ts';
+import { modelExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
