@@ -2,9 +2,10 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
 import { afterAll, expect, it } from 'vitest';
-import { EMPTY_BODY, type Exchange } from '../../../electron/proxy/exchange.ts';
+import type { Exchange } from '../../../electron/proxy/exchange.ts';
 import { SessionRecorder } from '../../../electron/recording/sessionRecorder.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
+import { httpsExchange } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
@@ -12,30 +13,11 @@ const home = tempHome();
 afterAll(() => home.remove());
 
 function exchange(path: string, body: Buffer, contentEncoding?: string): Exchange {
-  return {
-    startedAt: new Date(),
-    host: 'files.example',
-    port: 443,
-    scheme: 'https',
-    kind: 'request',
-    method: 'GET',
-    path,
-    query: null,
-    requestHeaders: { host: 'files.example' },
+  return httpsExchange('files.example', path, {
     responseHeaders: { 'content-type': 'text/plain', ...(contentEncoding ? { 'content-encoding': contentEncoding } : {}) },
-    status: 200,
-    requestBody: EMPTY_BODY,
     responseBody: { bytes: body, total: body.length, truncated: false },
-    durationMs: 1,
-    ttfbMs: 1,
-    decision: 'allowed',
-    matchedRule: 'default.allow',
     processName: 'curl',
-    pid: 1,
-    error: null,
-    eventId: null,
-    parseError: null,
-  };
+  });
 }
 
 it('records exchanges in the order they finished, whether or not their bodies needed decoding, and a broken body loses nothing else', async () => {
