@@ -207,7 +207,11 @@ describe.skipIf(noVm !== null)(`real VM, minimal image${noVm ? ` (skipped: ${noV
     );
     owner.kill('SIGKILL');
     await until('QEMU and virtiofsd to die with their owner', () => vmProcesses(home.root).length === 0, 15_000);
-    expect(statusOf(home, id)).toMatchObject({ status: 'running' });
+    // Read as a file, not opened as Capsem opens main.db: that would end the session itself once
+    // this process has reaped the killed owner, and the next command is the one under test.
+    const raw = new Database(home.mainDbPath, { readonly: true });
+    expect(raw.prepare('SELECT status FROM sessions WHERE id = ?').get(id)).toEqual({ status: 'running' });
+    raw.close();
     const next = await runCapsemAsync(home.root, ['run', '--image', 'minimal', '--', 'true']);
     expect(next.code).toBe(0);
     expect(next.stderr).toMatch(/took over .* which is no longer running/);
