@@ -136,6 +136,23 @@ interface Round {
   readonly results: readonly { readonly callId: string; readonly name: string; readonly content: string }[];
 }
 
+/** A chat conversation as Chat Completions and Ollama's chat carry it; they differ in how a tool call and its result name each other. */
+function chatMessages(
+  prompt: string,
+  rounds: readonly Round[],
+  toolCall: (t: SeedToolCall) => object,
+  resultNames: (x: Round['results'][number]) => object,
+): unknown[] {
+  return [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: prompt },
+    ...rounds.flatMap((r) => [
+      { role: 'assistant', content: r.text, tool_calls: r.tools.map(toolCall) },
+      ...r.results.map((x) => ({ role: 'tool', ...resultNames(x), content: x.content })),
+    ]),
+  ];
+}
+
 /** A request body in the provider's own wire shape: the prompt, then every round so far, as an agent re-sends its conversation. */
 function requestBody(provider: string, model: string, prompt: string, rounds: readonly Round[]): unknown {
   switch (provider) {
@@ -186,18 +203,12 @@ function requestBody(provider: string, model: string, prompt: string, rounds: re
         model,
         stream: true,
         tools: FUNCTION_TOOLS,
-        messages: [
-          { role: 'system', content: 'You are a coding agent.' },
-          { role: 'user', content: prompt },
-          ...rounds.flatMap((r) => [
-            {
-              role: 'assistant',
-              content: r.text,
-              tool_calls: r.tools.map((t) => ({ function: { name: t.name, arguments: JSON.parse(t.args) as unknown } })),
-            },
-            ...r.results.map((x) => ({ role: 'tool', tool_name: x.name, content: x.content })),
-          ]),
-        ],
+        messages: chatMessages(
+          prompt,
+          rounds,
+          (t) => ({ function: { name: t.name, arguments: JSON.parse(t.args) as unknown } }),
+          (x) => ({ tool_name: x.name }),
+        ),
       };
     default:
       return {
@@ -205,18 +216,12 @@ function requestBody(provider: string, model: string, prompt: string, rounds: re
         stream: true,
         stream_options: { include_usage: true },
         tools: FUNCTION_TOOLS,
-        messages: [
-          { role: 'system', content: 'You are a coding agent.' },
-          { role: 'user', content: prompt },
-          ...rounds.flatMap((r) => [
-            {
-              role: 'assistant',
-              content: r.text,
-              tool_calls: r.tools.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.args } })),
-            },
-            ...r.results.map((x) => ({ role: 'tool', tool_call_id: x.callId, content: x.content })),
-          ]),
-        ],
+        messages: chatMessages(
+          prompt,
+          rounds,
+          (t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.args } }),
+          (x) => ({ tool_call_id: x.callId }),
+        ),
       };
   }
 }
