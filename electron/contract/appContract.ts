@@ -158,12 +158,27 @@ export const CostSchema = z.object({
 });
 export type Cost = z.infer<typeof CostSchema>;
 
-export const TimelineSpanSchema = z.object({ start: z.string(), end: z.string(), label: z.string(), seq: z.number().nullable() });
+/** An agent of the session: `main`, or a subagent with the agent that spawned it and the tool call that did. */
+export const TimelineAgentSchema = z.object({
+  id: z.string(),
+  parent: z.string().nullable(),
+  label: z.string(),
+  type: z.string().nullable(),
+  spawnTool: z.string().nullable(),
+  spawnedAt: z.string().nullable(),
+  returnedAt: z.string().nullable(),
+});
+/** `open`: still in flight, so `end` is its start until it ends (the view may draw it to now). */
+export const TimelineSpanSchema = z.object({ start: z.string(), end: z.string(), label: z.string(), seq: z.number().nullable(), open: z.boolean() });
+const AgentSpanSchema = TimelineSpanSchema.extend({ agent: z.string() });
 export const TimelineSchema = z.object({
   start: z.string().nullable(),
   end: z.string().nullable(),
-  turns: z.array(TimelineSpanSchema),
-  tools: z.array(TimelineSpanSchema),
+  agents: z.array(TimelineAgentSchema),
+  turns: z.array(AgentSpanSchema.extend({ error: z.boolean(), resent: z.boolean() })),
+  tools: z.array(AgentSpanSchema.extend({ id: z.string() })),
+  jobs: z.array(AgentSpanSchema.extend({ id: z.string() })),
+  returns: z.array(z.object({ agent: z.string(), into: z.string(), at: z.string(), seq: z.number() })),
   hosts: z.array(TimelineSpanSchema.extend({ host: z.string() })),
 });
 export type Timeline = z.infer<typeof TimelineSchema>;

@@ -24,11 +24,36 @@ export interface Span {
   end?: string;
   seq: number;
 }
+export interface Agent {
+  id: string;
+  /** The agent that spawned it; absent on `main`. */
+  parent?: string;
+  label: string;
+  /** The subagent type the spawning Agent/Task call asked for (Explore, general-purpose, …). */
+  type?: string;
+  /** The id of the Agent/Task tool call that spawned it. */
+  spawnTool?: string;
+  spawnedAt?: string;
+  returnedAt?: string;
+}
 export interface Turn extends Span {
   agent: string;
   finish?: string;
   model?: string;
   error?: true;
+  resent?: true;
+}
+/** A background shell command: from the tool result that acknowledged it to the notification of its end. */
+export interface JobSpan extends Span {
+  agent: string;
+  id: string;
+}
+/** A subagent's result reaching another agent. */
+export interface ReturnMark {
+  agent: string;
+  into: string;
+  at: string;
+  seq: number;
 }
 export interface ToolSpan extends Span {
   agent: string;
@@ -50,9 +75,11 @@ export interface Timeline {
   start?: string;
   end?: string;
   truncated?: true;
-  agents: { id: string; label: string }[];
+  agents: Agent[];
   turns: Turn[];
+  jobs: JobSpan[];
   tools: ToolSpan[];
+  returns: ReturnMark[];
   hosts: HostSpan[];
 }
 
@@ -152,7 +179,9 @@ export function buildTimeline(input: TimelineInput): Timeline {
     ...(input.truncated ? { truncated: true as const } : {}),
     agents: [{ id: 'main', label: 'main agent' }],
     turns,
+    jobs: [],
     tools,
+    returns: [],
     hosts,
   };
 }
@@ -166,7 +195,9 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
   return {
     ...timeline,
     turns: timeline.turns.filter(overlaps),
+    jobs: timeline.jobs.filter(overlaps),
     tools: timeline.tools.filter(overlaps),
+    returns: timeline.returns.filter((r) => Date.parse(r.at) >= lo && Date.parse(r.at) <= hi),
     hosts: timeline.hosts.filter(overlaps),
   };
 }

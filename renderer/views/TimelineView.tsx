@@ -6,7 +6,7 @@ import { timeTicks } from './timeAxis.ts';
 import { useElementWidth } from './useElementWidth.ts';
 import { useSessionQuery } from './useSessionQuery.ts';
 
-type Span = Timeline['turns'][number];
+type Span = Timeline['hosts'][number] | Timeline['turns'][number] | Timeline['tools'][number];
 
 interface Bar {
   readonly x: number;
