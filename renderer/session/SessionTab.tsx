@@ -86,7 +86,15 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
                   <TerminalView key={runs} sessionId={id} visible={active} starting={session?.starting ?? null} />
                 </Suspense>
               )}
-              {v.view === 'timeline' && <TimelineView sessionId={id} liveVersion={live.any} onJump={jump} />}
+              {v.view === 'timeline' && (
+                <TimelineView
+                  sessionId={id}
+                  liveVersion={live.any}
+                  live={session?.status === 'running'}
+                  onOpenTurn={(seq, kind) => jump(kind, seq)}
+                  onJump={jump}
+                />
+              )}
               {v.view === 'cost' && <CostView sessionId={id} liveVersion={live.model} />}
               {v.kind !== null && (
                 <EventTable

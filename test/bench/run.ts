@@ -4,6 +4,7 @@ import { archiveBench } from './archiveBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
+import { timelineViewBench } from './timelineViewBench.ts';
 import { vmBench } from './vmBench.ts';
 import { vmDownloadBench } from './vmDownloadBench.ts';
 
@@ -18,6 +19,8 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   archive: archiveBench,
   agent: agentBench,
   keys: keyScrubBench,
+  // The Timeline view's figures alone, until the story benchmark runs them with its own session.
+  'story-timeline': timelineViewBench,
 };
 
 const asked = process.argv.slice(2);

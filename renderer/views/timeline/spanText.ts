@@ -1,0 +1,47 @@
+import { formatDuration, formatTime } from '../../app/format.ts';
+import { endOf, type SpanKind, type TimelineModel } from './timelineModel.ts';
+import type { TimeRange } from './viewport.ts';
+
+// What the hover and the selection line say about a span, a run of spans or a range, in words.
+
+const KIND_NAMES: Record<SpanKind, [string, string]> = {
+  turn: ['turn', 'turns'],
+  tool: ['tool call', 'tool calls'],
+  job: ['background job', 'background jobs'],
+  host: ['request', 'requests'],
+};
+
+const at = (t: number): string => formatTime(new Date(t).toISOString());
+
+export function kindName(kind: SpanKind, count = 1): string {
+  return KIND_NAMES[kind][count === 1 ? 0 : 1];
+}
+
+/** The agent's or host's lane name a span sits on. */
+export function ownerOf(model: TimelineModel, index: number): string {
+  return model.lanes[model.rows[model.spanRow[index]!]!.lane]!.label;
+}
+
+/** One span: its label, then what it is, whose, how long and when. */
+export function describeSpan(model: TimelineModel, index: number, openUntil: number): { title: string; meta: string } {
+  const span = model.spans[index]!;
+  const end = endOf(span, openUntil);
+  const length = span.end === Infinity ? `${formatDuration(end - span.start)} so far, still running` : formatDuration(end - span.start);
+  const flags = [span.error ? 'failed' : '', span.resent ? 'resent' : ''].filter(Boolean).join(', ');
+  return {
+    title: span.label,
+    meta: [kindName(span.kind), ownerOf(model, index), length, `at ${at(span.start)}`, flags].filter(Boolean).join(' · '),
+  };
+}
+
+/** A bar standing for several spans too close to tell apart at this zoom. */
+export function describeRun(kind: SpanKind, count: number, range: TimeRange): { title: string; meta: string } {
+  return {
+    title: `${count} ${kindName(kind, count)}`,
+    meta: `${at(range.from)} – ${at(range.to)} (${formatDuration(range.to - range.from)}) · click to zoom in`,
+  };
+}
+
+export function describeRange(range: TimeRange): string {
+  return `${at(range.from)} – ${at(range.to)} (${formatDuration(range.to - range.from)})`;
+}

@@ -1,0 +1,176 @@
+import type { Page } from 'playwright-core';
+import { AppCore } from '../../electron/app/appCore.ts';
+import { startBrowserServer } from '../../electron/app/browserServer.ts';
+import type { Timeline } from '../../electron/contract/appContract.ts';
+import type { SessionId } from '../../electron/contract/ids.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
+import { TIMELINE_FIRST_PAINT } from '../../renderer/views/timeline/TimelineChart.ts';
+import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { recordClaudeCodeStory } from '../helpers/claudeCodeSession.ts';
+import { liveSession } from '../helpers/sessionFixture.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { figure, median, percentile, printFigures, type Figure } from './report.ts';
+
+// The Timeline view of a 12-hour, 10,000-turn Claude Code session in Chromium (the real renderer
+// in browser mode, over the real core): how soon the first frame shows it once the timeline's data
+// has arrived (the view's own User Timing measure), and the main thread's time per frame while the
+// wheel zooms from the whole session to seconds and back and pans (frames driven in the page, each
+// timed from its animation-frame callbacks to the end of its rendering work). The baseline is the
+// same frame measured with nothing to draw, in the same run.
+
+const TURNS = 10_000;
+const HOURS = 12;
+const PAINT_ROUNDS = 5;
+const FIRST_PAINT_TARGET_MS = 300;
+const FRAME_P95_TARGET_MS = 16;
+
+export interface TimelineViewFigures {
+  readonly firstPaintMs: readonly number[];
+  /** Main-thread time of each frame while zooming and panning, and of idle frames for the baseline. */
+  readonly frameMs: readonly number[];
+  readonly idleFrameMs: readonly number[];
+  readonly spans: number;
+}
+
+// The scripts run in the page are text: tsx (which runs the benchmarks) names functions with a
+// helper that exists only in Node, and a function handed to page.evaluate would carry its calls.
+
+/** Resolves with the duration of the view's first-paint measure once it is there. */
+const FIRST_PAINT_SCRIPT = `new Promise((resolve, reject) => {
+  const until = performance.now() + 10000;
+  const look = () => {
+    const entry = performance.getEntriesByName(${JSON.stringify(TIMELINE_FIRST_PAINT)}).at(-1);
+    if (entry) resolve(entry.duration);
+    else if (performance.now() > until) reject(new Error('no first-paint measure'));
+    else requestAnimationFrame(look);
+  };
+  look();
+})`;
+
+async function openTimeline(page: Page, url: string, name: string, id: string): Promise<number> {
+  await page.goto(url);
+  await page.locator('[data-testid=session-row]').first().waitFor();
+  await page.fill('[data-testid=session-filter]', name);
+  await page.press('[data-testid=session-filter]', 'Enter');
+  const pane = page.locator(`[data-testid=session-pane][data-session-id="${id}"]`);
+  await pane.locator('[data-testid=view-timeline]').click();
+  await pane.locator('[data-testid=timeline-plot][data-from]').waitFor({ timeout: 60_000 });
+  return (await page.evaluate(FIRST_PAINT_SCRIPT)) as number;
+}
+
+/**
+ * `frames` frames in the page, each timed from the start of its animation-frame callbacks to the
+ * end of its rendering (a message posted then runs once the frame's style, layout and paint are
+ * done); with `drive`, each frame first sends the plot one wheel event of a tour in quarters:
+ * zoom in at a point wandering across the plot, pan later with Shift+wheel, zoom back out, pan
+ * earlier, from the whole session to a few seconds and back.
+ */
+async function timeFrames(page: Page, frames: number, drive: boolean): Promise<number[]> {
+  return (await page.evaluate(`new Promise((resolve) => {
+    const frames = ${frames};
+    const drive = ${drive};
+    const plot = document.querySelector('[data-testid=timeline-plot]');
+    const box = plot.getBoundingClientRect();
+    const times = [];
+    const channel = new MessageChannel();
+    let started = 0;
+    channel.port1.onmessage = () => {
+      times.push(performance.now() - started);
+      if (times.length >= frames) resolve(times);
+    };
+    const wheel = (i) => {
+      const quarter = Math.floor((i / frames) * 4);
+      const x = box.left + box.width * (0.2 + (0.6 * ((i * 7) % 50)) / 50);
+      const y = box.top + Math.min(box.height - 10, 40 + ((i * 13) % 200));
+      const zoom = quarter === 0 ? -120 : quarter === 2 ? 120 : 0;
+      const pan = quarter === 1 ? 90 : quarter === 3 ? -90 : 0;
+      return new WheelEvent('wheel', { clientX: x, clientY: y, deltaY: zoom || pan, shiftKey: pan !== 0, bubbles: true, cancelable: true });
+    };
+    let i = 0;
+    const frame = () => {
+      if (i >= frames) return;
+      requestAnimationFrame(frame);
+      started = performance.now();
+      if (drive) plot.dispatchEvent(wheel(i));
+      i += 1;
+      channel.port2.postMessage(null);
+    };
+    requestAnimationFrame(frame);
+  })`)) as number[];
+}
+
+/** Figures for session `name` (id `id`) of `home`, through a browser server of its own. */
+export async function measureTimelineView(home: CapsemHome, name: string, id: SessionId): Promise<TimelineViewFigures> {
+  ensureRendererBuilt();
+  const core = new AppCore({ home });
+  const server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'timeline view bench', home });
+  const browser = await launchChromium();
+  try {
+    const timeline = (await core.handle('sessions.timeline', { id })) as Timeline;
+    const page = await appPage(browser);
+    page.setDefaultTimeout(60_000);
+    const firstPaintMs: number[] = [];
+    for (let round = 0; round < PAINT_ROUNDS; round++) firstPaintMs.push(await openTimeline(page, server.url, name, id));
+    const idleFrameMs = await timeFrames(page, 120, false);
+    const frameMs = await timeFrames(page, 480, true);
+    return {
+      firstPaintMs,
+      frameMs,
+      idleFrameMs,
+      spans: timeline.turns.length + timeline.tools.length + timeline.jobs.length + timeline.hosts.length,
+    };
+  } finally {
+    await browser.close();
+    await server.close();
+    core.close();
+  }
+}
+
+export function timelineViewFigures(f: TimelineViewFigures, turns: number): Figure[] {
+  const paint = median(f.firstPaintMs);
+  const p95 = percentile(f.frameMs, 95);
+  const idle = percentile(f.idleFrameMs, 95);
+  return [
+    figure(
+      `first paint, ${turns.toLocaleString('en')} turns (${f.spans.toLocaleString('en')} spans)`,
+      `${paint.toFixed(0)} ms median (max ${Math.max(...f.firstPaintMs).toFixed(0)} of ${f.firstPaintMs.length})`,
+      paint <= FIRST_PAINT_TARGET_MS,
+      `≤ ${FIRST_PAINT_TARGET_MS} ms after the data arrives`,
+    ),
+    figure(
+      'frame time, zooming and panning',
+      `p95 ${p95.toFixed(1)} ms, p50 ${median(f.frameMs).toFixed(1)}, max ${Math.max(...f.frameMs).toFixed(1)} (${f.frameMs.length} frames)`,
+      p95 <= FRAME_P95_TARGET_MS,
+      `p95 ≤ ${FRAME_P95_TARGET_MS} ms`,
+    ),
+    figure(
+      '  against an idle frame',
+      `${(p95 / Math.max(0.1, idle)).toFixed(1)}x (idle p95 ${idle.toFixed(1)} ms)`,
+      true,
+      'baseline, reported',
+    ),
+  ];
+}
+
+/** `npm run bench -- story-timeline`: its own 10,000-turn session, recorded through the pipeline. */
+export async function timelineViewBench(): Promise<boolean> {
+  const missing = chromiumMissing();
+  if (missing) {
+    console.log(`\n== timeline view: skipped, ${missing}`);
+    return true;
+  }
+  const home = tempHome();
+  try {
+    const started = performance.now();
+    const session = await liveSession(home, 'story-bench');
+    await recordClaudeCodeStory(session, { turns: TURNS, hours: HOURS });
+    await session.end();
+    console.log(
+      `timeline view: recorded a ${HOURS}-hour session of ${TURNS} turns in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    const figures = await measureTimelineView(home, 'story-bench', session.id);
+    return printFigures('timeline view (Chromium)', timelineViewFigures(figures, TURNS));
+  } finally {
+    home.remove();
+  }
+}
