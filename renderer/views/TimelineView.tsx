@@ -1,11 +1,11 @@
-import { memo, useCallback, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
+import { memo, useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import type { TableKind } from '../../electron/contract/appContract.ts';
 import { useApi } from '../api/ApiContext.tsx';
 import { formatCount, formatDuration } from '../app/format.ts';
 import { describeRange, describeSpan } from './timeline/spanText.ts';
 import { LABEL_WIDTH, LANES_PAD, TIMELINE_DATA_MARK, TimelineChart, type Selection } from './timeline/TimelineChart.ts';
 import { TIMELINE_HELP, ZOOM_STEP } from './timeline/timelineKeys.ts';
-import { buildTimelineModel, ROW_HEIGHT, SECTION_HEIGHT, type TimelineModel } from './timeline/timelineModel.ts';
+import { buildTimelineModel, ROW_HEIGHT, SECTION_HEIGHT, spanAt, type TimelineModel } from './timeline/timelineModel.ts';
 import { useSessionQuery } from './useSessionQuery.ts';
 
 interface Props {
@@ -74,7 +74,8 @@ function TimelineFrame({
 
   const open = useCallback(
     (index: number) => {
-      const span = modelRef.current?.spans[index];
+      const model = modelRef.current;
+      const span = model && index < model.spans.length ? spanAt(model, index) : null;
       if (!span || span.seq === null) return;
       if (span.kind === 'host') onJump('net', span.seq);
       else onOpenTurn(span.seq, span.kind === 'turn' ? 'model' : 'tool');
@@ -86,7 +87,8 @@ function TimelineFrame({
     openRef.current = open;
   }, [open]);
 
-  useEffect(() => {
+  // Layout effects, this one first: the chart exists before the next one hands it the model.
+  useLayoutEffect(() => {
     const instance = new TimelineChart(
       {
         body: body.current!,
@@ -114,7 +116,8 @@ function TimelineFrame({
     };
   }, []);
 
-  useEffect(() => {
+  // The canvas is drawn in the same task as the labels beside it, before the frame.
+  useLayoutEffect(() => {
     modelRef.current = model;
     if (model) chart.current?.setModel(model, live);
   }, [model, live]);
@@ -125,12 +128,8 @@ function TimelineFrame({
     return () => clearInterval(timer);
   }, [live]);
 
-  const counts = useMemo(() => {
-    if (!model) return '';
-    const agents = model.lanes.filter((l) => l.kind === 'agent').length;
-    const turns = model.spans.filter((s) => s.kind === 'turn').length;
-    return `${agents} agent${agents === 1 ? '' : 's'} · ${formatCount(turns)} turns`;
-  }, [model]);
+  const agents = model?.lanes.filter((l) => l.kind === 'agent').length ?? 0;
+  const counts = model ? `${agents} agent${agents === 1 ? '' : 's'} · ${formatCount(model.turns)} turns` : '';
 
   return (
     <>
@@ -192,7 +191,7 @@ function TimelineFrame({
           <div className="timeline-brush" ref={brush} hidden />
         </div>
       </div>
-      {model && <SelectionLine model={model} live={live} selection={selection} onOpen={open} onFit={() => chart.current?.fitSelection()} />}
+      <SelectionLine model={model} live={live} selection={selection} onOpen={open} onFit={() => chart.current?.fitSelection()} />
       <div id={helpId} className="timeline-help">
         {TIMELINE_HELP}
       </div>
@@ -262,15 +261,15 @@ function SelectionLine({
   onOpen,
   onFit,
 }: {
-  readonly model: TimelineModel;
+  readonly model: TimelineModel | null;
   readonly live: boolean;
   readonly selection: Selection | null;
   readonly onOpen: (index: number) => void;
   readonly onFit: () => void;
 }) {
   let content: ReactNode = <span className="muted">Nothing selected. {TIMELINE_HELP.split('. ')[0]}.</span>;
-  if (selection?.kind === 'span') {
-    const span = model.spans[selection.index]!;
+  if (model && selection?.kind === 'span') {
+    const span = spanAt(model, selection.index);
     const text = describeSpan(model, selection.index, live ? Date.now() : model.end);
     content = (
       <>

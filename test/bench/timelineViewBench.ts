@@ -1,11 +1,12 @@
-import type { Page } from 'playwright-core';
 import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer } from '../../electron/app/browserServer.ts';
+import { cpus, loadavg } from 'node:os';
 import type { Timeline } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { TIMELINE_FIRST_PAINT } from '../../renderer/views/timeline/TimelineChart.ts';
-import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { BarePage } from '../helpers/barePage.ts';
+import { chromiumMissing, ensureRendererBuilt, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { recordClaudeCodeStory } from '../helpers/claudeCodeSession.ts';
 import { liveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -47,15 +48,17 @@ const FIRST_PAINT_SCRIPT = `new Promise((resolve, reject) => {
   look();
 })`;
 
-async function openTimeline(page: Page, url: string, name: string, id: string): Promise<number> {
-  await page.goto(url);
-  await page.locator('[data-testid=session-row]').first().waitFor();
-  await page.fill('[data-testid=session-filter]', name);
-  await page.press('[data-testid=session-filter]', 'Enter');
-  const pane = page.locator(`[data-testid=session-pane][data-session-id="${id}"]`);
-  await pane.locator('[data-testid=view-timeline]').click();
-  await pane.locator('[data-testid=timeline-plot][data-from]').waitFor({ timeout: 60_000 });
-  return (await page.evaluate(FIRST_PAINT_SCRIPT)) as number;
+/** Opens session `id`'s tab from a freshly loaded list, then its Timeline; resolves with the first-paint measure. */
+async function openTimeline(page: BarePage, url: string, id: string): Promise<number> {
+  await page.evaluate(`location.href = ${JSON.stringify(url)}`);
+  await page.waitFor('[data-testid=session-row]');
+  await page.click(`[data-testid=session-row][data-session-id="${id}"]`);
+  const pane = `[data-testid=session-pane][data-session-id="${id}"]`;
+  // The tab opens on the Network view: its first page in, as a person would see it before switching.
+  await page.waitFor(`${pane} [data-testid=net-row]`);
+  await page.click(`${pane} [data-testid=view-timeline]`);
+  await page.waitFor(`${pane} [data-testid=timeline-plot][data-from]`, 60_000);
+  return page.evaluate<number>(FIRST_PAINT_SCRIPT);
 }
 
 /**
@@ -65,8 +68,8 @@ async function openTimeline(page: Page, url: string, name: string, id: string): 
  * zoom in at a point wandering across the plot, pan later with Shift+wheel, zoom back out, pan
  * earlier, from the whole session to a few seconds and back.
  */
-async function timeFrames(page: Page, frames: number, drive: boolean): Promise<number[]> {
-  return (await page.evaluate(`new Promise((resolve) => {
+async function timeFrames(page: BarePage, frames: number, drive: boolean): Promise<number[]> {
+  return page.evaluate<number[]>(`new Promise((resolve) => {
     const frames = ${frames};
     const drive = ${drive};
     const plot = document.querySelector('[data-testid=timeline-plot]');
@@ -96,21 +99,19 @@ async function timeFrames(page: Page, frames: number, drive: boolean): Promise<n
       channel.port2.postMessage(null);
     };
     requestAnimationFrame(frame);
-  })`)) as number[];
+  })`);
 }
 
-/** Figures for session `name` (id `id`) of `home`, through a browser server of its own. */
-export async function measureTimelineView(home: CapsemHome, name: string, id: SessionId): Promise<TimelineViewFigures> {
+/** Figures for session `id` of `home`, through a browser server of its own, in a page no DevTools client instruments (barePage.ts). */
+export async function measureTimelineView(home: CapsemHome, id: SessionId): Promise<TimelineViewFigures> {
   ensureRendererBuilt();
   const core = new AppCore({ home });
   const server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'timeline view bench', home });
-  const browser = await launchChromium();
+  const page = await BarePage.open('about:blank');
   try {
     const timeline = (await core.handle('sessions.timeline', { id })) as Timeline;
-    const page = await appPage(browser);
-    page.setDefaultTimeout(60_000);
     const firstPaintMs: number[] = [];
-    for (let round = 0; round < PAINT_ROUNDS; round++) firstPaintMs.push(await openTimeline(page, server.url, name, id));
+    for (let round = 0; round < PAINT_ROUNDS; round++) firstPaintMs.push(await openTimeline(page, server.url, id));
     const idleFrameMs = await timeFrames(page, 120, false);
     const frameMs = await timeFrames(page, 480, true);
     return {
@@ -120,7 +121,7 @@ export async function measureTimelineView(home: CapsemHome, name: string, id: Se
       spans: timeline.turns.length + timeline.tools.length + timeline.jobs.length + timeline.hosts.length,
     };
   } finally {
-    await browser.close();
+    await page.close();
     await server.close();
     core.close();
   }
@@ -168,7 +169,9 @@ export async function timelineViewBench(): Promise<boolean> {
     console.log(
       `timeline view: recorded a ${HOURS}-hour session of ${TURNS} turns in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
-    const figures = await measureTimelineView(home, 'story-bench', session.id);
+    const figures = await measureTimelineView(home, session.id);
+    // Wall-clock figures on a shared machine: what else ran beside them says how far to trust them.
+    console.log(`timeline view: load average ${loadavg()[0]!.toFixed(1)} over the last minute, on ${cpus().length} cores`);
     return printFigures('timeline view (Chromium)', timelineViewFigures(figures, TURNS));
   } finally {
     home.remove();

@@ -7,7 +7,8 @@ import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import type { Timeline } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
-import { buildTimelineModel, type TimelineModel } from '../../renderer/views/timeline/timelineModel.ts';
+import { nearestInRow } from '../../renderer/views/timeline/timelineLayout.ts';
+import { buildTimelineModel, spanAt, type ModelSpan, type TimelineModel } from '../../renderer/views/timeline/timelineModel.ts';
 import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { ClaudeCodeScript, recordClaudeCodeStory } from '../helpers/claudeCodeSession.ts';
 import { liveSession, type LiveSession } from '../helpers/sessionFixture.ts';
@@ -31,6 +32,7 @@ let script: ClaudeCodeScript;
 let running: LiveSession;
 const pageErrors: string[] = [];
 
+const spansOf = (model: TimelineModel): ModelSpan[] => Array.from({ length: model.spans.length }, (_, i) => spanAt(model, i));
 const timelineOf = async (id: SessionId): Promise<Timeline> => (await core.handle('sessions.timeline', { id })) as Timeline;
 const pane = (id: string) => page.locator(`[data-testid=session-pane][data-session-id="${id}"]`);
 
@@ -112,9 +114,9 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
 
     // The longest call a subagent made (its requests carried X-Claude-Code-Agent-Id).
     const call = script.calls.filter((c) => c.agent !== 'main').sort((a, b) => b.end - b.start - (a.end - a.start))[0]!;
-    const target = model.spans.findIndex((s) => s.kind === 'turn' && s.start === call.start);
+    const target = spansOf(model).findIndex((s) => s.kind === 'turn' && s.start === call.start);
     expect(target).toBeGreaterThanOrEqual(0);
-    const span = model.spans[target]!;
+    const span = spanAt(model, target);
     const row = model.spanRow[target]!;
     expect(await pane(story).locator(`[data-testid=timeline-row][data-row="${row}"]`).getAttribute('data-lane')).toBe(
       `agent:${span.owner}`,
@@ -178,9 +180,8 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
     // The first span the keys reach: in the first lane, nearest the middle of the session.
     const middle = (Date.parse(timeline.start!) + Date.parse(timeline.end!)) / 2;
     const row0 = model.rows[0]!;
-    const nearest = [...row0.spans]
-      .map((s) => model.spans[s]!)
-      .sort((a, b) => Math.abs((a.start + a.end) / 2 - middle) - Math.abs((b.start + b.end) / 2 - middle))[0]!;
+    const pos = nearestInRow(row0, middle, model.end);
+    const nearest = spanAt(model, row0.spans[pos]!);
     expect(first).toContain(nearest.label);
 
     await page.keyboard.press('f');
@@ -193,7 +194,7 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
 
     await page.keyboard.press(']');
     await expect.poll(() => selected.innerText()).not.toBe(first);
-    const next = model.spans[row0.spans[model.spanPos[model.spans.indexOf(nearest)]! + 1]!]!;
+    const next = spanAt(model, row0.spans[pos + 1]!);
     expect(await selected.innerText()).toContain(next.label);
     // The view followed the selection to the next span.
     const followed = await shown(story);
@@ -291,7 +292,7 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
     const open = live.tools.find((t) => t.open)!;
     expect(open).toBeDefined();
     const liveModel = buildTimelineModel(live);
-    const index = liveModel.spans.findIndex((s) => s.kind === 'tool' && s.end === Infinity);
+    const index = spansOf(liveModel).findIndex((s) => s.kind === 'tool' && s.end === Infinity);
     // The window reaches now and keeps up with it.
     const first = await shown(running.id);
     expect(first.to).toBeGreaterThan(Date.now() - 5000);

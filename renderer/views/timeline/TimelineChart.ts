@@ -9,6 +9,7 @@ import {
   readPalette,
   barTop,
   spanBox,
+  warmCanvas,
   type Box,
   type Density,
   type Palette,
@@ -16,7 +17,7 @@ import {
 import { describeRange, describeRun, describeSpan } from './spanText.ts';
 import { keyAction, type KeyAction } from './timelineKeys.ts';
 import { barAt, barRange, nearestInRow, rowAt, timeAt, xOf, type Bar, type Plot } from './timelineLayout.ts';
-import { ROW_HEIGHT, endOf, extentOf, type TimelineModel } from './timelineModel.ts';
+import { ROW_HEIGHT, endOf, extentOf, spanAt, type TimelineModel } from './timelineModel.ts';
 import { clampView, fitRange, followDomain, panBy, sessionDomain, zoomAround, type TimeRange } from './viewport.ts';
 
 // The Timeline's engine, outside React: it owns the view (the time window, the lanes' scroll), the
@@ -70,7 +71,7 @@ interface Hover {
 }
 
 const spanKey = (model: TimelineModel, index: number): string => {
-  const s = model.spans[index]!;
+  const s = spanAt(model, index);
   return `${s.kind}:${s.seq ?? ''}:${s.start}:${s.owner}`;
 };
 
@@ -91,6 +92,7 @@ export class TimelineChart {
   private dirty = { lanes: true, highlights: true, overview: true };
   private density: { key: string; value: Density } | null = null;
   private awaitingFirstPaint = false;
+  private highlightsBlank = false;
   private readonly disposers: (() => void)[] = [];
 
   constructor(
@@ -118,11 +120,17 @@ export class TimelineChart {
     this.view = before ? followDomain(this.view, previousDomain, this.domain) : this.domain;
     this.hover = null;
     if (selectedKey !== null) {
-      const index = model.spans.findIndex((_, i) => spanKey(model, i) === selectedKey);
+      let index = -1;
+      for (let i = 0; i < model.spans.length && index < 0; i++) if (spanKey(model, i) === selectedKey) index = i;
       this.select(index >= 0 ? { kind: 'span', index } : null);
     }
-    if (!before) this.awaitingFirstPaint = true;
     this.invalidate('lanes', 'highlights', 'overview');
+    if (!before) {
+      // The first data is drawn at once, in the frame that shows the lanes' labels, not the one after.
+      this.awaitingFirstPaint = true;
+      cancelAnimationFrame(this.frame);
+      this.paint();
+    }
   }
 
   /** The clock moved (a live session): open spans and the session's end follow now. */
@@ -145,11 +153,17 @@ export class TimelineChart {
     this.height = height;
     this.el.plot.style.height = `${height}px`;
     this.palette = readPalette(this.el.plot);
-    // Sized now, not at the first paint: a canvas's first context and its pixels take a while.
-    fitCanvas(this.el.axis, width, AXIS_HEIGHT);
-    fitCanvas(this.el.lanes, width, height);
-    fitCanvas(this.el.highlights, width, height);
-    fitCanvas(this.el.overviewCanvas, width, OVERVIEW_HEIGHT);
+    // Sized and warmed now, not at the first paint: a canvas's first context, pixels and font take a while.
+    for (const [canvas, h] of [
+      [this.el.axis, AXIS_HEIGHT],
+      [this.el.lanes, height],
+      [this.el.highlights, height],
+      [this.el.overviewCanvas, OVERVIEW_HEIGHT],
+    ] as const) {
+      const ctx = fitCanvas(canvas, width, h);
+      if (ctx) warmCanvas(ctx);
+    }
+    this.highlightsBlank = true;
     this.density = null;
     this.invalidate('lanes', 'highlights', 'overview');
   }
@@ -181,7 +195,7 @@ export class TimelineChart {
     const model = this.model;
     if (!model || !this.selection) return null;
     if (this.selection.kind === 'range') return this.selection.range;
-    const span = model.spans[this.selection.index]!;
+    const span = spanAt(model, this.selection.index);
     return { from: span.start, to: endOf(span, this.openUntil()) };
   }
 
@@ -234,6 +248,8 @@ export class TimelineChart {
     const model = this.model;
     if (!model || this.width <= 0 || this.height <= 0) return;
     const plot = this.plotNow();
+    // Read before the writes below: a read after them would lay the page out again mid-frame.
+    const scrollTop = this.scrollTop();
     const { lanes, highlights, overview } = this.dirty;
     this.dirty = { lanes: false, highlights: false, overview: false };
     if (lanes) {
@@ -245,7 +261,7 @@ export class TimelineChart {
         this.bars = paintLanes(ctx, {
           model,
           plot,
-          scrollTop: this.scrollTop(),
+          scrollTop,
           height: this.height,
           ticks: ticks.map((t) => t.at),
           live: this.live,
@@ -257,7 +273,7 @@ export class TimelineChart {
       data.tickMs = String(tickStep(plot.from, plot.to, plot.width));
       this.el.readout.textContent = describeRange(plot);
     }
-    if (lanes || highlights) this.paintHighlights(plot);
+    if (lanes || highlights) this.paintHighlights(plot, scrollTop);
     if (overview) this.paintOverview(plot);
     if (this.awaitingFirstPaint) {
       this.awaitingFirstPaint = false;
@@ -270,11 +286,8 @@ export class TimelineChart {
     }
   }
 
-  private paintHighlights(plot: Plot): void {
+  private paintHighlights(plot: Plot, scrollTop: number): void {
     const model = this.model!;
-    const ctx = fitCanvas(this.el.highlights, this.width, this.height);
-    if (!ctx) return;
-    const scrollTop = this.scrollTop();
     const hover: Box | null = this.hover
       ? { x0: this.hover.bar.x0, x1: Math.max(this.hover.bar.x1, this.hover.bar.x0 + 2), y: barTop(model.rows[this.hover.row]!, scrollTop) }
       : null;
@@ -287,7 +300,12 @@ export class TimelineChart {
         : this.selection?.kind === 'range'
           ? rangeOf(this.selection.range)
           : null;
-    paintHighlights(ctx, { width: this.width, height: this.height, hover, selected, range, palette: this.palette });
+    // Nothing to outline, and nothing was: the layer is left alone (a canvas drawn on is composited afresh).
+    const blank = !hover && !selected && !range;
+    if (blank && this.highlightsBlank) return;
+    this.highlightsBlank = blank;
+    const ctx = fitCanvas(this.el.highlights, this.width, this.height);
+    if (ctx) paintHighlights(ctx, { width: this.width, height: this.height, hover, selected, range, palette: this.palette });
   }
 
   private paintOverview(plot: Plot): void {
@@ -605,7 +623,7 @@ export class TimelineChart {
       const pos = model.spanPos[selected]! + action.step;
       if (pos >= 0 && pos < row.spans.length) target = row.spans[pos]!;
     } else {
-      const span = model.spans[selected]!;
+      const span = spanAt(model, selected);
       const t = (span.start + endOf(span, openUntil)) / 2;
       for (let r = model.spanRow[selected]! + action.step; r >= 0 && r < model.rows.length && target < 0; r += action.step) {
         const pos = nearestInRow(model.rows[r]!, t, openUntil);
@@ -620,7 +638,7 @@ export class TimelineChart {
   /** Scrolls and pans so span `index` is on screen, keeping the zoom unless the span is wider than the view. */
   private reveal(index: number): void {
     const model = this.model!;
-    const span = model.spans[index]!;
+    const span = spanAt(model, index);
     const end = endOf(span, this.openUntil());
     const width = this.view.to - this.view.from;
     if (span.start < this.view.from || end > this.view.to) {

@@ -1,5 +1,5 @@
 import { formatDuration, formatTime } from '../../app/format.ts';
-import { endOf, type SpanKind, type TimelineModel } from './timelineModel.ts';
+import { endOf, spanAt, type SpanKind, type TimelineModel } from './timelineModel.ts';
 import type { TimeRange } from './viewport.ts';
 
 // What the hover and the selection line say about a span, a run of spans or a range, in words.
@@ -24,7 +24,7 @@ export function ownerOf(model: TimelineModel, index: number): string {
 
 /** One span: its label, then what it is, whose, how long and when. */
 export function describeSpan(model: TimelineModel, index: number, openUntil: number): { title: string; meta: string } {
-  const span = model.spans[index]!;
+  const span = spanAt(model, index);
   const end = endOf(span, openUntil);
   const length = span.end === Infinity ? `${formatDuration(end - span.start)} so far, still running` : formatDuration(end - span.start);
   const flags = [span.error ? 'failed' : '', span.resent ? 'resent' : ''].filter(Boolean).join(', ');

@@ -8,7 +8,32 @@ import type { TimeRange } from './viewport.ts';
 // the pointer find what is on screen by binary search whatever the zoom.
 
 export type SpanKind = 'turn' | 'tool' | 'job' | 'host';
+/** A span's kind by its code in SpanTable.kinds. */
+export const SPAN_KINDS: readonly SpanKind[] = ['turn', 'tool', 'job', 'host'];
 
+type WireTurn = Timeline['turns'][number];
+type WireSpan = WireTurn | Timeline['tools'][number] | Timeline['jobs'][number] | Timeline['hosts'][number];
+
+/**
+ * Every span of the session by index, in columns: what the drawing reads for each span (kind,
+ * times, owner) in typed arrays, and the span as the API sent it for what words say about it.
+ * Columns, not an object per span: the first paint of a long session waits on this.
+ */
+export interface SpanTable {
+  readonly length: number;
+  /** Index into SPAN_KINDS. */
+  readonly kinds: Uint8Array;
+  readonly starts: Float64Array;
+  /** Infinity while the span is open: it runs on until now. */
+  readonly ends: Float64Array;
+  /** The agent a turn, tool or job belongs to; the host a host span went to. */
+  readonly owners: readonly string[];
+  /** 1 for a turn that failed. */
+  readonly failed: Uint8Array;
+  readonly wire: readonly WireSpan[];
+}
+
+/** One span, in words and times, for the hover, the selection and the keys. */
 export interface ModelSpan {
   readonly kind: SpanKind;
   readonly label: string;
@@ -72,7 +97,9 @@ export interface TimelineModel {
   readonly end: number;
   /** Some span is still open (a call in flight). */
   readonly open: boolean;
-  readonly spans: readonly ModelSpan[];
+  /** How many of the spans are turns (model calls). */
+  readonly turns: number;
+  readonly spans: SpanTable;
   /** The row and the position in it of each span. */
   readonly spanRow: Int32Array;
   readonly spanPos: Int32Array;
@@ -95,82 +122,109 @@ const MAX_AGENT_SUBROWS = 6;
 const MAX_HOST_SUBROWS = 3;
 
 const MAIN = 'main';
+const HOST = SPAN_KINDS.indexOf('host');
 
-/** The decimal number in s[from, to), or NaN when a character there is not a digit. */
-function digits(s: string, from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i < to; i++) {
-    const d = s.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return NaN;
-    n = n * 10 + d;
-  }
-  return n;
+/** The two-digit number at s[i], or NaN when either character is not a digit. */
+function two(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 48;
+  const b = s.charCodeAt(i + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : NaN;
 }
+
+/** The last calendar day read, as its text up to the T and its epoch milliseconds: a session's times share a few days. */
+let dayText = '';
+let dayMillis = 0;
 
 /**
  * Epoch milliseconds of an ISO time. The timeline's times are all toISOString's shape
- * (2025-03-03T08:00:00.000Z), read here digit by digit: Date.parse on the 60,000 of a long
- * session took a large share of the first paint. Any other shape goes to Date.parse.
+ * (2025-03-03T08:00:00.000Z), read here digit by digit, the day once for the run of times on
+ * it: Date.parse on the 60,000 of a long session took a large share of its first paint. Any
+ * other shape goes to Date.parse.
  */
 export function isoMillis(iso: string): number {
   if (iso.length === 24 && iso.charCodeAt(10) === 84 /* T */ && iso.charCodeAt(19) === 46 /* . */ && iso.charCodeAt(23) === 90 /* Z */) {
-    const year = digits(iso, 0, 4);
-    // Date.UTC reads years 0-99 as 1900-1999.
-    const t =
-      year >= 100
-        ? Date.UTC(
-            year,
-            digits(iso, 5, 7) - 1,
-            digits(iso, 8, 10),
-            digits(iso, 11, 13),
-            digits(iso, 14, 16),
-            digits(iso, 17, 19),
-            digits(iso, 20, 23),
-          )
-        : NaN;
-    if (!Number.isNaN(t)) return t;
+    if (dayText === '' || !iso.startsWith(dayText)) {
+      const year = two(iso, 0) * 100 + two(iso, 2);
+      // Date.UTC reads years 0-99 as 1900-1999.
+      dayMillis = year >= 100 ? Date.UTC(year, two(iso, 5) - 1, two(iso, 8)) : NaN;
+      dayText = Number.isNaN(dayMillis) ? '' : iso.slice(0, 11);
+    }
+    const third = iso.charCodeAt(22) - 48;
+    const time = ((two(iso, 11) * 60 + two(iso, 14)) * 60 + two(iso, 17)) * 1000 + two(iso, 20) * 10 + third;
+    if (dayText !== '' && third >= 0 && third <= 9 && !Number.isNaN(time)) return dayMillis + time;
   }
   const t = Date.parse(iso);
   return Number.isNaN(t) ? 0 : t;
 }
 
-function span(
-  kind: SpanKind,
-  s: Pick<Timeline['hosts'][number], 'start' | 'end' | 'label' | 'seq' | 'open'>,
-  owner: string,
-  error: boolean,
-  resent: boolean,
-): ModelSpan {
-  const start = isoMillis(s.start);
-  const end = s.open ? Infinity : Math.max(start, isoMillis(s.end));
-  return { kind, label: s.label, seq: s.seq, start, end, owner, error, resent };
+/** The spans in columns: epoch milliseconds, open ones ending at Infinity. */
+function spanTable(timeline: Timeline): SpanTable {
+  const length = timeline.turns.length + timeline.tools.length + timeline.jobs.length + timeline.hosts.length;
+  const kinds = new Uint8Array(length);
+  const starts = new Float64Array(length);
+  const ends = new Float64Array(length);
+  const owners: string[] = new Array<string>(length);
+  const failed = new Uint8Array(length);
+  const wire: WireSpan[] = new Array<WireSpan>(length);
+  let i = 0;
+  const add = (kind: number, list: readonly WireSpan[], owner: (s: WireSpan) => string): void => {
+    for (const s of list) {
+      const start = isoMillis(s.start);
+      kinds[i] = kind;
+      starts[i] = start;
+      ends[i] = s.open ? Infinity : Math.max(start, isoMillis(s.end));
+      owners[i] = owner(s);
+      failed[i] = (s as Partial<WireTurn>).error === true ? 1 : 0;
+      wire[i] = s;
+      i += 1;
+    }
+  };
+  const agentOf = (s: WireSpan): string => (s as WireTurn).agent;
+  add(SPAN_KINDS.indexOf('turn'), timeline.turns, agentOf);
+  add(SPAN_KINDS.indexOf('tool'), timeline.tools, agentOf);
+  add(SPAN_KINDS.indexOf('job'), timeline.jobs, agentOf);
+  add(HOST, timeline.hosts, (s) => (s as Timeline['hosts'][number]).host);
+  return { length, kinds, starts, ends, owners, failed, wire };
 }
 
-/** Spans as the model holds them: epoch milliseconds, open ones ending at Infinity. */
-function modelSpans(timeline: Timeline): ModelSpan[] {
-  const spans: ModelSpan[] = [];
-  for (const s of timeline.turns) spans.push(span('turn', s, s.agent, s.error, s.resent));
-  for (const s of timeline.tools) spans.push(span('tool', s, s.agent, false, false));
-  for (const s of timeline.jobs) spans.push(span('job', s, s.agent, false, false));
-  for (const s of timeline.hosts) spans.push(span('host', s, s.host, false, false));
-  return spans;
+/** Span `index` of the model, whole. */
+export function spanAt(model: TimelineModel, index: number): ModelSpan {
+  const { spans } = model;
+  const wire = spans.wire[index]!;
+  const turn = 'error' in wire ? wire : null;
+  return {
+    kind: SPAN_KINDS[spans.kinds[index]!]!,
+    label: wire.label,
+    seq: wire.seq,
+    start: spans.starts[index]!,
+    end: spans.ends[index]!,
+    owner: spans.owners[index]!,
+    error: turn?.error ?? false,
+    resent: turn?.resent ?? false,
+  };
 }
 
 type Agent = Timeline['agents'][number];
 
 /** The agents depth first from main, each parent's children in the order they were spawned. */
-function agentTree(agents: readonly Agent[], spans: readonly ModelSpan[]): { agent: Agent; depth: number }[] {
+function agentTree(agents: readonly Agent[], spans: SpanTable): { agent: Agent; depth: number }[] {
   const byId = new Map<string, Agent>();
   for (const a of agents) if (!byId.has(a.id)) byId.set(a.id, a);
   if (!byId.has(MAIN))
     byId.set(MAIN, { id: MAIN, parent: null, label: 'main agent', type: null, spawnTool: null, spawnedAt: null, returnedAt: null });
   const firstSeen = new Map<string, number>();
-  for (const s of spans) {
-    if (s.kind === 'host') continue;
+  for (let i = 0; i < spans.length; i++) {
+    if (spans.kinds[i] === HOST) continue;
+    const owner = spans.owners[i]!;
+    const seen = firstSeen.get(owner);
+    if (seen !== undefined) {
+      if (spans.starts[i]! < seen) firstSeen.set(owner, spans.starts[i]!);
+      continue;
+    }
+    firstSeen.set(owner, spans.starts[i]!);
     // A span of an agent the list does not name still gets a lane (under main), never vanishes.
-    if (!byId.has(s.owner))
-      byId.set(s.owner, { id: s.owner, parent: MAIN, label: s.owner, type: null, spawnTool: null, spawnedAt: null, returnedAt: null });
-    firstSeen.set(s.owner, Math.min(firstSeen.get(s.owner) ?? Infinity, s.start));
+    if (!byId.has(owner))
+      byId.set(owner, { id: owner, parent: MAIN, label: owner, type: null, spawnTool: null, spawnedAt: null, returnedAt: null });
   }
   const children = new Map<string | null, Agent[]>();
   for (const a of byId.values()) {
@@ -200,29 +254,38 @@ function agentTree(agents: readonly Agent[], spans: readonly ModelSpan[]): { age
  * Packs spans (indices, sorted by start) into at most `cap` sub-rows, each span into the first row
  * free at its start; past the cap a span goes where the least overlaps it (the last row to free).
  */
-function pack(order: readonly number[], spans: readonly ModelSpan[], cap: number): number[][] {
+function pack(order: readonly number[], spans: SpanTable, cap: number): number[][] {
   const rows: number[][] = [];
   const free: number[] = [];
   for (const i of order) {
-    const s = spans[i]!;
-    let target = free.findIndex((at) => at <= s.start);
+    const start = spans.starts[i]!;
+    let target = -1;
+    for (let r = 0; r < free.length && target < 0; r++) if (free[r]! <= start) target = r;
     if (target < 0 && rows.length < cap) {
       target = rows.length;
       rows.push([]);
       free.push(-Infinity);
     }
-    if (target < 0) target = free.indexOf(Math.min(...free));
+    if (target < 0) {
+      target = 0;
+      for (let r = 1; r < free.length; r++) if (free[r]! < free[target]!) target = r;
+    }
     rows[target]!.push(i);
-    free[target] = Math.max(free[target]!, s.end);
+    if (spans.ends[i]! > free[target]!) free[target] = spans.ends[i]!;
   }
   return rows;
 }
 
-const byStart = (spans: readonly ModelSpan[]) => (a: number, b: number) =>
-  spans[a]!.start - spans[b]!.start || spans[a]!.end - spans[b]!.end;
+/** Span indices in order of start (then end). The API lists spans nearly in time order, so most are already sorted: checked first. */
+function sortByStart(members: number[], spans: SpanTable): number[] {
+  const { starts, ends } = spans;
+  const before = (a: number, b: number): number => starts[a]! - starts[b]! || ends[a]! - ends[b]!;
+  for (let k = 1; k < members.length; k++) if (before(members[k - 1]!, members[k]!) > 0) return members.sort(before);
+  return members;
+}
 
 export function buildTimelineModel(timeline: Timeline): TimelineModel {
-  const spans = modelSpans(timeline);
+  const spans = spanTable(timeline);
   const spanRow = new Int32Array(spans.length).fill(-1);
   const spanPos = new Int32Array(spans.length).fill(-1);
   const lanes: Lane[] = [];
@@ -240,22 +303,24 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
     for (const group of groups) {
       if (group.members.length === 0) continue;
       spanCount += group.members.length;
-      const packed = pack(group.members.sort(byStart(spans)), spans, group.cap);
+      const packed = pack(sortByStart(group.members, spans), spans, group.cap);
       packed.forEach((members, sub) => {
         const starts = new Float64Array(members.length);
         const ends = new Float64Array(members.length);
         const reach = new Float64Array(members.length);
         const failed = new Int32Array(members.length + 1);
         let latest = -Infinity;
-        members.forEach((s, pos) => {
-          starts[pos] = spans[s]!.start;
-          ends[pos] = spans[s]!.end;
-          latest = Math.max(latest, spans[s]!.end);
+        for (let pos = 0; pos < members.length; pos++) {
+          const i = members[pos]!;
+          const end = spans.ends[i]!;
+          starts[pos] = spans.starts[i]!;
+          ends[pos] = end;
+          if (end > latest) latest = end;
           reach[pos] = latest;
-          failed[pos + 1] = failed[pos]! + (spans[s]!.error ? 1 : 0);
-          spanRow[s] = rows.length;
-          spanPos[s] = pos;
-        });
+          failed[pos + 1] = failed[pos]! + spans.failed[i]!;
+          spanRow[i] = rows.length;
+          spanPos[i] = pos;
+        }
         const caption = sub === 0 ? group.caption : '';
         rows.push({ lane: index, kind: group.kind, caption, top: y, starts, ends, reach, spans: Int32Array.from(members), failed });
         y += ROW_HEIGHT;
@@ -282,14 +347,16 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
     y += LANE_GAP;
   };
 
-  const byOwner = new Map<string, number[]>();
-  spans.forEach((s, i) => {
-    const key = `${s.kind}\u0000${s.owner}`;
-    const list = byOwner.get(key);
+  // By kind, then owner: the spans of a kind come in a run, so each run reads one map.
+  const byOwner: Map<string, number[]>[] = SPAN_KINDS.map(() => new Map());
+  for (let i = 0; i < spans.length; i++) {
+    const owners = byOwner[spans.kinds[i]!]!;
+    const owner = spans.owners[i]!;
+    const list = owners.get(owner);
     if (list) list.push(i);
-    else byOwner.set(key, [i]);
-  });
-  const owned = (kind: SpanKind, owner: string): number[] => byOwner.get(`${kind}\u0000${owner}`) ?? [];
+    else owners.set(owner, [i]);
+  }
+  const owned = (kind: SpanKind, owner: string): number[] => byOwner[SPAN_KINDS.indexOf(kind)]!.get(owner) ?? [];
 
   const laneOfAgent = new Map<string, number>();
   for (const { agent, depth } of agentTree(timeline.agents, spans)) {
@@ -305,9 +372,7 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
     ]);
   }
 
-  const hostCounts = new Map<string, number>();
-  for (const s of spans) if (s.kind === 'host') hostCounts.set(s.owner, (hostCounts.get(s.owner) ?? 0) + 1);
-  const hosts = [...hostCounts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([host]) => host);
+  const hosts = [...byOwner[HOST]!.entries()].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0])).map(([host]) => host);
   let hostsTop: number | null = null;
   if (hosts.length > 0) {
     hostsTop = y;
@@ -345,13 +410,22 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
   }
   links.sort((a, b) => a.at - b.at);
 
-  const start = timeline.start ? isoMillis(timeline.start) : spans.reduce((m, s) => Math.min(m, s.start), Infinity);
-  const lastEnd = spans.reduce((m, s) => Math.max(m, s.end === Infinity ? s.start : s.end), -Infinity);
+  let first = Infinity;
+  let lastEnd = -Infinity;
+  let open = false;
+  for (let i = 0; i < spans.length; i++) {
+    const end = spans.ends[i]!;
+    if (spans.starts[i]! < first) first = spans.starts[i]!;
+    if (end === Infinity) open = true;
+    else if (end > lastEnd) lastEnd = end;
+  }
+  const start = timeline.start ? isoMillis(timeline.start) : first;
   const end = Math.max(timeline.end ? isoMillis(timeline.end) : lastEnd, lastEnd);
   return {
     start: Number.isFinite(start) ? start : 0,
     end: Number.isFinite(end) ? end : 0,
-    open: spans.some((s) => s.end === Infinity),
+    open,
+    turns: timeline.turns.length,
     spans,
     spanRow,
     spanPos,
@@ -364,7 +438,8 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
 }
 
 /** Where a span ends on screen: an open one at `openUntil` (now, for a live session). */
-export const endOf = (span: ModelSpan, openUntil: number): number => Math.min(span.end, Math.max(openUntil, span.start));
+export const endOf = (span: Pick<ModelSpan, 'start' | 'end'>, openUntil: number): number =>
+  Math.min(span.end, Math.max(openUntil, span.start));
 
 /** The recorded extent of the session, open spans running to `openUntil`. */
 export function extentOf(model: TimelineModel, openUntil: number): TimeRange {

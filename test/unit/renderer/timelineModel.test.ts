@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Timeline } from '../../../electron/contract/appContract.ts';
-import { buildTimelineModel, extentOf, isoMillis, MAX_HOST_LANES, ROW_HEIGHT } from '../../../renderer/views/timeline/timelineModel.ts';
+import {
+  buildTimelineModel,
+  extentOf,
+  isoMillis,
+  MAX_HOST_LANES,
+  ROW_HEIGHT,
+  spanAt,
+} from '../../../renderer/views/timeline/timelineModel.ts';
 
 // The Timeline view's model, built from timelines in the window's shape (the contract's Timeline,
 // with the subagent tree the timeline route reports): lanes, packed rows, links.
@@ -121,7 +128,7 @@ describe('the timeline model', () => {
       ['tool', '', 1],
     ]);
     expect(rows.map((r) => r.top)).toEqual([main.top, main.top + ROW_HEIGHT, main.top + 2 * ROW_HEIGHT]);
-    model.spans.forEach((span, i) => {
+    Array.from({ length: model.spans.length }, (_, i) => spanAt(model, i)).forEach((span, i) => {
       const row = model.rows[model.spanRow[i]!]!;
       expect(row.spans[model.spanPos[i]!]).toBe(i);
       expect(row.kind).toBe(span.kind);
@@ -171,7 +178,7 @@ describe('the timeline model', () => {
 
   it('runs an open span to Infinity, drawn to the time it is asked to end at', () => {
     const model = buildTimelineModel(timeline({ turns: [turn('main', 0, 1000, 1)], tools: [tool('main', 1000, 0, 2, true)] }));
-    const open = model.spans.find((s) => s.kind === 'tool')!;
+    const open = Array.from({ length: model.spans.length }, (_, i) => spanAt(model, i)).find((s) => s.kind === 'tool')!;
     expect(open.end).toBe(Infinity);
     expect(model.open).toBe(true);
     expect(extentOf(model, T0 + 60_000)).toEqual({ from: T0, to: T0 + 60_000 });
