@@ -83,9 +83,11 @@ function TimelineFrame({
     [onJump, onOpenTurn],
   );
   const openRef = useRef(open);
+  const openTurnRef = useRef(onOpenTurn);
   useEffect(() => {
     openRef.current = open;
-  }, [open]);
+    openTurnRef.current = onOpenTurn;
+  }, [open, onOpenTurn]);
 
   // Layout effects, this one first: the chart exists before the next one hands it the model.
   useLayoutEffect(() => {
@@ -103,7 +105,7 @@ function TimelineFrame({
         tooltip: tooltip.current!,
         readout: readout.current!,
       },
-      { onSelect: setSelection, onOpen: (index) => openRef.current(index) },
+      { onSelect: setSelection, onOpen: (index) => openRef.current(index), onOpenReturn: (seq) => openTurnRef.current(seq, 'model') },
     );
     chart.current = instance;
     const observer = new ResizeObserver(() => instance.resize());
@@ -128,6 +130,7 @@ function TimelineFrame({
     return () => clearInterval(timer);
   }, [live]);
 
+  const fitLane = useCallback((lane: number) => chart.current?.fitLane(lane), []);
   const agents = model?.lanes.filter((l) => l.kind === 'agent').length ?? 0;
   const counts = model ? `${agents} agent${agents === 1 ? '' : 's'} · ${formatCount(model.turns)} turns` : '';
 
@@ -164,7 +167,7 @@ function TimelineFrame({
       </div>
       <div className="timeline-body" ref={body}>
         <div className="timeline-content" style={{ height: (model?.height ?? 0) + 2 * LANES_PAD }}>
-          {model ? <LaneLabels model={model} /> : <div className="timeline-loading muted">Loading the timeline…</div>}
+          {model ? <LaneLabels model={model} onFit={fitLane} /> : <div className="timeline-loading muted">Loading the timeline…</div>}
           <div
             className="timeline-plot"
             ref={plot}
@@ -213,8 +216,11 @@ function Legend() {
   );
 }
 
-/** The lanes' names (the subagent tree indented, with its type) and each row's caption, beside the canvas. */
-const LaneLabels = memo(function LaneLabels({ model }: { readonly model: TimelineModel }) {
+/**
+ * The lanes' names (the subagent tree indented, with its type) and each row's caption, beside the
+ * canvas. A name zooms to its lane's spans when clicked (the A key does it for the selected span's).
+ */
+const LaneLabels = memo(function LaneLabels({ model, onFit }: { readonly model: TimelineModel; readonly onFit: (lane: number) => void }) {
   return (
     <div className="timeline-labels" style={{ width: LABEL_WIDTH }}>
       {model.hostsTop !== null && (
@@ -222,14 +228,17 @@ const LaneLabels = memo(function LaneLabels({ model }: { readonly model: Timelin
           hosts
         </div>
       )}
-      {model.lanes.map((lane) => (
+      {model.lanes.map((lane, index) => (
         <div
           key={lane.key}
           className={`timeline-lane lane-${lane.kind}`}
           data-testid="timeline-lane"
           data-lane={lane.key}
+          role="button"
+          tabIndex={-1}
+          onClick={() => onFit(index)}
           style={{ top: lane.top + LANES_PAD, height: ROW_HEIGHT, paddingLeft: 6 + lane.depth * 14 }}
-          title={`${lane.label}${lane.type ? ` (${lane.type})` : ''}: ${lane.spanCount} spans`}
+          title={`${lane.label}${lane.type ? ` (${lane.type})` : ''}: ${lane.spanCount} spans; click to zoom to them`}
         >
           {lane.depth > 0 && <span className="timeline-branch">└</span>}
           <span className="timeline-lane-name">{lane.label}</span>

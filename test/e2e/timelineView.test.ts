@@ -264,6 +264,31 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
     expect(Math.abs((await shown(story)).to - (before.from + bw * 0.4))).toBeLessThan(bw * 0.01);
   });
 
+  it("zooms to a host's requests when its name is clicked, and to the selected span's agent with A", async () => {
+    await openTimeline('story-e2e', story);
+    const spans = spansOf(model);
+    const github = spans.filter((s) => s.kind === 'host' && s.owner === 'github.com');
+    expect(github.length).toBeGreaterThan(1);
+    const first = Math.min(...github.map((s) => s.start));
+    const last = Math.max(...github.map((s) => s.end));
+    await pane(story).locator('[data-testid=timeline-lane][data-lane="host:github.com"]').click();
+    await expect.poll(async () => (await shown(story)).to - (await shown(story)).from).toBeLessThan((last - first) * 1.1);
+    const zoomed = await shown(story);
+    expect(zoomed.from).toBeLessThanOrEqual(first);
+    expect(zoomed.to).toBeGreaterThanOrEqual(last);
+
+    // Back to everything, select the first lane's span nearest the middle, then A: that agent's whole work.
+    const plot = pane(story).locator('[data-testid=timeline-plot]');
+    await plot.focus();
+    await page.keyboard.press('0');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('f');
+    await page.keyboard.press('a');
+    const main = spans.filter((s) => s.kind !== 'host' && s.owner === model.lanes[0]!.key.slice('agent:'.length));
+    await expect.poll(async () => (await shown(story)).from).toBeLessThanOrEqual(Math.min(...main.map((s) => s.start)));
+    expect((await shown(story)).to).toBeGreaterThanOrEqual(Math.max(...main.map((s) => s.end)));
+  });
+
   it("puts each subagent's lane under the agent that spawned it, with its type, and draws its returns", async (ctx) => {
     // Needs the rules that attribute calls to agents (the timeline route): until they land every span is main's.
     if (timeline.agents.length === 1) return ctx.skip();

@@ -14,9 +14,9 @@ import {
   type Density,
   type Palette,
 } from './paintTimeline.ts';
-import { describeRange, describeRun, describeSpan } from './spanText.ts';
+import { describeLink, describeRange, describeRun, describeSpan } from './spanText.ts';
 import { keyAction, type KeyAction } from './timelineKeys.ts';
-import { barAt, barRange, nearestInRow, rowAt, timeAt, xOf, type Bar, type Plot } from './timelineLayout.ts';
+import { barAt, barRange, laneRange, linkAt, nearestInRow, rowAt, timeAt, xOf, type Bar, type Plot } from './timelineLayout.ts';
 import { ROW_HEIGHT, endOf, extentOf, spanAt, type TimelineModel } from './timelineModel.ts';
 import { clampView, fitRange, followDomain, panBy, sessionDomain, zoomAround, type TimeRange } from './viewport.ts';
 
@@ -46,7 +46,10 @@ export interface ChartElements {
 
 export interface ChartCallbacks {
   onSelect(selection: Selection | null): void;
+  /** Span `index` opened (a click, or Enter on the selection). */
   onOpen(index: number): void;
+  /** A return clicked: the call, `seq`, that brought the subagent's result back. */
+  onOpenReturn(seq: number): void;
 }
 
 export const LABEL_WIDTH = 230;
@@ -69,6 +72,9 @@ interface Hover {
   readonly row: number;
   readonly bar: Bar;
 }
+
+/** What the pointer is on: a bar of a row, or a spawn or return line between lanes. */
+type PointedAt = { readonly kind: 'bar'; readonly hover: Hover } | { readonly kind: 'link'; readonly link: number };
 
 const spanKey = (model: TimelineModel, index: number): string => {
   const s = spanAt(model, index);
@@ -101,6 +107,15 @@ export class TimelineChart {
   ) {
     this.palette = readPalette(el.plot);
     this.listen();
+    // The stylesheet's colors follow the system's light or dark scheme; the canvases follow them.
+    const scheme = window.matchMedia('(prefers-color-scheme: dark)');
+    const recolor = (): void => {
+      this.palette = readPalette(el.plot);
+      this.density = null;
+      this.invalidate('lanes', 'highlights', 'overview');
+    };
+    scheme.addEventListener('change', recolor);
+    this.disposers.push(() => scheme.removeEventListener('change', recolor));
   }
 
   dispose(): void {
@@ -148,7 +163,12 @@ export class TimelineChart {
     const width = this.el.body.clientWidth - LABEL_WIDTH;
     const height = this.el.body.clientHeight;
     // A hidden view measures 0: keep the last size instead of collapsing.
-    if (width <= 0 || height <= 0 || (width === this.width && height === this.height)) return;
+    if (width <= 0 || height <= 0) return;
+    if (width === this.width && height === this.height) {
+      // Shown again: what changed while it was hidden (a live session's clock) is drawn now.
+      if (this.dirty.lanes || this.dirty.overview) this.invalidate();
+      return;
+    }
     this.width = width;
     this.height = height;
     this.el.plot.style.height = `${height}px`;
@@ -188,6 +208,13 @@ export class TimelineChart {
     if (!range) return false;
     this.setView(fitRange(range, this.domain, this.selection?.kind === 'range' ? 0 : 0.1));
     return true;
+  }
+
+  /** Zooms to everything lane `lane` holds: an agent's work (its spawn to its return, at least) or a host's requests. */
+  fitLane(lane: number): void {
+    const model = this.model;
+    const range = model ? laneRange(model, lane, this.openUntil()) : null;
+    if (range) this.setView(fitRange(range, this.domain, 0.03));
   }
 
   /** The selected span's or range's time. */
@@ -246,7 +273,8 @@ export class TimelineChart {
   private paint(): void {
     this.frame = 0;
     const model = this.model;
-    if (!model || this.width <= 0 || this.height <= 0) return;
+    // Nothing is drawn while the view is hidden (another view of the tab, another tab); resize() catches up.
+    if (!model || this.width <= 0 || this.height <= 0 || this.el.body.clientWidth === 0) return;
     const plot = this.plotNow();
     // Read before the writes below: a read after them would lay the page out again mid-frame.
     const scrollTop = this.scrollTop();
@@ -486,34 +514,42 @@ export class TimelineChart {
     }
   }
 
-  /** The row and bar under a pointer event on the plot. */
-  private hit(e: MouseEvent): Hover | null {
+  /** The bar, or else the spawn or return line, under a pointer event on the plot. */
+  private pointedAt(e: MouseEvent): PointedAt | null {
     const model = this.model;
     if (!model) return null;
     const x = this.localX(e, this.el.plot);
-    const y = e.clientY - this.el.plot.getBoundingClientRect().top;
-    const row = rowAt(model, y + this.scrollTop());
-    if (row < 0) return null;
-    const bar = barAt(this.bars.get(row) ?? [], x, POINTER_SLOP);
-    return bar ? { row, bar } : null;
+    const y = e.clientY - this.el.plot.getBoundingClientRect().top + this.scrollTop();
+    const row = rowAt(model, y);
+    const bar = row >= 0 ? barAt(this.bars.get(row) ?? [], x, POINTER_SLOP) : null;
+    if (bar) return { kind: 'bar', hover: { row, bar } };
+    const link = linkAt(model, this.plotNow(), x, y, POINTER_SLOP);
+    return link >= 0 ? { kind: 'link', link } : null;
   }
 
   private hoverAt(e: PointerEvent): void {
-    const hit = this.hit(e);
+    const at = this.pointedAt(e);
+    const hit = at?.kind === 'bar' ? at.hover : null;
     const same =
       hit && this.hover && hit.row === this.hover.row && hit.bar.first === this.hover.bar.first && hit.bar.count === this.hover.bar.count;
-    if (!same) {
+    if (!same && (hit || this.hover)) {
       this.hover = hit;
       this.invalidate('highlights');
     }
-    this.el.plot.style.cursor = hit ? 'pointer' : '';
-    if (!hit) return this.hideTooltip();
+    this.el.plot.style.cursor = at ? 'pointer' : '';
+    if (!at) return this.hideTooltip();
     const model = this.model!;
-    const row = model.rows[hit.row]!;
-    const text =
-      hit.bar.count === 1
-        ? describeSpan(model, row.spans[hit.bar.first]!, this.openUntil())
-        : describeRun(row.kind, hit.bar.count, barRange(row, hit.bar, this.openUntil()));
+    const openUntil = this.openUntil();
+    let text: { title: string; meta: string };
+    if (at.kind === 'link') text = describeLink(model.links[at.link]!);
+    else {
+      const row = model.rows[at.hover.row]!;
+      const bar = at.hover.bar;
+      text =
+        bar.count === 1
+          ? describeSpan(model, row.spans[bar.first]!, openUntil)
+          : describeRun(row.kind, bar.count, barRange(row, bar, openUntil));
+    }
     const tip = this.el.tooltip;
     if (!same) {
       tip.replaceChildren();
@@ -544,14 +580,23 @@ export class TimelineChart {
     this.el.tooltip.hidden = true;
   }
 
-  /** A click on a span selects it and opens it (Shift: selects only); on a run of spans, zooms to it. */
+  /**
+   * A click on a span selects it and opens it (Shift: selects only); on a run of spans, zooms to it;
+   * on a return, opens the call that carried it.
+   */
   private clickAt(e: MouseEvent, selectOnly = e.shiftKey): void {
-    const hit = this.hit(e);
+    const at = this.pointedAt(e);
     const model = this.model;
-    if (!hit || !model) {
+    if (!at || !model) {
       this.select(null);
       return;
     }
+    if (at.kind === 'link') {
+      const seq = model.links[at.link]!.seq;
+      if (seq !== null && !selectOnly) this.callbacks.onOpenReturn(seq);
+      return;
+    }
+    const hit = at.hover;
     const row = model.rows[hit.row]!;
     if (hit.bar.count > 1) {
       this.setView(fitRange(barRange(row, hit.bar, this.openUntil()), this.domain, 0.05));
@@ -579,6 +624,9 @@ export class TimelineChart {
         return this.fitAll();
       case 'fit-selection':
         this.fitSelection();
+        return;
+      case 'fit-lane':
+        if (this.selection?.kind === 'span') this.fitLane(model.rows[model.spanRow[this.selection.index]!]!.lane);
         return;
       case 'pan':
         return this.setView(panBy(this.view, action.share * width, this.domain));

@@ -6,6 +6,7 @@ import {
   SPAN_KINDS,
   endOf,
   spanAt,
+  visibleEnd,
   type Row,
   type SpanKind,
   type TimelineModel,
@@ -320,7 +321,7 @@ export function densityOf(model: TimelineModel, domain: TimeRange, width: number
     const target = kinds[i] === host ? hosts : agents;
     const start = starts[i]!;
     target[col(start)]! += 1;
-    target[col(Math.min(ends[i]!, Math.max(openUntil, start))) + 1]! -= 1;
+    target[col(visibleEnd(start, ends[i]!, openUntil)) + 1]! -= 1;
   }
   let max = 1;
   for (let c = 1; c <= columns; c++) {

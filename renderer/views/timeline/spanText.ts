@@ -1,5 +1,5 @@
 import { formatDuration, formatTime } from '../../app/format.ts';
-import { endOf, spanAt, type SpanKind, type TimelineModel } from './timelineModel.ts';
+import { endOf, spanAt, type Link, type SpanKind, type TimelineModel } from './timelineModel.ts';
 import type { TimeRange } from './viewport.ts';
 
 // What the hover and the selection line say about a span, a run of spans or a range, in words.
@@ -17,9 +17,10 @@ export function kindName(kind: SpanKind, count = 1): string {
   return KIND_NAMES[kind][count === 1 ? 0 : 1];
 }
 
-/** The agent's or host's lane name a span sits on. */
+/** Whose a span is: its agent's lane name, or the host it went to (the lane of the quieter hosts names several). */
 export function ownerOf(model: TimelineModel, index: number): string {
-  return model.lanes[model.rows[model.spanRow[index]!]!.lane]!.label;
+  const span = spanAt(model, index);
+  return span.kind === 'host' ? span.owner : model.lanes[model.rows[model.spanRow[index]!]!.lane]!.label;
 }
 
 /** One span: its label, then what it is, whose, how long and when. */
@@ -44,4 +45,12 @@ export function describeRun(kind: SpanKind, count: number, range: TimeRange): { 
 
 export function describeRange(range: TimeRange): string {
   return `${at(range.from)} – ${at(range.to)} (${formatDuration(range.to - range.from)})`;
+}
+
+/** A spawn or a return between two agents' lanes. */
+export function describeLink(link: Link): { title: string; meta: string } {
+  return {
+    title: link.label,
+    meta: `${link.kind === 'return' ? 'return' : 'spawn'} · at ${at(link.at)}${link.seq !== null ? ' · click to open the call it reached' : ''}`,
+  };
 }

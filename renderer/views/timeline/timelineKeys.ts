@@ -5,6 +5,8 @@ export type KeyAction =
   | { readonly kind: 'zoom'; readonly factor: number }
   | { readonly kind: 'fit-all' }
   | { readonly kind: 'fit-selection' }
+  /** Zoom to all the selected span's agent (or host) did. */
+  | { readonly kind: 'fit-lane' }
   /** Pan by a share of the view's width: negative goes earlier. */
   | { readonly kind: 'pan'; readonly share: number }
   /** To the session's start or end, keeping the zoom. */
@@ -35,6 +37,9 @@ export function keyAction(event: Pick<KeyboardEvent, 'key' | 'shiftKey' | 'ctrlK
     case 'f':
     case 'F':
       return { kind: 'fit-selection' };
+    case 'a':
+    case 'A':
+      return { kind: 'fit-lane' };
     case 'ArrowLeft':
       return { kind: 'pan', share: event.shiftKey ? -0.8 : -0.15 };
     case 'ArrowRight':
@@ -67,5 +72,6 @@ export function keyAction(event: Pick<KeyboardEvent, 'key' | 'shiftKey' | 'ctrlK
 /** How the keys and the pointer work, as the view says it to a screen reader and in its help line. */
 export const TIMELINE_HELP =
   'Wheel or pinch zooms at the pointer, drag or Shift+wheel pans, Shift+drag or a drag on the axis selects a range. ' +
-  'Keys: + and − zoom, 0 shows everything, F zooms to the selection, ← → pan, ↑ ↓ select a span in the row above or below, ' +
-  '[ ] the previous or next span in its row, Enter opens it, Escape clears.';
+  'Keys: + and − zoom, 0 shows everything, F zooms to the selection, A to all its agent did, ← → pan, ' +
+  '↑ ↓ select a span in the row above or below, [ ] the previous or next span in its row, Enter opens it, Escape clears. ' +
+  "Click an agent's or host's name to zoom to its spans.";

@@ -1,4 +1,4 @@
-import { ROW_HEIGHT, type Row, type TimelineModel } from './timelineModel.ts';
+import { ROW_HEIGHT, visibleEnd, type Row, type TimelineModel } from './timelineModel.ts';
 import type { TimeRange } from './viewport.ts';
 
 // What is on screen for a view of the model: the rows the lanes' scroll shows and, in each, its
@@ -62,7 +62,7 @@ export function rowBars(row: Row, plot: Plot): Bar[] {
   const n = starts.length;
   const pxMs = (plot.to - plot.from) / plot.width;
   const distinctMs = DISTINCT_PX * pxMs;
-  const endAt = (k: number): number => Math.min(ends[k]!, Math.max(plot.openUntil, starts[k]!));
+  const endAt = (k: number): number => visibleEnd(starts[k]!, ends[k]!, plot.openUntil);
   const bars: Bar[] = [];
   // Spans before the first whose reach gets into the view all end before it.
   let i = lowerBound(reach, plot.from);
@@ -128,7 +128,7 @@ export function barAt(bars: readonly Bar[], x: number, slop: number): Bar | null
 /** The time a bar's spans cover. */
 export function barRange(row: Row, bar: Bar, openUntil: number): TimeRange {
   let to = -Infinity;
-  for (let k = bar.first; k < bar.first + bar.count; k++) to = Math.max(to, Math.min(row.ends[k]!, Math.max(openUntil, row.starts[k]!)));
+  for (let k = bar.first; k < bar.first + bar.count; k++) to = Math.max(to, visibleEnd(row.starts[k]!, row.ends[k]!, openUntil));
   return { from: row.starts[bar.first]!, to };
 }
 
@@ -142,7 +142,7 @@ export function nearestInRow(row: Row, t: number, openUntil: number): number {
   // The last span starting at or before t, the first after it, and any earlier one still running.
   for (const k of [after - 1, after]) {
     if (k < 0 || k >= n) continue;
-    const end = Math.min(row.ends[k]!, Math.max(openUntil, row.starts[k]!));
+    const end = visibleEnd(row.starts[k]!, row.ends[k]!, openUntil);
     const distance = t < row.starts[k]! ? row.starts[k]! - t : t > end ? t - end : 0;
     if (distance < bestDistance) {
       best = k;
@@ -156,4 +156,51 @@ export function nearestInRow(row: Row, t: number, openUntil: number): number {
     }
   }
   return best;
+}
+
+/**
+ * The spawn or return line under a point of the lanes (y in the lanes' own pixels), or -1: within
+ * `slop` pixels of its time and between the two lanes it joins. Links are sorted by time, so the
+ * candidates are a binary search away.
+ */
+export function linkAt(model: TimelineModel, plot: Plot, x: number, y: number, slop: number): number {
+  const links = model.links;
+  const from = timeAt(plot, x - slop);
+  const to = timeAt(plot, x + slop);
+  let lo = 0;
+  let hi = links.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (links[mid]!.at < from) lo = mid + 1;
+    else hi = mid;
+  }
+  let best = -1;
+  let bestDistance = slop;
+  const middle = (lane: number): number => model.rows[model.lanes[lane]!.firstRow]!.top + ROW_HEIGHT / 2;
+  for (let k = lo; k < links.length && links[k]!.at <= to; k++) {
+    const link = links[k]!;
+    const [top, bottom] = [middle(link.fromLane), middle(link.toLane)].sort((a, b) => a - b);
+    if (y < top! - slop || y > bottom! + slop) continue;
+    const distance = Math.abs(xOf(plot, link.at) - x);
+    if (distance <= bestDistance) {
+      best = k;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** The time a lane's spans cover (with a subagent's life, spawn to return), or null for an empty lane. */
+export function laneRange(model: TimelineModel, lane: number, openUntil: number): TimeRange | null {
+  const { firstRow, rowCount, life } = model.lanes[lane]!;
+  let from = life?.from ?? Infinity;
+  let to = life?.to ?? -Infinity;
+  for (let r = firstRow; r < firstRow + rowCount; r++) {
+    const row = model.rows[r]!;
+    const n = row.starts.length;
+    if (n === 0) continue;
+    from = Math.min(from, row.starts[0]!);
+    to = Math.max(to, visibleEnd(row.starts[n - 1]!, row.reach[n - 1]!, openUntil));
+  }
+  return from <= to ? { from, to } : null;
 }

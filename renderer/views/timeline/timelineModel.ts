@@ -437,9 +437,10 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
   };
 }
 
-/** Where a span ends on screen: an open one at `openUntil` (now, for a live session). */
-export const endOf = (span: Pick<ModelSpan, 'start' | 'end'>, openUntil: number): number =>
-  Math.min(span.end, Math.max(openUntil, span.start));
+/** Where a span ends on screen: a closed one at its end, an open one at `openUntil` (now, for a live session), never before it starts. */
+export const visibleEnd = (start: number, end: number, openUntil: number): number => (end === Infinity ? Math.max(openUntil, start) : end);
+
+export const endOf = (span: Pick<ModelSpan, 'start' | 'end'>, openUntil: number): number => visibleEnd(span.start, span.end, openUntil);
 
 /** The recorded extent of the session, open spans running to `openUntil`. */
 export function extentOf(model: TimelineModel, openUntil: number): TimeRange {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Timeline } from '../../../electron/contract/appContract.ts';
+import { laneRange, linkAt, type Plot } from '../../../renderer/views/timeline/timelineLayout.ts';
 import {
   buildTimelineModel,
   extentOf,
@@ -148,6 +149,28 @@ describe('the timeline model', () => {
       ['return', 8000, 'agent:a', 'agent:main'],
       ['return', 9000, 'agent:b', 'agent:main'],
     ]);
+  });
+
+  it('finds the spawn or return line under the pointer, between the lanes it joins', () => {
+    const model = buildTimelineModel(tree);
+    const plot: Plot = { from: T0, to: T0 + 10_000, width: 1000, openUntil: T0 + 10_000 };
+    const lane = (key: string) => model.lanes.find((l) => l.key === key)!;
+    const middle = (key: string) => lane(key).top + ROW_HEIGHT / 2;
+    // a returning to main at 8 s: on its line between main's lane and a's, not past either.
+    const returned = linkAt(model, plot, 801, (middle('agent:main') + middle('agent:a')) / 2, 4);
+    expect(model.links[returned]).toMatchObject({ kind: 'return', at: T0 + 8000 });
+    expect(linkAt(model, plot, 801, middle('agent:b') + 10, 4)).toBe(-1);
+    expect(linkAt(model, plot, 810, middle('agent:main'), 4)).toBe(-1);
+    expect(model.links[linkAt(model, plot, 100, middle('agent:a'), 4)]).toMatchObject({ kind: 'spawn', at: T0 + 1000 });
+  });
+
+  it("covers a lane's spans and a subagent's whole life when zooming to a lane", () => {
+    const model = buildTimelineModel(tree);
+    const index = (key: string) => model.lanes.findIndex((l) => l.key === key);
+    // a's own spans run 1.1 s to 3 s; its life, spawn to return, 1 s to 8 s.
+    expect(laneRange(model, index('agent:a'), T0)).toEqual({ from: T0 + 1000, to: T0 + 8000 });
+    expect(laneRange(model, index('agent:main'), T0)).toEqual({ from: T0, to: T0 + 9500 });
+    expect(laneRange(model, index('host:github.com'), T0)).toEqual({ from: T0 + 2000, to: T0 + 2005 });
   });
 
   it('lists hosts below the agents, busiest first, and groups those past the first twelve', () => {

@@ -117,6 +117,7 @@ describe('the keys', () => {
     expect(press('0')).toEqual({ kind: 'fit-all' });
     expect(press('f')).toEqual({ kind: 'fit-selection' });
     expect(press('F', { shiftKey: true })).toEqual({ kind: 'fit-selection' });
+    expect(press('a')).toEqual({ kind: 'fit-lane' });
     expect(press('ArrowLeft')).toEqual({ kind: 'pan', share: -0.15 });
     expect(press('ArrowRight', { shiftKey: true })).toEqual({ kind: 'pan', share: 0.8 });
     expect(press('ArrowDown')).toEqual({ kind: 'row', step: 1 });
@@ -129,6 +130,6 @@ describe('the keys', () => {
     expect(press('0', { ctrlKey: true })).toBeNull();
     expect(press('f', { metaKey: true })).toBeNull();
     expect(press('ArrowLeft', { altKey: true })).toBeNull();
-    expect(press('a')).toBeNull();
+    expect(press('q')).toBeNull();
   });
 });
