@@ -151,6 +151,8 @@ export const CostSchema = z.object({
       cacheReadTokens: z.number(),
       cacheWriteTokens: z.number(),
       costUsd: z.number(),
+      /** Calls with tokens the recorder could not price (a local model, a provider or model with no known price): their cost is unknown, not $0. */
+      unpricedCalls: z.number(),
     }),
   ),
   /** Cumulative cost over time, one point per model call. */
