@@ -40,6 +40,8 @@ describe('capsem check', () => {
     expect(report.tables.tool_responses!.rows).toBe(report.tables.tool_calls!.rows! - mcpCalls);
   });
 
+  // Each defect is planted in a recorded session's file by SQL: no recording makes one, which is
+  // what `capsem check` is there to find.
   const defects: [string, string, RegExp][] = [
     [
       'orphaned tool_calls',
