@@ -1,0 +1,108 @@
+import { modelAnswerWire, type SeedToolCall } from '../../electron/dev/modelWire.ts';
+import { modelExchange } from './exchanges.ts';
+import { recordFileChange, type LiveSession } from './sessionFixture.ts';
+
+// An agent's conversation with the Messages API, recorded call by call through the pipeline as a
+// coding agent makes it: each request re-sends the whole conversation so far (the user's prompts,
+// the model's answers and tool uses, the tool results), each answer streams back in Anthropic's
+// events, and the files the agent's tools change land between calls. What the Conversation reads
+// is then what a recorded agent session holds.
+
+export interface StoryResult {
+  readonly callId: string;
+  readonly content: string;
+  readonly isError?: boolean;
+}
+
+export interface StoryCall {
+  /** A new user message this call sends (after any results, as a user types once the agent stopped). */
+  readonly prompt?: string;
+  /** The results of the previous answer's tool uses, sent back in this call. */
+  readonly results?: readonly StoryResult[];
+  readonly text?: string;
+  readonly thinking?: string;
+  readonly tools?: readonly SeedToolCall[];
+  /** An error status (529 overloaded): the answer is the API's error, and the conversation stays as it was sent. */
+  readonly status?: number;
+  readonly durationMs?: number;
+  readonly usage?: { readonly input: number; readonly output: number; readonly cacheRead?: number; readonly cacheWrite?: number };
+  /** Paths the agent's tools change after this answer, before its next call. */
+  readonly files?: readonly string[];
+}
+
+let messageIds = 0;
+
+export class AnthropicStory {
+  private readonly messages: unknown[] = [];
+  private clock: number;
+
+  constructor(
+    private readonly session: Pick<LiveSession, 'recorder'>,
+    start: string | number = '2026-03-01T10:00:00.000Z',
+    private readonly model = 'claude-sonnet-4-20250514',
+  ) {
+    this.clock = typeof start === 'number' ? start : Date.parse(start);
+  }
+
+  /** Where this agent's clock stands (two agents' stories can be interleaved by it). */
+  get now(): number {
+    return this.clock;
+  }
+
+  /** Moves the clock on (another agent worked meanwhile). */
+  wait(ms: number): void {
+    this.clock += ms;
+  }
+
+  /** A file change the agent's tools make now, as the guest reports it. */
+  file(path: string): void {
+    recordFileChange(this.session, path, { ts_ms: this.clock, action: 'modified', size: 100 });
+    this.clock += 1;
+  }
+
+  async call(step: StoryCall): Promise<void> {
+    const blocks: unknown[] = (step.results ?? []).map((r) => ({
+      type: 'tool_result',
+      tool_use_id: r.callId,
+      content: r.content,
+      ...(r.isError ? { is_error: true } : {}),
+    }));
+    if (step.prompt !== undefined) blocks.push({ type: 'text', text: step.prompt });
+    if (blocks.length > 0) this.messages.push({ role: 'user', content: blocks });
+    const request = { model: this.model, max_tokens: 8192, stream: true, system: 'You are a coding agent.', messages: this.messages };
+    const tools = step.tools ?? [];
+    const failed = step.status !== undefined && step.status >= 400;
+    const answer = failed
+      ? {
+          contentType: 'application/json',
+          body: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+        }
+      : modelAnswerWire('anthropic', {
+          model: this.model,
+          messageId: `msg_story_${++messageIds}`,
+          text: step.text ?? '',
+          thinking: step.thinking ?? null,
+          tools,
+          stop: tools.length > 0 ? 'tool_use' : 'end_turn',
+          usage: { cacheRead: 0, cacheWrite: 0, input: 100, output: 20, ...step.usage },
+        });
+    const durationMs = step.durationMs ?? 1000;
+    await this.session.recorder.record(
+      modelExchange('api.anthropic.com', '/v1/messages', Buffer.from(JSON.stringify(request)), Buffer.from(answer.body), {
+        startedAt: new Date(this.clock),
+        durationMs,
+        status: step.status ?? 200,
+        responseHeaders: { 'content-type': answer.contentType },
+        processName: 'claude',
+      }),
+    );
+    this.clock += durationMs;
+    if (!failed) {
+      const content: unknown[] = step.text ? [{ type: 'text', text: step.text }] : [];
+      for (const t of tools) content.push({ type: 'tool_use', id: t.id, name: t.name, input: JSON.parse(t.args) as unknown });
+      this.messages.push({ role: 'assistant', content });
+    }
+    for (const path of step.files ?? []) this.file(path);
+    this.clock += 100;
+  }
+}
