@@ -11,7 +11,7 @@ import { EventReadError } from './eventDetail.ts';
 import { requestSeqOf, rowSlotOf } from './eventSeq.ts';
 import type { OpenSession } from './sessionStores.ts';
 import type { SessionEventStore } from './sessionEventStore.ts';
-import { buildTimeline, readTimeline, TIMELINE_MAX_EVENTS, type Timeline, type Turn } from './timeline.ts';
+import { buildTimeline, readTimeline, type Timeline, type Turn } from './timeline.ts';
 
 // sessions.conversation: the session as the agent's story, turn by turn, from the stored rows alone
 // (never a request or response body read again): for each model call, the user text it sent that
@@ -273,9 +273,10 @@ export class Conversations {
   }
 
   /**
-   * The story's agents and turns: the timeline's, and for the model calls older than the events
-   * it reads (a long session), turns read by the same rules from those calls alone, on `main`. A
-   * call the timeline leaves out on purpose (a side call) is left out here too.
+   * The story's agents and turns: the timeline's, and for the model calls before the first turn it
+   * read (it reads a long session's newest events only), turns read by the same rules from those
+   * calls alone, on `main`. A call the timeline leaves out on purpose (a side call) is left out
+   * here too.
    */
   private storyTurns(session: OpenSession, ended: boolean, calls: readonly Row[]): Pick<Timeline, 'agents' | 'turns'> {
     const store = session.store;
@@ -295,8 +296,9 @@ export class Conversations {
       return { agents: [{ id: 'main', label: 'main agent' }], turns: alone(calls) };
     const timeline = this.timelineOf(store, ended);
     if (!timeline.truncated) return timeline;
-    const floor = store.page(undefined, TIMELINE_MAX_EVENTS)[0]?.rowSeq ?? 0;
-    return { agents: timeline.agents, turns: [...alone(calls.filter((c) => Number(c.seq) < floor)), ...timeline.turns] };
+    // The timeline read the newest events only: the calls before its first turn are older.
+    const floor = timeline.turns.reduce((min, t) => Math.min(min, t.seq), Infinity);
+    return { agents: timeline.agents, turns: [...alone(calls.filter((c) => requestSeqOf(Number(c.seq)) < floor)), ...timeline.turns] };
   }
 
   private turns(session: OpenSession, outline: Outline, slice: readonly OutlineTurn[], offset: number): ConversationTurn[] {

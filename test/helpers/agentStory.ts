@@ -1,6 +1,8 @@
+import type { SessionId } from '../../electron/contract/ids.ts';
 import { modelAnswerWire, type SeedToolCall } from '../../electron/dev/modelWire.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
 import { modelExchange } from './exchanges.ts';
-import { recordFileChange, type LiveSession } from './sessionFixture.ts';
+import { liveSession, recordFileChange, type LiveSession } from './sessionFixture.ts';
 
 // An agent's conversation with the Messages API, recorded call by call through the pipeline as a
 // coding agent makes it: each request re-sends the whole conversation so far (the user's prompts,
@@ -40,6 +42,8 @@ export class AnthropicStory {
     private readonly session: Pick<LiveSession, 'recorder'>,
     start: string | number = '2026-03-01T10:00:00.000Z',
     private readonly model = 'claude-sonnet-4-20250514',
+    /** Messages each request re-sends at most, from a user message on (an agent that compacts its context); all of them unless said. */
+    private readonly history = Infinity,
   ) {
     this.clock = typeof start === 'number' ? start : Date.parse(start);
   }
@@ -69,7 +73,9 @@ export class AnthropicStory {
     }));
     if (step.prompt !== undefined) blocks.push({ type: 'text', text: step.prompt });
     if (blocks.length > 0) this.messages.push({ role: 'user', content: blocks });
-    const request = { model: this.model, max_tokens: 8192, stream: true, system: 'You are a coding agent.', messages: this.messages };
+    const from = this.messages.findIndex((m, i) => i >= this.messages.length - this.history && (m as { role: string }).role === 'user');
+    const messages = this.messages.slice(Math.max(0, from));
+    const request = { model: this.model, max_tokens: 8192, stream: true, system: 'You are a coding agent.', messages };
     const tools = step.tools ?? [];
     const failed = step.status !== undefined && step.status >= 400;
     const answer = failed
@@ -105,4 +111,39 @@ export class AnthropicStory {
     for (const path of step.files ?? []) this.file(path);
     this.clock += 100;
   }
+}
+
+const WORDS = 'the agent reads the failing test then edits the retry budget so the request loop stops after three attempts'.split(' ');
+const words = (n: number, salt: number): string => Array.from({ length: n }, (_, i) => WORDS[(i * 7 + salt) % WORDS.length]).join(' ');
+
+/**
+ * An ended session of `turns` model calls by one agent, recorded call by call through the
+ * pipeline: a new prompt every tenth call, a markdown answer, one or two tool calls whose results
+ * go back in the next call, a file change every third. Its requests re-send the last few rounds,
+ * as an agent that compacts its context does, so recording stays linear in `turns`.
+ */
+export async function bigConversation(home: CapsemHome, name: string, turns: number): Promise<SessionId> {
+  const session = await liveSession(home, name);
+  const agent = new AnthropicStory(session, '2026-03-01T08:00:00.000Z', undefined, 6);
+  let asked: { id: string; name: string }[] = [];
+  for (let i = 0; i < turns; i++) {
+    const tools = Array.from({ length: 1 + (i % 2) }, (_, k) => ({
+      id: `toolu_${i}_${k}`,
+      name: k === 0 ? 'Bash' : 'Read',
+      args: JSON.stringify(k === 0 ? { command: `npm test -- --grep step${i}` } : { file_path: `src/step${i % 50}.ts` }),
+    }));
+    await agent.call({
+      ...(i % 10 === 0 ? { prompt: `Step ${i}: ${words(40, i)}` } : {}),
+      results: asked.map((t, k) => ({ callId: t.id, content: `${t.name} output ${i}.${k}\n${words(80, i + k)}` })),
+      text: `**Turn ${i}.** ${words(50, i)}\n\n- ${words(8, i + 1)}\n- ${words(8, i + 2)}`,
+      thinking: i % 4 === 0 ? words(30, i + 3) : undefined,
+      tools,
+      durationMs: 800,
+      files: i % 3 === 0 ? [`src/step${i % 50}.ts`] : [],
+    });
+    asked = tools;
+    if (session.writer.needsDrain) await session.writer.drained();
+  }
+  await session.end();
+  return session.id;
 }
