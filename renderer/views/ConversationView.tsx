@@ -93,12 +93,14 @@ export function ConversationView({ sessionId, visible, liveVersion, focus, onJum
     };
     // Only a new focus request moves the view.
   }, [focus]);
+  // Turns far from the ones drawn arrive as placeholders first: the jump is made again once the
+  // target and the turn above it are loaded, and the virtualizer keeps it in place as they are measured.
   useEffect(() => {
     if (!target || target.index >= count) return;
     virtualizer.scrollToIndex(target.index, { align: 'start' });
-    setTarget(null);
-    // The virtualizer is new each render; the target and the count say when to move.
-  }, [target, count]);
+    if (pages.turnAt(target.index) !== undefined && (target.index === 0 || pages.turnAt(target.index - 1) !== undefined)) setTarget(null);
+    // The virtualizer and the pages are new each render; the target, the count and each arrival say when to move.
+  }, [target, count, pages.loads]);
 
   const [opened, setOpened] = useState<ReadonlyMap<string, { open: boolean; whole?: string }>>(new Map());
   const expansions = useMemo<Expansions>(
@@ -152,7 +154,7 @@ export function ConversationView({ sessionId, visible, liveVersion, focus, onJum
                       onJump={onJump}
                     />
                   ) : (
-                    <div className="turn muted" data-testid="turn-loading">
+                    <div className="turn muted" data-testid="turn-loading" style={{ height: ESTIMATED_TURN_PX - 12 }}>
                       turn {item.index + 1}…
                     </div>
                   )}

@@ -13,6 +13,8 @@ export interface ConversationPages {
   readonly total: number | null;
   readonly agents: ConversationPage['agents'];
   readonly error: string | null;
+  /** Moves each time a page arrives. */
+  readonly loads: number;
   turnAt(index: number): ConversationTurn | undefined;
   /** Loads the pages covering turns first..last that are missing, or stale since new rows landed. */
   ensure(first: number, last: number): void;
@@ -35,7 +37,7 @@ export function useConversationPages(sessionId: string, liveVersion: number): Co
   const [total, setTotal] = useState<number | null>(null);
   const [agents, setAgents] = useState<ConversationPage['agents']>([]);
   const [error, setError] = useState<string | null>(null);
-  const [, rerender] = useReducer((n: number) => n + 1, 0);
+  const [loads, rerender] = useReducer((n: number) => n + 1, 0);
 
   const load = useCallback(
     (page: number) => {
@@ -102,5 +104,5 @@ export function useConversationPages(sessionId: string, liveVersion: number): Co
 
   const turnAt = useCallback((index: number) => pages.current.get(Math.floor(index / TURN_PAGE))?.[index % TURN_PAGE], []);
 
-  return { total, agents, error, turnAt, ensure };
+  return { total, agents, error, loads, turnAt, ensure };
 }

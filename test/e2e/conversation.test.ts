@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
 import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
-import { AnthropicStory } from '../helpers/agentStory.ts';
+import { AnthropicStory, bigConversation } from '../helpers/agentStory.ts';
 import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
 import { bigSession, liveSession, type LiveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -27,6 +27,7 @@ let running: LiveSession;
 let runningAgent: AnthropicStory;
 const pageErrors: string[] = [];
 
+const LONG_TURNS = 2000;
 const THIRD_PROMPT = 'Now fix the failing retry test, please';
 const LONG_FILE = Array.from({ length: 400 }, (_, i) => `export const line${i} = ${i}; // retry budget`).join('\n');
 const read = { id: 'toolu_read', name: 'Read', args: JSON.stringify({ file_path: 'src/retry.test.ts' }) };
@@ -82,6 +83,7 @@ beforeAll(async () => {
   await agent.call({ results: [{ callId: edit.id, content: 'edited' }], text: 'Done: MARKER-IN-ANSWER.' });
   await story.end();
   await bigSession(home, 'http-only', 20);
+  await bigConversation(home, 'long-story', LONG_TURNS);
   running = await liveSession(home, 'running-agent');
   runningAgent = new AnthropicStory(running);
   await runningAgent.call({ prompt: 'Keep going', text: 'First step.' });
@@ -179,6 +181,26 @@ describe.skipIf(missing !== null)(`the Conversation in Chromium${missing ? ` (sk
     expect(await pane(id).locator('[data-testid=view-conversation]').getAttribute('aria-selected')).toBe('true');
     await expect.poll(() => turn(id, 4).getAttribute('class')).toContain('focused');
     expect(await turn(id, 4).locator('[data-testid=turn-text]').innerText()).toContain('MARKER-IN-ANSWER');
+  });
+
+  it('jumps to a turn far down a long session, drawn where it belongs', async () => {
+    await fresh();
+    const id = await openByName('long-story');
+    await expect.poll(() => pane(id).locator('[data-testid=conversation-count]').innerText()).toBe('2000 turns');
+    await pane(id).locator('[data-testid=session-search]').fill('Turn 1500.');
+    await pane(id).locator('[data-testid=session-search]').press('Enter');
+    await pane(id).locator('[data-testid=search-hit][data-kind=model]').click();
+    const far = turn(id, 1500);
+    await expect.poll(() => far.getAttribute('class')).toContain('focused');
+    expect(await far.locator('[data-testid=turn-text] strong').innerText()).toBe('Turn 1500.');
+    // In view, at the top of the list, once the turns around it are measured.
+    await expect
+      .poll(async () => {
+        const list = (await pane(id).locator('[data-testid=conversation-scroll]').boundingBox())!;
+        const box = (await far.boundingBox())!;
+        return box.y >= list.y - 1 && box.y < list.y + 40;
+      })
+      .toBe(true);
   });
 
   it("streams a live session's new turns in", async () => {
