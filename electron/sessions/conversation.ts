@@ -7,11 +7,12 @@ import type {
   ConversationTurn,
 } from '../contract/appContract.ts';
 import { conversationOrder } from './conversationOrder.ts';
+import { clientOfUserAgent } from './eventClient.ts';
 import { EventReadError } from './eventDetail.ts';
 import { requestSeqOf, rowSlotOf } from './eventSeq.ts';
+import { writtenByAnotherTool } from './foreignDatabases.ts';
 import type { OpenSession } from './sessionStores.ts';
-import type { SessionEventStore } from './sessionEventStore.ts';
-import { buildTimeline, readTimeline, type Timeline, type Turn } from './timeline.ts';
+import { readTimeline, type Timeline, type Turn } from './timeline.ts';
 
 // sessions.conversation: the session as the agent's story, turn by turn, from the stored rows alone
 // (never a request or response body read again): for each model call, the user text it sent that
@@ -59,9 +60,6 @@ interface Outline {
   readonly fileSeqs: readonly number[];
 }
 
-/** How the outline learns each call's agent and its turn flags; readTimeline unless a test says otherwise. */
-export type TimelineReader = (store: SessionEventStore, ended: boolean) => Timeline;
-
 type Cell = string | number | null;
 type Row = Record<string, Cell>;
 
@@ -100,8 +98,6 @@ const TEXT_COLUMNS: Record<ConversationTextSource, { table: string; column: stri
 
 export class Conversations {
   private readonly outlines = new WeakMap<Database.Database, Outline>();
-
-  constructor(private readonly timelineOf: TimelineReader = readTimeline) {}
 
   page(session: OpenSession, ended: boolean, offset: number, limit: number): ConversationPage {
     const outline = this.outline(session, ended);
@@ -273,32 +269,46 @@ export class Conversations {
   }
 
   /**
-   * The story's agents and turns: the timeline's, and for the model calls before the first turn it
-   * read (it reads a long session's newest events only), turns read by the same rules from those
-   * calls alone, on `main`. A call the timeline leaves out on purpose (a side call) is left out
-   * here too.
+   * The story's agents and turns: the timeline's; and, on the main agent, the model calls it has
+   * no turn for because it never read them (older than the newest events it reads, or in a file
+   * another tool wrote) or does not know their client (it tells only known clients' turns). A
+   * call of a known client it left out (a side call: a progress label, a title) is left out here
+   * too. A turn told here failed when its status or a missing finish says so.
    */
   private storyTurns(session: OpenSession, ended: boolean, calls: readonly Row[]): Pick<Timeline, 'agents' | 'turns'> {
     const store = session.store;
-    const alone = (rows: readonly Row[]): Turn[] =>
-      buildTimeline({
-        sessionId: store.sessionId,
-        lastSeq: 0,
-        truncated: false,
-        ended,
-        modelCalls: rows.map((r) => ({ ...r, seq: requestSeqOf(Number(r.seq)) })),
-        toolCalls: [],
-        toolResponses: [],
-        netEvents: [],
-      }).turns;
     const tables = session.tables();
-    if (!['tool_calls', 'tool_responses', 'net_events'].every((t) => tables.has(t)))
-      return { agents: [{ id: 'main', label: 'main agent' }], turns: alone(calls) };
-    const timeline = this.timelineOf(store, ended);
-    if (!timeline.truncated) return timeline;
-    // The timeline read the newest events only: the calls before its first turn are older.
-    const floor = timeline.turns.reduce((min, t) => Math.min(min, t.seq), Infinity);
-    return { agents: timeline.agents, turns: [...alone(calls.filter((c) => requestSeqOf(Number(c.seq)) < floor)), ...timeline.turns] };
+    const timeline = ['tool_calls', 'tool_responses', 'net_events'].every((t) => tables.has(t)) ? readTimeline(store, ended) : null;
+    const told = new Set(timeline?.turns.map((t) => t.seq));
+    const untold = calls.filter((c) => !told.has(requestSeqOf(Number(c.seq))));
+    if (untold.length === 0 && timeline) return timeline;
+    // Every exchange read is a host row: a call before all of them was not read.
+    const floor = timeline?.truncated ? timeline.hosts.reduce((min, h) => Math.min(min, h.seq), Infinity) : -Infinity;
+    const unread = !timeline || writtenByAnotherTool(store.db, tables);
+    const agents = new Map<number, string | null>();
+    if (!unread)
+      for (const r of store.db
+        .prepare(
+          `SELECT m.id AS call, CASE WHEN json_valid(n.request_headers) THEN json_extract(n.request_headers, '$."user-agent"') END AS agent
+          FROM model_calls m JOIN net_events n ON n.seq = m.seq - 1 AND n.event_id = m.net_event_id WHERE m.id IN (SELECT value FROM json_each(?))`,
+        )
+        .all(JSON.stringify(untold.map((c) => c.id))) as { call: number; agent: string | null }[])
+        agents.set(r.call, r.agent);
+    const plain = untold
+      .filter((c) => {
+        if (unread || requestSeqOf(Number(c.seq)) < floor) return true;
+        return clientOfUserAgent(agents.get(Number(c.id)) ?? undefined)?.name === undefined;
+      })
+      .map((c): Turn => {
+        const status = num(c.status_code);
+        return {
+          agent: 'main',
+          seq: requestSeqOf(Number(c.seq)),
+          start: String(c.timestamp),
+          ...((status !== null && status >= 400) || c.stop_reason === null ? { error: true as const } : {}),
+        };
+      });
+    return { agents: timeline?.agents ?? [{ id: 'main', label: 'main agent' }], turns: [...(timeline?.turns ?? []), ...plain] };
   }
 
   private turns(session: OpenSession, outline: Outline, slice: readonly OutlineTurn[], offset: number): ConversationTurn[] {

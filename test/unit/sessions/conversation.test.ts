@@ -1,18 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConversationTurn } from '../../../electron/contract/appContract.ts';
 import type { SessionId } from '../../../electron/contract/ids.ts';
-import { Conversations, HEAD_CHARS, type TimelineReader } from '../../../electron/sessions/conversation.ts';
+import { agentResult, ClaudeCodeConversation } from '../../../electron/dev/claudeCodeWire.ts';
+import { modelAnswerWire } from '../../../electron/dev/modelWire.ts';
+import { Conversations, HEAD_CHARS } from '../../../electron/sessions/conversation.ts';
 import { EventDetails } from '../../../electron/sessions/eventDetail.ts';
 import { SessionStores, type OpenSession } from '../../../electron/sessions/sessionStores.ts';
 import { readTimeline } from '../../../electron/sessions/timeline.ts';
 import { AnthropicStory } from '../../helpers/agentStory.ts';
-import { liveSession } from '../../helpers/sessionFixture.ts';
+import { modelExchange } from '../../helpers/exchanges.ts';
+import { liveSession, recordFileChange } from '../../helpers/sessionFixture.ts';
+import { at, StoryScene } from '../../helpers/storyScene.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 // The Conversation read model over sessions recorded through the pipeline: what each turn was told
 // and said, its tools paired with their results, its errors, the files changed until its agent's
-// next turn, its figures, pages of it, the turn an event falls in, and subagents nested under the
-// call that spawned them (on the timeline the agent rules give).
+// next turn, its figures, its retries, pages of it, the turn an event falls in, and Claude Code's
+// subagents nested under the call that spawned them (as the timeline's agent rules tell them).
 
 const home = tempHome();
 const stores = new SessionStores(home);
@@ -117,14 +121,8 @@ describe('a recorded agent session, turn by turn', () => {
     ]);
   });
 
-  it("marks a retry when the timeline's rules say the call re-sent its agent's previous one", () => {
-    const resentFourth: TimelineReader = (store, ended) => {
-      const t = readTimeline(store, ended);
-      return { ...t, turns: t.turns.map((x) => (x.seq === turns[3]!.seq ? { ...x, resent: true as const } : x)) };
-    };
-    const marked = new Conversations(resentFourth).page(session, true, 0, 50).turns;
-    expect(marked.map((t) => t.retry)).toEqual([false, false, false, true, false]);
-    expect(turns.every((t) => !t.retry)).toBe(true);
+  it("marks the call that re-sent its agent's previous conversation unchanged as a retry", () => {
+    expect(turns.map((t) => t.retry)).toEqual([false, false, false, true, false]);
   });
 
   it("lists the files changed from each turn until its agent's next turn, by time", () => {
@@ -204,45 +202,81 @@ describe('a live session', () => {
   });
 });
 
-describe('subagents', () => {
-  it("nests a subagent's turns under the tool call that spawned it, before its parent's next turn", async () => {
-    const live = await liveSession(home);
-    const main = new AnthropicStory(live);
-    const task = { id: 'toolu_task', name: 'Task', args: JSON.stringify({ description: 'Find the retry code', subagent_type: 'Explore' }) };
-    await main.call({ prompt: 'Why do requests retry forever?', text: 'Let me send an explorer.', tools: [task] });
-    const explorer = new AnthropicStory(live, main.now);
-    await explorer.call({
-      prompt: 'Find the retry code',
-      text: 'Searching.',
-      tools: [{ id: 'toolu_grep', name: 'Grep', args: '{"pattern":"retry"}' }],
+describe('which model calls are turns', () => {
+  it("tells the calls of a client the timeline does not know as the main agent's, and leaves out the side calls it leaves out", async () => {
+    const scene = await StoryScene.start(home);
+    scene.call(new ClaudeCodeConversation().say('Fix the build'), 0, { text: 'Fixing.' });
+    // Claude Code's titler: no tools declared, a one-shot.
+    scene.call(new ClaudeCodeConversation({}, []).say('Write a 5-word title for: Fix the build'), 1, { text: 'Fixing the build' });
+    // A script of the user's own, with no User-Agent the timeline knows.
+    const answer = modelAnswerWire('anthropic', {
+      model: 'claude-sonnet-4-20250514',
+      messageId: 'msg_script',
+      text: 'It failed twice.',
+      thinking: null,
+      tools: [],
+      stop: 'end_turn',
+      usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0 },
     });
-    await explorer.call({
-      results: [{ callId: 'toolu_grep', content: 'src/retry.ts:3' }],
-      text: 'It is in src/retry.ts.',
-      files: ['scratch.md'],
-    });
-    main.wait(explorer.now - main.now);
-    await main.call({ results: [{ callId: task.id, content: 'It is in src/retry.ts.' }], text: 'Found it.' });
-    await live.end();
-    const open = stores.get(live.id);
-    // What the agent rules give this session: the Task call spawned agent a1, whose calls are the second and third.
-    const timeline = readTimeline(open.store, true);
-    const sub = new Set([timeline.turns[1]!.seq, timeline.turns[2]!.seq]);
-    const withSubagent: TimelineReader = () => ({
-      ...timeline,
-      agents: [...timeline.agents, { id: 'a1', parent: 'main', label: 'Explore', type: 'Explore', spawnTool: task.id }],
-      turns: timeline.turns.map((t) => (sub.has(t.seq) ? { ...t, agent: 'a1' } : t)),
-    });
-    const page = new Conversations(withSubagent).page(open, true, 0, 10);
-    expect(page.turns.map((t) => [t.agent, t.depth, t.under, t.prompt?.head ?? null])).toEqual([
-      ['main', 0, null, 'Why do requests retry forever?'],
-      ['a1', 1, task.id, 'Find the retry code'],
-      ['a1', 1, task.id, null],
-      ['main', 0, null, null],
+    const request = { model: 'claude-sonnet-4-20250514', max_tokens: 100, messages: [{ role: 'user', content: 'Summarise the log' }] };
+    void scene.live.recorder.record(
+      modelExchange('api.anthropic.com', '/v1/messages', Buffer.from(JSON.stringify(request)), Buffer.from(answer.body), {
+        startedAt: new Date(at(3)),
+        requestHeaders: { host: 'api.anthropic.com', 'content-type': 'application/json', 'user-agent': 'python-httpx/0.28.1' },
+        responseHeaders: { 'content-type': answer.contentType },
+      }),
+    );
+    await scene.timeline(true);
+    await scene.end();
+    const page = new Conversations().page(stores.get(scene.live.id), true, 0, 10);
+    expect(page.turns.map((t) => [t.agent, t.prompt?.head, t.text?.head, t.at])).toEqual([
+      ['main', 'Fix the build', 'Fixing.', at(0)],
+      ['main', 'Summarise the log', 'It failed twice.', at(3)],
     ]);
-    expect(page.turns[0]!.tools.map((t) => [t.name, t.spawned])).toEqual([['Task', 'a1']]);
-    expect(page.agents).toContainEqual({ id: 'a1', label: 'Explore', type: 'Explore' });
-    // The subagent's file is its turn's, and its parent's too: the parent's turn lasts until its next one.
-    expect(page.turns.map((t) => t.files.map((f) => f.path))).toEqual([['scratch.md'], [], ['scratch.md'], []]);
+  });
+});
+
+describe('subagents', () => {
+  it("nests a Claude Code subagent's turns under the Agent call that spawned it, a level per generation, before its parent's next turn", async () => {
+    const X = 'a1bf9707ee0e71012';
+    const Y = 'a0c4de12f8a9b3e57';
+    const spawn = (id: string, description: string) => ({
+      id,
+      name: 'Agent',
+      args: JSON.stringify({ description, prompt: `${description}, then report`, subagent_type: 'general-purpose' }),
+    });
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Audit the repo');
+    scene.call(main, 0, { text: 'Sending a surveyor.', tools: [spawn('toolu_s1', 'Survey the code')] });
+    const x = new ClaudeCodeConversation({ id: X }).say('Survey the code, then report');
+    scene.call(x, 2, { tools: [spawn('toolu_s2', 'Read the tests')] });
+    const y = new ClaudeCodeConversation({ id: Y, parent: X }).say('Read the tests, then report');
+    scene.call(y, 4, { text: 'The tests pass.' });
+    recordFileChange(scene.live, 'notes/tests.md', { ts_ms: Date.parse(at(5)) });
+    x.results([{ id: 'toolu_s2', content: agentResult(Y, 'The tests pass.') }]);
+    scene.call(x, 6, { text: 'The parser is in src/parse.ts.' });
+    main.results([{ id: 'toolu_s1', content: agentResult(X, 'The parser is in src/parse.ts.') }]);
+    scene.call(main, 8, { text: 'Found it.' });
+    await scene.timeline(true);
+    await scene.end();
+    const page = new Conversations().page(stores.get(scene.live.id), true, 0, 10);
+    expect(page.turns.map((t) => [t.agent, t.depth, t.under, t.prompt?.head ?? null, t.at])).toEqual([
+      ['main', 0, null, 'Audit the repo', at(0)],
+      [X, 1, 'toolu_s1', 'Survey the code, then report', at(2)],
+      [Y, 2, 'toolu_s2', 'Read the tests, then report', at(4)],
+      [X, 1, 'toolu_s1', null, at(6)],
+      ['main', 0, null, null, at(8)],
+    ]);
+    expect(page.turns[0]!.tools.map((t) => [t.name, t.spawned, t.result?.text?.head.split('\n')[0]])).toEqual([
+      ['Agent', X, 'The parser is in src/parse.ts.'],
+    ]);
+    expect(page.turns[1]!.tools.map((t) => [t.name, t.spawned])).toEqual([['Agent', Y]]);
+    expect(page.agents.map((a) => [a.id, a.label])).toEqual([
+      ['main', 'main agent'],
+      [X, 'Survey the code'],
+      [Y, 'Read the tests'],
+    ]);
+    // A file changed while Y worked is Y's turn's, and X's and main's too: each lasts until its agent's next turn.
+    expect(page.turns.map((t) => t.files.map((f) => f.path))).toEqual([['notes/tests.md'], ['notes/tests.md'], ['notes/tests.md'], [], []]);
   });
 });
