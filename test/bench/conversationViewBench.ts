@@ -21,7 +21,7 @@ import { figure, median, printFigures, roundRatios } from './report.ts';
 
 const TURNS = 10_000;
 const SMALL_TURNS = 50;
-const ROUNDS = 7;
+const ROUNDS = 11;
 const HOST_ROUNDS = 3;
 /** Turns the view asks for at once (renderer/views/useConversationPages.ts). */
 const TURN_PAGE = 30;
