@@ -1,6 +1,7 @@
 import { agentBench } from './agentBench.ts';
 import { apiBench } from './apiBench.ts';
 import { archiveBench } from './archiveBench.ts';
+import { conversationViewBench } from './conversationViewBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
@@ -20,6 +21,7 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   agent: agentBench,
   keys: keyScrubBench,
   story: storyBench,
+  'story-conversation': conversationViewBench,
 };
 
 const asked = process.argv.slice(2);

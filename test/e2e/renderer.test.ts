@@ -645,6 +645,10 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     const files: string[] = [await shot('list')];
     const id = await openByName('co-work1');
     const p = pane(id);
+    // An ended agent session opens on its story.
+    await p.locator('[data-testid=conversation-turn]').first().waitFor();
+    files.push(await shot('conversation'));
+    await p.locator('[data-testid=view-network]').click();
     await p.locator('[data-testid=net-row]').first().waitFor();
     // A model provider's exchange, which carries request and response bodies.
     await p.locator('[data-testid=net-row]', { hasText: 'api.anthropic.com' }).first().click();
