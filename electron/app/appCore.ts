@@ -9,6 +9,7 @@ import { CALLS, type CallName, type CallResult, type EventName, type EventPayloa
 import { isSessionId, type SessionId } from '../contract/ids.ts';
 import { ChangeFeed } from '../sessions/changeFeed.ts';
 import { searchColumns } from '../sessions/columnSearch.ts';
+import { Conversations } from '../sessions/conversation.ts';
 import { sessionCost } from '../sessions/cost.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
 import { listSessions, summaryOf, type ListContext } from '../sessions/sessionSummary.ts';
@@ -69,6 +70,7 @@ export class AppCore implements HostCore {
   private readonly stores: SessionStores;
   private readonly tables = new EventTables();
   private readonly details = new EventDetails();
+  private readonly conversations = new Conversations();
   private readonly terminals: Terminals;
   private readonly starts: SessionStarts;
   private readonly watch: LiveWatch;
@@ -229,6 +231,11 @@ export class AppCore implements HostCore {
     return this.stores.get(id);
   }
 
+  /** The session is over: a span still open in it provably stopped. */
+  private ended(id: SessionId): boolean {
+    return sessionRecord(this.mainDb, id).status !== 'running';
+  }
+
   private readonly handlers: Handlers = {
     'sessions.list': () => listSessions(this.listContext()),
     'sessions.info': ({ id }) => summaryOf(this.listContext(), sessionRecord(this.mainDb, id)),
@@ -320,7 +327,11 @@ export class AppCore implements HostCore {
     'events.page': ({ id, kind, offset, limit, filter }) => this.tables.page(this.session(id), kind, offset, limit, filter),
     'events.detail': ({ id, kind, seq }) => this.details.detail(this.session(id), kind, seq),
     'events.body': ({ id, eventId, direction, offset, length }) => this.details.body(this.session(id), eventId, direction, offset, length),
-    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), sessionRecord(this.mainDb, id).status !== 'running'),
+    'sessions.timeline': ({ id }) => windowTimeline(this.session(id), this.ended(id)),
+    'sessions.conversation': ({ id, offset, limit }) => this.conversations.page(this.session(id), this.ended(id), offset, limit),
+    'sessions.conversationFind': ({ id, seq, kind }) => ({ index: this.conversations.find(this.session(id), this.ended(id), seq, kind) }),
+    'sessions.conversationText': ({ id, source, rowId, offset, length }) =>
+      this.conversations.text(this.session(id), source, rowId, offset, length),
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {

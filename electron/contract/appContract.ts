@@ -151,6 +151,8 @@ export const CostSchema = z.object({
       cacheReadTokens: z.number(),
       cacheWriteTokens: z.number(),
       costUsd: z.number(),
+      /** Calls with tokens the recorder could not price (a local model, a provider or model with no known price): their cost is unknown, not $0. */
+      unpricedCalls: z.number(),
     }),
   ),
   /** Cumulative cost over time, one point per model call. */
@@ -169,7 +171,13 @@ export const TimelineAgentSchema = z.object({
   returnedAt: z.string().nullable(),
 });
 /** `open`: still in flight, so `end` is its start until it ends (the view may draw it to now). */
-export const TimelineSpanSchema = z.object({ start: z.string(), end: z.string(), label: z.string(), seq: z.number().nullable(), open: z.boolean() });
+export const TimelineSpanSchema = z.object({
+  start: z.string(),
+  end: z.string(),
+  label: z.string(),
+  seq: z.number().nullable(),
+  open: z.boolean(),
+});
 const AgentSpanSchema = TimelineSpanSchema.extend({ agent: z.string() });
 export const TimelineSchema = z.object({
   start: z.string().nullable(),
@@ -182,6 +190,97 @@ export const TimelineSchema = z.object({
   hosts: z.array(TimelineSpanSchema.extend({ host: z.string() })),
 });
 export type Timeline = z.infer<typeof TimelineSchema>;
+
+/** Where a Conversation text is stored, for `sessions.conversationText`: model_items content, a model call's answer or thinking, a tool call's arguments, a tool result's preview. */
+export const ConversationTextSourceSchema = z.enum(['item', 'text', 'thinking', 'arguments', 'result']);
+export type ConversationTextSource = z.infer<typeof ConversationTextSourceSchema>;
+
+/** A stored text as the Conversation shows it: its start, and whether that is all of it (else `sessions.conversationText` gives the rest). */
+export const ConversationTextSchema = z.object({
+  head: z.string(),
+  /** Characters in the whole text. */
+  total: z.number(),
+  complete: z.boolean(),
+  source: ConversationTextSourceSchema,
+  rowId: z.number(),
+});
+export type ConversationText = z.infer<typeof ConversationTextSchema>;
+
+/** A row of a table view, as `events.detail` takes it: the item's raw exchange (or tool call, or file event). */
+export const RowLinkSchema = z.object({ kind: TableKindSchema, seq: z.number() });
+export type RowLink = z.infer<typeof RowLinkSchema>;
+
+export const ConversationToolSchema = z.object({
+  callId: z.string(),
+  name: z.string(),
+  /** requested, responded or error, as the tool ledger says. */
+  status: z.string(),
+  arguments: ConversationTextSchema.nullable(),
+  link: RowLinkSchema,
+  /** The result sent back, first time it was: its text, the model call that carried it; null while none was. */
+  result: z.object({ text: ConversationTextSchema.nullable(), isError: z.boolean(), link: RowLinkSchema }).nullable(),
+  /** The subagent this call spawned: its turns follow, nested under this call. */
+  spawned: z.string().nullable(),
+});
+export type ConversationTool = z.infer<typeof ConversationToolSchema>;
+
+export const ConversationFileSchema = z.object({
+  at: z.string(),
+  action: z.string(),
+  path: z.string(),
+  size: z.number().nullable(),
+  /** A summary row's count of paths inside its folder (.git/, node_modules/); null for one path. */
+  entries: z.number().nullable(),
+  link: RowLinkSchema,
+});
+
+/** One turn of the agent's story: one model call, what it was told, what it said and did, and what it cost. */
+export const ConversationTurnSchema = z.object({
+  /** Its place in the Conversation (subagents' turns nested under the call that spawned them). */
+  index: z.number(),
+  /** The turn's seq as sessions.timeline gives it: its exchange's request event. */
+  seq: z.number(),
+  /** The model call's row (Model calls view) and the HTTP exchange that carried it (Network view). */
+  link: RowLinkSchema,
+  netLink: RowLinkSchema.nullable(),
+  agent: z.string(),
+  depth: z.number(),
+  /** The tool call that spawned this turn's agent; null for a top-level agent. */
+  under: z.string().nullable(),
+  at: z.string(),
+  durationMs: z.number(),
+  provider: z.string(),
+  model: z.string().nullable(),
+  status: z.number().nullable(),
+  finish: z.string().nullable(),
+  error: z.boolean(),
+  /** It sent its agent's previous call again unchanged: a retry. */
+  retry: z.boolean(),
+  inputTokens: z.number().nullable(),
+  outputTokens: z.number().nullable(),
+  cacheReadTokens: z.number().nullable(),
+  cacheWriteTokens: z.number().nullable(),
+  costUsd: z.number(),
+  /** The user text this turn sent that its agent's previous turn had not; null when it sent none new. */
+  prompt: ConversationTextSchema.nullable(),
+  thinking: ConversationTextSchema.nullable(),
+  /** The model's answer, markdown. */
+  text: ConversationTextSchema.nullable(),
+  tools: z.array(ConversationToolSchema),
+  /** Workspace changes from this turn to its agent's next one, by time; the first FILES_SHOWN of `fileCount`. */
+  files: z.array(ConversationFileSchema),
+  fileCount: z.number(),
+});
+export type ConversationTurn = z.infer<typeof ConversationTurnSchema>;
+
+export const ConversationPageSchema = z.object({
+  /** Turns in the whole Conversation. */
+  total: z.number(),
+  offset: z.number(),
+  turns: z.array(ConversationTurnSchema),
+  agents: z.array(z.object({ id: z.string(), label: z.string(), type: z.string().nullable() })),
+});
+export type ConversationPage = z.infer<typeof ConversationPageSchema>;
 
 export const SearchHitSchema = z.object({ kind: TableKindSchema, seq: z.number(), at: z.string(), snippet: z.string() });
 export type SearchHit = z.infer<typeof SearchHitSchema>;
@@ -304,6 +403,35 @@ export const CALLS = {
     result: z.strictObject({ text: z.string(), offset: z.number(), total: z.number() }),
   },
   'sessions.timeline': { params: z.strictObject({ id: SessionIdParam }), result: TimelineSchema },
+  /** A range of the Conversation's turns (the agent's story, subagents nested), for a virtualized list. */
+  'sessions.conversation': {
+    params: z.strictObject({ id: SessionIdParam, offset: z.number().int().min(0), limit: z.number().int().min(1).max(200) }),
+    result: ConversationPageSchema,
+  },
+  /**
+   * The index of the Conversation turn that holds an event: with `kind` null, `seq` is an event seq
+   * as sessions.timeline numbers them (a turn's, a tool's); with `kind` model or tool, it is that
+   * table's row seq (a search hit's, a table row's). null when no turn holds it.
+   */
+  'sessions.conversationFind': {
+    params: z.strictObject({ id: SessionIdParam, seq: Seq, kind: z.enum(['model', 'tool']).nullable().default(null) }),
+    result: z.strictObject({ index: z.number().nullable() }),
+  },
+  /** A stretch of a Conversation text that was cut (ConversationText's source and rowId), in characters. */
+  'sessions.conversationText': {
+    params: z.strictObject({
+      id: SessionIdParam,
+      source: ConversationTextSourceSchema,
+      rowId: z.number().int().min(0),
+      offset: z.number().int().min(0),
+      length: z
+        .number()
+        .int()
+        .min(1)
+        .max(4 << 20),
+    }),
+    result: z.strictObject({ text: z.string(), offset: z.number(), total: z.number() }),
+  },
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
   'sessions.search': {
     params: z.strictObject({ id: SessionIdParam, query: z.string().min(1).max(500) }),

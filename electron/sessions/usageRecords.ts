@@ -4,7 +4,6 @@ import { allSessions, type SessionRecord } from '../store/registry.ts';
 import type { AiUsageRow } from '../store/rollup.ts';
 import { hostOf } from '../telemetry/hosts.ts';
 import { lenientJson } from '../telemetry/json.ts';
-import { priceOf } from '../telemetry/pricing.ts';
 import { SessionNotOnDiskError, type OpenSession, type SessionStores } from './sessionStores.ts';
 
 // The records behind GET /v1/usage. A session whose session.db is on disk gives one record per
@@ -60,22 +59,6 @@ export interface CallRow {
   estimated_cost_usd: number | null;
 }
 
-/** Whether the pricing data knows a provider's model; asked once per pair per answer. */
-export type PriceKnown = (provider: string, model: string) => boolean;
-
-export function priceKnownCache(): PriceKnown {
-  const known = new Map<string, boolean>();
-  return (provider, model) => {
-    const key = `${provider}\u0000${model}`;
-    let hit = known.get(key);
-    if (hit === undefined) {
-      hit = priceOf(provider, model, { inputTokens: 1, outputTokens: 1 }).known;
-      known.set(key, hit);
-    }
-    return hit;
-  };
-}
-
 function cacheTokens(details: string | null): { read: number; write: number } {
   const parsed = details ? lenientJson(details) : undefined;
   const obj = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
@@ -91,24 +74,22 @@ interface Inference {
   readonly priceable: number;
 }
 
-/** Priceable: a model and tokens. Priced: priceable, and the pricing data knows the model. */
-function inferenceOf(
-  provider: string,
-  model: string | undefined,
-  tokens: number,
-  costUsd: number,
-  calls: number,
-  known: PriceKnown,
-): Inference {
+/**
+ * Priceable: a model and tokens. Priced as recorded: the recorder priced the call when it stored a
+ * cost above zero. A zero with tokens is a local model, a provider with no price or a model the
+ * pricing data lacks (usage_details' pricing mark and `capsem check` say which): its cost is
+ * unavailable, never $0.00, and the pricing data of today does not reprice an old session.
+ */
+function inferenceOf(model: string | undefined, tokens: number, costUsd: number, calls: number): Inference {
   const priceable = model !== undefined && tokens > 0 ? calls : 0;
-  const priced = priceable > 0 && known(provider, model!) ? calls : 0;
+  const priced = priceable > 0 && costUsd > 0 ? calls : 0;
   return { model, tokens, costMicros: priced ? Math.round(costUsd * 1e6) : 0, priced, priceable };
 }
 
-function callInference(call: CallRow, known: PriceKnown): Inference {
+function callInference(call: CallRow): Inference {
   const cache = cacheTokens(call.usage_details);
   const tokens = (call.input_tokens ?? 0) + cache.read + cache.write + (call.output_tokens ?? 0);
-  return inferenceOf(call.provider, call.model || undefined, tokens, call.estimated_cost_usd ?? 0, 1, known);
+  return inferenceOf(call.model || undefined, tokens, call.estimated_cost_usd ?? 0, 1);
 }
 
 function statusLabel(status: number | null, denied: boolean): string | undefined {
@@ -122,7 +103,7 @@ function record(session: string, at: string, fields: Omit<UsageRecord, 'at' | 's
 }
 
 /** A session's requests as usage records: each exchange once, with the model call it carried, if any. */
-export function requestRecords(session: string, nets: readonly NetRow[], calls: readonly CallRow[], known: PriceKnown): UsageRecord[] {
+export function requestRecords(session: string, nets: readonly NetRow[], calls: readonly CallRow[]): UsageRecord[] {
   const byNet = new Map<string, CallRow[]>();
   const loose: CallRow[] = [];
   const netIds = new Set(nets.map((n) => n.event_id));
@@ -140,7 +121,7 @@ export function requestRecords(session: string, nets: readonly NetRow[], calls: 
     const status = statusLabel(net.status_code, denied);
     // A WebSocket carries many turns on one exchange: each is a request, as Cortex counts them.
     for (const call of byNet.get(net.event_id) ?? [null]) {
-      const inf = call ? callInference(call, known) : undefined;
+      const inf = call ? callInference(call) : undefined;
       const r = record(session, call?.timestamp ?? net.timestamp, {
         errors,
         tokens: inf?.tokens ?? 0,
@@ -158,7 +139,7 @@ export function requestRecords(session: string, nets: readonly NetRow[], calls: 
     }
   }
   for (const call of loose) {
-    const inf = callInference(call, known);
+    const inf = callInference(call);
     const r = record(session, call.timestamp, {
       errors: (call.status_code ?? 0) >= 400 ? 1 : 0,
       tokens: inf.tokens,
@@ -178,13 +159,13 @@ export function requestRecords(session: string, nets: readonly NetRow[], calls: 
 }
 
 /** A gone session's ledger rows, at the session's end: all the ledger can say of when they happened. */
-export function ledgerRecords(session: SessionRecord, rows: readonly AiUsageRow[], known: PriceKnown): UsageRecord[] {
+export function ledgerRecords(session: SessionRecord, rows: readonly AiUsageRow[]): UsageRecord[] {
   const at = Date.parse(session.stoppedAt ?? session.activity.lastEventAt ?? session.updatedAt);
   if (Number.isNaN(at)) return [];
   const host = session.activity.inferenceHost ?? undefined;
   return rows.map((row) => {
     const tokens = row.input_tokens + row.cache_read_tokens + row.cache_write_tokens + row.output_tokens;
-    const inf = inferenceOf(row.provider, row.model || undefined, tokens, row.estimated_cost, row.call_count, known);
+    const inf = inferenceOf(row.model || undefined, tokens, row.estimated_cost, row.call_count);
     return {
       at,
       session: session.id,
@@ -212,7 +193,7 @@ function onDisk(stores: SessionStores, id: SessionId): OpenSession | null {
 }
 
 /** The records of an on-disk session from `since` (ISO time) on. */
-export function readRequestRecords(open: OpenSession, session: string, since: string, known: PriceKnown): UsageRecord[] {
+export function readRequestRecords(open: OpenSession, session: string, since: string): UsageRecord[] {
   const tables = open.tables();
   const db: Database.Database = open.store.db;
   const nets = tables.has('net_events')
@@ -229,7 +210,7 @@ export function readRequestRecords(open: OpenSession, session: string, since: st
         )
         .all(since) as CallRow[])
     : [];
-  return requestRecords(session, nets, calls, known);
+  return requestRecords(session, nets, calls);
 }
 
 /** main.db's ledger rows for one session. */
@@ -248,7 +229,6 @@ export function readLedgerRows(mainDb: Database.Database, session: string): AiUs
  */
 export function collectUsageRecords(mainDb: Database.Database, stores: SessionStores, since: number, only?: string): UsageRecord[] {
   const sinceIso = new Date(since).toISOString();
-  const known = priceKnownCache();
   const out: UsageRecord[] = [];
   for (const session of allSessions(mainDb)) {
     if (only !== undefined && session.id !== only) continue;
@@ -259,7 +239,7 @@ export function collectUsageRecords(mainDb: Database.Database, stores: SessionSt
     if (lastActive < since) continue;
     const open = onDisk(stores, session.id);
     out.push(
-      ...(open ? readRequestRecords(open, session.id, sinceIso, known) : ledgerRecords(session, readLedgerRows(mainDb, session.id), known)),
+      ...(open ? readRequestRecords(open, session.id, sinceIso) : ledgerRecords(session, readLedgerRows(mainDb, session.id))),
     );
   }
   return out;

@@ -1,5 +1,6 @@
 import { lazy, Suspense, useCallback, useMemo, useState } from 'react';
 import type { SessionSummary, TableKind } from '../../electron/contract/appContract.ts';
+import { ConversationView, type TurnFocus } from '../views/ConversationView.tsx';
 import { CostView } from '../views/CostView.tsx';
 import { TimelineView } from '../views/TimelineView.tsx';
 import { VIEW_COLUMNS, type CellContext } from './columns.tsx';
@@ -8,7 +9,7 @@ import { SessionActions } from './SessionActions.tsx';
 import { SessionHeader } from './SessionHeader.tsx';
 import { SessionSearch } from './SessionSearch.tsx';
 import { useLiveVersions } from './useLiveVersions.ts';
-import { VIEWS, viewOfKind, type View } from './views.ts';
+import { firstView, VIEWS, viewOfKind, type View } from './views.ts';
 
 // xterm.js is most of the bundle; loading it with the first terminal keeps the list's first paint quick.
 const TerminalView = lazy(() => import('./TerminalView.tsx').then((m) => ({ default: m.TerminalView })));
@@ -26,10 +27,10 @@ interface Props {
  * so each keeps its rows, selection, scroll and terminal while the person looks elsewhere.
  */
 export function SessionTab({ id, session, visible, onSummary }: Props) {
-  // A session that runs (or is starting) opens on its terminal; an ended one on what it recorded.
-  const [view, setView] = useState<View>(session && session.status !== 'running' && session.onDisk ? 'network' : 'terminal');
+  const [view, setView] = useState<View>(() => firstView(session));
   const [shown, setShown] = useState<ReadonlySet<View>>(() => new Set([view]));
   const [focus, setFocus] = useState<Partial<Record<TableKind, Focus>>>({});
+  const [turnFocus, setTurnFocus] = useState<TurnFocus | null>(null);
   // Each resume attaches a fresh terminal (the old one showed the previous run ending).
   const [runs, setRuns] = useState(0);
   const live = useLiveVersions(id, onSummary);
@@ -48,6 +49,20 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
   );
   const context = useMemo<CellContext>(() => ({ jump }), [jump]);
 
+  /** Opens the Conversation at the turn holding an event: a timeline seq (kind null), or a model or tool row's seq. */
+  const openTurn = useCallback(
+    (seq: number, kind: TurnFocus['kind'] = null) => {
+      show('conversation');
+      setTurnFocus((f) => ({ seq, kind, nonce: (f?.nonce ?? 0) + 1 }));
+    },
+    [show],
+  );
+  // A search hit in a model call or a tool call is a moment of the story: its turn shows it.
+  const searchJump = useCallback(
+    (kind: TableKind, seq: number) => (kind === 'model' || kind === 'tool' ? openTurn(seq, kind) : jump(kind, seq)),
+    [openTurn, jump],
+  );
+
   const resumed = useCallback(() => {
     setRuns((n) => n + 1);
     show('terminal');
@@ -58,7 +73,7 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
       <div className="toolbar session-toolbar">
         <SessionHeader id={id} session={session} />
         <span className="spacer" />
-        <SessionSearch sessionId={id} onJump={jump} />
+        <SessionSearch sessionId={id} onJump={searchJump} />
         <SessionActions sessionId={id} session={session} onResumed={resumed} onSummary={onSummary} />
       </div>
       <div className="view-switcher" role="tablist">
@@ -86,12 +101,21 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
                   <TerminalView key={runs} sessionId={id} visible={active} starting={session?.starting ?? null} />
                 </Suspense>
               )}
+              {v.view === 'conversation' && (
+                <ConversationView
+                  sessionId={id}
+                  visible={active}
+                  liveVersion={live.model + live.tool + live.file}
+                  focus={turnFocus}
+                  onJump={jump}
+                />
+              )}
               {v.view === 'timeline' && (
                 <TimelineView
                   sessionId={id}
                   liveVersion={live.any}
                   live={session?.status === 'running'}
-                  onOpenTurn={(seq, kind) => jump(kind, seq)}
+                  onOpenTurn={(seq) => openTurn(seq)}
                   onJump={jump}
                 />
               )}

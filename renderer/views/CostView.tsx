@@ -6,7 +6,17 @@ import { timeTicks } from './timeAxis.ts';
 import { useElementWidth } from './useElementWidth.ts';
 import { useSessionQuery } from './useSessionQuery.ts';
 
-type Usage = Pick<Cost['byModel'][number], 'calls' | 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'costUsd'>;
+type Usage = Pick<
+  Cost['byModel'][number],
+  'calls' | 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'costUsd' | 'unpricedCalls'
+>;
+
+/** A cost with the calls it leaves out said aloud: an unpriced call's cost is unknown, not $0. */
+function costText(usage: Usage): string {
+  if (usage.unpricedCalls === 0) return formatCost(usage.costUsd);
+  if (usage.unpricedCalls === usage.calls) return 'unpriced';
+  return `${formatCost(usage.costUsd)} + ${formatCount(usage.unpricedCalls)} unpriced`;
+}
 
 /** The counts and cost of one row, a model's or the total, in the table's column order. */
 function UsageCells({ usage }: { readonly usage: Usage }) {
@@ -17,7 +27,14 @@ function UsageCells({ usage }: { readonly usage: Usage }) {
       <td className="num">{formatCount(usage.outputTokens)}</td>
       <td className="num">{formatCount(usage.cacheReadTokens)}</td>
       <td className="num">{formatCount(usage.cacheWriteTokens)}</td>
-      <td className="num">{formatCost(usage.costUsd)}</td>
+      <td
+        className="num"
+        title={
+          usage.unpricedCalls > 0 ? 'calls with no known price: a local model, or a provider or model the pricing data lacks' : undefined
+        }
+      >
+        {costText(usage)}
+      </td>
     </>
   );
 }
@@ -31,8 +48,9 @@ function CostTable({ cost }: { readonly cost: Cost }) {
       cacheReadTokens: sum.cacheReadTokens + row.cacheReadTokens,
       cacheWriteTokens: sum.cacheWriteTokens + row.cacheWriteTokens,
       costUsd: sum.costUsd + row.costUsd,
+      unpricedCalls: sum.unpricedCalls + row.unpricedCalls,
     }),
-    { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+    { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unpricedCalls: 0 },
   );
   return (
     <table className="cost-table" data-testid="cost-table">

@@ -5,6 +5,7 @@ import { formatCount, formatDuration } from '../app/format.ts';
 import { describeRange, describeSpan } from './timeline/spanText.ts';
 import { LABEL_WIDTH, LANES_PAD, TIMELINE_DATA_MARK, TimelineChart, type Selection } from './timeline/TimelineChart.ts';
 import { TIMELINE_HELP, ZOOM_STEP } from './timeline/timelineKeys.ts';
+import { visibleRows } from './timeline/timelineLayout.ts';
 import { buildTimelineModel, ROW_HEIGHT, SECTION_HEIGHT, spanAt, type TimelineModel } from './timeline/timelineModel.ts';
 import { useSessionQuery } from './useSessionQuery.ts';
 
@@ -13,8 +14,8 @@ interface Props {
   readonly liveVersion: number;
   /** The session runs: open spans reach to now, and a view showing the end follows it. */
   readonly live: boolean;
-  /** A turn, tool call or job opened (click, or Enter on the selection): its seq, and the table its row is in. */
-  readonly onOpenTurn: (seq: number, kind: 'model' | 'tool') => void;
+  /** A turn, tool call, job or return opened (a click, or Enter on the selection): its timeline seq, for the Conversation to show its turn. */
+  readonly onOpenTurn: (seq: number) => void;
   /** A host's request opened: its row in the Network view. */
   readonly onJump: (kind: TableKind, seq: number) => void;
 }
@@ -70,6 +71,7 @@ function TimelineFrame({
   const chart = useRef<TimelineChart | null>(null);
   const modelRef = useRef(model);
   const [selection, setSelection] = useState<Selection | null>(null);
+  const [band, setBand] = useState(0);
   const helpId = useId();
 
   const open = useCallback(
@@ -78,7 +80,7 @@ function TimelineFrame({
       const span = model && index < model.spans.length ? spanAt(model, index) : null;
       if (!span || span.seq === null) return;
       if (span.kind === 'host') onJump('net', span.seq);
-      else onOpenTurn(span.seq, span.kind === 'turn' ? 'model' : 'tool');
+      else onOpenTurn(span.seq);
     },
     [onJump, onOpenTurn],
   );
@@ -105,14 +107,19 @@ function TimelineFrame({
         tooltip: tooltip.current!,
         readout: readout.current!,
       },
-      { onSelect: setSelection, onOpen: (index) => openRef.current(index), onOpenReturn: (seq) => openTurnRef.current(seq, 'model') },
+      { onSelect: setSelection, onOpen: (index) => openRef.current(index), onOpenReturn: (seq) => openTurnRef.current(seq) },
     );
     chart.current = instance;
     const observer = new ResizeObserver(() => instance.resize());
     observer.observe(body.current!);
+    // The labels follow the scroll a band at a time (React renders them only when the band changes).
+    const scroller = body.current!;
+    const onScroll = (): void => setBand(Math.floor(scroller.scrollTop / LABEL_BAND_PX) * LABEL_BAND_PX);
+    scroller.addEventListener('scroll', onScroll, { passive: true });
     instance.resize();
     return () => {
       observer.disconnect();
+      scroller.removeEventListener('scroll', onScroll);
       instance.dispose();
       chart.current = null;
     };
@@ -165,9 +172,13 @@ function TimelineFrame({
         </div>
         <canvas ref={axis} className="timeline-axis" data-testid="timeline-axis" aria-hidden="true" />
       </div>
-      <div className="timeline-body" ref={body}>
+      <div className="timeline-body" ref={body} data-testid="timeline-lanes">
         <div className="timeline-content" style={{ height: (model?.height ?? 0) + 2 * LANES_PAD }}>
-          {model ? <LaneLabels model={model} onFit={fitLane} /> : <div className="timeline-loading muted">Loading the timeline…</div>}
+          {model ? (
+            <LaneLabels model={model} band={band} onFit={fitLane} />
+          ) : (
+            <div className="timeline-loading muted">Loading the timeline…</div>
+          )}
           <div
             className="timeline-plot"
             ref={plot}
@@ -216,11 +227,28 @@ function Legend() {
   );
 }
 
+/** The labels are drawn for the scrolled-to stretch of lanes in steps of this many pixels, with as much again each side. */
+const LABEL_BAND_PX = 400;
+
 /**
  * The lanes' names (the subagent tree indented, with its type) and each row's caption, beside the
- * canvas. A name zooms to its lane's spans when clicked (the A key does it for the selected span's).
+ * canvas, for the lanes near the scroll only: a session of a thousand subagents has thousands. A
+ * name zooms to its lane's spans when clicked (the A key does it for the selected span's).
  */
-const LaneLabels = memo(function LaneLabels({ model, onFit }: { readonly model: TimelineModel; readonly onFit: (lane: number) => void }) {
+const LaneLabels = memo(function LaneLabels({
+  model,
+  band,
+  onFit,
+}: {
+  readonly model: TimelineModel;
+  /** The first pixel of the lanes' scroll to label, a multiple of LABEL_BAND_PX. */
+  readonly band: number;
+  readonly onFit: (lane: number) => void;
+}) {
+  const top = band - LABEL_BAND_PX - LANES_PAD;
+  const height = 4 * LABEL_BAND_PX;
+  const [firstRow, lastRow] = visibleRows(model, top, height);
+  const lanes = model.lanes.flatMap((lane, index) => (lane.top + lane.height > top && lane.top < top + height ? [{ lane, index }] : []));
   return (
     <div className="timeline-labels" style={{ width: LABEL_WIDTH }}>
       {model.hostsTop !== null && (
@@ -228,7 +256,7 @@ const LaneLabels = memo(function LaneLabels({ model, onFit }: { readonly model: 
           hosts
         </div>
       )}
-      {model.lanes.map((lane, index) => (
+      {lanes.map(({ lane, index }) => (
         <div
           key={lane.key}
           className={`timeline-lane lane-${lane.kind}`}
@@ -245,12 +273,12 @@ const LaneLabels = memo(function LaneLabels({ model, onFit }: { readonly model: 
           {lane.type && <span className="timeline-lane-type">{lane.type}</span>}
         </div>
       ))}
-      {model.rows.map((row, i) => (
+      {model.rows.slice(firstRow, lastRow).map((row, k) => (
         <div
-          key={i}
+          key={firstRow + k}
           className="timeline-row"
           data-testid="timeline-row"
-          data-row={i}
+          data-row={firstRow + k}
           data-lane={model.lanes[row.lane]!.key}
           data-kind={row.kind}
           style={{ top: row.top + LANES_PAD, height: ROW_HEIGHT }}

@@ -1,9 +1,11 @@
 import { agentBench } from './agentBench.ts';
 import { apiBench } from './apiBench.ts';
 import { archiveBench } from './archiveBench.ts';
+import { conversationViewBench } from './conversationViewBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
+import { storyBench } from './storyBench.ts';
 import { timelineViewBench } from './timelineViewBench.ts';
 import { vmBench } from './vmBench.ts';
 import { vmDownloadBench } from './vmDownloadBench.ts';
@@ -19,6 +21,8 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   archive: archiveBench,
   agent: agentBench,
   keys: keyScrubBench,
+  story: storyBench,
+  'story-conversation': conversationViewBench,
   // The Timeline view's figures alone, until the story benchmark runs them with its own session.
   'story-timeline': timelineViewBench,
 };

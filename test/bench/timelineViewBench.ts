@@ -3,16 +3,15 @@ import { startBrowserServer } from '../../electron/app/browserServer.ts';
 import { cpus, loadavg } from 'node:os';
 import type { Timeline } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
+import { seedStorySession } from '../../electron/dev/seedStory.ts';
 import type { CapsemHome } from '../../electron/store/paths.ts';
 import { TIMELINE_FIRST_PAINT } from '../../renderer/views/timeline/TimelineChart.ts';
 import { BarePage } from '../helpers/barePage.ts';
 import { chromiumMissing, ensureRendererBuilt, RENDERER_OUT } from '../helpers/browserHarness.ts';
-import { recordClaudeCodeStory } from '../helpers/claudeCodeSession.ts';
-import { liveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { figure, median, percentile, printFigures, type Figure } from './report.ts';
 
-// The Timeline view of a 12-hour, 10,000-turn Claude Code session in Chromium (the real renderer
+// The Timeline view of a 10,000-turn Claude Code session (some 12 hours) in Chromium (the real renderer
 // in browser mode, over the real core): how soon the first frame shows it once the timeline's data
 // has arrived (the view's own User Timing measure), and the main thread's time per frame while the
 // wheel zooms from the whole session to seconds and back and pans (frames driven in the page, each
@@ -20,7 +19,6 @@ import { figure, median, percentile, printFigures, type Figure } from './report.
 // same frame measured with nothing to draw, in the same run.
 
 const TURNS = 10_000;
-const HOURS = 12;
 const PAINT_ROUNDS = 5;
 const FIRST_PAINT_TARGET_MS = 300;
 const FRAME_P95_TARGET_MS = 16;
@@ -54,8 +52,8 @@ async function openTimeline(page: BarePage, url: string, id: string): Promise<nu
   await page.waitFor('[data-testid=session-row]');
   await page.click(`[data-testid=session-row][data-session-id="${id}"]`);
   const pane = `[data-testid=session-pane][data-session-id="${id}"]`;
-  // The tab opens on the Network view: its first page in, as a person would see it before switching.
-  await page.waitFor(`${pane} [data-testid=net-row]`);
+  // The tab opens on the story (or the network, for a session with no model calls): its first page in, as a person sees it before switching.
+  await page.waitFor(`${pane} [data-testid=conversation-turn], ${pane} [data-testid=net-row]`);
   await page.click(`${pane} [data-testid=view-timeline]`);
   await page.waitFor(`${pane} [data-testid=timeline-plot][data-from]`, 60_000);
   return page.evaluate<number>(FIRST_PAINT_SCRIPT);
@@ -153,7 +151,7 @@ export function timelineViewFigures(f: TimelineViewFigures, turns: number): Figu
   ];
 }
 
-/** `npm run bench -- story-timeline`: its own 10,000-turn session, recorded through the pipeline. */
+/** `npm run bench -- story-timeline`: its own seeded 10,000-turn Claude Code session (electron/dev/seedStory.ts). */
 export async function timelineViewBench(): Promise<boolean> {
   const missing = chromiumMissing();
   if (missing) {
@@ -163,11 +161,9 @@ export async function timelineViewBench(): Promise<boolean> {
   const home = tempHome();
   try {
     const started = performance.now();
-    const session = await liveSession(home, 'story-bench');
-    await recordClaudeCodeStory(session, { turns: TURNS, hours: HOURS });
-    await session.end();
+    const session = await seedStorySession(home, { turns: TURNS, seed: 7 });
     console.log(
-      `timeline view: recorded a ${HOURS}-hour session of ${TURNS} turns in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      `timeline view: seeded a ${TURNS.toLocaleString('en')}-turn Claude Code session in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
     const figures = await measureTimelineView(home, session.id);
     // Wall-clock figures on a shared machine: what else ran beside them says how far to trust them.

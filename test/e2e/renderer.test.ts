@@ -32,6 +32,7 @@ import {
 } from '../helpers/browserHarness.ts';
 import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
+import { capturedBody, httpsExchange } from '../helpers/exchanges.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // The real renderer in Chromium (browser mode), driven by Playwright against the real core and
@@ -150,63 +151,67 @@ beforeAll(async () => {
   const t1 = performance.now();
   big = await bigSession(home, 'big', BIG_ROWS);
   const seedBigMs = performance.now() - t1;
-  // A JSON response that came gzip-encoded: stored decoded, as the recorder stores it (the column
-  // keeps the header), and a second one stored still encoded (as another tool might have written it).
+  // A JSON response that came gzip-encoded, recorded: stored decoded, the header kept.
   const gzSession = await liveSession(home, 'gz-body');
   gz = gzSession.id;
   const json = Buffer.from(JSON.stringify(GZ_JSON));
   const encoded = gzipSync(json);
-  for (const stored of [json, encoded]) {
-    const net = gzSession.writer.append('net_events', {
-      timestamp: now(),
-      domain: 'api.example',
-      decision: 'allowed',
-      method: 'POST',
-      path: '/v1/things',
-      status_code: 200,
-      response_headers: '{"content-type":"application/json","content-encoding":"gzip"}',
-      bytes_received: encoded.length,
-    })!;
-    gzSession.writer.append('event_body_blobs', {
-      event_id: net.eventId!,
-      source_table: 'net_events',
-      direction: 'response',
-      content_type: 'application/json',
-      content_encoding: 'gzip',
-      original_bytes: encoded.length,
-      stored_bytes: stored.length,
-      body: stored,
-      created_at: now(),
-    });
-  }
-  // A WebSocket exchange in the same session, with its frames as the proxy records them.
-  const ws = gzSession.writer.append('net_events', {
+  const gzipped = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
+  await gzSession.recorder.record(
+    httpsExchange('api.example', '/v1/things', { method: 'POST', responseHeaders: gzipped, responseBody: capturedBody(encoded) }),
+  );
+  // The same answer stored still encoded, as another tool's session.db may hold it: no recording
+  // of ours writes that, so its rows are written by hand.
+  const foreign = gzSession.writer.append('net_events', {
     timestamp: now(),
-    domain: 'chat.example',
+    domain: 'api.example',
     decision: 'allowed',
-    method: 'GET',
-    path: '/socket',
-    status_code: 101,
-    conn_type: 'websocket',
-    bytes_sent: 11,
-    bytes_received: 16,
+    method: 'POST',
+    path: '/v1/things',
+    status_code: 200,
+    response_headers: JSON.stringify(gzipped),
+    bytes_received: encoded.length,
   })!;
+  gzSession.writer.append('event_body_blobs', {
+    event_id: foreign.eventId!,
+    source_table: 'net_events',
+    direction: 'response',
+    content_type: 'application/json',
+    content_encoding: 'gzip',
+    original_bytes: encoded.length,
+    stored_bytes: encoded.length,
+    body: encoded,
+    created_at: now(),
+  });
+  // A WebSocket exchange in the same session: its frames recorded as they pass, then the exchange.
+  const socketId = gzSession.recorder.reserveEventId();
   for (const [direction, opcode, size, content, body] of [
     ['sent', 'text', 11, 'hello there', null],
     ['received', 'binary', 2, null, Buffer.from([0xca, 0xfe])],
     ['received', 'close', 5, '1000 bye', null],
-  ] as const) {
-    gzSession.writer.append('ws_frames', {
-      net_event_id: ws.eventId!,
-      timestamp: now(),
+  ] as const)
+    gzSession.recorder.frame(socketId, {
+      at: new Date(),
       direction,
       opcode,
+      fin: true,
       size,
-      stored_bytes: size,
       content,
       body,
+      storedBytes: size,
+      truncated: false,
     });
-  }
+  const counted = (total: number) => ({ bytes: Buffer.alloc(0), total, truncated: true });
+  await gzSession.recorder.record(
+    httpsExchange('chat.example', '/socket', {
+      kind: 'websocket',
+      status: 101,
+      eventId: socketId,
+      responseHeaders: { upgrade: 'websocket', connection: 'Upgrade' },
+      requestBody: counted(11),
+      responseBody: counted(16),
+    }),
+  );
   await gzSession.end();
 
   if (agentMissing === null) {
@@ -640,6 +645,10 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     const files: string[] = [await shot('list')];
     const id = await openByName('co-work1');
     const p = pane(id);
+    // An ended agent session opens on its story.
+    await p.locator('[data-testid=conversation-turn]').first().waitFor();
+    files.push(await shot('conversation'));
+    await p.locator('[data-testid=view-network]').click();
     await p.locator('[data-testid=net-row]').first().waitFor();
     // A model provider's exchange, which carries request and response bodies.
     await p.locator('[data-testid=net-row]', { hasText: 'api.anthropic.com' }).first().click();

@@ -48,7 +48,8 @@ export class BarePage {
     const chromium = spawn(
       CHROMIUM,
       [...CHROMIUM_ARGS, '--headless', `--user-data-dir=${profile}`, '--remote-debugging-port=0', `--window-size=${width},${height}`, url],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      // Its own process group, so close() ends its helpers (zygote, renderers, GPU) with it.
+      { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
     );
     const browserUrl = await new Promise<string>((resolve, reject) => {
       let seen = '';
@@ -110,10 +111,12 @@ export class BarePage {
 
   async close(): Promise<void> {
     this.socket.close();
-    const exited = new Promise((resolve) => this.chromium.once('exit', resolve));
-    this.chromium.kill();
-    await exited;
-    // Chromium's helpers may still be writing to the profile for a moment after it exits.
-    rmSync(this.profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    if (this.chromium.exitCode === null && this.chromium.signalCode === null) {
+      const exited = new Promise((resolve) => this.chromium.once('exit', resolve));
+      process.kill(-this.chromium.pid!, 'SIGTERM');
+      await exited;
+    }
+    // Its helpers may still be writing to the profile for a moment after it exits.
+    rmSync(this.profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
 }

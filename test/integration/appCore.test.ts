@@ -379,6 +379,26 @@ describe('events', () => {
     expect(hits.every((h) => h.snippet.toLowerCase().includes('retry budget'))).toBe(true);
     expect(await call('sessions.search', { id, query: 'no-such-text-anywhere' })).toEqual([]);
   });
+
+  it('tells the conversation a page at a time, finds the turn of a search hit, and completes a text it cut', async () => {
+    const id = seeded[0]!.id;
+    const info = await call('sessions.info', { id });
+    const first = await call('sessions.conversation', { id, offset: 0, limit: 5 });
+    expect(first.total).toBe(info.modelCalls);
+    expect(first.turns.map((t) => t.index)).toEqual([0, 1, 2, 3, 4]);
+    const hit = (await call('sessions.search', { id, query: 'RETRY BUDGET' })).find((h) => h.kind === 'model')!;
+    const { index } = await call('sessions.conversationFind', { id, seq: hit.seq, kind: 'model' });
+    const held = await call('sessions.conversation', { id, offset: index!, limit: 1 });
+    expect(held.turns[0]!.link).toEqual({ kind: 'model', seq: hit.seq });
+    const cut = first.turns.map((t) => t.prompt).find((p) => p !== null && !p.complete)!;
+    const whole = await call('sessions.conversationText', { id, source: cut.source, rowId: cut.rowId, offset: 0, length: cut.total });
+    expect(whole.text.startsWith(cut.head)).toBe(true);
+    expect(whole.text.length).toBe(cut.total);
+    expect((await failure('sessions.conversation', { id, offset: 0, limit: 201 })).code).toBe('bad_params');
+    expect((await failure('sessions.conversationText', { id, source: 'item', rowId: 999_999, offset: 0, length: 1 })).code).toBe(
+      'unknown_event',
+    );
+  });
 });
 
 describe('terminal and live updates without VMs', () => {

@@ -136,6 +136,7 @@ describe('export then import', () => {
   });
 
   it('imports a bare session.db from another tool that has only the spec tables, adding seq and event ids', async () => {
+    // Another tool's file, from the spec's tables alone: no recording of ours writes one, so it is made by SQL.
     const foreign = join(home.root, 'foreign.db');
     const db = new BetterSqlite(foreign);
     db.exec(`

@@ -121,36 +121,57 @@ export interface LanesFrame {
 const laneMiddle = (model: TimelineModel, lane: number, scrollTop: number): number =>
   model.rows[model.lanes[lane]!.firstRow]!.top + ROW_HEIGHT / 2 - scrollTop;
 
+/**
+ * Spawns (faint) and returns (bright) as vertical lines at their time, from the lane they leave to
+ * the lane they reach, with a head there and a dot where they leave. Lines landing on the same
+ * pixel column are drawn once, from the highest end to the lowest: a session of a thousand
+ * subagents has a thousand spawns crossing the view zoomed out (dashed, they took 200 ms a frame).
+ */
 function paintLinks(ctx: CanvasRenderingContext2D, f: LanesFrame): void {
-  const { model, plot, scrollTop, palette } = f;
-  ctx.lineWidth = 1.25;
+  const { model, plot, scrollTop, palette, height } = f;
+  const columns = { spawn: new Map<number, [number, number]>(), return: new Map<number, [number, number]>() };
+  const marks = { spawn: new Path2D(), return: new Path2D() };
+  const onScreen = (y: number): boolean => y > -8 && y < height + 8;
+  const clip = (y: number): number => Math.min(height + 10, Math.max(-10, y));
   for (const link of model.links) {
     if (link.at < plot.from || link.at > plot.to) continue;
-    const x = Math.round(xOf(plot, link.at)) + 0.5;
     const y0 = laneMiddle(model, link.fromLane, scrollTop);
     const y1 = laneMiddle(model, link.toLane, scrollTop);
-    if (Math.max(y0, y1) < 0 || Math.min(y0, y1) > f.height) continue;
-    const color = link.kind === 'return' ? palette.return : palette.spawn;
-    ctx.strokeStyle = color;
-    ctx.fillStyle = color;
-    ctx.setLineDash(link.kind === 'spawn' ? [3, 3] : []);
-    ctx.beginPath();
-    ctx.moveTo(x, y0);
-    ctx.lineTo(x, y1);
-    ctx.stroke();
-    // The head points into the agent the link reaches: the spawned one, or the one returned to.
-    const dir = y1 > y0 ? 1 : -1;
-    ctx.beginPath();
-    ctx.moveTo(x, y1);
-    ctx.lineTo(x - 4, y1 - dir * 6);
-    ctx.lineTo(x + 4, y1 - dir * 6);
-    ctx.closePath();
-    ctx.fill();
-    ctx.beginPath();
-    ctx.arc(x, y0, 2, 0, Math.PI * 2);
-    ctx.fill();
+    if (Math.max(y0, y1) < 0 || Math.min(y0, y1) > height) continue;
+    const x = Math.round(xOf(plot, link.at)) + 0.5;
+    const column = columns[link.kind].get(x);
+    const top = clip(Math.min(y0, y1));
+    const bottom = clip(Math.max(y0, y1));
+    columns[link.kind].set(x, column ? [Math.min(column[0], top), Math.max(column[1], bottom)] : [top, bottom]);
+    const mark = marks[link.kind];
+    if (onScreen(y1)) {
+      // The head points into the agent the link reaches: the spawned one, or the one returned to.
+      const dir = y1 > y0 ? 1 : -1;
+      mark.moveTo(x, y1);
+      mark.lineTo(x - 4, y1 - dir * 6);
+      mark.lineTo(x + 4, y1 - dir * 6);
+      mark.closePath();
+    }
+    if (onScreen(y0)) {
+      mark.moveTo(x + 2, y0);
+      mark.arc(x, y0, 2, 0, Math.PI * 2);
+    }
   }
-  ctx.setLineDash([]);
+  for (const kind of ['spawn', 'return'] as const) {
+    const color = kind === 'return' ? palette.return : palette.spawn;
+    const lines = new Path2D();
+    for (const [x, [top, bottom]] of columns[kind]) {
+      lines.moveTo(x, top);
+      lines.lineTo(x, bottom);
+    }
+    ctx.lineWidth = kind === 'return' ? 1.25 : 1;
+    ctx.globalAlpha = kind === 'return' ? 1 : 0.55;
+    ctx.strokeStyle = color;
+    ctx.stroke(lines);
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = color;
+    ctx.fill(marks[kind]);
+  }
 }
 
 /** Paints the lanes and returns the bars it drew, by row, for the pointer to find. */

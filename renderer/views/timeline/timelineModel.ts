@@ -291,6 +291,45 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
   const lanes: Lane[] = [];
   const rows: Row[] = [];
   let y = 0;
+  // Every row's columns are views into these, filled row after row: a session of a thousand
+  // subagents has thousands of rows, and an array each was most of the model's cost.
+  const starts = new Float64Array(spans.length);
+  const ends = new Float64Array(spans.length);
+  const reach = new Float64Array(spans.length);
+  const members = new Int32Array(spans.length);
+  /** failed[k]: failed turns among the first k spans laid out; a row's differences count its own. */
+  const failed = new Int32Array(spans.length + 1);
+  let filled = 0;
+
+  const addRow = (lane: number, kind: SpanKind, caption: string, order: readonly number[]): void => {
+    const from = filled;
+    let latest = -Infinity;
+    for (let pos = 0; pos < order.length; pos++) {
+      const i = order[pos]!;
+      const end = spans.ends[i]!;
+      starts[filled] = spans.starts[i]!;
+      ends[filled] = end;
+      if (end > latest) latest = end;
+      reach[filled] = latest;
+      members[filled] = i;
+      failed[filled + 1] = failed[filled]! + spans.failed[i]!;
+      spanRow[i] = rows.length;
+      spanPos[i] = pos;
+      filled += 1;
+    }
+    rows.push({
+      lane,
+      kind,
+      caption,
+      top: y,
+      starts: starts.subarray(from, filled),
+      ends: ends.subarray(from, filled),
+      reach: reach.subarray(from, filled),
+      spans: members.subarray(from, filled),
+      failed: failed.subarray(from, filled + 1),
+    });
+    y += ROW_HEIGHT;
+  };
 
   const addLane = (
     lane: Omit<Lane, 'firstRow' | 'rowCount' | 'top' | 'height' | 'spanCount'>,
@@ -303,46 +342,12 @@ export function buildTimelineModel(timeline: Timeline): TimelineModel {
     for (const group of groups) {
       if (group.members.length === 0) continue;
       spanCount += group.members.length;
-      const packed = pack(sortByStart(group.members, spans), spans, group.cap);
-      packed.forEach((members, sub) => {
-        const starts = new Float64Array(members.length);
-        const ends = new Float64Array(members.length);
-        const reach = new Float64Array(members.length);
-        const failed = new Int32Array(members.length + 1);
-        let latest = -Infinity;
-        for (let pos = 0; pos < members.length; pos++) {
-          const i = members[pos]!;
-          const end = spans.ends[i]!;
-          starts[pos] = spans.starts[i]!;
-          ends[pos] = end;
-          if (end > latest) latest = end;
-          reach[pos] = latest;
-          failed[pos + 1] = failed[pos]! + spans.failed[i]!;
-          spanRow[i] = rows.length;
-          spanPos[i] = pos;
-        }
-        const caption = sub === 0 ? group.caption : '';
-        rows.push({ lane: index, kind: group.kind, caption, top: y, starts, ends, reach, spans: Int32Array.from(members), failed });
-        y += ROW_HEIGHT;
-      });
+      pack(sortByStart(group.members, spans), spans, group.cap).forEach((row, sub) =>
+        addRow(index, group.kind, sub === 0 ? group.caption : '', row),
+      );
     }
     // A lane with nothing in it (a subagent whose spans were cut off) keeps one empty row.
-    if (rows.length === firstRow) {
-      const none = new Float64Array();
-      const kind = groups[0]?.kind ?? 'turn';
-      rows.push({
-        lane: index,
-        kind,
-        caption: '',
-        top: y,
-        starts: none,
-        ends: none,
-        reach: none,
-        spans: new Int32Array(),
-        failed: new Int32Array(1),
-      });
-      y += ROW_HEIGHT;
-    }
+    if (rows.length === firstRow) addRow(index, groups[0]?.kind ?? 'turn', '', []);
     lanes.push({ ...lane, spanCount, firstRow, rowCount: rows.length - firstRow, top, height: y - top });
     y += LANE_GAP;
   };

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionId } from '../../../electron/contract/ids.ts';
-import { ledgerRecords, priceKnownCache, requestRecords, type CallRow, type NetRow } from '../../../electron/sessions/usageRecords.ts';
+import { ledgerRecords, requestRecords, type CallRow, type NetRow } from '../../../electron/sessions/usageRecords.ts';
 import type { SessionRecord } from '../../../electron/store/registry.ts';
 
 const AT = '2026-10-15T12:00:00.000Z';
-const known = priceKnownCache();
 
 function net(eventId: string, extra: Partial<NetRow> = {}): NetRow {
   return {
@@ -41,12 +40,11 @@ function modelCall(netEventId: string | null, extra: Partial<CallRow> = {}): Cal
 }
 
 describe('usage records from a session.db', () => {
-  it('counts each exchange once with its model call: tokens include cache, cost in micros, priced by the pricing data', () => {
+  it('counts each exchange once with its model call: tokens include cache, cost in micros, priced as recorded', () => {
     const [r, plain] = requestRecords(
       's1',
       [net('aaaaaaaaaaa1'), net('aaaaaaaaaaa2', { domain: 'registry.npmjs.org', process_name: 'npm' })],
       [modelCall('aaaaaaaaaaa1')],
-      known,
     );
     expect(r).toEqual({
       at: Date.parse(AT),
@@ -75,14 +73,22 @@ describe('usage records from a session.db', () => {
     expect(plain).not.toHaveProperty('endpoint', expect.anything());
   });
 
-  it('marks a model the pricing data does not know as priceable but not priced, with no cost', () => {
-    const [r] = requestRecords(
+  it('marks a call recorded with no cost as priceable but not priced, whatever the pricing data says of its model today', () => {
+    const [unknownModel, local, noPrice] = requestRecords(
       's1',
-      [net('aaaaaaaaaaa1')],
-      [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0 })],
-      known,
+      [net('aaaaaaaaaaa1'), net('aaaaaaaaaaa2'), net('aaaaaaaaaaa3')],
+      [
+        modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0 }),
+        modelCall('aaaaaaaaaaa2', { provider: 'ollama', model: 'llama3', estimated_cost_usd: 0, usage_details: '{"pricing":"local"}' }),
+        modelCall('aaaaaaaaaaa3', { estimated_cost_usd: 0, usage_details: '{"pricing":"unpriced"}' }),
+      ],
     );
-    expect(r).toMatchObject({ priceableRequests: 1, pricedRequests: 0, costMicros: 0, model: 'house-model-7' });
+    for (const r of [unknownModel, local, noPrice]) expect(r).toMatchObject({ priceableRequests: 1, pricedRequests: 0, costMicros: 0 });
+  });
+
+  it('keeps the price the recorder stored for a model the pricing data no longer knows', () => {
+    const [r] = requestRecords('s1', [net('aaaaaaaaaaa1')], [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0.002 })]);
+    expect(r).toMatchObject({ priceableRequests: 1, pricedRequests: 1, costMicros: 2_000 });
   });
 
   it('leaves tunnels out, counts denials and failures as errors, and keeps a call with no exchange', () => {
@@ -94,7 +100,6 @@ describe('usage records from a session.db', () => {
         net('aaaaaaaaaaa3', { status_code: 200, error_kind: 'upstream_error' }),
       ],
       [modelCall(null, { host: 'localhost:11434', status_code: 502 })],
-      known,
     );
     expect(records.map((r) => [r.host, r.status, r.errors])).toEqual([
       ['api.anthropic.com', 'denied', 1],
@@ -108,7 +113,6 @@ describe('usage records from a session.db', () => {
       's1',
       [net('aaaaaaaaaaa1', { conn_type: 'websocket' })],
       [modelCall('aaaaaaaaaaa1'), modelCall('aaaaaaaaaaa1')],
-      known,
     );
     expect(records).toHaveLength(2);
   });
@@ -139,7 +143,6 @@ describe('usage records from main.db ledger', () => {
           total_duration_ms: 1_200,
         },
       ],
-      known,
     );
     expect(r).toEqual({
       at: Date.parse(AT),
