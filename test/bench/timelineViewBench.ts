@@ -62,9 +62,10 @@ async function openTimeline(page: BarePage, url: string, id: string): Promise<nu
 /**
  * `frames` frames in the page, each timed from the start of its animation-frame callbacks to the
  * end of its rendering (a message posted then runs once the frame's style, layout and paint are
- * done); with `drive`, each frame first sends the plot one wheel event of a tour in quarters:
- * zoom in at a point wandering across the plot, pan later with Shift+wheel, zoom back out, pan
- * earlier, from the whole session to a few seconds and back.
+ * done). With `drive`, each frame first sends the plot one wheel event of a tour in quarters: zoom
+ * in at a point wandering across the plot (from the whole session to some 25 ms), pan later with
+ * Shift+wheel, zoom back out to the whole, then zoom in and pan earlier by turns; only the frames
+ * whose window moved count (a notch past an end of the session draws nothing).
  */
 async function timeFrames(page: BarePage, frames: number, drive: boolean): Promise<number[]> {
   return page.evaluate<number[]>(`new Promise((resolve) => {
@@ -75,17 +76,23 @@ async function timeFrames(page: BarePage, frames: number, drive: boolean): Promi
     const times = [];
     const channel = new MessageChannel();
     let started = 0;
+    let seen = 0;
+    let window = plot.dataset.from + ' ' + plot.dataset.to;
     channel.port1.onmessage = () => {
-      times.push(performance.now() - started);
-      if (times.length >= frames) resolve(times);
+      const now = plot.dataset.from + ' ' + plot.dataset.to;
+      if (!drive || now !== window) times.push(performance.now() - started);
+      window = now;
+      seen += 1;
+      if (seen >= frames) resolve(times);
     };
     const wheel = (i) => {
       const quarter = Math.floor((i / frames) * 4);
       const x = box.left + box.width * (0.2 + (0.6 * ((i * 7) % 50)) / 50);
       const y = box.top + Math.min(box.height - 10, 40 + ((i * 13) % 200));
-      const zoom = quarter === 0 ? -120 : quarter === 2 ? 120 : 0;
-      const pan = quarter === 1 ? 90 : quarter === 3 ? -90 : 0;
-      return new WheelEvent('wheel', { clientX: x, clientY: y, deltaY: zoom || pan, shiftKey: pan !== 0, bubbles: true, cancelable: true });
+      const zoomIn = quarter === 0 || (quarter === 3 && i % 60 < 30);
+      const pan = quarter === 1 ? 60 : quarter === 3 && !zoomIn ? -60 : 0;
+      const deltaY = pan || (zoomIn ? -60 : 60);
+      return new WheelEvent('wheel', { clientX: x, clientY: y, deltaY, shiftKey: pan !== 0, bubbles: true, cancelable: true });
     };
     let i = 0;
     const frame = () => {
@@ -138,7 +145,7 @@ export function timelineViewFigures(f: TimelineViewFigures, turns: number): Figu
     ),
     figure(
       'frame time, zooming and panning',
-      `p95 ${p95.toFixed(1)} ms, p50 ${median(f.frameMs).toFixed(1)}, max ${Math.max(...f.frameMs).toFixed(1)} (${f.frameMs.length} frames)`,
+      `p95 ${p95.toFixed(1)} ms, p50 ${median(f.frameMs).toFixed(1)}, max ${Math.max(...f.frameMs).toFixed(1)} (${f.frameMs.length} drawn)`,
       p95 <= FRAME_P95_TARGET_MS,
       `p95 ≤ ${FRAME_P95_TARGET_MS} ms`,
     ),

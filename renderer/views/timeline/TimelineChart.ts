@@ -180,7 +180,7 @@ export class TimelineChart {
       [this.el.highlights, height],
       [this.el.overviewCanvas, OVERVIEW_HEIGHT],
     ] as const) {
-      const ctx = fitCanvas(canvas, width, h);
+      const ctx = fitCanvas(canvas, width, h, canvas === this.el.lanes ? this.palette.background : undefined);
       if (ctx) warmCanvas(ctx);
     }
     this.highlightsBlank = true;
@@ -246,7 +246,10 @@ export class TimelineChart {
   }
 
   private setView(view: TimeRange): void {
-    this.view = clampView(view, this.domain);
+    const next = clampView(view, this.domain);
+    // Panning against an end of the session changes nothing: nothing to draw again.
+    if (next.from === this.view.from && next.to === this.view.to) return;
+    this.view = next;
     this.hover = null;
     this.hideTooltip();
     this.invalidate('lanes', 'highlights', 'overview');
@@ -284,7 +287,7 @@ export class TimelineChart {
       const ticks = timeTicks(plot.from, plot.to, plot.width);
       const axis = fitCanvas(this.el.axis, this.width, AXIS_HEIGHT);
       if (axis) paintAxis(axis, plot, AXIS_HEIGHT, ticks, this.palette);
-      const ctx = fitCanvas(this.el.lanes, this.width, this.height);
+      const ctx = fitCanvas(this.el.lanes, this.width, this.height, this.palette.background);
       if (ctx)
         this.bars = paintLanes(ctx, {
           model,

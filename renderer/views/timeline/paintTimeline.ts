@@ -18,6 +18,8 @@ import type { TimeRange } from './viewport.ts';
 // stylesheet's --tl-* variables, so light and dark follow the rest of the window.
 
 export interface Palette {
+  /** Behind the lanes (their canvas is opaque). */
+  readonly background: string;
   readonly turn: string;
   readonly tool: string;
   readonly job: string;
@@ -40,6 +42,7 @@ export function readPalette(element: Element): Palette {
   const style = getComputedStyle(element);
   const v = (name: string): string => style.getPropertyValue(name).trim() || '#888';
   return {
+    background: v('--bg'),
     turn: v('--tl-turn'),
     tool: v('--tl-tool'),
     job: v('--tl-job'),
@@ -87,8 +90,11 @@ export function warmCanvas(ctx: CanvasRenderingContext2D): void {
   ctx.clearRect(0, 0, 20, 20);
 }
 
-/** A canvas sized to its box in CSS pixels, drawn in CSS pixels at the screen's density. */
-export function fitCanvas(canvas: HTMLCanvasElement, width: number, height: number): CanvasRenderingContext2D | null {
+/**
+ * A canvas sized to its box in CSS pixels, drawn in CSS pixels at the screen's density, cleared,
+ * or filled with `background` (an opaque canvas: it costs less to put on screen every frame).
+ */
+export function fitCanvas(canvas: HTMLCanvasElement, width: number, height: number, background?: string): CanvasRenderingContext2D | null {
   const dpr = window.devicePixelRatio || 1;
   const w = Math.max(1, Math.round(width * dpr));
   const h = Math.max(1, Math.round(height * dpr));
@@ -98,10 +104,14 @@ export function fitCanvas(canvas: HTMLCanvasElement, width: number, height: numb
     canvas.style.width = `${width}px`;
     canvas.style.height = `${height}px`;
   }
-  const ctx = canvas.getContext('2d');
+  const ctx = canvas.getContext('2d', { alpha: background === undefined });
   if (!ctx) return null;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, height);
+  if (background === undefined) ctx.clearRect(0, 0, width, height);
+  else {
+    ctx.fillStyle = background;
+    ctx.fillRect(0, 0, width, height);
+  }
   return ctx;
 }
 
@@ -131,6 +141,14 @@ function paintLinks(ctx: CanvasRenderingContext2D, f: LanesFrame): void {
   const { model, plot, scrollTop, palette, height } = f;
   const columns = { spawn: new Map<number, [number, number]>(), return: new Map<number, [number, number]>() };
   const marks = { spawn: new Path2D(), return: new Path2D() };
+  // Heads and dots drawn once a pixel: zoomed out, a thousand spawns leave main at a few points.
+  const marked = new Set<number>();
+  const once = (kind: number, x: number, y: number): boolean => {
+    const key = (Math.round(y) * 8192 + Math.round(x)) * 4 + kind;
+    if (marked.has(key)) return false;
+    marked.add(key);
+    return true;
+  };
   const onScreen = (y: number): boolean => y > -8 && y < height + 8;
   const clip = (y: number): number => Math.min(height + 10, Math.max(-10, y));
   for (const link of model.links) {
@@ -144,18 +162,17 @@ function paintLinks(ctx: CanvasRenderingContext2D, f: LanesFrame): void {
     const bottom = clip(Math.max(y0, y1));
     columns[link.kind].set(x, column ? [Math.min(column[0], top), Math.max(column[1], bottom)] : [top, bottom]);
     const mark = marks[link.kind];
-    if (onScreen(y1)) {
+    const dir = y1 > y0 ? 1 : -1;
+    const kindCode = link.kind === 'spawn' ? 0 : 2;
+    if (onScreen(y1) && once(kindCode + (dir > 0 ? 0 : 1), x, y1)) {
       // The head points into the agent the link reaches: the spawned one, or the one returned to.
-      const dir = y1 > y0 ? 1 : -1;
       mark.moveTo(x, y1);
       mark.lineTo(x - 4, y1 - dir * 6);
       mark.lineTo(x + 4, y1 - dir * 6);
       mark.closePath();
     }
-    if (onScreen(y0)) {
-      mark.moveTo(x + 2, y0);
-      mark.arc(x, y0, 2, 0, Math.PI * 2);
-    }
+    // Where it leaves, a small square (cheaper to fill than a round dot, a thousand at a time).
+    if (onScreen(y0) && once(kindCode, x, y0 + 0.25)) mark.rect(x - 1.5, y0 - 1.5, 3, 3);
   }
   for (const kind of ['spawn', 'return'] as const) {
     const color = kind === 'return' ? palette.return : palette.spawn;
