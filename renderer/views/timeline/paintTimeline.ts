@@ -241,7 +241,9 @@ export function paintLanes(ctx: CanvasRenderingContext2D, f: LanesFrame): Map<nu
     const color = colorOf(row.kind, palette);
     for (const bar of bars) {
       const x0 = Math.max(-2, bar.x0);
-      const x1 = Math.min(plot.width + 2, Math.max(bar.x1, bar.x0 + (bar.count === 1 ? 2 : 1)));
+      // A span wide enough keeps a pixel's gap at its end, so back-to-back calls read as calls, not a block.
+      const end = bar.count === 1 && bar.x1 - bar.x0 > 4 ? bar.x1 - 1 : bar.x1;
+      const x1 = Math.min(plot.width + 2, Math.max(end, bar.x0 + (bar.count === 1 ? 2 : 1)));
       const failures = row.failed[bar.first + bar.count]! - row.failed[bar.first]!;
       ctx.fillStyle = failures > 0 && bar.count === 1 ? palette.error : color;
       ctx.fillRect(x0, y, x1 - x0, BAR_HEIGHT);
