@@ -1,0 +1,273 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer } from '../../electron/api/server.ts';
+import type { SessionEvent } from '../../electron/contract/sessionEvent.ts';
+import type { Timeline } from '../../electron/sessions/timeline.ts';
+import { capsemHome } from '../../electron/store/paths.ts';
+import { call } from '../helpers/apiClient.ts';
+import { anthropicAnswer, hasToolResult, json, startUpstream, type AnthropicBody, type Upstream } from '../helpers/mockUpstreams.ts';
+import { runCapsemAsync, USER_FOLDER } from '../helpers/runCapsem.ts';
+import { tempHome } from '../helpers/tempHome.ts';
+import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
+
+// Issue #30's story, end to end: the real Claude Code of the agent image, unmodified, in a real
+// VM against a local upstream that scripts it. Its main conversation starts a subagent with its
+// Agent tool and a background shell command with Bash's run_in_background; the subagent makes a
+// tool call of its own and reports back; the main conversation goes on until the notifications
+// of both have reached it. The session's timeline must then tell that story: the subagent under
+// main, linked to the Agent call that spawned it, its turns on its own lane, its return into main,
+// and the job from its start to its end.
+
+const noAgentImage = agentImageUnavailable();
+const NO_KEYS = { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' };
+const MODEL = 'claude-sonnet-4-6';
+
+const AGENT_CALL = 'toolu_story_agent_1';
+const JOB_CALL = 'toolu_story_job_1';
+const SUB_CALL = 'toolu_story_sub_1';
+const WAIT_CALL = 'toolu_story_wait_';
+const SPAWN = { description: 'Survey the workspace', subagent_type: 'general-purpose' };
+const SUB_REPORT = 'Survey done: the workspace is ready.';
+const FINAL = 'The helper reported and job.txt is written.';
+/** How many times the main conversation waits (a 2 s foreground sleep each) for the notifications, at most. */
+const MAX_WAITS = 12;
+/** Claude Code's tool-less side calls: the progress label and the away recap (their prompt text). */
+const SIDE_CALL = /most recent action in 3-5 words|The user stepped away and is coming back/;
+
+type Body = AnthropicBody & { system?: unknown };
+
+/** The text of the request's last user message. */
+function lastUserText(body: Body): string {
+  const last = (body.messages ?? []).filter((m) => m.role === 'user').at(-1);
+  if (!last) return '';
+  if (typeof last.content === 'string') return last.content;
+  return Array.isArray(last.content) ? (last.content as { text?: string }[]).map((block) => block.text ?? '').join('') : '';
+}
+
+/** The request's conversation, as one string to look for ids and markers in. */
+function conversation(body: Body): string {
+  return JSON.stringify(body.messages ?? []);
+}
+
+/** A notification naming the tool call `id` has reached the conversation. */
+function notified(body: Body, id: string): boolean {
+  return conversation(body).includes(`<tool-use-id>${id}</tool-use-id>`);
+}
+
+/** What each request was taken for, in the order they came, for the figures and a failure's message. */
+type Role = 'main' | 'subagent' | 'side' | 'other';
+const seen: { role: Role; agentId?: string; parentId?: string; userAgent?: string; answer: string; last: string }[] = [];
+
+/** The script: main spawns, waits for both notifications, and ends; the subagent makes one tool call and reports. */
+function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
+  if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens'))
+    return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
+  const body = (typeof raw === 'object' && raw !== null ? raw : {}) as Body;
+  const agentId = req.headers['x-claude-code-agent-id'] as string | undefined;
+  const note = (role: Role, answer: string): void => {
+    seen.push({
+      role,
+      agentId,
+      parentId: req.headers['x-claude-code-parent-agent-id'] as string | undefined,
+      userAgent: req.headers['user-agent'],
+      answer,
+      last: lastUserText(body).slice(0, 120),
+    });
+  };
+  const tools = (body.tools ?? []).map((t) => t.name);
+  if (tools.length === 0 || SIDE_CALL.test(lastUserText(body))) {
+    note('side', 'label');
+    return anthropicAnswer(res, body, 'Surveying the workspace', [], { input: 300, output: 5 });
+  }
+  if (agentId !== undefined) {
+    if (!hasToolResult(body)) {
+      note('subagent', 'bash');
+      return anthropicAnswer(
+        res,
+        body,
+        'Looking around.',
+        [{ id: SUB_CALL, name: 'Bash', input: { command: 'echo surveyed by the subagent', description: 'Print a line' } }],
+        { input: 900, output: 30 },
+      );
+    }
+    note('subagent', 'report');
+    return anthropicAnswer(res, body, SUB_REPORT, [], { input: 1000, output: 12 });
+  }
+  if (!tools.includes('Agent')) {
+    note('other', 'text');
+    return anthropicAnswer(res, body, 'Nothing to do here.', [], { input: 100, output: 4 });
+  }
+  if (!conversation(body).includes(AGENT_CALL)) {
+    note('main', 'spawn');
+    return anthropicAnswer(
+      res,
+      body,
+      'I will start a helper and a background job.',
+      [
+        { id: AGENT_CALL, name: 'Agent', input: { ...SPAWN, prompt: 'Look at the workspace and report back in one line.' } },
+        {
+          id: JOB_CALL,
+          name: 'Bash',
+          input: { command: 'sleep 3; echo done > job.txt', description: 'Write job.txt after a pause', run_in_background: true },
+        },
+      ],
+      { input: 2000, output: 80 },
+    );
+  }
+  const waits = conversation(body).split(`"id":"${WAIT_CALL}`).length - 1;
+  if ((notified(body, AGENT_CALL) && notified(body, JOB_CALL)) || waits >= MAX_WAITS) {
+    note('main', 'final');
+    return anthropicAnswer(res, body, FINAL, [], { input: 2500, output: 12 });
+  }
+  note('main', 'wait');
+  anthropicAnswer(
+    res,
+    body,
+    'Waiting for the helper and the job.',
+    [{ id: `${WAIT_CALL}${waits + 1}`, name: 'Bash', input: { command: 'sleep 2', description: 'Wait a little' } }],
+    { input: 2200, output: 20 },
+  );
+}
+
+/** The id a Bash tool result acknowledged a background command under. */
+function backgroundId(upstream: Upstream): string | undefined {
+  for (const r of upstream.requests) {
+    const m = /Command running in background with ID: ([a-z0-9]+)\./.exec(JSON.stringify(r.body));
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/** Every event of the session, paged backward from the tail as a client does. */
+async function allEvents(url: string, id: string): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  let before: number | undefined;
+  for (;;) {
+    const page = (await call(url, `/v1/sessions/${id}?limit=2000${before === undefined ? '' : `&before=${before}`}`)).json<{
+      events: SessionEvent[];
+      oldestSeq?: number;
+    }>();
+    events.unshift(...page.events);
+    if (page.events.length === 0 || page.oldestSeq === undefined || page.events[0]!.seq <= page.oldestSeq) return events;
+    before = page.events[0]!.seq;
+  }
+}
+
+describe.skipIf(noAgentImage !== null)(
+  `Claude Code's subagent and background job on the timeline, in a real VM${noAgentImage ? ` (skipped: ${noAgentImage})` : ''}`,
+  () => {
+    const home = vmTestHome();
+    const project = join(USER_FOLDER, 'story-project');
+    let anthropic: Upstream;
+    let env: NodeJS.ProcessEnv;
+
+    beforeAll(async () => {
+      mkdirSync(project, { recursive: true });
+      const upHome = tempHome();
+      anthropic = await startUpstream(upHome, ['api.anthropic.com'], story);
+      upHome.remove();
+      const caFile = join(home.root, 'upstream-ca.pem');
+      writeFileSync(caFile, anthropic.caPem);
+      env = { ...NO_KEYS, CAPSEM_RESOLVE: `api.anthropic.com:443=127.0.0.1:${anthropic.port}`, CAPSEM_UPSTREAM_CA_FILE: caFile };
+    });
+    afterAll(async () => {
+      const dump = process.env.CAPSEM_STORY_DUMP;
+      if (dump && anthropic)
+        writeFileSync(
+          dump,
+          JSON.stringify(
+            anthropic.requests.map((r) => ({ ...r, headers: { ...r.headers, 'x-api-key': undefined, authorization: undefined } })),
+            null,
+            1,
+          ),
+        );
+      await anthropic?.close();
+      home.remove();
+      rmSync(project, { recursive: true, force: true });
+    });
+
+    it('shows main, the subagent its Agent call spawned on a lane of its own with its return, and the background job from start to end', async () => {
+      const started = Date.now();
+      const r = await runCapsemAsync(
+        home.root,
+        [
+          'run',
+          '--agent',
+          'claude',
+          '--name',
+          'story1',
+          '--workspace',
+          project,
+          '--',
+          '-p',
+          'Survey the workspace with a helper agent, and write job.txt in the background.',
+          '--allowedTools',
+          'Bash,Agent',
+          '--model',
+          MODEL,
+        ],
+        { ...env, ANTHROPIC_API_KEY: 'sk-ant-api03-capsem-test-key-0123456789' },
+        { timeoutMs: 600_000 },
+      );
+      const roles = seen.map((s, i) => `${i + 1} ${s.role}${s.agentId ? `[${s.agentId}]` : ''} ${s.answer} | ${s.last}`).join('\n');
+      console.log(`Claude Code story run: ${((Date.now() - started) / 1000).toFixed(1)} s, ${seen.length} model calls\n${roles}`);
+      expect(r.code, `${r.stdout}\n${r.stderr}\n${roles}`).toBe(0);
+      expect(readFileSync(join(project, 'job.txt'), 'utf8')).toBe('done\n');
+
+      // What the upstream saw: one subagent, started by main (no parent header), whose calls and
+      // whose result reached main as a notification, as did the job's end.
+      const subIds = [...new Set(seen.filter((s) => s.role === 'subagent').map((s) => s.agentId!))];
+      expect(subIds, roles).toHaveLength(1);
+      const sub = subIds[0]!;
+      expect(seen.filter((s) => s.agentId !== undefined).every((s) => s.parentId === undefined)).toBe(true);
+      expect(seen.at(-1)?.answer, roles).toBe('final');
+      const jobId = backgroundId(anthropic);
+      expect(jobId, 'the Bash result acknowledging the background command').toMatch(/^b[0-9a-z]{8}$/);
+
+      const list = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { id: string; name: string }[];
+      const id = list.find((s) => s.name === 'story1')!.id;
+      const api = await startApiServer({ home: capsemHome({ CAPSEM_HOME: home.root }), port: 0 });
+      try {
+        // The events record which agent made each model call: the subagent's requests name it, main's do not.
+        const events = await allEvents(api.url, id);
+        const requests = events.filter((e) => e.kind === 'model' && e.phase === 'request');
+        expect(requests.length).toBe(anthropic.requests.filter((q) => q.path.startsWith('/v1/messages')).length);
+        const bySub = requests.filter((e) => (e as { subagent?: string }).subagent === sub);
+        expect(bySub.length).toBe(anthropic.requests.filter((q) => q.headers['x-claude-code-agent-id'] === sub).length);
+        expect(requests.filter((e) => (e as { subagent?: string }).subagent === undefined).length).toBe(requests.length - bySub.length);
+
+        const t = (await call(api.url, `/v1/sessions/${id}/timeline`)).json<Timeline>();
+        expect(t.agents).toHaveLength(2);
+        expect(t.agents[0]).toEqual({ id: 'main', label: 'main agent' });
+        const subAgent = t.agents.find((a) => a.id === sub)!;
+        expect(subAgent).toMatchObject({ parent: 'main', spawnTool: AGENT_CALL, label: SPAWN.description, type: SPAWN.subagent_type });
+        expect(Date.parse(subAgent.returnedAt!)).toBeGreaterThan(Date.parse(subAgent.spawnedAt!));
+
+        // The subagent's own turns (its two scripted calls) sit on its lane; main keeps its own.
+        const subTurns = t.turns.filter((turn) => turn.agent === sub);
+        expect(subTurns.map((turn) => turn.finish)).toEqual(['tool_use', 'end_turn']);
+        expect(subTurns.every((turn) => bySub.some((e) => e.seq === turn.seq))).toBe(true);
+        expect(t.turns.filter((turn) => turn.agent === 'main').length).toBeGreaterThanOrEqual(3);
+        expect(t.tools.find((tool) => tool.id === SUB_CALL)).toMatchObject({ agent: sub, name: 'Bash' });
+        expect(t.tools.find((tool) => tool.id === AGENT_CALL)).toMatchObject({ agent: 'main', name: 'Agent' });
+
+        // Its result came back into main, after its last turn.
+        expect(t.returns).toEqual([expect.objectContaining({ agent: sub, into: 'main' })]);
+        expect(Date.parse(t.returns[0]!.at)).toBeGreaterThanOrEqual(Date.parse(subTurns.at(-1)!.end!));
+
+        // The background command: started by main at its acknowledgement, ended at its notification.
+        expect(t.jobs).toEqual([expect.objectContaining({ agent: 'main', id: jobId })]);
+        const job = t.jobs[0]!;
+        expect(job.end, 'the job ends at the notification naming it').toBeDefined();
+        expect(Date.parse(job.end!)).toBeGreaterThan(Date.parse(job.start));
+        expect(t.tools.find((tool) => tool.id === JOB_CALL)).toMatchObject({ agent: 'main', name: 'Bash', end: job.start });
+
+        expect(t.hosts.some((h) => h.host === 'api.anthropic.com' && h.kind === 'llm')).toBe(true);
+      } finally {
+        await api.close();
+      }
+    }, 900_000);
+  },
+);
