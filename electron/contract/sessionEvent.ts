@@ -169,6 +169,10 @@ export interface SessionEvent {
   process?: { name?: string; pid?: number };
   /** The program that sent the request, from its User-Agent; absent when it sent none. */
   client?: EventClient;
+  /** The Claude Code subagent or teammate that sent the request (X-Claude-Code-Agent-Id); absent on the main conversation's and every other client's. */
+  subagent?: string;
+  /** The agent that started `subagent` (X-Claude-Code-Parent-Agent-Id); absent when the conversation itself did. */
+  parentSubagent?: string;
   invocations?: { outbound: Invocation[] };
   decision?: string;
   matchedRule?: string;

@@ -1,3 +1,4 @@
+import { agentStory } from './steps/agentStory.ts';
 import { commands } from './steps/commands.ts';
 import { credentialUses } from './steps/credentialUses.ts';
 import { dnsLookups } from './steps/dnsLookups.ts';
@@ -19,14 +20,16 @@ export type { PolicyInUse, RecordingStep, StepAction } from './steps/step.ts';
 // An exchange's steps all read it before any writes: the exchange's own row (written first, every
 // other row hangs off its event id) carries columns from several steps, the trace from model-calls
 // among them, and a step whose parse fails is named in that row's parse_error. Their rows are then
-// appended in this order: model-calls before mcp (a model call claims its exchange), the broker's
-// rows after the parsers', and the bodies last, when their memory is handed to the writer thread.
+// appended in this order: model-calls before mcp (a model call claims its exchange) and before
+// agent-story (which reads what model-calls read of it), the broker's rows after the parsers', and
+// the bodies last, when their memory is handed to the writer thread.
 
 export const RECORDING_PIPELINE: readonly RecordingStep[] = [
   policyDecision,
   exchangeRow,
   modelCalls,
   mcpCalls,
+  agentStory,
   credentialUses,
   exchangeBodies,
   webSocketFrames,

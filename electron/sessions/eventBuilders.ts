@@ -92,6 +92,11 @@ function processOf(row: Row): SessionEvent['process'] {
   return name === undefined && pid === undefined ? undefined : { name, pid };
 }
 
+/** The Claude Code agent that sent the request, and the one that started it, as recorded from its headers. */
+function agentOf(row: Row): Pick<SessionEvent, 'subagent' | 'parentSubagent'> {
+  return { subagent: text(row.agent_id), parentSubagent: text(row.parent_agent_id) };
+}
+
 function clientOf(row: Row): EventClient | undefined {
   const headers = lenientJson(row.request_headers);
   const agent = isObject(headers) ? headers['user-agent'] : undefined;
@@ -172,6 +177,7 @@ export function httpEvent(sessionId: string, row: Row, slot: EventPhaseSlot, mcp
     httpPath: decodedPath(text(row.path)),
     process: processOf(row),
     client: clientOf(row),
+    ...agentOf(row),
     invocations: request || denied ? invocationsOf(row, mcp ? 'mcp' : 'http') : undefined,
     decision: text(row.decision),
     matchedRule: text(row.matched_rule),
@@ -285,6 +291,7 @@ export function modelEvent(sessionId: string, row: Row, context: ModelCallContex
     httpPath: decodedPath(path),
     process: processOf(row),
     client: clientOf(row),
+    ...agentOf(row),
     invocations: request ? invocationsOf(row, 'inference') : undefined,
     inference,
     error: request

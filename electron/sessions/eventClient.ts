@@ -8,12 +8,21 @@ import type { EventClient } from '../contract/sessionEvent.ts';
 /** Cortex's maxClientLen: the most of a User-Agent kept, in UTF-8 bytes. */
 export const MAX_CLIENT_BYTES = 128;
 
-/** The coding agents we know, by the product token (the User-Agent's first word, before its slash). */
+/**
+ * The coding agents we know, by the product token (the User-Agent's first word, before its slash):
+ * OpenCode sends `opencode/<version>`; the tokens for IBM Bob and Pi are the products' names.
+ */
 const KNOWN_CLIENTS: readonly (readonly [RegExp, string])[] = [
   [/^claude-(cli|code)$/i, 'claude-code'],
   [/^codex[\w-]*$/i, 'codex'],
   [/^(geminicli|gemini-cli)$/i, 'gemini-cli'],
+  [/^(ibm-)?bob(-?(cli|shell))?$/i, 'bob'],
+  [/^opencode$/i, 'opencode'],
+  [/^pi(-coding-agent)?$/i, 'pi'],
 ];
+
+/** The canonical name of a known coding agent, as `client.name` carries it. */
+export type KnownClient = 'claude-code' | 'codex' | 'gemini-cli' | 'bob' | 'opencode' | 'pi';
 
 /**
  * What would rewrite or hide the text around it where the label is shown: C0, DEL and C1 controls

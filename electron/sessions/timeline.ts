@@ -1,21 +1,19 @@
 import { existingTables } from '../store/rollup.ts';
-import { hostOf } from '../telemetry/hosts.ts';
+import { AGENT_ID_HEADER } from '../telemetry/claudeCode.ts';
 import { int, text, type Row } from './eventBuilders.ts';
+import { clientOfUserAgent } from './eventClient.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { exchangeKindOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
-import {
-  EXCHANGE_EVENT_ROW_SEQ,
-  MCP_CALL_EXCHANGE_SEQ,
-  TOLD_AS_MCP,
-  TOLD_BY_MODEL_CALL,
-  type SessionEventStore,
-} from './sessionEventStore.ts';
+import { TOLD_AS_MCP, type SessionEventStore } from './sessionEventStore.ts';
+import { buildTimeline, type ExchangeFact, type MarkFact, type ToolFact } from './timelineRules.ts';
 
-// The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline): every model call
-// is a turn of the main agent, a tool runs from the response that asked for it to the request
-// that carried its result back, and every HTTP exchange is a host row, of the kind its recorded
-// rows say it is: a tunnel by its conn_type, a model call by the model_calls row the recorder wrote
-// for it, an MCP call by its MCP rows.
+// The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline), read from what was
+// recorded and never from a body: each exchange with the agent-id headers, the client and the
+// side-call kind the recorder kept on its row (agent-story step), the model call it wrote for it,
+// the tool calls, and the story marks its bodies held. The rules that make agents, turns, tools,
+// jobs, returns and hosts of them are timelineRules.ts. A host row's kind is what its recorded
+// rows say: a tunnel by its conn_type, a model call by its model_calls row (or the trace of one
+// that got no answer), an MCP call by its MCP rows.
 
 export const TIMELINE_MAX_EVENTS = 50_000;
 
@@ -83,9 +81,9 @@ export interface Timeline {
   hosts: HostSpan[];
 }
 
-function plus(iso: string, ms: number | undefined): string {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? iso : new Date(t + (ms ?? 0)).toISOString();
+/** A host's row: h:443 shares h's, as the scheme's default port does. */
+export function hostRow(domain: string, port: number | undefined, connType: string | undefined): string {
+  return port === undefined || port === 443 || (port === 80 && connType === 'http') ? domain : `${domain}:${port}`;
 }
 
 /** Up to 80 characters of what the tool was asked to do: its command, path or description. */
@@ -105,87 +103,6 @@ export function toolPreview(argumentsJson: unknown): string | undefined {
   return typeof pick === 'string' ? pick.slice(0, 80) : undefined;
 }
 
-export interface TimelineInput {
-  readonly sessionId: string;
-  readonly lastSeq: number;
-  readonly truncated: boolean;
-  /** True once the session has ended: a span with no end then provably stopped. */
-  readonly ended: boolean;
-  readonly modelCalls: readonly Row[];
-  readonly toolCalls: readonly Row[];
-  readonly toolResponses: readonly Row[];
-  /** Each with its `kind` as recorded (tunnel, llm or mcp), or none for plain HTTP. */
-  readonly netEvents: readonly Row[];
-}
-
-export function buildTimeline(input: TimelineInput): Timeline {
-  const turns: Turn[] = input.modelCalls.map((r) => {
-    const status = int(r.status_code);
-    const finish = text(r.stop_reason);
-    const failed = (status !== undefined && status >= 400) || (finish === undefined && input.ended);
-    return {
-      agent: 'main',
-      start: String(r.timestamp),
-      end: plus(String(r.timestamp), int(r.duration_ms)),
-      seq: int(r.seq)!,
-      ...(finish ? { finish } : {}),
-      ...(text(r.model) ? { model: String(r.model) } : {}),
-      ...(failed ? { error: true as const } : {}),
-    };
-  });
-  const firstResult = new Map<string, string>();
-  for (const r of input.toolResponses) {
-    const key = `${String(r.trace_id)}\u0000${String(r.call_id)}`;
-    const at = String(r.timestamp);
-    const seen = firstResult.get(key);
-    if (seen === undefined || at < seen) firstResult.set(key, at);
-  }
-  const tools: ToolSpan[] = input.toolCalls.map((r) => {
-    const start = String(r.timestamp);
-    const answered = firstResult.get(`${String(r.trace_id)}\u0000${String(r.call_id)}`);
-    const preview = toolPreview(r.arguments);
-    const span: ToolSpan = { agent: 'main', id: String(r.call_id), name: String(r.tool_name), start, seq: int(r.seq)! };
-    if (preview) span.preview = preview;
-    // A result recorded before its call (a tool started mid-stream) is clamped to the start.
-    if (answered !== undefined) span.end = answered < start ? start : answered;
-    else if (input.ended) Object.assign(span, { end: start, lost: true as const });
-    return span;
-  });
-  const hosts: HostSpan[] = input.netEvents.map((r) => {
-    const kind = (text(r.kind) as HostSpan['kind'] | undefined) ?? 'http';
-    const span: HostSpan = {
-      host: hostOf(String(r.domain), int(r.port), text(r.conn_type)),
-      kind,
-      start: String(r.timestamp),
-      seq: int(r.seq)!,
-    };
-    const status = int(r.status_code);
-    if (status !== undefined) {
-      span.status = status;
-      span.end = plus(span.start, int(r.duration_ms));
-    } else if (input.ended) span.end = span.start;
-    if (r.decision === 'denied') {
-      span.denied = true;
-      span.end ??= span.start;
-    }
-    return span;
-  });
-  const starts = [...turns, ...tools, ...hosts].map((s) => s.start).sort();
-  const ends = [...turns, ...tools, ...hosts].map((s) => s.end ?? s.start).sort();
-  return {
-    id: input.sessionId,
-    lastSeq: input.lastSeq,
-    ...(starts.length ? { start: starts[0]!, end: ends.at(-1)! } : {}),
-    ...(input.truncated ? { truncated: true as const } : {}),
-    agents: [{ id: 'main', label: 'main agent' }],
-    turns,
-    jobs: [],
-    tools,
-    returns: [],
-    hosts,
-  };
-}
-
 /** Keeps the spans that overlap [from, to]; agents are always the whole list. */
 export function clipTimeline(timeline: Timeline, from: string | undefined, to: string | undefined): Timeline {
   if (from === undefined && to === undefined) return timeline;
@@ -202,17 +119,28 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
   };
 }
 
-const COLUMNS = {
-  model_calls: 'seq, timestamp, duration_ms, status_code, stop_reason, model',
-  tool_calls: `seq, timestamp, call_id, tool_name, arguments, trace_id, ${MCP_CALL_EXCHANGE_SEQ} AS exchange_seq`,
-  tool_responses: 'seq, timestamp, call_id, trace_id',
-  net_events: `seq, timestamp, domain, port, path, conn_type, status_code, duration_ms, decision, ${EXCHANGE_EVENT_ROW_SEQ} AS exchange_seq,
-    CASE WHEN conn_type = 'tunnel' THEN 'tunnel' WHEN ${TOLD_BY_MODEL_CALL} THEN 'llm' WHEN ${TOLD_AS_MCP} THEN 'mcp' END AS kind`,
-} as const;
+/** The request's User-Agent, from its recorded headers (kept verbatim): which known client sent it. */
+const USER_AGENT = `CASE WHEN json_valid(n.request_headers) THEN json_extract(n.request_headers, '$."user-agent"') END`;
 
-/** Spans anchor on wire seqs: a turn and a host on their exchange's request event, a tool on its own event or its MCP exchange's request. */
-const anchored = (rows: Row[], anchor: (row: Row) => number): Row[] => rows.map((r) => ({ ...r, seq: anchor(r) }));
-const exchangeRequest = (row: Row): number => requestSeqOf(int(row.exchange_seq) ?? int(row.seq)!);
+/** Every exchange, with the model call the recorder wrote for it (right after it, so its own row may be just below the floor) and its kind. */
+const EXCHANGES = `SELECT n.seq, n.event_id, n.timestamp, n.domain, n.port, n.path, n.conn_type, n.status_code, n.duration_ms,
+    n.ttfb_ms IS NOT NULL AS reached, n.decision, n.error_kind, n.trace_id IS NOT NULL AS claimed, n.agent_id, n.parent_agent_id,
+    n.side_call, n.conversation_hash, ${USER_AGENT} AS user_agent, instr(n.request_headers, '"${AGENT_ID_HEADER}"') > 0 AS agent_header,
+    m.seq AS call_seq, m.id AS call_row, m.model, m.stop_reason,
+    CASE WHEN n.conn_type = 'tunnel' THEN 'tunnel' WHEN m.id IS NOT NULL THEN 'llm' WHEN ${TOLD_AS_MCP.replaceAll('net_events.', 'n.')} THEN 'mcp' END AS kind
+  FROM net_events n LEFT JOIN model_calls m ON m.seq = n.seq + 1 AND m.net_event_id = n.event_id
+  WHERE n.seq >= :floor - 1 AND (n.seq >= :floor OR m.id IS NOT NULL) ORDER BY n.seq`;
+
+/** Tool calls; an MCP call's is written just after its exchange's row, which tells it. */
+const TOOLS = `SELECT seq, timestamp, call_id, tool_name, arguments, model_call_id, duration_ms,
+    CASE WHEN origin = 'mcp' THEN (SELECT max(x.seq) FROM net_events x WHERE x.seq < tool_calls.seq) END AS exchange_seq
+  FROM tool_calls WHERE seq >= ? ORDER BY seq`;
+
+const MARKS = 'SELECT net_event_id, kind, call_id, ref, label FROM story_marks ORDER BY id';
+
+/** Where each result was first carried back, for a file recorded before story marks were. */
+const FIRST_RESULTS = `SELECT r.call_id, n.event_id FROM tool_responses r JOIN model_calls m ON m.id = r.model_call_id
+  JOIN net_events n ON n.seq = m.seq - 1 AND n.event_id = m.net_event_id WHERE r.seq >= ? ORDER BY r.seq`;
 
 /** Reads the newest `maxEvents` events of a session (50,000 by default) and builds its timeline. */
 export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents = TIMELINE_MAX_EVENTS): Timeline {
@@ -220,19 +148,75 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
   const newest = store.newestEventSeq();
   const truncated = newest > maxEvents && store.bounds().total > maxEvents;
   const floor = truncated ? store.page(undefined, maxEvents)[0]!.rowSeq : 0;
-  const rows = (table: keyof typeof COLUMNS): Row[] =>
-    store.db.prepare(`SELECT ${COLUMNS[table]} FROM ${table} WHERE seq >= ? ORDER BY seq`).all(floor) as Row[];
-  // A file another tool wrote links no call to its exchange: its exchanges are told by their paths.
-  const foreign = writtenByAnotherTool(store.db, existingTables(store.db));
-  const byPath = (r: Row): Row => (r.kind === null && foreign ? { ...r, kind: exchangeKindOfPath(text(r.path) ?? '') } : r);
-  return buildTimeline({
-    sessionId: store.sessionId,
-    lastSeq: newest,
-    truncated,
-    ended,
-    modelCalls: anchored(rows('model_calls'), exchangeRequest),
-    toolCalls: anchored(rows('tool_calls'), (r) => (int(r.exchange_seq) === undefined ? finalSeqOf(int(r.seq)!) : exchangeRequest(r))),
-    toolResponses: rows('tool_responses'),
-    netEvents: anchored(rows('net_events'), exchangeRequest).map(byPath),
+  const tables = existingTables(store.db);
+  // A file another tool wrote links no call to its exchange: its exchanges are told by their paths, and no client can be told.
+  const foreign = writtenByAnotherTool(store.db, tables);
+  const clients = new Map<string, string | undefined>();
+  const clientOf = (userAgent: unknown): string | undefined => {
+    if (typeof userAgent !== 'string') return undefined;
+    if (!clients.has(userAgent)) clients.set(userAgent, clientOfUserAgent(userAgent)?.name);
+    return clients.get(userAgent);
+  };
+  const exchanges = (store.db.prepare(EXCHANGES).all({ floor }) as Row[]).map((r): ExchangeFact => {
+    const kind = (text(r.kind) ??
+      (foreign ? exchangeKindOfPath(text(r.path) ?? '') : undefined) ??
+      (r.claimed ? 'llm' : 'http')) as HostSpan['kind'];
+    const modelRequest = int(r.call_row) !== undefined || (!foreign && r.claimed === 1);
+    return {
+      seq: requestSeqOf(int(r.call_seq) ?? int(r.seq)!),
+      eventId: String(r.event_id),
+      at: String(r.timestamp),
+      ms: int(r.duration_ms) ?? 0,
+      host: hostRow(String(r.domain), int(r.port), text(r.conn_type)),
+      kind,
+      status: int(r.status_code),
+      denied: r.decision === 'denied',
+      errorKind: text(r.error_kind),
+      reached: r.reached === 1,
+      client: foreign ? undefined : clientOf(r.user_agent),
+      agentId: text(r.agent_id),
+      parentAgentId: text(r.parent_agent_id),
+      agentHeader: r.agent_header === 1,
+      ...(modelRequest
+        ? {
+            call: {
+              row: int(r.call_row),
+              model: text(r.model),
+              finish: text(r.stop_reason),
+              side: text(r.side_call),
+              conversation: text(r.conversation_hash),
+            },
+          }
+        : {}),
+    };
   });
+  const byAnchor = new Map(exchanges.map((e) => [e.seq, e.eventId]));
+  const tools = (store.db.prepare(TOOLS).all(floor) as Row[]).map((r): ToolFact => {
+    const exchange = int(r.exchange_seq);
+    return {
+      seq: exchange === undefined ? finalSeqOf(int(r.seq)!) : requestSeqOf(exchange),
+      callId: String(r.call_id),
+      name: String(r.tool_name),
+      preview: toolPreview(r.arguments),
+      modelCallRow: exchange === undefined ? int(r.model_call_id) : undefined,
+      exchangeEventId: exchange === undefined ? undefined : byAnchor.get(requestSeqOf(exchange)),
+      at: String(r.timestamp),
+      ms: int(r.duration_ms) ?? 0,
+    };
+  });
+  const marked = tables.has('story_marks');
+  const marks = marked
+    ? (store.db.prepare(MARKS).all() as Row[]).map((r): MarkFact => ({
+        eventId: String(r.net_event_id),
+        kind: String(r.kind),
+        callId: text(r.call_id),
+        ref: text(r.ref),
+        label: text(r.label),
+      }))
+    : [];
+  const firstResults = new Map<string, string>();
+  if (!marked)
+    for (const r of store.db.prepare(FIRST_RESULTS).all(floor) as Row[])
+      if (!firstResults.has(String(r.call_id))) firstResults.set(String(r.call_id), String(r.event_id));
+  return buildTimeline({ sessionId: store.sessionId, lastSeq: newest, truncated, ended, exchanges, tools, marks, firstResults });
 }

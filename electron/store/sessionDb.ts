@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { assertNotNewer, migrate, type Migration } from './migrate.ts';
 import { makePrivateFiles } from './paths.ts';
-import { SESSION_TABLES, sessionSchemaDdl, tableDdl } from './sessionSchema.ts';
+import { columnSql, SESSION_TABLES, sessionSchemaDdl, tableDdl } from './sessionSchema.ts';
 
 export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
   {
@@ -50,6 +50,18 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     up: (db) => {
       const columns = new Set((db.prepare('PRAGMA table_info(model_calls)').all() as { name: string }[]).map((c) => c.name));
       if (!columns.has('wire')) db.exec('ALTER TABLE model_calls ADD COLUMN wire TEXT');
+    },
+  },
+  {
+    // The story (#30): the Claude Code agent of each request, and what its model calls' bodies tell.
+    version: 7,
+    up: (db) => {
+      const columns = new Set((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).map((c) => c.name));
+      for (const name of ['agent_id', 'parent_agent_id', 'side_call', 'conversation_hash'] as const) {
+        const sql = columnSql(name, SESSION_TABLES.net_events.columns[name]);
+        if (!columns.has(name)) db.exec(`ALTER TABLE net_events ADD COLUMN ${sql}`);
+      }
+      for (const statement of tableDdl('story_marks', SESSION_TABLES.story_marks)) db.exec(statement);
     },
   },
 ];

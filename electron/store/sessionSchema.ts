@@ -90,6 +90,15 @@ export const SESSION_TABLES = {
       // A parser that failed on this exchange (model detection, a request view, frame decoding):
       // its derived rows are missing, this row and its bodies are not.
       parse_error: oursText,
+      // The Claude Code agent that sent the request (X-Claude-Code-Agent-Id) and the agent that
+      // started it (X-Claude-Code-Parent-Agent-Id), when usable: request_headers keeps their values
+      // hashed, as it keeps every header off its allowlist.
+      agent_id: oursText,
+      parent_agent_id: oursText,
+      // Of a model API request, what its story reads (agent-story step): the side call it is, by its
+      // prompt or its lack of tools, and the fingerprint of the conversation it sent.
+      side_call: { type: 'TEXT', ours: true, check: "side_call IS NULL OR side_call IN ('progress-label','away-recap','tool-less')" },
+      conversation_hash: oursText,
     },
   },
   model_calls: {
@@ -346,6 +355,26 @@ export const SESSION_TABLES = {
     },
     indexes: ['net_event_id'],
   },
+  story_marks: {
+    // What a model call's bodies tell the session's story, read when it was recorded (agent-story
+    // step) so no reader parses a body again: under the exchange that carried it (net_event_id),
+    // a tool result its agent sent back for the first time (result), the background command it
+    // acknowledged (job: ref the job's id), the subagent an Agent call's result names (spawned: ref
+    // the agent's id), the Agent call a response asked for (spawn: ref the subagent type, label its
+    // description), and, new to the agent, a task's notification that it ended (notification: ref
+    // the task's id, call_id the tool call that started it, label its status) or another agent's
+    // message (agent-message: ref whom it is from).
+    sequenced: false,
+    ours: true,
+    columns: {
+      id: pk,
+      net_event_id: textNN,
+      kind: { type: 'TEXT', notNull: true, check: "kind IN ('result','job','spawned','spawn','notification','agent-message')" },
+      call_id: text,
+      ref: text,
+      label: text,
+    },
+  },
   session_meta: {
     sequenced: false,
     ours: true,
@@ -379,7 +408,7 @@ export type RowOf<T extends SessionTable> = {
   [K in Exclude<keyof Cols<T>, Exclude<Required_<Cols<T>>, WriterFilled>>]?: ColumnValue<Cols<T>[K]> | null;
 };
 
-function columnSql(name: string, col: ColumnDef): string {
+export function columnSql(name: string, col: ColumnDef): string {
   const parts = [name, col.type];
   if (col.primaryKey) parts.push(col.type === 'INTEGER' ? 'PRIMARY KEY AUTOINCREMENT' : 'PRIMARY KEY');
   if (col.notNull) parts.push('NOT NULL');

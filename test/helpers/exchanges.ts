@@ -1,3 +1,4 @@
+import { CLAUDE_CODE_USER_AGENT, type ClaudeCodeCall } from '../../electron/dev/claudeCodeWire.ts';
 import { modelAnswerWire, type SeedAnswer, type SeedToolCall } from '../../electron/dev/modelWire.ts';
 import { EMPTY_BODY, type CapturedBody, type Exchange } from '../../electron/proxy/exchange.ts';
 
@@ -49,11 +50,17 @@ export const deniedBy = (rule: string): Partial<Exchange> => ({
   error: { kind: 'destination_denied', message: `blocked by ${rule}` },
 });
 
-/** A model API call as the proxy hands it to the recorder once it has ended: a JSON POST, allowed, answered 200 with `response`. */
+/** A coding agent that is not Claude Code and speaks to every provider: the client of a model call no test says more of. */
+export const AGENT_USER_AGENT = 'opencode/1.0.150';
+
+/**
+ * A model API call as the proxy hands it to the recorder once it has ended: a JSON POST by a coding
+ * agent (OpenCode's User-Agent), allowed, answered 200 with `response`.
+ */
 export function modelExchange(host: string, path: string, request: Buffer, response: Buffer, fields: Partial<Exchange> = {}): Exchange {
   return httpsExchange(host, path, {
     method: 'POST',
-    requestHeaders: { host, 'content-type': 'application/json' },
+    requestHeaders: { host, 'content-type': 'application/json', 'user-agent': AGENT_USER_AGENT },
     requestBody: capturedBody(request),
     responseBody: capturedBody(response),
     ...fields,
@@ -73,8 +80,9 @@ export interface AnthropicTurn {
 let messages = 0;
 
 /**
- * A Messages API call as an agent makes it: `prompt` posted to api.anthropic.com (or `fields.host`),
- * the answer streamed back as Anthropic's events (electron/dev/modelWire.ts, as `capsem dev seed` records them).
+ * A Messages API call as Claude Code makes it: `prompt` posted to api.anthropic.com (or `fields.host`)
+ * with its User-Agent and the tools it declares, the answer streamed back as Anthropic's events
+ * (electron/dev/modelWire.ts, as `capsem dev seed` records them).
  */
 export function anthropicExchange(turn: AnthropicTurn = {}, fields: Partial<Exchange> = {}): Exchange {
   const model = turn.model ?? 'claude-sonnet-4-20250514';
@@ -88,9 +96,32 @@ export function anthropicExchange(turn: AnthropicTurn = {}, fields: Partial<Exch
     stop: tools.length > 0 ? 'tool_use' : 'end_turn',
     usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, ...turn.usage },
   });
-  const request = { model, max_tokens: 1024, stream: true, messages: [{ role: 'user', content: turn.prompt ?? 'Fix the failing test' }] };
-  return modelExchange(fields.host ?? 'api.anthropic.com', '/v1/messages', Buffer.from(JSON.stringify(request)), Buffer.from(answer.body), {
+  const request = {
+    model,
+    max_tokens: 1024,
+    stream: true,
+    tools: [{ name: 'Bash', description: 'Run a shell command', input_schema: { type: 'object' } }],
+    messages: [{ role: 'user', content: turn.prompt ?? 'Fix the failing test' }],
+  };
+  const host = fields.host ?? 'api.anthropic.com';
+  return modelExchange(host, '/v1/messages', Buffer.from(JSON.stringify(request)), Buffer.from(answer.body), {
+    requestHeaders: { host, 'content-type': 'application/json', 'user-agent': CLAUDE_CODE_USER_AGENT },
     responseHeaders: { 'content-type': answer.contentType },
+    ...fields,
+  });
+}
+
+/** A Claude Code model call (electron/dev/claudeCodeWire.ts) as the proxy hands it to the recorder, started at `at`. */
+export function claudeCodeExchange(call: ClaudeCodeCall, at: Date, fields: Partial<Exchange> = {}): Exchange {
+  return httpsExchange(call.host, call.path, {
+    startedAt: at,
+    method: call.method,
+    requestHeaders: call.requestHeaders,
+    responseHeaders: call.responseHeaders,
+    requestBody: capturedBody(call.request),
+    responseBody: capturedBody(call.response),
+    durationMs: 1000,
+    ttfbMs: 300,
     ...fields,
   });
 }

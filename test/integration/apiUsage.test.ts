@@ -273,6 +273,7 @@ describe('GET /v1/pipeline and /v1/plugins', () => {
       ['exchange', 'outbound', true, ['observe'], true],
       ['model-calls', 'outbound', true, ['observe'], true],
       ['mcp', 'outbound', true, ['observe'], true],
+      ['agent-story', 'outbound', true, ['observe'], true],
       ['credential', 'outbound', false, ['modify', 'deny', 'skip'], true],
       ['bodies', 'outbound', true, ['observe'], true],
       ['websocket-frames', 'outbound', true, ['observe'], true],

@@ -1,6 +1,10 @@
 import type { Exchange } from '../../proxy/exchange.ts';
+import type { RecordedCall } from '../../proxy/toolLedger.ts';
 import type { DecodedBody } from '../../telemetry/decodeBody.ts';
 import { lenientJson } from '../../telemetry/json.ts';
+import type { ToolCallOut } from '../../telemetry/modelResponse.ts';
+import type { RequestView } from '../../telemetry/requestView.ts';
+import type { CarriedResult, ConversationLinks } from '../../telemetry/toolLinks.ts';
 
 // What every exchange step reads: the exchange as the proxy handed it over, its bodies decoded,
 // and the few facts several steps derive alike (a header, the key it used, a preview), each
@@ -26,6 +30,16 @@ export function preview(bytes: Buffer): string | null {
   return text.includes('\uFFFD') && !/^[\s{["]/.test(text) ? `<${bytes.length} bytes of binary>` : text.slice(0, PREVIEW);
 }
 
+/** A model API call as the model-calls step read it, for the steps after it: read once. */
+export interface ModelCallReading {
+  readonly request: RequestView;
+  readonly links: ConversationLinks;
+  /** The tool results the request carried, each with the call it answers where the session saw it made. */
+  readonly carried: readonly { readonly result: CarriedResult; readonly call: RecordedCall | null }[];
+  /** The tool calls the response asked for; none when nothing came back. */
+  readonly toolCalls: readonly ToolCallOut[];
+}
+
 /** One finished exchange as the steps read it. */
 export class ExchangeFacts {
   private parsedJson: { readonly value: unknown } | null = null;
@@ -34,6 +48,8 @@ export class ExchangeFacts {
    * other protocols (MCP) leave it alone; null while none has.
    */
   claimedBy: string | null = null;
+  /** What the model-calls step read of the exchange, when it took it as a model call. */
+  modelCall: ModelCallReading | null = null;
 
   constructor(
     readonly ex: Exchange,

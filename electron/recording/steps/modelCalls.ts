@@ -3,6 +3,7 @@ import type { Exchange } from '../../proxy/exchange.ts';
 import type { RecordedCall, ToolLedger } from '../../proxy/toolLedger.ts';
 import { hostOf } from '../../telemetry/hosts.ts';
 import { priceUnder } from '../../telemetry/pricing.ts';
+import type { ModelResponse } from '../../telemetry/modelResponse.ts';
 import type { ModelApi } from '../../telemetry/providers/index.ts';
 import { LOCAL_PRICE, UNPRICED } from '../../telemetry/providers/provider.ts';
 import { parseModelResponse, wireRequestView } from '../../telemetry/wire/index.ts';
@@ -35,29 +36,21 @@ export const modelCalls: ExchangeStep = {
     const api = ex.kind === 'request' && ex.decision === 'allowed' ? state.providers().detect(ex.host, ex.port, ex.scheme, ex.path) : null;
     if (!api) return {};
     facts.claimedBy = 'model-calls';
-    // Nothing came back to make a call of; the trace on its row says it was one, for readers that never detect again.
-    if (ex.status === null) {
-      const trace = newTraceId();
-      return { columns: { trace_id: trace, turn_id: trace } };
-    }
     const requestJson = facts.requestJson();
     const view = wireRequestView(api.wire, requestJson);
     const links = conversationLinks(view.turns);
     const carried = links.results.map((result) => ({ result, call: state.tools.callOf(result) }));
+    // Nothing came back to make a call of; the trace on its row says it was one, for readers that never detect again.
+    if (ex.status === null) {
+      facts.modelCall = { request: view, links, carried, toolCalls: [] };
+      const trace = newTraceId();
+      return { columns: { trace_id: trace, turn_id: trace } };
+    }
+    const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), facts.response.bytes);
+    facts.modelCall = { request: view, links, carried, toolCalls: parsed.toolCalls };
     // A model call continues the trace of the calls its results answer.
     const trace = carried.map((c) => c.call?.trace).find((t) => t !== undefined) ?? newTraceId();
-    const rows = modelCallRows(
-      ex,
-      api,
-      view,
-      requestJson,
-      preview(facts.request.bytes),
-      facts.response.bytes,
-      trace,
-      links.prefix,
-      carried,
-      state.tools,
-    );
+    const rows = modelCallRows(ex, api, view, requestJson, preview(facts.request.bytes), parsed, trace, links.prefix, carried, state.tools);
     state.lastTrace = trace;
     return { columns: { trace_id: trace, turn_id: trace }, rows };
   },
@@ -69,13 +62,12 @@ function modelCallRows(
   view: ReturnType<typeof wireRequestView>,
   requestJson: unknown,
   requestPreview: string | null,
-  responseBytes: Buffer,
+  parsed: ModelResponse,
   trace: string,
   conversation: string,
   carried: Carried,
   tools: ToolLedger,
 ): ExchangeRows['rows'] {
-  const parsed = parseModelResponse(api, header(ex.responseHeaders, 'content-type'), responseBytes);
   const ok = ex.status !== null && ex.status >= 200 && ex.status < 300;
   const requestModel =
     typeof (requestJson as { model?: unknown })?.model === 'string' ? (requestJson as { model: string }).model : undefined;

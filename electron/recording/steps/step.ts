@@ -6,6 +6,7 @@ import type { SessionWriter } from '../../store/sessionWriter.ts';
 import { BUILT_IN_TABLE, type ProviderTable } from '../../telemetry/providers/index.ts';
 import type { FrameRow } from '../../telemetry/upgradedStream.ts';
 import { FsEventRows, type FsChange } from '../fsEventRows.ts';
+import { StoryMemory } from '../storyMemory.ts';
 import type { ExecRun } from './commandRun.ts';
 import type { ExchangeFacts } from './exchangeFacts.ts';
 
@@ -59,6 +60,8 @@ export class RecordingState {
   readonly mcpServers = new Map<string, string>();
   /** The guest's file changes held for a summary until their batch ends. */
   readonly fsRows = new FsEventRows();
+  /** What each agent's story has been told already. */
+  readonly story = new StoryMemory();
 }
 
 /**

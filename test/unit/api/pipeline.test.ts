@@ -17,12 +17,13 @@ describe('the recording pipeline as Cortex plugins', () => {
       ['exchange', 'outbound', 2],
       ['model-calls', 'outbound', 3],
       ['mcp', 'outbound', 4],
-      ['credential', 'outbound', 5],
-      ['bodies', 'outbound', 6],
-      ['websocket-frames', 'outbound', 7],
-      ['dns', 'outbound', 8],
-      ['file-changes', 'outbound', 9],
-      ['commands', 'outbound', 10],
+      ['agent-story', 'outbound', 5],
+      ['credential', 'outbound', 6],
+      ['bodies', 'outbound', 7],
+      ['websocket-frames', 'outbound', 8],
+      ['dns', 'outbound', 9],
+      ['file-changes', 'outbound', 10],
+      ['commands', 'outbound', 11],
     ]);
     expect(pipeline.outbound.map((p) => p.name)).toEqual(RECORDING_PIPELINE.map((s) => s.name));
   });

@@ -13,6 +13,9 @@ describe('the client a User-Agent names', () => {
     ['GeminiCLI/0.1.5 (linux; x64)', { name: 'gemini-cli', version: '0.1.5' }],
     ['claude-cli (no version)', { name: 'claude-code' }],
     ['claude-cli/', { name: 'claude-code' }],
+    ['opencode/1.0.150', { name: 'opencode', version: '1.0.150' }],
+    ['bob/1.2.0 (linux; x64)', { name: 'bob', version: '1.2.0' }],
+    ['pi-coding-agent/0.52.10', { name: 'pi', version: '0.52.10' }],
   ])('knows %s', (userAgent, known) => {
     expect(clientOfUserAgent(userAgent)).toEqual({ ...known, raw: userAgent });
   });

@@ -1,80 +1,81 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { ClaudeCodeConversation } from '../../../electron/dev/claudeCodeWire.ts';
 import { requestSeqOf } from '../../../electron/sessions/eventSeq.ts';
 import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
-import { buildTimeline, readTimeline, toolPreview } from '../../../electron/sessions/timeline.ts';
+import { readTimeline, toolPreview } from '../../../electron/sessions/timeline.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
-import { anthropicExchange } from '../../helpers/exchanges.ts';
+import { anthropicExchange, deniedBy } from '../../helpers/exchanges.ts';
 import { liveSession } from '../../helpers/sessionFixture.ts';
+import { at, StoryScene } from '../../helpers/storyScene.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const home = tempHome();
 afterAll(() => home.remove());
 
-const at = (s: number): string => new Date(Date.UTC(2026, 10, 29, 10, 0, s)).toISOString();
-const input = {
-  sessionId: 's',
-  lastSeq: 9,
-  truncated: false,
-  ended: false,
-  modelCalls: [
-    { seq: 1, timestamp: at(0), duration_ms: 2000, status_code: 200, stop_reason: 'tool_use', model: 'claude' },
-    { seq: 5, timestamp: at(10), duration_ms: 1000, status_code: 529 },
-  ],
-  toolCalls: [
-    { seq: 2, timestamp: at(2), call_id: 'a', tool_name: 'Bash', arguments: '{"command":"npm test -- --run"}', trace_id: 't' },
-    { seq: 3, timestamp: at(2), call_id: 'b', tool_name: 'Read', arguments: '{"file_path":"/root/x.ts"}', trace_id: 't' },
-    { seq: 4, timestamp: at(2), call_id: 'c', tool_name: 'Task', arguments: 'not json', trace_id: 't' },
-  ],
-  toolResponses: [
-    { seq: 6, timestamp: at(9), call_id: 'a', trace_id: 't' },
-    { seq: 7, timestamp: at(1), call_id: 'b', trace_id: 't' },
-  ],
-  netEvents: [
-    {
-      seq: 8,
-      timestamp: at(0),
-      domain: 'api.anthropic.com',
-      port: 443,
-      path: '/v1/messages',
-      status_code: 200,
-      duration_ms: 2000,
-      decision: 'allowed',
-      kind: 'llm',
-    },
-    { seq: 9, timestamp: at(3), domain: '169.254.169.254', port: 80, path: '/latest', conn_type: 'http', decision: 'denied' },
-  ],
-};
+const bash = (id: string, command: string) => ({ id, name: 'Bash', args: JSON.stringify({ command }) });
 
 describe('timeline spans', () => {
-  it('makes a turn of every model call, marking failures', () => {
-    const t = buildTimeline(input);
-    expect(t.turns).toEqual([
-      { agent: 'main', start: at(0), end: at(2), seq: 1, finish: 'tool_use', model: 'claude' },
-      { agent: 'main', start: at(10), end: at(11), seq: 5, error: true },
+  it('makes a turn of every model call, labelled by its model, marking failures', async () => {
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Fix the failing test');
+    scene.call(main, 0, { tools: [bash('toolu_a', 'npm test')] }, { durationMs: 2000 });
+    main.results([{ id: 'toolu_a', content: '1 failing' }]);
+    scene.call(
+      main,
+      10,
+      { joins: false },
+      { status: 529, responseBody: { bytes: Buffer.from('{"type":"error"}'), total: 16, truncated: false } },
+    );
+    const t = await scene.timeline();
+    await scene.end();
+    expect(t.turns.map(({ agent, start, end, finish, model, error }) => ({ agent, start, end, finish, model, error }))).toEqual([
+      { agent: 'main', start: at(0), end: at(2), finish: 'tool_use', model: 'claude-sonnet-4-5-20250929', error: undefined },
+      { agent: 'main', start: at(10), end: at(11), finish: undefined, model: 'claude-sonnet-4-5-20250929', error: true },
     ]);
   });
 
-  it('ends a tool at its first result, clamps a result recorded before the call, and leaves an open one open while live', () => {
-    const t = buildTimeline(input);
-    expect(t.tools.map((x) => [x.id, x.end, x.preview])).toEqual([
-      ['a', at(9), 'npm test -- --run'],
-      ['b', at(2), '/root/x.ts'],
-      ['c', undefined, 'not json'],
+  it('runs a tool from the response that asked for it to the request carrying its result, clamped, and leaves an open one open while live', async () => {
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Look around');
+    scene.call(main, 0, { tools: [bash('toolu_a', 'npm test -- --run'), bash('toolu_b', 'ls')] }, { durationMs: 2000 });
+    // Claude Code started `ls` while the answer streamed: the request carrying its result began before that answer had ended.
+    main.results([{ id: 'toolu_b', content: 'src' }]);
+    scene.call(main, 1, { text: 'Still testing.' }, { durationMs: 500 });
+    main.results([{ id: 'toolu_a', content: 'ok' }]);
+    scene.call(main, 9, { tools: [bash('toolu_c', 'sleep 1000')] });
+    const t = await scene.timeline();
+    await scene.end();
+    expect(t.tools.map((x) => [x.id, x.start, x.end, x.preview])).toEqual([
+      ['toolu_a', at(2), at(9), 'npm test -- --run'],
+      ['toolu_b', at(2), at(2), 'ls'],
+      ['toolu_c', at(10), undefined, 'sleep 1000'],
     ]);
   });
 
-  it('ends an unanswered tool where it started, as lost, once the session has ended', () => {
-    const t = buildTimeline({ ...input, ended: true });
-    expect(t.tools.find((x) => x.id === 'c')).toMatchObject({ end: at(2), lost: true });
+  it('ends an unanswered tool where it started, as lost, once the session has ended', async () => {
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Wait');
+    scene.call(main, 0, { tools: [bash('toolu_w', 'sleep 9')] });
+    const t = await scene.timeline(true);
+    await scene.end();
+    expect(t.tools).toEqual([expect.objectContaining({ id: 'toolu_w', start: at(1), end: at(1), lost: true })]);
   });
 
-  it('classifies hosts and keeps denials as zero-length rows', () => {
-    const t = buildTimeline(input);
-    expect(t.hosts).toEqual([
-      { host: 'api.anthropic.com', kind: 'llm', start: at(0), end: at(2), status: 200, seq: 8 },
-      { host: '169.254.169.254', kind: 'http', start: at(3), end: at(3), seq: 9, denied: true },
+  it("makes a host row of every exchange, of its recorded kind, h:443 sharing h's row, and keeps denials as zero-length rows", async () => {
+    const scene = await StoryScene.start(home);
+    scene.call(new ClaudeCodeConversation().say('hi'), 0, {}, { durationMs: 2000 });
+    scene.exchange('169.254.169.254', '/latest', 3, { port: 80, scheme: 'http', ...deniedBy('default.deny-link-local'), durationMs: 0 });
+    scene.exchange('github.com', '/x', 4, { port: 443 });
+    scene.exchange('github.com', '/y', 5, { port: 8443 });
+    const t = await scene.timeline();
+    await scene.end();
+    expect(t.hosts.map(({ host, kind, start, end, status, denied }) => ({ host, kind, start, end, status, denied }))).toEqual([
+      { host: 'api.anthropic.com', kind: 'llm', start: at(0), end: at(2), status: 200, denied: undefined },
+      { host: '169.254.169.254', kind: 'http', start: at(3), end: at(3), status: 403, denied: true },
+      { host: 'github.com', kind: 'http', start: at(4), end: at(4.001), status: 200, denied: undefined },
+      { host: 'github.com:8443', kind: 'http', start: at(5), end: at(5.001), status: 200, denied: undefined },
     ]);
-    expect([t.start, t.end]).toEqual([at(0), at(11)]);
+    expect([t.start, t.end]).toEqual([at(0), at(5.001)]);
   });
 
   it('previews at most 80 characters', () => {
