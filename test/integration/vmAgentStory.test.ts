@@ -18,7 +18,9 @@ import { agentImageUnavailable, vmTestHome } from '../helpers/vmTestHome.ts';
 // tool call of its own and reports back; the main conversation goes on until the notifications
 // of both have reached it. The session's timeline must then tell that story: the subagent under
 // main, linked to the Agent call that spawned it, its turns on its own lane, its return into main,
-// and the job from its start to its end.
+// and the job from its start to its end. Claude Code hands a notification over in two ways, and
+// each run takes one: while main is busy in a tool round (appended to the next tool result), and
+// once main has ended its turn (`claude -p` waits, and the notification starts a new turn as text).
 
 const noAgentImage = agentImageUnavailable();
 const NO_KEYS = { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '', GOOGLE_API_KEY: '' };
@@ -31,6 +33,9 @@ const WAIT_CALL = 'toolu_story_wait_';
 const SPAWN = { description: 'Survey the workspace', subagent_type: 'general-purpose' };
 const SUB_REPORT = 'Survey done: the workspace is ready.';
 const FINAL = 'The helper reported and job.txt is written.';
+/** What main answers, ending its turn, in the run whose prompt asks it to end its turn while the two run. */
+const IDLE = 'Both are running; I will end my turn until they report.';
+const ENDS_ITS_TURN = 'end your turn until they report';
 /** How many times the main conversation waits (a 2 s foreground sleep each) for the notifications, at most. */
 const MAX_WAITS = 12;
 /** Claude Code's tool-less side calls: the progress label and the away recap (their prompt text). */
@@ -58,9 +63,19 @@ function notified(body: Body, id: string): boolean {
 
 /** What each request was taken for, in the order they came, for the figures and a failure's message. */
 type Role = 'main' | 'subagent' | 'side' | 'other';
-const seen: { role: Role; agentId?: string; parentId?: string; userAgent?: string; answer: string; last: string }[] = [];
+interface Seen {
+  readonly role: Role;
+  readonly agentId?: string;
+  readonly parentId?: string;
+  readonly answer: string;
+  readonly last: string;
+}
+const seen: Seen[] = [];
 
-/** The script: main spawns, waits for both notifications, and ends; the subagent makes one tool call and reports. */
+/**
+ * The script: main spawns, then waits for both notifications (with a 2 s foreground sleep, or by
+ * ending its turn when the prompt asks for that) and ends; the subagent makes one tool call and reports.
+ */
 function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
   if (!req.url?.startsWith('/v1/messages') || req.url.startsWith('/v1/messages/count_tokens'))
     return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'not here' } });
@@ -71,7 +86,6 @@ function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
       role,
       agentId,
       parentId: req.headers['x-claude-code-parent-agent-id'] as string | undefined,
-      userAgent: req.headers['user-agent'],
       answer,
       last: lastUserText(body).slice(0, 120),
     });
@@ -121,6 +135,10 @@ function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
     note('main', 'final');
     return anthropicAnswer(res, body, FINAL, [], { input: 2500, output: 12 });
   }
+  if (conversation(body).includes(ENDS_ITS_TURN)) {
+    note('main', 'idle');
+    return anthropicAnswer(res, body, IDLE, [], { input: 2200, output: 20 });
+  }
   note('main', 'wait');
   anthropicAnswer(
     res,
@@ -132,8 +150,8 @@ function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
 }
 
 /** The id a Bash tool result acknowledged a background command under. */
-function backgroundId(upstream: Upstream): string | undefined {
-  for (const r of upstream.requests) {
+function backgroundId(requests: Upstream['requests']): string | undefined {
+  for (const r of requests) {
     const m = /Command running in background with ID: ([a-z0-9]+)\./.exec(JSON.stringify(r.body));
     if (m) return m[1];
   }
@@ -189,7 +207,11 @@ describe.skipIf(noAgentImage !== null)(
       rmSync(project, { recursive: true, force: true });
     });
 
-    it('shows main, the subagent its Agent call spawned on a lane of its own with its return, and the background job from start to end', async () => {
+    /** Runs Claude Code on `prompt` in a session named `name` and checks the story its timeline tells. */
+    async function expectStory(name: string, prompt: string): Promise<void> {
+      rmSync(join(project, 'job.txt'), { force: true });
+      seen.length = 0;
+      const sentBefore = anthropic.requests.length;
       const started = Date.now();
       const r = await runCapsemAsync(
         home.root,
@@ -198,12 +220,12 @@ describe.skipIf(noAgentImage !== null)(
           '--agent',
           'claude',
           '--name',
-          'story1',
+          name,
           '--workspace',
           project,
           '--',
           '-p',
-          'Survey the workspace with a helper agent, and write job.txt in the background.',
+          prompt,
           '--allowedTools',
           'Bash,Agent',
           '--model',
@@ -213,7 +235,8 @@ describe.skipIf(noAgentImage !== null)(
         { timeoutMs: 600_000 },
       );
       const roles = seen.map((s, i) => `${i + 1} ${s.role}${s.agentId ? `[${s.agentId}]` : ''} ${s.answer} | ${s.last}`).join('\n');
-      console.log(`Claude Code story run: ${((Date.now() - started) / 1000).toFixed(1)} s, ${seen.length} model calls\n${roles}`);
+      console.log(`Claude Code story run ${name}: ${((Date.now() - started) / 1000).toFixed(1)} s, ${seen.length} model calls\n${roles}`);
+      const sent = anthropic.requests.slice(sentBefore).filter((q) => q.path.startsWith('/v1/messages'));
       expect(r.code, `${r.stdout}\n${r.stderr}\n${roles}`).toBe(0);
       expect(readFileSync(join(project, 'job.txt'), 'utf8')).toBe('done\n');
 
@@ -224,19 +247,19 @@ describe.skipIf(noAgentImage !== null)(
       const sub = subIds[0]!;
       expect(seen.filter((s) => s.agentId !== undefined).every((s) => s.parentId === undefined)).toBe(true);
       expect(seen.at(-1)?.answer, roles).toBe('final');
-      const jobId = backgroundId(anthropic);
+      const jobId = backgroundId(sent);
       expect(jobId, 'the Bash result acknowledging the background command').toMatch(/^b[0-9a-z]{8}$/);
 
       const list = JSON.parse((await runCapsemAsync(home.root, ['list', '--json'])).stdout) as { id: string; name: string }[];
-      const id = list.find((s) => s.name === 'story1')!.id;
+      const id = list.find((s) => s.name === name)!.id;
       const api = await startApiServer({ home: capsemHome({ CAPSEM_HOME: home.root }), port: 0 });
       try {
         // The events record which agent made each model call: the subagent's requests name it, main's do not.
         const events = await allEvents(api.url, id);
         const requests = events.filter((e) => e.kind === 'model' && e.phase === 'request');
-        expect.soft(requests.length).toBe(anthropic.requests.filter((q) => q.path.startsWith('/v1/messages')).length);
+        expect.soft(requests.length).toBe(sent.length);
         const bySub = requests.filter((e) => (e as { subagent?: string }).subagent === sub);
-        expect.soft(bySub.length).toBe(anthropic.requests.filter((q) => q.headers['x-claude-code-agent-id'] === sub).length);
+        expect.soft(bySub.length).toBe(sent.filter((q) => q.headers['x-claude-code-agent-id'] === sub).length);
         expect
           .soft(requests.filter((e) => (e as { subagent?: string }).subagent === undefined).length)
           .toBe(requests.length - bySub.length);
@@ -264,7 +287,7 @@ describe.skipIf(noAgentImage !== null)(
         expect.soft(t.tools.find((tool) => tool.id === SUB_CALL)).toMatchObject({ agent: sub, name: 'Bash' });
         expect.soft(t.tools.find((tool) => tool.id === AGENT_CALL)).toMatchObject({ agent: 'main', name: 'Agent' });
 
-        // Its result came back into main, after its last turn.
+        // Its result came back into main once, after its last turn, however often main re-sends it.
         expect.soft(t.returns, shown).toEqual([expect.objectContaining({ agent: sub, into: 'main' })]);
         expect.soft(Date.parse(t.returns[0]?.at ?? ''), shown).toBeGreaterThanOrEqual(Date.parse(subTurns.at(-1)?.end ?? ''));
 
@@ -283,6 +306,16 @@ describe.skipIf(noAgentImage !== null)(
       } finally {
         await api.close();
       }
+    }
+
+    it('while main is busy in a tool round: both notifications come inside the next tool result', async () => {
+      await expectStory('story-busy', 'Survey the workspace with a helper agent, and write job.txt in the background.');
+      expect(seen.map((s) => s.answer)).toContain('wait');
+    }, 900_000);
+
+    it('once main has ended its turn: each notification starts a turn of its own', async () => {
+      await expectStory('story-idle', `Survey the workspace with a helper agent, write job.txt in the background, and ${ENDS_ITS_TURN}.`);
+      expect(seen.map((s) => s.answer)).toContain('idle');
     }, 900_000);
   },
 );
