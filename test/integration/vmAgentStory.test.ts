@@ -260,6 +260,8 @@ describe.skipIf(noAgentImage !== null)(
         expect.soft(requests.length).toBe(sent.length);
         const bySub = requests.filter((e) => (e as { subagent?: string }).subagent === sub);
         expect.soft(bySub.length).toBe(sent.filter((q) => q.headers['x-claude-code-agent-id'] === sub).length);
+        // Main started it, so no parent agent is named.
+        expect.soft(bySub.filter((e) => 'parentSubagent' in e)).toEqual([]);
         expect
           .soft(requests.filter((e) => (e as { subagent?: string }).subagent === undefined).length)
           .toBe(requests.length - bySub.length);
