@@ -60,7 +60,7 @@ GET    /healthz                            liveness
 GET    /v1/sessions                        sessions (?archived=true adds vacuumed ones, resident:false)
 GET    /v1/sessions/{id}                   newest events; ?limit=N ?before=<seq> ?view=summary
 GET    /v1/sessions/{id}/events/{seq}      one full event (?raw=1 adds the captured bytes)
-GET    /v1/sessions/{id}/timeline          turns, tools and hosts on one time axis; ?from= ?to=
+GET    /v1/sessions/{id}/timeline          agents, turns, tools, jobs, returns and hosts on one time axis; ?from= ?to=
 GET    /v1/sessions/{id}/search?q=         seqs of events whose bodies hold q
 GET    /v1/events                          live events (SSE); ?session=<id>
 GET    /v1/status                          live-tail counters
@@ -171,7 +171,7 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
   const hub = new LiveEventHub(options.liveLimits);
   const feed = new LiveEventFeed(home, mainDb, hub, new ChangeFeed(home, options.pollMs ?? 200));
   const heartbeatMs = options.heartbeatMs ?? 30_000;
-  const timelines = new Map<string, { newest: number; timeline: Timeline; body: Buffer }>();
+  const timelines = new Map<string, { newest: number; ended: boolean; timeline: Timeline; body: Buffer }>();
   const stores = new SessionStores(home);
   const listing = new SessionListReader(home, mainDb, stores);
   feed.start();
@@ -264,11 +264,13 @@ export async function startApiServer(options: ApiOptions): Promise<ApiServer> {
     ] as const) {
       if (value !== undefined && Number.isNaN(Date.parse(value))) throw new HttpError(400, `${name} must be an RFC 3339 time`);
     }
+    // Cached until the newest event changes, or the session ends (its unanswered spans then provably stopped).
     const newest = store.newestEventSeq();
+    const ended = record?.status !== 'running';
     let cached = timelines.get(id);
-    if (!cached || cached.newest !== newest) {
-      const computed = readTimeline(store, record?.status !== 'running');
-      cached = { newest, timeline: computed, body: Buffer.from(JSON.stringify(computed)) };
+    if (!cached || cached.newest !== newest || cached.ended !== ended) {
+      const computed = readTimeline(store, ended);
+      cached = { newest, ended, timeline: computed, body: Buffer.from(JSON.stringify(computed)) };
       timelines.set(id, cached);
     }
     if (from === undefined && to === undefined) {

@@ -59,6 +59,13 @@ export class ClaudeCodeConversation {
     private readonly tools: readonly { name: string; description: string; input_schema: unknown }[] = DECLARED,
   ) {}
 
+  /** A fork: another agent that starts from this conversation as it is now. */
+  fork(agent: { readonly id?: string; readonly parent?: string }): ClaudeCodeConversation {
+    const fork = new ClaudeCodeConversation(agent, this.tools);
+    fork.messages.push(...(structuredClone(this.messages) as typeof this.messages));
+    return fork;
+  }
+
   /** What the user (or Claude Code on its behalf: a notification, an agent's message) says next. */
   say(text: string): this {
     this.messages.push({ role: 'user', content: [{ type: 'text', text }] });

@@ -10,7 +10,8 @@ import { sessionPaths } from '../../electron/store/paths.ts';
 import { getSession, registerSession } from '../../electron/store/registry.ts';
 import { writeRollup } from '../../electron/store/rollup.ts';
 import { call } from '../helpers/apiClient.ts';
-import { anthropicExchange, modelExchange } from '../helpers/exchanges.ts';
+import { ClaudeCodeConversation } from '../../electron/dev/claudeCodeWire.ts';
+import { anthropicExchange, claudeCodeExchange, modelExchange } from '../helpers/exchanges.ts';
 import { liveSession, recordFileChange } from '../helpers/sessionFixture.ts';
 import { sessionRows } from '../helpers/sessionRows.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -400,6 +401,36 @@ describe('GET /v1/sessions/{id}/timeline', () => {
     const everything = (await call(api.url, `/v1/sessions/${named}/timeline?from=${all.start}&to=${all.end}`)).json<{ turns: unknown[] }>();
     expect(everything.turns.length).toBe(all.turns.length);
     expect((await call(api.url, `/v1/sessions/${named}/timeline?from=yesterday`)).status).toBe(400);
+  });
+
+  it("serves a Claude Code session's story, its subagents always whole however the spans are clipped, and 404 for an unknown session", async () => {
+    const live = await liveSession(home, null);
+    const main = new ClaudeCodeConversation().say('Survey the code');
+    const spawn = {
+      id: 'toolu_s',
+      name: 'Agent',
+      args: JSON.stringify({ description: 'Survey', prompt: 'Survey', subagent_type: 'Explore' }),
+    };
+    await live.recorder.record(claudeCodeExchange(main.call({ tools: [spawn] }), new Date('2026-11-29T10:00:00Z')));
+    const sub = new ClaudeCodeConversation({ id: 'a1bf9707ee0e71012' }).say('Survey');
+    await live.recorder.record(claudeCodeExchange(sub.call(), new Date('2026-11-29T10:00:05Z')));
+    await live.writer.flush();
+    const whole = (await call(api.url, `/v1/sessions/${live.id}/timeline`)).json<{
+      agents: { id: string; parent?: string; spawnTool?: string }[];
+    }>();
+    expect(whole.agents.map((a) => [a.id, a.parent, a.spawnTool])).toEqual([
+      ['main', undefined, undefined],
+      ['a1bf9707ee0e71012', 'main', 'toolu_s'],
+    ]);
+    const late = (await call(api.url, `/v1/sessions/${live.id}/timeline?from=2026-11-29T10:00:04Z`)).json<{
+      agents: unknown[];
+      turns: { agent: string }[];
+    }>();
+    expect(late.agents).toEqual(whole.agents);
+    expect(late.turns.map((t) => t.agent)).toEqual(['a1bf9707ee0e71012']);
+    await live.end();
+    const unknown = await call(api.url, '/v1/sessions/00000000-0000-4000-8000-000000000000/timeline');
+    expect(unknown.status).toBe(404);
   });
 
   it('is recomputed when the session gets a newer event', async () => {
