@@ -156,6 +156,16 @@ class StoryScript {
       this.record(main.call({ joins: false }), 300, { status: 529, responseBody: { bytes: Buffer.alloc(0), total: 0, truncated: false } });
     }
     this.work(main, this.rng.int(1, 3));
+    if (kind > 0.95) {
+      // The network went away for a moment: a side call's model host could not be dialled.
+      this.record(new ClaudeCodeConversation({}, []).say('title').call({ joins: false }), 20, {
+        status: 502,
+        ttfbMs: null,
+        responseHeaders: null,
+        responseBody: { bytes: Buffer.alloc(0), total: 0, truncated: false },
+        error: { kind: 'upstream_refused', message: 'api.anthropic.com:443 refused the connection' },
+      });
+    }
     if (kind < 0.35) {
       const type = this.rng.pick(['general-purpose', 'Explore', 'fork']);
       const spawn = this.spawnCall(type, false);

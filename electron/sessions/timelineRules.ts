@@ -170,11 +170,26 @@ class Story {
     for (const times of this.goodTurns.values()) times.sort((a, b) => a - b);
   }
 
-  /** The agent and the agents below it. */
+  private children: Map<string, string[]> | null = null;
+  private readonly subtrees = new Map<string, string[]>();
+
+  /** The agent and the agents below it (asked once the tree is whole). */
   subtree(agent: string): string[] {
-    const out = [agent];
+    let out = this.subtrees.get(agent);
+    if (out) return out;
+    if (!this.children) {
+      this.children = new Map();
+      for (const a of this.agents.values()) if (a.parent !== undefined) listIn(this.children, a.parent).push(a.id);
+    }
+    out = [agent];
+    const seen = new Set(out);
     for (let i = 0; i < out.length; i++)
-      for (const a of this.agents.values()) if (a.parent === out[i] && !out.includes(a.id)) out.push(a.id);
+      for (const child of this.children.get(out[i]!) ?? [])
+        if (!seen.has(child)) {
+          seen.add(child);
+          out.push(child);
+        }
+    this.subtrees.set(agent, out);
     return out;
   }
 
