@@ -1,10 +1,11 @@
 import { seedSessions } from '../dev/seedSessions.ts';
+import { seedStorySession } from '../dev/seedStory.ts';
 import { parseCommandArgs, parseCount, UsageError, type Command } from './context.ts';
 
 export const devCommand: Command = {
   name: 'dev',
   summary: 'developer tools: seed sample sessions',
-  usage: `capsem dev seed [--sessions N] [--events M] [--seed S]
+  usage: `capsem dev seed [--sessions N] [--events M] [--seed S] [--story T]
 
 Generates realistic ended sessions into CAPSEM_HOME: named and unnamed sessions, agent turns
 with model calls, tool loops and tool results, MCP calls, HTTPS requests (one denied now and
@@ -12,17 +13,22 @@ then), file events, full bodies, and one crashed session. The same --seed gives 
 
   --sessions N  how many sessions (default 5)
   --events M    about how many ledger events per session (default 200)
-  --seed S      random seed (default 1)`,
+  --seed S      random seed (default 1)
+  --story T     also a Claude Code session of about T model calls: subagents in the foreground
+                and the background, background commands, their returns and notifications`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, {
       sessions: { type: 'string' },
       events: { type: 'string' },
       seed: { type: 'string' },
+      story: { type: 'string' },
     });
-    if (positionals[0] !== 'seed' || positionals.length > 1) throw new UsageError('usage: capsem dev seed [--sessions N] [--events M]');
+    if (positionals[0] !== 'seed' || positionals.length > 1)
+      throw new UsageError('usage: capsem dev seed [--sessions N] [--events M] [--seed S] [--story T]');
     const sessions = parseCount(values.sessions as string | undefined, '--sessions', 5);
     const events = parseCount(values.events as string | undefined, '--events', 200);
     const seed = parseCount(values.seed as string | undefined, '--seed', 1);
+    const story = parseCount(values.story as string | undefined, '--story', 0);
     const started = Date.now();
     const created = await seedSessions(ctx.home, {
       sessions,
@@ -32,6 +38,7 @@ then), file events, full bodies, and one crashed session. The same --seed gives 
         if (Date.now() - started > 1000 || done === total) ctx.err(`seeding: ${done}/${total} sessions`);
       },
     });
+    if (story > 0) created.push(await seedStorySession(ctx.home, { turns: story, seed }));
     for (const s of created) ctx.out(`${s.id}  ${s.name ?? '-'}`);
     ctx.out(`Seeded ${created.length} sessions into ${ctx.home.root} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return 0;

@@ -235,7 +235,7 @@ const body = (text: string): Exchange['requestBody'] => {
 };
 
 /** An exchange as the proxy hands it to the recorder once it has ended; `fields` say what differs from an allowed HTTPS request by the agent. */
-function seedExchange(fields: Partial<Exchange> & Pick<Exchange, 'startedAt' | 'host' | 'method' | 'path'>): Exchange {
+export function seedExchange(fields: Partial<Exchange> & Pick<Exchange, 'startedAt' | 'host' | 'method' | 'path'>): Exchange {
   return {
     port: 443,
     scheme: 'https',
@@ -419,6 +419,56 @@ class SessionScript {
   }
 }
 
+/** What a seeded session is registered as. */
+export interface SeedRegistration {
+  readonly name: string | null;
+  readonly createdAt: string;
+  readonly crashed: boolean;
+}
+
+/**
+ * Registers one session, records what `feed` hands its recorder through the recording pipeline,
+ * and rolls it up into main.db as ended (or crashed). A session whose seeding fails ends crashed
+ * with the reason and gives its name up.
+ */
+export async function recordSeededSession(
+  home: CapsemHome,
+  mainDb: ReturnType<typeof openMainDb>,
+  registration: SeedRegistration,
+  feed: (recorder: SessionRecorder, writer: SessionWriter) => Promise<void>,
+): Promise<SessionRecord> {
+  const record = registerSession(mainDb, { name: registration.name, mode: 'seed', command: 'claude', createdAt: registration.createdAt });
+  const paths = sessionPaths(home, record.id);
+  let writer: SessionWriter | null = null;
+  try {
+    ensurePrivateDir(paths.dir);
+    writer = await SessionWriter.open(paths.dbPath, {
+      session_id: record.id,
+      name: record.name ?? '',
+      created_at: record.createdAt,
+    }).catch((err: unknown) => {
+      throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
+    });
+    const recorder = new SessionRecorder(writer, DEFAULT_BODY_CAP);
+    await feed(recorder, writer);
+    await recorder.settled();
+    if (recorder.failures > 0) throw new Error(`the recorder lost ${recorder.failures} exchanges: ${recorder.lastFailure}`);
+    await writer.close();
+  } catch (err) {
+    await writer?.close().catch(() => undefined);
+    const reason = `seeding failed: ${(err as Error).message}`;
+    endFailedStart(home, record.id, reason, { releaseName: true });
+    throw new Error(`${reason} (seeded session ${record.id})`);
+  }
+  rollUpSession(
+    home,
+    mainDb,
+    record.id,
+    registration.crashed ? { status: 'crashed', reason: 'QEMU exited with signal 9 (seeded crash)' } : { status: 'stopped' },
+  );
+  return record;
+}
+
 /** Writes `options.sessions` ended sessions into `home` and rolls each up into main.db. */
 export async function seedSessions(home: CapsemHome, options: SeedOptions): Promise<SessionRecord[]> {
   const rng = new Rng(options.seed ?? 1);
@@ -431,46 +481,15 @@ export async function seedSessions(home: CapsemHome, options: SeedOptions): Prom
     const dayMs = 86_400_000;
     for (let i = 0; i < options.sessions; i++) {
       const start = Date.now() - (options.sessions - i) * dayMs + rng.int(0, 3_600_000);
-      const record = registerSession(mainDb, {
-        name: names[i] ?? null,
-        mode: 'seed',
-        command: 'claude',
-        createdAt: new Date(start).toISOString(),
-      });
-      const paths = sessionPaths(home, record.id);
-      let writer: SessionWriter | null = null;
-      try {
-        ensurePrivateDir(paths.dir);
-        writer = await SessionWriter.open(paths.dbPath, {
-          session_id: record.id,
-          name: record.name ?? '',
-          created_at: record.createdAt,
-        }).catch((err: unknown) => {
-          throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
-        });
-        const recorder = new SessionRecorder(writer, DEFAULT_BODY_CAP);
+      const registration = { name: names[i] ?? null, createdAt: new Date(start).toISOString(), crashed: i === crashedIndex };
+      const record = await recordSeededSession(home, mainDb, registration, async (recorder, writer) => {
         const script = new SessionScript(recorder, rng, start, bodyBytes);
         let events = 0;
         while (events < options.events) {
           events += script.turn(rng.pick(PROVIDERS));
           if (writer.needsDrain) await writer.drained();
         }
-        await recorder.settled();
-        if (recorder.failures > 0) throw new Error(`the recorder lost ${recorder.failures} exchanges: ${recorder.lastFailure}`);
-        await writer.close();
-      } catch (err) {
-        await writer?.close().catch(() => undefined);
-        const reason = `seeding failed: ${(err as Error).message}`;
-        endFailedStart(home, record.id, reason, { releaseName: true });
-        throw new Error(`${reason} (seeded session ${record.id})`);
-      }
-      const crashed = i === crashedIndex;
-      rollUpSession(
-        home,
-        mainDb,
-        record.id,
-        crashed ? { status: 'crashed', reason: 'QEMU exited with signal 9 (seeded crash)' } : { status: 'stopped' },
-      );
+      });
       created.push(record);
       options.onProgress?.(i + 1, options.sessions);
     }

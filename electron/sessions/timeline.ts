@@ -1,10 +1,10 @@
 import { existingTables } from '../store/rollup.ts';
 import { AGENT_ID_HEADER } from '../telemetry/claudeCode.ts';
-import { int, text, type Row } from './eventBuilders.ts';
+import { int, text } from './eventBuilders.ts';
 import { clientOfUserAgent } from './eventClient.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { exchangeKindOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
-import { TOLD_AS_MCP, type SessionEventStore } from './sessionEventStore.ts';
+import type { SessionEventStore } from './sessionEventStore.ts';
 import { buildTimeline, type ExchangeFact, type MarkFact, type ToolFact } from './timelineRules.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline), read from what was
@@ -81,11 +81,6 @@ export interface Timeline {
   hosts: HostSpan[];
 }
 
-/** A host's row: h:443 shares h's, as the scheme's default port does. */
-export function hostRow(domain: string, port: number | undefined, connType: string | undefined): string {
-  return port === undefined || port === 443 || (port === 80 && connType === 'http') ? domain : `${domain}:${port}`;
-}
-
 /** Up to 80 characters of what the tool was asked to do: its command, path or description. */
 export function toolPreview(argumentsJson: unknown): string | undefined {
   if (typeof argumentsJson !== 'string') return undefined;
@@ -120,27 +115,42 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
 }
 
 /** The request's User-Agent, from its recorded headers (kept verbatim): which known client sent it. */
-const USER_AGENT = `CASE WHEN json_valid(n.request_headers) THEN json_extract(n.request_headers, '$."user-agent"') END`;
+const USER_AGENT = `CASE WHEN json_valid(request_headers) THEN json_extract(request_headers, '$."user-agent"') END`;
 
-/** Every exchange, with the model call the recorder wrote for it (right after it, so its own row may be just below the floor) and its kind. */
-const EXCHANGES = `SELECT n.seq, n.event_id, n.timestamp, n.domain, n.port, n.path, n.conn_type, n.status_code, n.duration_ms,
-    n.ttfb_ms IS NOT NULL AS reached, n.decision, n.error_kind, n.trace_id IS NOT NULL AS claimed, n.agent_id, n.parent_agent_id,
-    n.side_call, n.conversation_hash, ${USER_AGENT} AS user_agent, instr(n.request_headers, '"${AGENT_ID_HEADER}"') > 0 AS agent_header,
-    m.seq AS call_seq, m.id AS call_row, m.model, m.stop_reason,
-    CASE WHEN n.conn_type = 'tunnel' THEN 'tunnel' WHEN m.id IS NOT NULL THEN 'llm' WHEN ${TOLD_AS_MCP.replaceAll('net_events.', 'n.')} THEN 'mcp' END AS kind
-  FROM net_events n LEFT JOIN model_calls m ON m.seq = n.seq + 1 AND m.net_event_id = n.event_id
-  WHERE n.seq >= :floor - 1 AND (n.seq >= :floor OR m.id IS NOT NULL) ORDER BY n.seq`;
+/**
+ * Every exchange from `floor - 1` (a model call's own row is written just before it, so may be just
+ * below the floor), with its host row (h:443 shares h's, as the scheme's default port does) and, for a
+ * file another tool wrote, its path.
+ */
+const EXCHANGES = `SELECT seq, event_id, timestamp,
+    CASE WHEN port IS NULL OR port = 443 OR (port = 80 AND conn_type = 'http') THEN domain ELSE domain || ':' || port END,
+    conn_type = 'tunnel', status_code, duration_ms, ttfb_ms IS NOT NULL, decision = 'denied', error_kind, trace_id IS NOT NULL,
+    agent_id, parent_agent_id, side_call, conversation_hash, ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0,
+    CASE WHEN :foreign THEN path END
+  FROM net_events WHERE seq >= :floor - 1 ORDER BY seq`;
+
+/** The model calls, each right after its exchange's row (net_event_id). */
+const MODEL_CALLS = 'SELECT seq, id, net_event_id, model, stop_reason FROM model_calls WHERE seq >= ? ORDER BY seq';
 
 /** Tool calls; an MCP call's is written just after its exchange's row, which tells it. */
 const TOOLS = `SELECT seq, timestamp, call_id, tool_name, arguments, model_call_id, duration_ms,
-    CASE WHEN origin = 'mcp' THEN (SELECT max(x.seq) FROM net_events x WHERE x.seq < tool_calls.seq) END AS exchange_seq
+    CASE WHEN origin = 'mcp' THEN (SELECT max(x.seq) FROM net_events x WHERE x.seq < tool_calls.seq) END
   FROM tool_calls WHERE seq >= ? ORDER BY seq`;
+
+/** The exchanges read as MCP messages other than a tools/call (whose tool row tells it), by event id. */
+const MCP_MESSAGES = "SELECT DISTINCT event_id FROM security_rule_events WHERE event_type LIKE 'mcp.%'";
 
 const MARKS = 'SELECT net_event_id, kind, call_id, ref, label FROM story_marks ORDER BY id';
 
 /** Where each result was first carried back, for a file recorded before story marks were. */
 const FIRST_RESULTS = `SELECT r.call_id, n.event_id FROM tool_responses r JOIN model_calls m ON m.id = r.model_call_id
   JOIN net_events n ON n.seq = m.seq - 1 AND n.event_id = m.net_event_id WHERE r.seq >= ? ORDER BY r.seq`;
+
+/** When something that started at `at` (`t` in milliseconds) and lasted `duration` ended; `at` when its time cannot be read. */
+const endOf = (at: string, t: number, duration: number): string => (Number.isNaN(t) ? at : new Date(t + duration).toISOString());
+
+/** A model call as the timeline reads it: its row, its exchange's event id, its model and finish. */
+type CallRow = [seq: number, id: number, exchange: unknown, model: unknown, finish: unknown];
 
 /** Reads the newest `maxEvents` events of a session (50,000 by default) and builds its timeline. */
 export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents = TIMELINE_MAX_EVENTS): Timeline {
@@ -151,72 +161,110 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
   const tables = existingTables(store.db);
   // A file another tool wrote links no call to its exchange: its exchanges are told by their paths, and no client can be told.
   const foreign = writtenByAnotherTool(store.db, tables);
+  // Rows as arrays, each read by its place in its SELECT, one at a time: a 10,000-turn session is
+  // tens of thousands of rows, and a row dropped as soon as it is read costs the collector little.
+  const rows = (sql: string, ...params: number[]): IterableIterator<unknown[]> =>
+    store.db
+      .prepare(sql)
+      .raw(true)
+      .iterate(...params) as IterableIterator<unknown[]>;
+
+  // A model call is written right after its exchange's row and names it: the recorder's own link.
+  const calls = new Map<number, CallRow>();
+  for (const c of rows(MODEL_CALLS, floor)) calls.set((c as CallRow)[0] - 1, c as CallRow);
+  const toolRows = [...rows(TOOLS, floor)];
+  const mcpSeqs = new Set(toolRows.filter((r) => r[7] !== null).map((r) => int(r[0])! - 1));
+  const mcpEvents = new Set(tables.has('security_rule_events') ? [...rows(MCP_MESSAGES)].map((r) => String(r[0])) : []);
+
   const clients = new Map<string, string | undefined>();
   const clientOf = (userAgent: unknown): string | undefined => {
     if (typeof userAgent !== 'string') return undefined;
     if (!clients.has(userAgent)) clients.set(userAgent, clientOfUserAgent(userAgent)?.name);
     return clients.get(userAgent);
   };
-  const exchanges = (store.db.prepare(EXCHANGES).all({ floor }) as Row[]).map((r): ExchangeFact => {
-    const kind = (text(r.kind) ??
-      (foreign ? exchangeKindOfPath(text(r.path) ?? '') : undefined) ??
-      (r.claimed ? 'llm' : 'http')) as HostSpan['kind'];
-    const modelRequest = int(r.call_row) !== undefined || (!foreign && r.claimed === 1);
-    return {
-      seq: requestSeqOf(int(r.call_seq) ?? int(r.seq)!),
-      eventId: String(r.event_id),
-      at: String(r.timestamp),
-      ms: int(r.duration_ms) ?? 0,
-      host: hostRow(String(r.domain), int(r.port), text(r.conn_type)),
+  const exchanges: ExchangeFact[] = [];
+  const exchangeRows = store.db
+    .prepare(EXCHANGES)
+    .raw(true)
+    .iterate({ floor, foreign: foreign ? 1 : 0 }) as IterableIterator<unknown[]>;
+  for (const r of exchangeRows) {
+    const [seq, id, at, host, tunnel, status, duration, reached, denied, errorKind, claimed] = r as [
+      number,
+      string,
+      string,
+      string,
+      ...unknown[],
+    ];
+    const [agentId, parentAgentId, side, conversation, userAgent, agentHeader, path] = [r[11], r[12], r[13], r[14], r[15], r[16], r[17]];
+    const call = calls.get(seq);
+    const told = call !== undefined && call[2] === id ? call : undefined;
+    // The row just below the floor only for the model call above it.
+    if (seq < floor && told === undefined) continue;
+    const modelRequest = told !== undefined || (!foreign && claimed === 1);
+    const kind: HostSpan['kind'] =
+      tunnel === 1
+        ? 'tunnel'
+        : modelRequest
+          ? 'llm'
+          : mcpSeqs.has(seq) || mcpEvents.has(id)
+            ? 'mcp'
+            : ((foreign ? exchangeKindOfPath(text(path) ?? '') : null) ?? 'http');
+    const t = Date.parse(at);
+    const ms = int(duration) ?? 0;
+    exchanges.push({
+      seq: requestSeqOf(told ? told[0] : seq),
+      eventId: id,
+      at,
+      t,
+      ms,
+      end: endOf(at, t, ms),
+      host,
       kind,
-      status: int(r.status_code),
-      denied: r.decision === 'denied',
-      errorKind: text(r.error_kind),
-      reached: r.reached === 1,
-      client: foreign ? undefined : clientOf(r.user_agent),
-      agentId: text(r.agent_id),
-      parentAgentId: text(r.parent_agent_id),
-      agentHeader: r.agent_header === 1,
-      ...(modelRequest
-        ? {
-            call: {
-              row: int(r.call_row),
-              model: text(r.model),
-              finish: text(r.stop_reason),
-              side: text(r.side_call),
-              conversation: text(r.conversation_hash),
-            },
-          }
-        : {}),
-    };
-  });
+      status: int(status),
+      denied: denied === 1,
+      errorKind: text(errorKind),
+      reached: reached === 1,
+      client: foreign ? undefined : clientOf(userAgent),
+      agentId: text(agentId),
+      parentAgentId: text(parentAgentId),
+      agentHeader: agentHeader === 1,
+      call: modelRequest
+        ? { row: told?.[1], model: text(told?.[3]), finish: text(told?.[4]), side: text(side), conversation: text(conversation) }
+        : undefined,
+    });
+  }
   const byAnchor = new Map(exchanges.map((e) => [e.seq, e.eventId]));
-  const tools = (store.db.prepare(TOOLS).all(floor) as Row[]).map((r): ToolFact => {
-    const exchange = int(r.exchange_seq);
-    return {
-      seq: exchange === undefined ? finalSeqOf(int(r.seq)!) : requestSeqOf(exchange),
-      callId: String(r.call_id),
-      name: String(r.tool_name),
-      preview: toolPreview(r.arguments),
-      modelCallRow: exchange === undefined ? int(r.model_call_id) : undefined,
-      exchangeEventId: exchange === undefined ? undefined : byAnchor.get(requestSeqOf(exchange)),
-      at: String(r.timestamp),
-      ms: int(r.duration_ms) ?? 0,
-    };
+  const tools = toolRows.map((r): ToolFact => {
+    const [seq, at, callId, name, args, modelCallRow, duration, exchange] = r;
+    const start = String(at);
+    const preview = toolPreview(args);
+    if (exchange === null)
+      return {
+        seq: finalSeqOf(int(seq)!),
+        callId: String(callId),
+        name: String(name),
+        preview,
+        at: start,
+        modelCallRow: int(modelCallRow),
+      };
+    // An MCP call runs as long as its own exchange, which anchors it.
+    const anchor = requestSeqOf(int(exchange)!);
+    const end = endOf(start, Date.parse(start), int(duration) ?? 0);
+    return { seq: anchor, callId: String(callId), name: String(name), preview, at: start, exchangeEventId: byAnchor.get(anchor), end };
   });
   const marked = tables.has('story_marks');
   const marks = marked
-    ? (store.db.prepare(MARKS).all() as Row[]).map((r): MarkFact => ({
-        eventId: String(r.net_event_id),
-        kind: String(r.kind),
-        callId: text(r.call_id),
-        ref: text(r.ref),
-        label: text(r.label),
+    ? [...rows(MARKS)].map((r): MarkFact => ({
+        eventId: String(r[0]),
+        kind: String(r[1]),
+        callId: text(r[2]),
+        ref: text(r[3]),
+        label: text(r[4]),
       }))
     : [];
   const firstResults = new Map<string, string>();
   if (!marked)
-    for (const r of store.db.prepare(FIRST_RESULTS).all(floor) as Row[])
-      if (!firstResults.has(String(r.call_id))) firstResults.set(String(r.call_id), String(r.event_id));
+    for (const [callId, eventId] of rows(FIRST_RESULTS, floor))
+      if (!firstResults.has(String(callId))) firstResults.set(String(callId), String(eventId));
   return buildTimeline({ sessionId: store.sessionId, lastSeq: newest, truncated, ended, exchanges, tools, marks, firstResults });
 }

@@ -1,5 +1,5 @@
 import { HANDBACK_TOOL } from '../telemetry/claudeCode.ts';
-import type { Agent, HostSpan, JobSpan, ReturnMark, Timeline, ToolSpan, Turn } from './timeline.ts';
+import type { Agent, HostSpan, JobSpan, ReturnMark, Span, Timeline, ToolSpan, Turn } from './timeline.ts';
 
 // The rules of the session's story (spec: GET /v1/sessions/{id}/timeline), over the facts the
 // recorder kept: each exchange with the agent and client that sent it, each model call's answer,
@@ -21,7 +21,11 @@ export interface ExchangeFact {
   readonly seq: number;
   readonly eventId: string;
   readonly at: string;
+  /** `at` in milliseconds. */
+  readonly t: number;
   readonly ms: number;
+  /** When its response ended: `at` and its duration. */
+  readonly end: string;
   readonly host: string;
   readonly kind: HostSpan['kind'];
   readonly status?: number;
@@ -58,7 +62,8 @@ export interface ToolFact {
   /** An MCP call's own exchange, which ran it from its start for its duration. */
   readonly exchangeEventId?: string;
   readonly at: string;
-  readonly ms: number;
+  /** An MCP call's end: its exchange's. */
+  readonly end?: string;
 }
 
 export interface MarkFact {
@@ -86,10 +91,6 @@ export interface TimelineInput {
 }
 
 const ms = (iso: string): number => Date.parse(iso);
-const plus = (iso: string, add: number): string => {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? iso : new Date(t + add).toISOString();
-};
 
 /** Finish reasons that say the call failed. */
 const FAILED_FINISH = new Set(['refusal', 'content_filter', 'failed', 'cancelled']);
@@ -136,7 +137,8 @@ function firstAtOrAfter(times: readonly number[], t: number): number {
 }
 
 class Story {
-  readonly exchanges = new Map<string, ExchangeFact>();
+  /** The MCP exchanges, whose calls are their agent's tools. */
+  readonly mcpExchanges = new Map<string, ExchangeFact>();
   readonly requests = new Map<string, Request>();
   readonly byCallRow = new Map<number, Request>();
   readonly agents = new Map<string, Agent>([[MAIN, { id: MAIN, label: 'main agent' }]]);
@@ -150,9 +152,8 @@ class Story {
 
   constructor(readonly input: TimelineInput) {
     for (const ex of input.exchanges) {
-      if (ex.kind === 'llm' && !ex.reached && ex.errorKind !== undefined && DIAL_FAILED.has(ex.errorKind))
-        this.dialFailures.push(ms(ex.at));
-      this.exchanges.set(ex.eventId, ex);
+      if (ex.kind === 'llm' && !ex.reached && ex.errorKind !== undefined && DIAL_FAILED.has(ex.errorKind)) this.dialFailures.push(ex.t);
+      if (ex.kind === 'mcp') this.mcpExchanges.set(ex.eventId, ex);
       if (!ex.call || ex.client === undefined) continue;
       const claude = ex.client === CLAUDE_CODE;
       const side = ex.call.side;
@@ -160,7 +161,7 @@ class Story {
       const request: Request = { ex, agent: agentOfRequest(ex), claude, kept, ok: !failed(ex) };
       this.requests.set(ex.eventId, request);
       if (ex.call.row !== undefined) this.byCallRow.set(ex.call.row, request);
-      const t = ms(ex.at);
+      const t = ex.t;
       if (!this.firstSeen.has(request.agent)) this.firstSeen.set(request.agent, t);
       this.lastCall.set(request.agent, Math.max(this.lastCall.get(request.agent) ?? -Infinity, t));
       if (kept && request.ok) listIn(this.goodTurns, request.agent).push(t);
@@ -169,11 +170,26 @@ class Story {
     for (const times of this.goodTurns.values()) times.sort((a, b) => a - b);
   }
 
-  /** The agent and the agents below it. */
+  private children: Map<string, string[]> | null = null;
+  private readonly subtrees = new Map<string, string[]>();
+
+  /** The agent and the agents below it (asked once the tree is whole). */
   subtree(agent: string): string[] {
-    const out = [agent];
+    let out = this.subtrees.get(agent);
+    if (out) return out;
+    if (!this.children) {
+      this.children = new Map();
+      for (const a of this.agents.values()) if (a.parent !== undefined) listIn(this.children, a.parent).push(a.id);
+    }
+    out = [agent];
+    const seen = new Set(out);
     for (let i = 0; i < out.length; i++)
-      for (const a of this.agents.values()) if (a.parent === out[i] && !out.includes(a.id)) out.push(a.id);
+      for (const child of this.children.get(out[i]!) ?? [])
+        if (!seen.has(child)) {
+          seen.add(child);
+          out.push(child);
+        }
+    this.subtrees.set(agent, out);
     return out;
   }
 
@@ -208,16 +224,12 @@ function turnsOf(story: Story): Turn[] {
     const conversation = call.conversation;
     const resent = conversation !== undefined && previous.get(agent) === conversation;
     previous.set(agent, conversation);
-    turns.push({
-      agent,
-      start: ex.at,
-      end: plus(ex.at, ex.ms),
-      seq: ex.seq,
-      ...(call.finish !== undefined ? { finish: call.finish } : {}),
-      ...(call.model !== undefined ? { model: call.model } : {}),
-      ...(request.ok ? {} : { error: true as const }),
-      ...(resent ? { resent: true as const } : {}),
-    });
+    const turn: Turn = { agent, start: ex.at, end: ex.end, seq: ex.seq };
+    if (call.finish !== undefined) turn.finish = call.finish;
+    if (call.model !== undefined) turn.model = call.model;
+    if (!request.ok) turn.error = true;
+    if (resent) turn.resent = true;
+    turns.push(turn);
   }
   return turns;
 }
@@ -284,24 +296,24 @@ function buildAgents(story: Story, marks: Marks): Map<string, string> {
   }
   // A fork names no id: it takes its parent's earliest spawn no agent has claimed.
   const claimed = new Set(spawnOf.values());
+  const unclaimed = new Map<string, { callId: string; at: number }[]>();
+  for (const [callId, s] of marks.spawns) if (!claimed.has(callId)) listIn(unclaimed, s.request.agent).push({ callId, at: s.request.ex.t });
+  for (const list of unclaimed.values()) list.sort((a, b) => a.at - b.at);
   const waiting = [...agents.values()]
     .filter((a) => a.id !== MAIN && a.id !== UNCAPTURED && !spawnOf.has(a.id))
     .sort((a, b) => (story.firstSeen.get(a.id) ?? Infinity) - (story.firstSeen.get(b.id) ?? Infinity));
   for (const agent of waiting) {
+    const spawns = unclaimed.get(agent.parent ?? MAIN) ?? [];
     const first = story.firstSeen.get(agent.id) ?? Infinity;
-    const open = [...marks.spawns.entries()]
-      .filter(([callId, s]) => !claimed.has(callId) && s.request.agent === agent.parent && ms(s.request.ex.at) <= first)
-      .sort(([, a], [, b]) => ms(a.request.ex.at) - ms(b.request.ex.at))[0];
-    if (!open) continue;
-    claimed.add(open[0]);
-    spawnOf.set(agent.id, open[0]);
+    if (spawns.length === 0 || spawns[0]!.at > first) continue;
+    spawnOf.set(agent.id, spawns.shift()!.callId);
   }
   for (const [agentId, callId] of spawnOf) {
     const agent = agents.get(agentId)!;
     const spawn = marks.spawns.get(callId)!;
     agent.parent = spawn.request.agent;
     agent.spawnTool = callId;
-    agent.spawnedAt = plus(spawn.request.ex.at, spawn.request.ex.ms);
+    agent.spawnedAt = spawn.request.ex.end;
     if (spawn.label !== undefined) agent.label = spawn.label;
     if (spawn.type !== undefined) agent.type = spawn.type;
   }
@@ -315,20 +327,20 @@ function toolsOf(story: Story, marks: Marks): ToolSpan[] {
     const mcp = fact.modelCallRow === undefined;
     const request = mcp ? story.requests.get(fact.exchangeEventId ?? '') : story.byCallRow.get(fact.modelCallRow!);
     // An MCP call by a known client's agent is that agent's, through its own exchange.
-    const mcpExchange = mcp ? story.exchanges.get(fact.exchangeEventId ?? '') : undefined;
+    const mcpExchange = mcp ? story.mcpExchanges.get(fact.exchangeEventId ?? '') : undefined;
     const agent = request?.agent ?? (mcpExchange?.client !== undefined ? agentOfRequest(mcpExchange) : undefined);
     if (agent === undefined || (request !== undefined && !request.kept)) continue;
-    const start = mcp ? fact.at : plus(request!.ex.at, request!.ex.ms);
+    const start = mcp ? fact.at : request!.ex.end;
     const span: ToolSpan = { agent, id: fact.callId, name: fact.name, start, seq: fact.seq };
     if (fact.preview !== undefined) span.preview = fact.preview;
     const carried =
-      marks.results.get(`${agent}\u0000${fact.callId}`)?.ex.at ??
-      (input.firstResults.size > 0 ? story.requests.get(input.firstResults.get(fact.callId) ?? '')?.ex.at : undefined);
-    const answered = mcp ? plus(fact.at, fact.ms) : carried;
+      marks.results.get(`${agent}\u0000${fact.callId}`)?.ex ??
+      (input.firstResults.size > 0 ? story.requests.get(input.firstResults.get(fact.callId) ?? '')?.ex : undefined);
+    const answered = mcp ? fact.end : carried?.at;
     // A result recorded before its call (a tool started mid-stream) is clamped to the start.
     if (answered !== undefined) span.end = answered < start ? start : answered;
     if (!mcp) {
-      const cut = story.cutOffBetween(agent, ms(start), answered === undefined ? Infinity : ms(answered));
+      const cut = story.cutOffBetween(agent, request!.ex.t + request!.ex.ms, carried?.t ?? Infinity);
       if (cut !== undefined) span.end = new Date(cut).toISOString();
     }
     tools.push(span);
@@ -343,7 +355,7 @@ function loseUnanswered(story: Story, marks: Marks, tools: ToolSpan[]): void {
     t.lost = true;
   };
   const turnsBy = new Map<string, number[]>();
-  for (const r of story.requests.values()) if (r.kept) listIn(turnsBy, r.agent).push(ms(r.ex.at));
+  for (const r of story.requests.values()) if (r.kept) listIn(turnsBy, r.agent).push(r.ex.t);
   for (const times of turnsBy.values()) times.sort((a, b) => a - b);
   const stops = new Map<string, number>();
   const stop = (agent: string, at: number): void => {
@@ -351,7 +363,7 @@ function loseUnanswered(story: Story, marks: Marks, tools: ToolSpan[]): void {
   };
   // A handback ends its agent's run; a task notification naming an agent says its run ended.
   for (const t of tools) if (t.name === HANDBACK_TOOL && t.end === undefined) stop(t.agent, ms(t.start));
-  for (const n of marks.notifications) if (story.agents.has(n.ref)) stop(n.ref, ms(n.request.ex.at));
+  for (const n of marks.notifications) if (story.agents.has(n.ref)) stop(n.ref, n.request.ex.t);
   for (const t of tools) {
     if (t.end !== undefined) continue;
     const start = ms(t.start);
@@ -362,13 +374,12 @@ function loseUnanswered(story: Story, marks: Marks, tools: ToolSpan[]): void {
   }
 }
 
-function jobsOf(story: Story, marks: Marks, tools: ToolSpan[]): JobSpan[] {
+function jobsOf(story: Story, marks: Marks, toolById: ReadonlyMap<string, ToolSpan>): JobSpan[] {
   const notified = new Map<string, Request>();
   for (const n of marks.notifications) {
     const seen = notified.get(n.ref);
-    if (!seen || ms(n.request.ex.at) < ms(seen.ex.at)) notified.set(n.ref, n.request);
+    if (!seen || n.request.ex.t < seen.ex.t) notified.set(n.ref, n.request);
   }
-  const toolById = new Map(tools.map((t) => [t.id, t]));
   return marks.jobs.map(({ request, callId, id }) => {
     const job: JobSpan = { agent: request.agent, id, start: request.ex.at, seq: request.ex.seq };
     // The tool ends at the acknowledgement: the job is what shows the command still running.
@@ -378,26 +389,31 @@ function jobsOf(story: Story, marks: Marks, tools: ToolSpan[]): JobSpan[] {
       delete tool.lost;
     }
     const end = notified.get(id);
-    if (end && ms(end.ex.at) >= ms(job.start)) job.end = end.ex.at;
+    if (end && end.ex.t >= request.ex.t) job.end = end.ex.at;
     else {
-      const cut = story.dialAfter(story.lastCall.get(request.agent) ?? ms(job.start));
+      const cut = story.dialAfter(story.lastCall.get(request.agent) ?? request.ex.t);
       if (cut !== undefined) job.end = new Date(cut).toISOString();
     }
     return job;
   });
 }
 
-function returnsOf(story: Story, marks: Marks, spawnOf: Map<string, string>, tools: ToolSpan[]): ReturnMark[] {
+function returnsOf(story: Story, marks: Marks, spawnOf: Map<string, string>, toolById: ReadonlyMap<string, ToolSpan>): ReturnMark[] {
   const returns: ReturnMark[] = [];
+  // A hand-back message and the notification of the same end, in one request, are one return.
+  const seen = new Set<string>();
   for (const { request, ref } of [...marks.notifications, ...marks.messages]) {
-    if (!story.agents.has(ref) || ref === MAIN || ref === request.agent) continue;
+    const key = `${ref}\u0000${request.ex.eventId}`;
+    if (!story.agents.has(ref) || ref === MAIN || ref === request.agent || seen.has(key)) continue;
+    seen.add(key);
     returns.push({ agent: ref, into: request.agent, at: request.ex.at, seq: request.ex.seq });
   }
   returns.sort((a, b) => ms(a.at) - ms(b.at) || a.seq - b.seq);
-  const toolById = new Map(tools.map((t) => [t.id, t]));
+  const firstBack = new Map<string, string>();
+  for (const r of returns) if (!firstBack.has(r.agent)) firstBack.set(r.agent, r.at);
   for (const agent of story.agents.values()) {
-    const back = returns.find((r) => r.agent === agent.id);
-    if (back) agent.returnedAt = back.at;
+    const back = firstBack.get(agent.id);
+    if (back !== undefined) agent.returnedAt = back;
     else {
       // A subagent run in the foreground returns with its Agent call's result, after its last request.
       const spawn = toolById.get(spawnOf.get(agent.id) ?? '');
@@ -413,7 +429,7 @@ function hostsOf(input: TimelineInput): HostSpan[] {
     const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq };
     if (ex.status !== undefined) {
       span.status = ex.status;
-      span.end = plus(ex.at, ex.ms);
+      span.end = ex.end;
     } else if (input.ended) span.end = ex.at;
     if (ex.denied) {
       span.denied = true;
@@ -430,16 +446,22 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const turns = turnsOf(story);
   const tools = toolsOf(story, marks);
   loseUnanswered(story, marks, tools);
-  const jobs = jobsOf(story, marks, tools);
-  const returns = returnsOf(story, marks, spawnOf, tools);
+  const toolById = new Map(tools.map((t) => [t.id, t]));
+  const jobs = jobsOf(story, marks, toolById);
+  const returns = returnsOf(story, marks, spawnOf, toolById);
   const hosts = hostsOf(input);
-  const spans = [...turns, ...tools, ...jobs, ...hosts];
-  const starts = spans.map((s) => s.start).sort();
-  const ends = spans.map((s) => s.end ?? s.start).sort();
+  let start: string | undefined;
+  let end: string | undefined;
+  for (const list of [turns, tools, jobs, hosts] as readonly Span[][])
+    for (const span of list) {
+      if (start === undefined || span.start < start) start = span.start;
+      const last = span.end ?? span.start;
+      if (end === undefined || last > end) end = last;
+    }
   return {
     id: input.sessionId,
     lastSeq: input.lastSeq,
-    ...(starts.length ? { start: starts[0]!, end: ends.at(-1)! } : {}),
+    ...(start !== undefined ? { start, end } : {}),
     ...(input.truncated ? { truncated: true as const } : {}),
     agents: [...story.agents.values()],
     turns,

@@ -4,6 +4,7 @@ import { archiveBench } from './archiveBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
+import { storyBench } from './storyBench.ts';
 import { vmBench } from './vmBench.ts';
 import { vmDownloadBench } from './vmDownloadBench.ts';
 
@@ -18,6 +19,7 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   archive: archiveBench,
   agent: agentBench,
   keys: keyScrubBench,
+  story: storyBench,
 };
 
 const asked = process.argv.slice(2);

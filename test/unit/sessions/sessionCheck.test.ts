@@ -176,7 +176,7 @@ describe('capsem check', () => {
     expect(report.findings).toEqual([]);
     expect(report.notes).toEqual(
       expect.arrayContaining([
-        'table net_events lacks columns this app adds: seq, ttfb_ms, error_kind, error_message, parse_error',
+        'table net_events lacks columns this app adds: seq, ttfb_ms, error_kind, error_message, parse_error, agent_id, parent_agent_id, side_call, conversation_hash',
         "table tool_responses lacks columns the spec's prose names but its DDL leaves out: event_id, turn_id",
         "table security_rule_events is absent (the spec's prose describes it; its DDL does not define it)",
         'table session_meta is absent (this app adds it; other tools do not write it)',
