@@ -32,12 +32,18 @@ const SUB_CALL = 'toolu_story_sub_1';
 const WAIT_CALL = 'toolu_story_wait_';
 const SPAWN = { description: 'Survey the workspace', subagent_type: 'general-purpose' };
 const SUB_REPORT = 'Survey done: the workspace is ready.';
+/**
+ * The background job ends 8 s after the subagent's tool call, which is once the subagent has
+ * reported: the two notifications then reach main one after the other, so the second one's request
+ * re-sends the first.
+ */
+const JOB_COMMAND = 'while [ ! -e surveyed.txt ]; do sleep 0.2; done; sleep 8; echo done > job.txt';
 const FINAL = 'The helper reported and job.txt is written.';
 /** What main answers, ending its turn, in the run whose prompt asks it to end its turn while the two run. */
 const IDLE = 'Both are running; I will end my turn until they report.';
 const ENDS_ITS_TURN = 'end your turn until they report';
 /** How many times the main conversation waits (a 2 s foreground sleep each) for the notifications, at most. */
-const MAX_WAITS = 12;
+const MAX_WAITS = 40;
 /** Claude Code's tool-less side calls: the progress label and the away recap (their prompt text). */
 const SIDE_CALL = /most recent action in 3-5 words|The user stepped away and is coming back/;
 
@@ -54,6 +60,17 @@ function lastUserText(body: Body): string {
 /** The request's conversation, as one string to look for ids and markers in. */
 function conversation(body: Body): string {
   return JSON.stringify(body.messages ?? []);
+}
+
+/** A notification naming the tool call `id` came appended to a tool result, not as a text block of its own. */
+function notifiedInToolResult(body: Body, id: string): boolean {
+  return (body.messages ?? []).some(
+    (m) =>
+      Array.isArray(m.content) &&
+      (m.content as { type?: string; content?: unknown }[]).some(
+        (block) => block.type === 'tool_result' && JSON.stringify(block.content).includes(`<tool-use-id>${id}</tool-use-id>`),
+      ),
+  );
 }
 
 /** A notification naming the tool call `id` has reached the conversation. */
@@ -102,7 +119,7 @@ function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
         res,
         body,
         'Looking around.',
-        [{ id: SUB_CALL, name: 'Bash', input: { command: 'echo surveyed by the subagent', description: 'Print a line' } }],
+        [{ id: SUB_CALL, name: 'Bash', input: { command: 'echo surveyed > surveyed.txt', description: 'Note the survey' } }],
         { input: 900, output: 30 },
       );
     }
@@ -124,7 +141,7 @@ function story(req: IncomingMessage, raw: unknown, res: ServerResponse): void {
         {
           id: JOB_CALL,
           name: 'Bash',
-          input: { command: 'sleep 3; echo done > job.txt', description: 'Write job.txt after a pause', run_in_background: true },
+          input: { command: JOB_COMMAND, description: 'Write job.txt after a pause', run_in_background: true },
         },
       ],
       { input: 2000, output: 80 },
@@ -207,9 +224,9 @@ describe.skipIf(noAgentImage !== null)(
       rmSync(project, { recursive: true, force: true });
     });
 
-    /** Runs Claude Code on `prompt` in a session named `name` and checks the story its timeline tells. */
-    async function expectStory(name: string, prompt: string): Promise<void> {
-      rmSync(join(project, 'job.txt'), { force: true });
+    /** Runs Claude Code on `prompt` in a session named `name`, checks the story its timeline tells, and hands back what it sent. */
+    async function expectStory(name: string, prompt: string): Promise<Upstream['requests']> {
+      for (const file of ['job.txt', 'surveyed.txt']) rmSync(join(project, file), { force: true });
       seen.length = 0;
       const sentBefore = anthropic.requests.length;
       const started = Date.now();
@@ -308,16 +325,25 @@ describe.skipIf(noAgentImage !== null)(
       } finally {
         await api.close();
       }
+      return sent;
     }
 
-    it('while main is busy in a tool round: both notifications come inside the next tool result', async () => {
-      await expectStory('story-busy', 'Survey the workspace with a helper agent, and write job.txt in the background.');
-      expect(seen.map((s) => s.answer)).toContain('wait');
+    it('while main is busy in a tool round: the notifications come appended to its tool results', async () => {
+      const sent = await expectStory('story-busy', 'Survey the workspace with a helper agent, and write job.txt in the background.');
+      expect(sent.some((q) => notifiedInToolResult(q.body as Body, AGENT_CALL))).toBe(true);
+      expect(sent.some((q) => notifiedInToolResult(q.body as Body, JOB_CALL))).toBe(true);
     }, 900_000);
 
-    it('once main has ended its turn: each notification starts a turn of its own', async () => {
-      await expectStory('story-idle', `Survey the workspace with a helper agent, write job.txt in the background, and ${ENDS_ITS_TURN}.`);
-      expect(seen.map((s) => s.answer)).toContain('idle');
+    it('once main has ended its turn: each notification starts a turn of its own, as text, and the next turn re-sends it', async () => {
+      const sent = await expectStory(
+        'story-idle',
+        `Survey the workspace with a helper agent, write job.txt in the background, and ${ENDS_ITS_TURN}.`,
+      );
+      // Main ended its turn after the acknowledgements and again after the subagent's notification.
+      expect(seen.filter((s) => s.answer === 'idle')).toHaveLength(2);
+      expect(sent.some((q) => notifiedInToolResult(q.body as Body, AGENT_CALL) || notifiedInToolResult(q.body as Body, JOB_CALL))).toBe(
+        false,
+      );
     }, 900_000);
   },
 );
