@@ -4,7 +4,7 @@ import { int, text } from './eventBuilders.ts';
 import { clientOfUserAgent } from './eventClient.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { exchangeKindOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
-import type { SessionEventStore } from './sessionEventStore.ts';
+import { AGENT_ID_COLUMNS, columnsOrNull, type SessionEventStore } from './sessionEventStore.ts';
 import { buildTimeline, type ExchangeFact, type MarkFact, type ToolFact } from './timelineRules.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline), read from what was
@@ -122,12 +122,14 @@ const USER_AGENT = `CASE WHEN json_valid(request_headers) THEN json_extract(requ
  * below the floor), with its host row (h:443 shares h's, as the scheme's default port does) and, for a
  * file another tool wrote, its path.
  */
-const EXCHANGES = `SELECT seq, event_id, timestamp,
+const exchangesSql = (story: readonly string[]): string => `SELECT seq, event_id, timestamp,
     CASE WHEN port IS NULL OR port = 443 OR (port = 80 AND conn_type = 'http') THEN domain ELSE domain || ':' || port END,
     conn_type = 'tunnel', status_code, duration_ms, ttfb_ms IS NOT NULL, decision = 'denied', error_kind, trace_id IS NOT NULL,
-    agent_id, parent_agent_id, side_call, conversation_hash, ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0,
-    CASE WHEN :foreign THEN path END
+    ${story.join(', ')}, ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0, CASE WHEN :foreign THEN path END
   FROM net_events WHERE seq >= :floor - 1 ORDER BY seq`;
+
+/** What the agent-story step keeps on an exchange's row; a file recorded before it has none of it. */
+const STORY_COLUMNS = [...AGENT_ID_COLUMNS, 'side_call', 'conversation_hash'];
 
 /** The model calls, each right after its exchange's row (net_event_id). */
 const MODEL_CALLS = 'SELECT seq, id, net_event_id, model, stop_reason FROM model_calls WHERE seq >= ? ORDER BY seq';
@@ -184,7 +186,7 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
   };
   const exchanges: ExchangeFact[] = [];
   const exchangeRows = store.db
-    .prepare(EXCHANGES)
+    .prepare(exchangesSql(columnsOrNull(store.db, 'net_events', STORY_COLUMNS) ?? STORY_COLUMNS))
     .raw(true)
     .iterate({ floor, foreign: foreign ? 1 : 0 }) as IterableIterator<unknown[]>;
   for (const r of exchangeRows) {

@@ -424,17 +424,16 @@ function returnsOf(story: Story, marks: Marks, spawnOf: Map<string, string>, too
   return returns;
 }
 
+/**
+ * Every exchange as a host row. The recorder writes an exchange's row once the exchange has ended,
+ * so none is still in flight, and none has to age out: one that ended with no answer (the client
+ * gave up, the connection broke before a status) provably stopped, and ends where it started.
+ */
 function hostsOf(input: TimelineInput): HostSpan[] {
   return input.exchanges.map((ex) => {
-    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq };
-    if (ex.status !== undefined) {
-      span.status = ex.status;
-      span.end = ex.end;
-    } else if (input.ended) span.end = ex.at;
-    if (ex.denied) {
-      span.denied = true;
-      span.end ??= ex.at;
-    }
+    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq, end: ex.status === undefined ? ex.at : ex.end };
+    if (ex.status !== undefined) span.status = ex.status;
+    if (ex.denied) span.denied = true;
     return span;
   });
 }
