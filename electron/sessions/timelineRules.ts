@@ -170,11 +170,26 @@ class Story {
     for (const times of this.goodTurns.values()) times.sort((a, b) => a - b);
   }
 
-  /** The agent and the agents below it. */
+  private children: Map<string, string[]> | null = null;
+  private readonly subtrees = new Map<string, string[]>();
+
+  /** The agent and the agents below it (asked once the tree is whole). */
   subtree(agent: string): string[] {
-    const out = [agent];
+    let out = this.subtrees.get(agent);
+    if (out) return out;
+    if (!this.children) {
+      this.children = new Map();
+      for (const a of this.agents.values()) if (a.parent !== undefined) listIn(this.children, a.parent).push(a.id);
+    }
+    out = [agent];
+    const seen = new Set(out);
     for (let i = 0; i < out.length; i++)
-      for (const a of this.agents.values()) if (a.parent === out[i] && !out.includes(a.id)) out.push(a.id);
+      for (const child of this.children.get(out[i]!) ?? [])
+        if (!seen.has(child)) {
+          seen.add(child);
+          out.push(child);
+        }
+    this.subtrees.set(agent, out);
     return out;
   }
 
@@ -409,17 +424,16 @@ function returnsOf(story: Story, marks: Marks, spawnOf: Map<string, string>, too
   return returns;
 }
 
+/**
+ * Every exchange as a host row. The recorder writes an exchange's row once the exchange has ended,
+ * so none is still in flight, and none has to age out: one that ended with no answer (the client
+ * gave up, the connection broke before a status) provably stopped, and ends where it started.
+ */
 function hostsOf(input: TimelineInput): HostSpan[] {
   return input.exchanges.map((ex) => {
-    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq };
-    if (ex.status !== undefined) {
-      span.status = ex.status;
-      span.end = ex.end;
-    } else if (input.ended) span.end = ex.at;
-    if (ex.denied) {
-      span.denied = true;
-      span.end ??= ex.at;
-    }
+    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq, end: ex.status === undefined ? ex.at : ex.end };
+    if (ex.status !== undefined) span.status = ex.status;
+    if (ex.denied) span.denied = true;
     return span;
   });
 }

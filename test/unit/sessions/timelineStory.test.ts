@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentMessage,
@@ -9,7 +10,9 @@ import {
   taskNotification,
 } from '../../../electron/dev/claudeCodeWire.ts';
 import type { SeedToolCall } from '../../../electron/dev/modelWire.ts';
-import type { Timeline } from '../../../electron/sessions/timeline.ts';
+import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
+import { readTimeline, type Timeline } from '../../../electron/sessions/timeline.ts';
+import { sessionPaths } from '../../../electron/store/paths.ts';
 import { AGENT_USER_AGENT, capturedBody, modelExchange } from '../../helpers/exchanges.ts';
 import { at, StoryScene } from '../../helpers/storyScene.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
@@ -368,5 +371,44 @@ describe('clients', () => {
       ['api.anthropic.com', 'llm'],
       ['api.anthropic.com', 'llm'],
     ]);
+  });
+});
+
+describe('a session recorded before the story was (session.db version 6)', () => {
+  it('reads as it was recorded: its subagents as one agent, its tools ended by their first result, its events without agent ids', async () => {
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Audit the repo');
+    scene.call(main, 0, { tools: [spawn('toolu_s1', 'Survey the code', 'general-purpose')] });
+    scene.call(new ClaudeCodeConversation({ id: X }).say('Survey the code, then report'), 2, { text: 'Found it.' });
+    main.results([{ id: 'toolu_s1', content: agentResult(X, 'Found it.') }]);
+    scene.call(main, 5, {});
+    await scene.timeline();
+    await scene.end();
+    // The file as a Capsem before the agent-story step wrote it: no agent columns, no story marks.
+    const copy = `${home.root}/before-story.db`;
+    const source = new Database(sessionPaths(home, scene.live.id).dbPath);
+    source.prepare('VACUUM INTO ?').run(copy);
+    source.close();
+    const older = new Database(copy);
+    for (const column of ['agent_id', 'parent_agent_id', 'side_call', 'conversation_hash'])
+      older.exec(`ALTER TABLE net_events DROP COLUMN ${column}`);
+    older.exec('DROP TABLE story_marks');
+    older.pragma('user_version = 6');
+    older.close();
+    const store = SessionEventStore.open(scene.live.id, copy);
+    const t = readTimeline(store, true);
+    const events = store.page(undefined, 100).map((ref) => store.event(ref, { full: true }));
+    store.close();
+    expect(t.agents).toEqual([
+      { id: 'main', label: 'main agent' },
+      { id: 'subagents', parent: 'main', label: 'subagents' },
+    ]);
+    expect(turnsOf(t)).toEqual([
+      ['main', at(0)],
+      ['subagents', at(2)],
+      ['main', at(5)],
+    ]);
+    expect(toolsOf(t)).toEqual([['toolu_s1', 'main', at(1), at(5), false]]);
+    expect(events.filter((e) => e.subagent !== undefined || e.parentSubagent !== undefined)).toEqual([]);
   });
 });
