@@ -10,9 +10,9 @@ import type { Agent, HostSpan, JobSpan, ReturnMark, Span, Timeline, ToolSpan, Tu
 // known client; an unknown client's requests are host rows only. Only Claude Code gets subagents,
 // jobs and returns.
 
-export const MAIN = 'main';
+const MAIN = 'main';
 /** The agent of Claude Code requests recorded before agent ids were captured (their header is there, its value was not kept). */
-export const UNCAPTURED = 'subagents';
+const UNCAPTURED = 'subagents';
 const CLAUDE_CODE = 'claude-code';
 
 /** One exchange (a net_events row) as the story reads it. */
@@ -316,6 +316,17 @@ function buildAgents(story: Story, marks: Marks): Map<string, string> {
     agent.spawnedAt = spawn.request.ex.end;
     if (spawn.label !== undefined) agent.label = spawn.label;
     if (spawn.type !== undefined) agent.type = spawn.type;
+  }
+  // Headers are the client's to send: an agent that names, through its parents, itself is hung under main.
+  for (const agent of agents.values()) {
+    const above = new Set([agent.id]);
+    for (let up = agent.parent; up !== undefined && up !== MAIN; up = agents.get(up)?.parent) {
+      if (!above.has(up)) above.add(up);
+      else {
+        agent.parent = MAIN;
+        break;
+      }
+    }
   }
   return spawnOf;
 }

@@ -105,6 +105,20 @@ describe('agents', () => {
     ]);
   });
 
+  it('never make a cycle of the parents their headers name: every agent reaches main', async () => {
+    const t = await story((scene) => {
+      scene.call(new ClaudeCodeConversation({ id: X, parent: Y }).say('one'), 0, {});
+      scene.call(new ClaudeCodeConversation({ id: Y, parent: X }).say('two'), 2, {});
+    });
+    const parentOf = new Map(t.agents.map((a) => [a.id, a.parent]));
+    for (const agent of t.agents) {
+      let up: string | undefined = agent.id;
+      for (let steps = 0; up !== 'main' && steps <= t.agents.length; steps++) up = parentOf.get(up!);
+      expect(up, agent.id).toBe('main');
+    }
+    expect(t.agents.map((a) => a.id).sort()).toEqual(['main', X, Y].sort());
+  });
+
   it('gather the Claude Code requests whose agent id was not kept (recorded before ids were, or unusable) into one subagents agent', async () => {
     const t = await story((scene) => {
       scene.call(new ClaudeCodeConversation().say('Audit'), 0, {});
