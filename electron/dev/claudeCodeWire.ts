@@ -161,9 +161,13 @@ export interface EndedTask {
   readonly status?: 'completed' | 'failed' | 'killed';
 }
 
-/** The notification Claude Code adds to its agent's next request when a background task (a command, an agent) ends. */
+/**
+ * The notification Claude Code adds to its agent's next request when a background task (a command,
+ * an agent) ends: a user message when the agent is idle, appended to the next tool result while a
+ * tool round is in flight.
+ */
 export const taskNotification = (task: EndedTask): string =>
-  `<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<task-id>${task.taskId}</task-id>\n<tool-use-id>${task.toolUseId}</tool-use-id>\n<output-file>/tmp/claude-0/-workspace/tasks/${task.taskId}.output</output-file>\n<status>${task.status ?? 'completed'}</status>\n<summary>${task.summary}</summary>\n</task-notification>\n</system-reminder>`;
+  `<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\nThis is an automated background-task event, NOT a message from the user.\nDo NOT interpret this as user acknowledgement, confirmation, or response to any pending question.\n\n<task-notification>\n<task-id>${task.taskId}</task-id>\n<tool-use-id>${task.toolUseId}</tool-use-id>\n<output-file>/tmp/claude-0/-workspace/tasks/${task.taskId}.output</output-file>\n<status>${task.status ?? 'completed'}</status>\n<summary>${task.summary}</summary>\n</task-notification>\n</system-reminder>`;
 
 /** A subagent's report handed back (its SubagentHandback call) as a message to the agent that started it. */
 export const agentMessage = (from: string, report: string): string => `<agent-message from="${from}">\n${report}\n</agent-message>`;

@@ -191,10 +191,16 @@ class StoryScript {
       const serve = { id: this.id('tool'), name: 'Bash', args: JSON.stringify({ command: 'npm run serve', run_in_background: true }) };
       this.call(main, { tools: [serve] });
       main.results([{ id: serve.id, content: backgroundAck(job) }]);
-      this.work(main, this.rng.int(1, 2));
-      main.say(
-        taskNotification({ taskId: job, toolUseId: serve.id, summary: 'Background command "npm run serve" completed (exit code 0)' }),
-      );
+      this.work(main, this.rng.int(0, 1));
+      // It ends while the agent waits on another command: the notification comes with that command's result.
+      const wait = { id: this.id('tool'), name: 'Bash', args: JSON.stringify({ command: 'sleep 5' }) };
+      this.call(main, { tools: [wait] });
+      const ended = taskNotification({
+        taskId: job,
+        toolUseId: serve.id,
+        summary: 'Background command "npm run serve" completed (exit code 0)',
+      });
+      main.results([{ id: wait.id, content: `(Bash completed with no output)\n\n${ended}` }]);
     }
     this.call(main, {});
   }

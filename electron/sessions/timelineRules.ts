@@ -10,9 +10,9 @@ import type { Agent, HostSpan, JobSpan, ReturnMark, Span, Timeline, ToolSpan, Tu
 // known client; an unknown client's requests are host rows only. Only Claude Code gets subagents,
 // jobs and returns.
 
-export const MAIN = 'main';
+const MAIN = 'main';
 /** The agent of Claude Code requests recorded before agent ids were captured (their header is there, its value was not kept). */
-export const UNCAPTURED = 'subagents';
+const UNCAPTURED = 'subagents';
 const CLAUDE_CODE = 'claude-code';
 
 /** One exchange (a net_events row) as the story reads it. */
@@ -317,10 +317,24 @@ function buildAgents(story: Story, marks: Marks): Map<string, string> {
     if (spawn.label !== undefined) agent.label = spawn.label;
     if (spawn.type !== undefined) agent.type = spawn.type;
   }
+  // Headers are the client's to send: an agent that names, through its parents, itself is hung under main.
+  for (const agent of agents.values()) {
+    const above = new Set([agent.id]);
+    for (let up = agent.parent; up !== undefined && up !== MAIN; up = agents.get(up)?.parent) {
+      if (!above.has(up)) above.add(up);
+      else {
+        agent.parent = MAIN;
+        break;
+      }
+    }
+  }
   return spawnOf;
 }
 
-function toolsOf(story: Story, marks: Marks): ToolSpan[] {
+/** A model's tool call on the clock, in milliseconds: from the response that asked for it to the request that carried its result. */
+type ToolTimes = Map<ToolSpan, { readonly from: number; readonly to: number }>;
+
+function toolsOf(story: Story, marks: Marks, times: ToolTimes): ToolSpan[] {
   const { input } = story;
   const tools: ToolSpan[] = [];
   for (const fact of input.tools) {
@@ -339,13 +353,23 @@ function toolsOf(story: Story, marks: Marks): ToolSpan[] {
     const answered = mcp ? fact.end : carried?.at;
     // A result recorded before its call (a tool started mid-stream) is clamped to the start.
     if (answered !== undefined) span.end = answered < start ? start : answered;
-    if (!mcp) {
-      const cut = story.cutOffBetween(agent, request!.ex.t + request!.ex.ms, carried?.t ?? Infinity);
-      if (cut !== undefined) span.end = new Date(cut).toISOString();
-    }
+    if (!mcp) times.set(span, { from: request!.ex.t + request!.ex.ms, to: carried?.t ?? Infinity });
     tools.push(span);
   }
   return tools;
+}
+
+/**
+ * Ends a tool at a failed dial to a model host between its start and its result that neither its
+ * agent nor one below it recovered from: the agent tried to report back and the network was gone.
+ * A tool already lost ended where it started.
+ */
+function cutOff(story: Story, times: ToolTimes): void {
+  for (const [tool, { from, to }] of times) {
+    if (tool.lost) continue;
+    const cut = story.cutOffBetween(tool.agent, from, to);
+    if (cut !== undefined) tool.end = new Date(cut).toISOString();
+  }
 }
 
 /** Ends where it started a tool that never got an answer but provably stopped. */
@@ -443,8 +467,10 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const marks = readMarks(story);
   const spawnOf = buildAgents(story, marks);
   const turns = turnsOf(story);
-  const tools = toolsOf(story, marks);
+  const times: ToolTimes = new Map();
+  const tools = toolsOf(story, marks, times);
   loseUnanswered(story, marks, tools);
+  cutOff(story, times);
   const toolById = new Map(tools.map((t) => [t.id, t]));
   const jobs = jobsOf(story, marks, toolById);
   const returns = returnsOf(story, marks, spawnOf, toolById);

@@ -39,16 +39,20 @@ function marksOf(call: ModelCallReading, agent: string, memory: StoryMemory): Ma
     const spawned = memory.isSpawn(callId) ? spawnedAgentOf(result.content) : undefined;
     if (spawned !== undefined) marks.push({ kind: 'spawned', call_id: callId, ref: spawned });
   }
+  // Claude Code delivers a notification as a user message when its agent is idle, and appended to
+  // the next tool result while a tool round is in flight.
   for (const turn of call.request.turns) {
     if (turn.role !== 'user') continue;
-    const markers = returnMarkersOf(turn.text);
-    if (markers.length === 0) continue;
-    const text = createHash('sha256').update(turn.text).digest('hex').slice(0, 32);
-    markers.forEach((marker, index) => {
-      if (!memory.firstMarker(agent, `${text}:${index}`)) return;
-      if (marker.kind === 'agent-message') marks.push({ kind: 'agent-message', ref: marker.from });
-      else marks.push({ kind: 'notification', ref: marker.taskId, call_id: marker.toolUseId ?? null, label: marker.status });
-    });
+    for (const text of [turn.text, ...turn.results.map((r) => r.content)]) {
+      const markers = returnMarkersOf(text);
+      if (markers.length === 0) continue;
+      const key = createHash('sha256').update(text).digest('hex').slice(0, 32);
+      markers.forEach((marker, index) => {
+        if (!memory.firstMarker(agent, `${key}:${index}`)) return;
+        if (marker.kind === 'agent-message') marks.push({ kind: 'agent-message', ref: marker.from });
+        else marks.push({ kind: 'notification', ref: marker.taskId, call_id: marker.toolUseId ?? null, label: marker.status });
+      });
+    }
   }
   for (const tool of call.toolCalls) {
     const spawn = tool.id === '' ? undefined : spawnRequestOf(tool.name, tool.arguments);

@@ -105,6 +105,20 @@ describe('agents', () => {
     ]);
   });
 
+  it('never make a cycle of the parents their headers name: every agent reaches main', async () => {
+    const t = await story((scene) => {
+      scene.call(new ClaudeCodeConversation({ id: X, parent: Y }).say('one'), 0, {});
+      scene.call(new ClaudeCodeConversation({ id: Y, parent: X }).say('two'), 2, {});
+    });
+    const parentOf = new Map(t.agents.map((a) => [a.id, a.parent]));
+    for (const agent of t.agents) {
+      let up: string | undefined = agent.id;
+      for (let steps = 0; up !== 'main' && steps <= t.agents.length; steps++) up = parentOf.get(up!);
+      expect(up, agent.id).toBe('main');
+    }
+    expect(t.agents.map((a) => a.id).sort()).toEqual(['main', X, Y].sort());
+  });
+
   it('gather the Claude Code requests whose agent id was not kept (recorded before ids were, or unusable) into one subagents agent', async () => {
     const t = await story((scene) => {
       scene.call(new ClaudeCodeConversation().say('Audit'), 0, {});
@@ -268,6 +282,8 @@ describe('tools', () => {
         tools: [tool('toolu_h', 'SubagentHandback', JSON.parse(handbackArgs('Done.')) as object)],
       });
       scene.call(new ClaudeCodeConversation({ id: Y }).say('Build, then report'), 4, { tools: [bash('toolu_y', 'make -j8')] });
+      // A failed dial after they stopped ends nothing: they already ended where they started.
+      scene.failedDial(toolLess().say('title'), 8);
       main.say(taskNotification({ taskId: Y, toolUseId: 'toolu_b', summary: 'Agent "Build" was stopped by user', status: 'killed' }));
       scene.call(main, 9, {});
     });
@@ -290,15 +306,19 @@ describe('jobs', () => {
         { id: 'toolu_j', content: backgroundAck('b3k9x0q2z') },
         { id: 'toolu_k', content: backgroundAck('bw7tq0a1c') },
       ]);
-      scene.call(main, 2, {});
-      // A check-in names the job but ends nothing.
-      main.say(
-        '<task-notification>\n<task-id>b3k9x0q2z</task-id>\n<tool-use-id>toolu_j</tool-use-id>\n<summary>Background command "serve" is still running after 10m</summary>\n</task-notification>',
-      );
-      scene.call(main, 20, {});
-      main.say(
-        taskNotification({ taskId: 'b3k9x0q2z', toolUseId: 'toolu_j', summary: 'Background command "serve" completed (exit code 0)' }),
-      );
+      scene.call(main, 2, { tools: [bash('toolu_w', 'sleep 2')] });
+      // While a tool round is in flight, Claude Code appends what it has to say to the next tool result:
+      // here a check-in, which names the job but ends nothing, then the notification that it ended.
+      const checkIn =
+        '<system-reminder>\n<task-notification>\n<task-id>b3k9x0q2z</task-id>\n<tool-use-id>toolu_j</tool-use-id>\n<summary>Background command "serve" is still running after 10m</summary>\n</task-notification>\nThis is a check-in, not a completion.\n</system-reminder>';
+      main.results([{ id: 'toolu_w', content: `(Bash completed with no output)\n\n${checkIn}` }]);
+      scene.call(main, 20, { tools: [bash('toolu_v', 'sleep 5')] });
+      const ended = taskNotification({
+        taskId: 'b3k9x0q2z',
+        toolUseId: 'toolu_j',
+        summary: 'Background command "serve" completed (exit code 0)',
+      });
+      main.results([{ id: 'toolu_v', content: `(Bash completed with no output)\n\n${ended}` }]);
       scene.call(main, 30, {});
       scene.call(main.say('More?'), 40, {});
     });
@@ -309,6 +329,8 @@ describe('jobs', () => {
     expect(toolsOf(t)).toEqual([
       ['toolu_j', 'main', at(1), at(2), false],
       ['toolu_k', 'main', at(1), at(2), false],
+      ['toolu_w', 'main', at(3), at(20), false],
+      ['toolu_v', 'main', at(21), at(30), false],
     ]);
   });
 
