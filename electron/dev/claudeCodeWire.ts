@@ -72,6 +72,19 @@ export class ClaudeCodeConversation {
     return this;
   }
 
+  /** Consecutive user messages joined into one, their blocks in order, as Claude Code re-sends its history. */
+  mergeUserTurns(): this {
+    const merged: typeof this.messages = [];
+    for (const message of this.messages) {
+      const last = merged.at(-1);
+      if (last?.role === 'user' && message.role === 'user')
+        last.content = [...(last.content as unknown[]), ...(message.content as unknown[])];
+      else merged.push({ ...message });
+    }
+    this.messages.splice(0, this.messages.length, ...merged);
+    return this;
+  }
+
   /** The tools' results, sent back in one user message, with any text Claude Code adds after them. */
   results(results: readonly ToolResult[], ...texts: string[]): this {
     this.messages.push({

@@ -363,6 +363,27 @@ describe('returns', () => {
     expect(t.returns).toEqual([{ agent: X, into: 'main', at: at(10), seq: expect.any(Number) }]);
     expect(t.agents.find((a) => a.id === X)).toMatchObject({ spawnTool: 'toolu_a', spawnedAt: at(1), returnedAt: at(10), type: 'Explore' });
   });
+  it('are counted once when Claude Code re-sends a notification merged with the next one into one user message', async () => {
+    const t = await story((scene) => {
+      const main = new ClaudeCodeConversation().say('Survey in the background');
+      scene.call(main, 0, { tools: [spawn('toolu_a', 'Survey the code', 'general-purpose', true)] });
+      main.results([{ id: 'toolu_a', content: asyncAgentResult(X) }]);
+      scene.call(main, 2, {});
+      const x = new ClaudeCodeConversation({ id: X }).say('Survey the code, then report');
+      scene.call(x, 3, {});
+      main.say(taskNotification({ taskId: X, toolUseId: 'toolu_a', summary: 'Agent "Survey the code" completed' }));
+      // Its answer is not kept in the history Claude Code re-sends, so the next notification
+      // follows the first and is merged with it into one user message: the text around the first
+      // one changes.
+      scene.call(main, 10, { joins: false });
+      main.say(
+        taskNotification({ taskId: 'b3k9x0q2z', toolUseId: 'toolu_j', summary: 'Background command "build" completed (exit code 0)' }),
+      );
+      main.mergeUserTurns();
+      scene.call(main, 14, {});
+    });
+    expect(t.returns).toEqual([{ agent: X, into: 'main', at: at(10), seq: expect.any(Number) }]);
+  });
 });
 
 describe('clients', () => {
