@@ -110,7 +110,15 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
                   onJump={jump}
                 />
               )}
-              {v.view === 'timeline' && <TimelineView sessionId={id} liveVersion={live.any} onJump={jump} />}
+              {v.view === 'timeline' && (
+                <TimelineView
+                  sessionId={id}
+                  liveVersion={live.any}
+                  live={session?.status === 'running'}
+                  onOpenTurn={(seq) => openTurn(seq)}
+                  onJump={jump}
+                />
+              )}
               {v.view === 'cost' && <CostView sessionId={id} liveVersion={live.model} />}
               {v.kind !== null && (
                 <EventTable

@@ -6,6 +6,7 @@ import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
 import { storyBench } from './storyBench.ts';
+import { timelineViewBench } from './timelineViewBench.ts';
 import { vmBench } from './vmBench.ts';
 import { vmDownloadBench } from './vmDownloadBench.ts';
 
@@ -22,6 +23,8 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   keys: keyScrubBench,
   story: storyBench,
   'story-conversation': conversationViewBench,
+  // The Timeline view's figures alone, until the story benchmark runs them with its own session.
+  'story-timeline': timelineViewBench,
 };
 
 const asked = process.argv.slice(2);

@@ -56,20 +56,19 @@ export function ensureRendererBuilt(): string {
   return `built dist/renderer in ${Math.round(performance.now() - started)} ms`;
 }
 
+/** The flags every browser test and benchmark starts Chromium with. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+] as const;
+
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-dev-shm-usage',
-    ],
-  });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS] });
 }
 
 /** A page the size of the app's window, in its dark scheme, whose waits fail well inside vitest's 30 s, naming their locator. */
