@@ -72,6 +72,19 @@ export class ClaudeCodeConversation {
     return this;
   }
 
+  /** Consecutive user messages joined into one, their blocks in order, as Claude Code re-sends its history. */
+  mergeUserTurns(): this {
+    const merged: typeof this.messages = [];
+    for (const message of this.messages) {
+      const last = merged.at(-1);
+      if (last?.role === 'user' && message.role === 'user')
+        last.content = [...(last.content as unknown[]), ...(message.content as unknown[])];
+      else merged.push({ ...message });
+    }
+    this.messages.splice(0, this.messages.length, ...merged);
+    return this;
+  }
+
   /** The tools' results, sent back in one user message, with any text Claude Code adds after them. */
   results(results: readonly ToolResult[], ...texts: string[]): this {
     this.messages.push({
@@ -161,9 +174,13 @@ export interface EndedTask {
   readonly status?: 'completed' | 'failed' | 'killed';
 }
 
-/** The notification Claude Code adds to its agent's next request when a background task (a command, an agent) ends. */
+/**
+ * The notification Claude Code adds to its agent's next request when a background task (a command,
+ * an agent) ends: a user message when the agent is idle, appended to the next tool result while a
+ * tool round is in flight.
+ */
 export const taskNotification = (task: EndedTask): string =>
-  `<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<task-id>${task.taskId}</task-id>\n<tool-use-id>${task.toolUseId}</tool-use-id>\n<output-file>/tmp/claude-0/-workspace/tasks/${task.taskId}.output</output-file>\n<status>${task.status ?? 'completed'}</status>\n<summary>${task.summary}</summary>\n</task-notification>\n</system-reminder>`;
+  `<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\nThis is an automated background-task event, NOT a message from the user.\nDo NOT interpret this as user acknowledgement, confirmation, or response to any pending question.\n\n<task-notification>\n<task-id>${task.taskId}</task-id>\n<tool-use-id>${task.toolUseId}</tool-use-id>\n<output-file>/tmp/claude-0/-workspace/tasks/${task.taskId}.output</output-file>\n<status>${task.status ?? 'completed'}</status>\n<summary>${task.summary}</summary>\n</task-notification>\n</system-reminder>`;
 
 /** A subagent's report handed back (its SubagentHandback call) as a message to the agent that started it. */
 export const agentMessage = (from: string, report: string): string => `<agent-message from="${from}">\n${report}\n</agent-message>`;

@@ -52,9 +52,9 @@ class StoryScript {
   }
 
   /** A new id in the shape Claude Code's have: a tool call's, an agent's (`a` and 16 hex digits), a job's (`b` and 8 characters). */
-  private id(kind: 'tool' | 'agent' | 'job'): string {
+  private id(kind: 'tool' | 'subagent' | 'job'): string {
     const n = ++this.ids;
-    if (kind === 'agent') return `a${n.toString(16).padStart(16, '0')}`;
+    if (kind === 'subagent') return `a${n.toString(16).padStart(16, '0')}`;
     if (kind === 'job') return `b${n.toString(36).padStart(8, '0')}`;
     return `toolu_01${n.toString(36).padStart(22, '0')}`;
   }
@@ -124,7 +124,7 @@ class StoryScript {
     const sub = new ClaudeCodeConversation({ id, ...(parent !== undefined ? { parent } : {}) }).say(prose(this.rng, 120));
     this.work(sub, this.rng.int(1, 3));
     if (depth === 0 && this.rng.next() < 0.25) {
-      const nested = this.id('agent');
+      const nested = this.id('subagent');
       const spawn = this.spawnCall('general-purpose', false);
       this.call(sub, { tools: [spawn] });
       this.subagent(nested, id, depth + 1);
@@ -156,11 +156,21 @@ class StoryScript {
       this.record(main.call({ joins: false }), 300, { status: 529, responseBody: { bytes: Buffer.alloc(0), total: 0, truncated: false } });
     }
     this.work(main, this.rng.int(1, 3));
+    if (kind > 0.95) {
+      // The network went away for a moment: a side call's model host could not be dialled.
+      this.record(new ClaudeCodeConversation({}, []).say('title').call({ joins: false }), 20, {
+        status: 502,
+        ttfbMs: null,
+        responseHeaders: null,
+        responseBody: { bytes: Buffer.alloc(0), total: 0, truncated: false },
+        error: { kind: 'upstream_refused', message: 'api.anthropic.com:443 refused the connection' },
+      });
+    }
     if (kind < 0.35) {
       const type = this.rng.pick(['general-purpose', 'Explore', 'fork']);
       const spawn = this.spawnCall(type, false);
       this.call(main, { tools: [spawn] });
-      const id = this.id('agent');
+      const id = this.id('subagent');
       this.subagent(id, undefined, 0);
       // A foreground Explore agent's result names no agent, nor a fork's.
       const report = prose(this.rng, 200);
@@ -168,7 +178,7 @@ class StoryScript {
     } else if (kind < 0.6) {
       const spawn = this.spawnCall('general-purpose', true);
       this.call(main, { tools: [spawn] });
-      const id = this.id('agent');
+      const id = this.id('subagent');
       main.results([{ id: spawn.id, content: asyncAgentResult(id) }]);
       this.call(main, {});
       const sub = new ClaudeCodeConversation({ id }).say(prose(this.rng, 120));
@@ -181,10 +191,16 @@ class StoryScript {
       const serve = { id: this.id('tool'), name: 'Bash', args: JSON.stringify({ command: 'npm run serve', run_in_background: true }) };
       this.call(main, { tools: [serve] });
       main.results([{ id: serve.id, content: backgroundAck(job) }]);
-      this.work(main, this.rng.int(1, 2));
-      main.say(
-        taskNotification({ taskId: job, toolUseId: serve.id, summary: 'Background command "npm run serve" completed (exit code 0)' }),
-      );
+      this.work(main, this.rng.int(0, 1));
+      // It ends while the agent waits on another command: the notification comes with that command's result.
+      const wait = { id: this.id('tool'), name: 'Bash', args: JSON.stringify({ command: 'sleep 5' }) };
+      this.call(main, { tools: [wait] });
+      const ended = taskNotification({
+        taskId: job,
+        toolUseId: serve.id,
+        summary: 'Background command "npm run serve" completed (exit code 0)',
+      });
+      main.results([{ id: wait.id, content: `(Bash completed with no output)\n\n${ended}` }]);
     }
     this.call(main, {});
   }

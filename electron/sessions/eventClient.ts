@@ -21,9 +21,6 @@ const KNOWN_CLIENTS: readonly (readonly [RegExp, string])[] = [
   [/^pi(-coding-agent)?$/i, 'pi'],
 ];
 
-/** The canonical name of a known coding agent, as `client.name` carries it. */
-export type KnownClient = 'claude-code' | 'codex' | 'gemini-cli' | 'bob' | 'opencode' | 'pi';
-
 /**
  * What would rewrite or hide the text around it where the label is shown: C0, DEL and C1 controls
  * (U+009B alone opens a terminal escape), bidi overrides and isolates, zero-width characters, and

@@ -7,6 +7,7 @@ import { TOLD_AS_MCP, TOLD_BY_MODEL_CALL } from './sessionEventStore.ts';
 import { lossReport } from '../store/diskFailure.ts';
 import { existingTables } from '../store/rollup.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from '../store/sessionSchema.ts';
+import { HANDBACK_TOOL } from '../telemetry/claudeCode.ts';
 import { BUILT_IN_PROVIDERS } from '../telemetry/providers/index.ts';
 import { LOCAL_PRICE, UNPRICED } from '../telemetry/providers/provider.ts';
 
@@ -165,7 +166,8 @@ function inspect(db: Database.Database, dbPath: string, previewRows: number): Ch
 
   const sameTrace = '(tr.trace_id IS tc.trace_id)';
   when('orphaned tool_calls', { tool_calls: ['call_id', 'trace_id', 'model_call_id'], tool_responses: ['call_id', 'trace_id'] }, () => {
-    const unanswered = `tc.model_call_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND ${sameTrace})`;
+    // Claude Code's subagent ends its run with its SubagentHandback call: no result is ever sent back for it.
+    const unanswered = `tc.model_call_id IS NOT NULL AND tc.tool_name IS NOT '${HANDBACK_TOOL}' AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND ${sameTrace})`;
     const where = cutShortKnown ? `${unanswered} AND tc.model_call_id NOT IN (${CUT_SHORT_CALL_IDS})` : unanswered;
     add(
       'orphaned tool_calls',

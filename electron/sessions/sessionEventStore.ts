@@ -47,14 +47,27 @@ export const TOLD_BY_MODEL_CALL =
  */
 export const TOLD_AS_MCP = `(EXISTS (SELECT 1 FROM tool_calls c WHERE c.seq = net_events.seq + 1 AND c.origin = 'mcp') OR EXISTS (SELECT 1 FROM security_rule_events s WHERE s.event_id = net_events.event_id AND s.event_type LIKE 'mcp.%'))`;
 
-const EVENT_COLUMNS: Record<SequencedTable, string> = {
-  net_events: `${IDENTITY}, domain, port, decision, process_name, pid, method, path, query, status_code, bytes_sent, bytes_received, duration_ms, ttfb_ms, matched_rule, conn_type, error_kind, error_message, request_headers, response_headers, request_body_preview, agent_id, parent_agent_id, ${credentialOutcomes('net_events.event_id')}, ${TOLD_AS_MCP} AS told_as_mcp`,
-  model_calls: `${IDENTITY}, net_event_id, host, provider, wire, model, process_name, pid, method, path, stream, messages_count, tools_count, request_bytes, message_id, status_code, text_content, thinking_content, stop_reason, input_tokens, output_tokens, duration_ms, response_bytes, estimated_cost_usd, usage_details, ${['ttfb_ms', 'error_kind', 'error_message', 'request_headers', 'decision', 'matched_rule', 'agent_id', 'parent_agent_id'].map(fromExchange).join(', ')}, ${credentialOutcomes('model_calls.net_event_id')}`,
+/** The exchange columns the agent-story step adds (session.db version 7); a file from before has none. */
+export const AGENT_ID_COLUMNS = ['agent_id', 'parent_agent_id'] as const;
+
+/**
+ * `columns` of `table` as a SELECT reads them from this file: each one the file lacks (it was
+ * recorded before the column was) read as NULL under its own name; null while the table itself is
+ * not there yet (a writer that just created the file has not made it).
+ */
+export function columnsOrNull(db: Database.Database, table: string, columns: readonly string[]): string[] | null {
+  const have = new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+  return have.size === 0 ? null : columns.map((c) => (have.has(c) ? c : `NULL AS ${c}`));
+}
+
+const eventColumns = (agentIds: readonly string[]): Record<SequencedTable, string> => ({
+  net_events: `${IDENTITY}, domain, port, decision, process_name, pid, method, path, query, status_code, bytes_sent, bytes_received, duration_ms, ttfb_ms, matched_rule, conn_type, error_kind, error_message, request_headers, response_headers, request_body_preview, ${agentIds.join(', ')}, ${credentialOutcomes('net_events.event_id')}, ${TOLD_AS_MCP} AS told_as_mcp`,
+  model_calls: `${IDENTITY}, net_event_id, host, provider, wire, model, process_name, pid, method, path, stream, messages_count, tools_count, request_bytes, message_id, status_code, text_content, thinking_content, stop_reason, input_tokens, output_tokens, duration_ms, response_bytes, estimated_cost_usd, usage_details, ${['ttfb_ms', 'error_kind', 'error_message', 'request_headers', 'decision', 'matched_rule'].map(fromExchange).join(', ')}, ${agentIds.map((c) => (c.startsWith('NULL') ? c : fromExchange(c))).join(', ')}, ${credentialOutcomes('model_calls.net_event_id')}`,
   tool_calls: `${IDENTITY}, model_call_id, status, call_id, tool_name, arguments, response_preview, origin, decision, duration_ms, error_message, process_name, policy_rule, ${MODEL_CALL_SEQ}`,
   tool_responses: `${IDENTITY}, model_call_id, call_id, content_preview, is_error, ${MODEL_CALL_SEQ}`,
   fs_events: `${IDENTITY}, action, path, size`,
   dns_events: `${IDENTITY}, name, type, rcode, answers, resolved, decision, matched_rule, process_name, pid, duration_ms, error_message`,
-};
+});
 
 /** On net_events: the seq of the row whose events tell this exchange (its model call's, else its own). */
 export const EXCHANGE_EVENT_ROW_SEQ = `CASE WHEN ${TOLD_BY_MODEL_CALL} THEN net_events.seq + 1 ELSE net_events.seq END`;
@@ -98,11 +111,21 @@ function parseBody(body: unknown): unknown {
 
 export class SessionEventStore {
   private readonly statements = new Map<string, Database.Statement>();
+  private columns: Record<SequencedTable, string> | null = null;
 
   private constructor(
     readonly sessionId: string,
     readonly db: Database.Database,
   ) {}
+
+  /** What each kind of row's events are built from, as far as the file has it. */
+  private get eventColumns(): Record<SequencedTable, string> {
+    if (this.columns) return this.columns;
+    const agentIds = columnsOrNull(this.db, 'net_events', AGENT_ID_COLUMNS);
+    const columns = eventColumns(agentIds ?? AGENT_ID_COLUMNS.map((c) => `NULL AS ${c}`));
+    if (agentIds) this.columns = columns;
+    return columns;
+  }
 
   static open(sessionId: string, dbPath: string): SessionEventStore {
     return new SessionEventStore(sessionId, openSessionDbReadOnly(dbPath));
@@ -200,14 +223,14 @@ export class SessionEventStore {
     const lo = refs[0]!.rowSeq;
     const hi = refs.at(-1)!.rowSeq;
     for (const table of new Set(refs.map((r) => r.table))) {
-      for (const row of this.stmt(`SELECT ${EVENT_COLUMNS[table]} FROM ${table} WHERE seq >= ? AND seq <= ?`).all(lo, hi) as Row[])
+      for (const row of this.stmt(`SELECT ${this.eventColumns[table]} FROM ${table} WHERE seq >= ? AND seq <= ?`).all(lo, hi) as Row[])
         out.set(row.seq as number, row);
     }
     return out;
   }
 
   row(ref: EventRef): Row {
-    return this.stmt(`SELECT ${EVENT_COLUMNS[ref.table]} FROM ${ref.table} WHERE id = ?`).get(ref.id) as Row;
+    return this.stmt(`SELECT ${this.eventColumns[ref.table]} FROM ${ref.table} WHERE id = ?`).get(ref.id) as Row;
   }
 
   private modelCallSeq(row: Row): number | undefined {

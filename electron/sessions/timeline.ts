@@ -4,7 +4,7 @@ import { int, text } from './eventBuilders.ts';
 import { clientOfUserAgent } from './eventClient.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
 import { exchangeKindOfPath, writtenByAnotherTool } from './foreignDatabases.ts';
-import type { SessionEventStore } from './sessionEventStore.ts';
+import { AGENT_ID_COLUMNS, columnsOrNull, type SessionEventStore } from './sessionEventStore.ts';
 import { buildTimeline, type ExchangeFact, type MarkFact, type ToolFact } from './timelineRules.ts';
 
 // The session as spans on one time axis (spec: GET /v1/sessions/{id}/timeline), read from what was
@@ -81,11 +81,6 @@ export interface Timeline {
   hosts: HostSpan[];
 }
 
-/** A host's row: h:443 shares h's, as the scheme's default port does. */
-export function hostRow(domain: string, port: number | undefined, connType: string | undefined): string {
-  return port === undefined || port === 443 || (port === 80 && connType === 'http') ? domain : `${domain}:${port}`;
-}
-
 /** Up to 80 characters of what the tool was asked to do: its command, path or description. */
 export function toolPreview(argumentsJson: unknown): string | undefined {
   if (typeof argumentsJson !== 'string') return undefined;
@@ -122,11 +117,19 @@ export function clipTimeline(timeline: Timeline, from: string | undefined, to: s
 /** The request's User-Agent, from its recorded headers (kept verbatim): which known client sent it. */
 const USER_AGENT = `CASE WHEN json_valid(request_headers) THEN json_extract(request_headers, '$."user-agent"') END`;
 
-/** Every exchange from `floor - 1`: a model call's own row is written just before it, so may be just below the floor. */
-const EXCHANGES = `SELECT seq, event_id, timestamp, domain, port, path, conn_type, status_code, duration_ms, ttfb_ms IS NOT NULL,
-    decision, error_kind, trace_id IS NOT NULL, agent_id, parent_agent_id, side_call, conversation_hash,
-    ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0
-  FROM net_events WHERE seq >= ? - 1 ORDER BY seq`;
+/**
+ * Every exchange from `floor - 1` (a model call's own row is written just before it, so may be just
+ * below the floor), with its host row (h:443 shares h's, as the scheme's default port does) and, for a
+ * file another tool wrote, its path.
+ */
+const exchangesSql = (story: readonly string[]): string => `SELECT seq, event_id, timestamp,
+    CASE WHEN port IS NULL OR port = 443 OR (port = 80 AND conn_type = 'http') THEN domain ELSE domain || ':' || port END,
+    conn_type = 'tunnel', status_code, duration_ms, ttfb_ms IS NOT NULL, decision = 'denied', error_kind, trace_id IS NOT NULL,
+    ${story.join(', ')}, ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0, CASE WHEN :foreign THEN path END
+  FROM net_events WHERE seq >= :floor - 1 ORDER BY seq`;
+
+/** What the agent-story step keeps on an exchange's row; a file recorded before it has none of it. */
+const STORY_COLUMNS = [...AGENT_ID_COLUMNS, 'side_call', 'conversation_hash'];
 
 /** The model calls, each right after its exchange's row (net_event_id). */
 const MODEL_CALLS = 'SELECT seq, id, net_event_id, model, stop_reason FROM model_calls WHERE seq >= ? ORDER BY seq';
@@ -182,42 +185,45 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
     return clients.get(userAgent);
   };
   const exchanges: ExchangeFact[] = [];
-  for (const r of rows(EXCHANGES, floor)) {
-    const [seq, id, at, domain, port, path, connType, status, duration, reached, decision, errorKind, claimed] = r as [
+  const exchangeRows = store.db
+    .prepare(exchangesSql(columnsOrNull(store.db, 'net_events', STORY_COLUMNS) ?? STORY_COLUMNS))
+    .raw(true)
+    .iterate({ floor, foreign: foreign ? 1 : 0 }) as IterableIterator<unknown[]>;
+  for (const r of exchangeRows) {
+    const [seq, id, at, host, tunnel, status, duration, reached, denied, errorKind, claimed] = r as [
       number,
+      string,
       string,
       string,
       ...unknown[],
     ];
-    const [agentId, parentAgentId, side, conversation, userAgent, agentHeader] = r.slice(13);
-    const eventId = String(id);
+    const [agentId, parentAgentId, side, conversation, userAgent, agentHeader, path] = [r[11], r[12], r[13], r[14], r[15], r[16], r[17]];
     const call = calls.get(seq);
-    const told = call !== undefined && call[2] === eventId ? call : undefined;
+    const told = call !== undefined && call[2] === id ? call : undefined;
     // The row just below the floor only for the model call above it.
     if (seq < floor && told === undefined) continue;
     const modelRequest = told !== undefined || (!foreign && claimed === 1);
     const kind: HostSpan['kind'] =
-      connType === 'tunnel'
+      tunnel === 1
         ? 'tunnel'
         : modelRequest
           ? 'llm'
-          : mcpSeqs.has(seq) || mcpEvents.has(eventId)
+          : mcpSeqs.has(seq) || mcpEvents.has(id)
             ? 'mcp'
             : ((foreign ? exchangeKindOfPath(text(path) ?? '') : null) ?? 'http');
-    const start = String(at);
-    const t = Date.parse(start);
+    const t = Date.parse(at);
     const ms = int(duration) ?? 0;
-    const fact: ExchangeFact = {
+    exchanges.push({
       seq: requestSeqOf(told ? told[0] : seq),
-      eventId,
-      at: start,
+      eventId: id,
+      at,
       t,
       ms,
-      end: endOf(start, t, ms),
-      host: hostRow(String(domain), int(port), text(connType)),
+      end: endOf(at, t, ms),
+      host,
       kind,
       status: int(status),
-      denied: decision === 'denied',
+      denied: denied === 1,
       errorKind: text(errorKind),
       reached: reached === 1,
       client: foreign ? undefined : clientOf(userAgent),
@@ -227,8 +233,7 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
       call: modelRequest
         ? { row: told?.[1], model: text(told?.[3]), finish: text(told?.[4]), side: text(side), conversation: text(conversation) }
         : undefined,
-    };
-    exchanges.push(fact);
+    });
   }
   const byAnchor = new Map(exchanges.map((e) => [e.seq, e.eventId]));
   const tools = toolRows.map((r): ToolFact => {

@@ -10,9 +10,9 @@ import type { Agent, HostSpan, JobSpan, ReturnMark, Span, Timeline, ToolSpan, Tu
 // known client; an unknown client's requests are host rows only. Only Claude Code gets subagents,
 // jobs and returns.
 
-export const MAIN = 'main';
+const MAIN = 'main';
 /** The agent of Claude Code requests recorded before agent ids were captured (their header is there, its value was not kept). */
-export const UNCAPTURED = 'subagents';
+const UNCAPTURED = 'subagents';
 const CLAUDE_CODE = 'claude-code';
 
 /** One exchange (a net_events row) as the story reads it. */
@@ -170,11 +170,26 @@ class Story {
     for (const times of this.goodTurns.values()) times.sort((a, b) => a - b);
   }
 
-  /** The agent and the agents below it. */
+  private children: Map<string, string[]> | null = null;
+  private readonly subtrees = new Map<string, string[]>();
+
+  /** The agent and the agents below it (asked once the tree is whole). */
   subtree(agent: string): string[] {
-    const out = [agent];
+    let out = this.subtrees.get(agent);
+    if (out) return out;
+    if (!this.children) {
+      this.children = new Map();
+      for (const a of this.agents.values()) if (a.parent !== undefined) listIn(this.children, a.parent).push(a.id);
+    }
+    out = [agent];
+    const seen = new Set(out);
     for (let i = 0; i < out.length; i++)
-      for (const a of this.agents.values()) if (a.parent === out[i] && !out.includes(a.id)) out.push(a.id);
+      for (const child of this.children.get(out[i]!) ?? [])
+        if (!seen.has(child)) {
+          seen.add(child);
+          out.push(child);
+        }
+    this.subtrees.set(agent, out);
     return out;
   }
 
@@ -302,10 +317,24 @@ function buildAgents(story: Story, marks: Marks): Map<string, string> {
     if (spawn.label !== undefined) agent.label = spawn.label;
     if (spawn.type !== undefined) agent.type = spawn.type;
   }
+  // Headers are the client's to send: an agent that names, through its parents, itself is hung under main.
+  for (const agent of agents.values()) {
+    const above = new Set([agent.id]);
+    for (let up = agent.parent; up !== undefined && up !== MAIN; up = agents.get(up)?.parent) {
+      if (!above.has(up)) above.add(up);
+      else {
+        agent.parent = MAIN;
+        break;
+      }
+    }
+  }
   return spawnOf;
 }
 
-function toolsOf(story: Story, marks: Marks): ToolSpan[] {
+/** A model's tool call on the clock, in milliseconds: from the response that asked for it to the request that carried its result. */
+type ToolTimes = Map<ToolSpan, { readonly from: number; readonly to: number }>;
+
+function toolsOf(story: Story, marks: Marks, times: ToolTimes): ToolSpan[] {
   const { input } = story;
   const tools: ToolSpan[] = [];
   for (const fact of input.tools) {
@@ -324,13 +353,23 @@ function toolsOf(story: Story, marks: Marks): ToolSpan[] {
     const answered = mcp ? fact.end : carried?.at;
     // A result recorded before its call (a tool started mid-stream) is clamped to the start.
     if (answered !== undefined) span.end = answered < start ? start : answered;
-    if (!mcp) {
-      const cut = story.cutOffBetween(agent, request!.ex.t + request!.ex.ms, carried?.t ?? Infinity);
-      if (cut !== undefined) span.end = new Date(cut).toISOString();
-    }
+    if (!mcp) times.set(span, { from: request!.ex.t + request!.ex.ms, to: carried?.t ?? Infinity });
     tools.push(span);
   }
   return tools;
+}
+
+/**
+ * Ends a tool at a failed dial to a model host between its start and its result that neither its
+ * agent nor one below it recovered from: the agent tried to report back and the network was gone.
+ * A tool already lost ended where it started.
+ */
+function cutOff(story: Story, times: ToolTimes): void {
+  for (const [tool, { from, to }] of times) {
+    if (tool.lost) continue;
+    const cut = story.cutOffBetween(tool.agent, from, to);
+    if (cut !== undefined) tool.end = new Date(cut).toISOString();
+  }
 }
 
 /** Ends where it started a tool that never got an answer but provably stopped. */
@@ -409,17 +448,16 @@ function returnsOf(story: Story, marks: Marks, spawnOf: Map<string, string>, too
   return returns;
 }
 
+/**
+ * Every exchange as a host row. The recorder writes an exchange's row once the exchange has ended,
+ * so none is still in flight, and none has to age out: one that ended with no answer (the client
+ * gave up, the connection broke before a status) provably stopped, and ends where it started.
+ */
 function hostsOf(input: TimelineInput): HostSpan[] {
   return input.exchanges.map((ex) => {
-    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq };
-    if (ex.status !== undefined) {
-      span.status = ex.status;
-      span.end = ex.end;
-    } else if (input.ended) span.end = ex.at;
-    if (ex.denied) {
-      span.denied = true;
-      span.end ??= ex.at;
-    }
+    const span: HostSpan = { host: ex.host, kind: ex.kind, start: ex.at, seq: ex.seq, end: ex.status === undefined ? ex.at : ex.end };
+    if (ex.status !== undefined) span.status = ex.status;
+    if (ex.denied) span.denied = true;
     return span;
   });
 }
@@ -429,8 +467,10 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const marks = readMarks(story);
   const spawnOf = buildAgents(story, marks);
   const turns = turnsOf(story);
-  const tools = toolsOf(story, marks);
+  const times: ToolTimes = new Map();
+  const tools = toolsOf(story, marks, times);
   loseUnanswered(story, marks, tools);
+  cutOff(story, times);
   const toolById = new Map(tools.map((t) => [t.id, t]));
   const jobs = jobsOf(story, marks, toolById);
   const returns = returnsOf(story, marks, spawnOf, toolById);

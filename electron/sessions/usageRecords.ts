@@ -238,9 +238,7 @@ export function collectUsageRecords(mainDb: Database.Database, stores: SessionSt
         : Date.parse(session.stoppedAt ?? session.activity.lastEventAt ?? session.updatedAt);
     if (lastActive < since) continue;
     const open = onDisk(stores, session.id);
-    out.push(
-      ...(open ? readRequestRecords(open, session.id, sinceIso) : ledgerRecords(session, readLedgerRows(mainDb, session.id))),
-    );
+    out.push(...(open ? readRequestRecords(open, session.id, sinceIso) : ledgerRecords(session, readLedgerRows(mainDb, session.id))));
   }
   return out;
 }

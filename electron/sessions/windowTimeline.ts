@@ -35,7 +35,9 @@ export function windowTimeline(session: OpenSession, ended: boolean): Timeline {
       agent: s.agent,
       error: s.error === true,
       resent: s.resent === true,
-      label: [s.model ?? 'model call', s.finish, s.error ? 'error' : undefined, s.resent ? 'resent' : undefined].filter(Boolean).join(' · '),
+      label: [s.model ?? 'model call', s.finish, s.error ? 'error' : undefined, s.resent ? 'resent' : undefined]
+        .filter(Boolean)
+        .join(' · '),
     })),
     tools: t.tools.map((s) => ({ ...ends(s), agent: s.agent, id: s.id, label: s.preview ? `${s.name}: ${s.preview}` : s.name })),
     jobs: t.jobs.map((s) => ({ ...ends(s), agent: s.agent, id: s.id, label: `background job ${s.id}` })),

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   AGENT_ID_HEADER,
   agentIdOf,
@@ -39,16 +38,26 @@ function marksOf(call: ModelCallReading, agent: string, memory: StoryMemory): Ma
     const spawned = memory.isSpawn(callId) ? spawnedAgentOf(result.content) : undefined;
     if (spawned !== undefined) marks.push({ kind: 'spawned', call_id: callId, ref: spawned });
   }
+  // Claude Code delivers a notification as a user message when its agent is idle, and appended to
+  // the next tool result while a tool round is in flight; it also merges consecutive user messages
+  // when it re-sends them, so the text around a marker changes between requests. A marker is known
+  // by what it says and how many times this request said it before, never by the text around it.
+  const occurrences = new Map<string, number>();
   for (const turn of call.request.turns) {
     if (turn.role !== 'user') continue;
-    const markers = returnMarkersOf(turn.text);
-    if (markers.length === 0) continue;
-    const text = createHash('sha256').update(turn.text).digest('hex').slice(0, 32);
-    markers.forEach((marker, index) => {
-      if (!memory.firstMarker(agent, `${text}:${index}`)) return;
-      if (marker.kind === 'agent-message') marks.push({ kind: 'agent-message', ref: marker.from });
-      else marks.push({ kind: 'notification', ref: marker.taskId, call_id: marker.toolUseId ?? null, label: marker.status });
-    });
+    for (const text of [turn.text, ...turn.results.map((r) => r.content)]) {
+      for (const marker of returnMarkersOf(text)) {
+        const what =
+          marker.kind === 'agent-message'
+            ? `message\u0000${marker.from}`
+            : `notification\u0000${marker.taskId}\u0000${marker.toolUseId ?? ''}\u0000${marker.status ?? ''}`;
+        const nth = (occurrences.get(what) ?? 0) + 1;
+        occurrences.set(what, nth);
+        if (!memory.firstMarker(agent, `${what}\u0000${nth}`)) continue;
+        if (marker.kind === 'agent-message') marks.push({ kind: 'agent-message', ref: marker.from });
+        else marks.push({ kind: 'notification', ref: marker.taskId, call_id: marker.toolUseId ?? null, label: marker.status });
+      }
+    }
   }
   for (const tool of call.toolCalls) {
     const spawn = tool.id === '' ? undefined : spawnRequestOf(tool.name, tool.arguments);

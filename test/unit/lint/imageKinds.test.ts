@@ -15,7 +15,6 @@ const HOMES = ['electron/contract/guestImages.ts', 'electron/vm/image/imageRecip
 /** Literals that spell a kind's id but mean something else: file and literal, to why. */
 const OTHER_MEANINGS: Readonly<Record<string, string>> = {
   "electron/api/usage.ts: 'agent'": "the events API's usage grouped by the calling program (USAGE_GROUPS)",
-  "electron/dev/seedStory.ts: 'agent'": 'the kind of id the story seed mints: a Claude Code agent id beside tool and job ids',
   "electron/sessions/conversationOrder.ts: 'agent'": "a timeline turn's agent field, picked by name",
 };
 

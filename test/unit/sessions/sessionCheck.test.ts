@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSessions } from '../../../electron/dev/seedSessions.ts';
+import { seedStorySession } from '../../../electron/dev/seedStory.ts';
 import { sessionPaths } from '../../../electron/store/paths.ts';
 import { checkSessionDb } from '../../../electron/sessions/sessionCheck.ts';
 import { readSpec, specCreateTables } from '../../helpers/specSchema.ts';
@@ -27,6 +28,16 @@ function withDefect(sql: string): string {
 }
 
 describe('capsem check', () => {
+  it('reports nothing on a clean Claude Code session whose subagents hand back, run in the background and notify', async () => {
+    const story = await seedStorySession(home, { turns: 300, seed: 3 });
+    const report = checkSessionDb(sessionPaths(home, story.id).dbPath);
+    expect(report.findings).toEqual([]);
+    const db = new Database(sessionPaths(home, story.id).dbPath, { readonly: true });
+    const handbacks = (db.prepare("SELECT count(*) AS n FROM tool_calls WHERE tool_name = 'SubagentHandback'").get() as { n: number }).n;
+    db.close();
+    expect(handbacks).toBeGreaterThan(0);
+  });
+
   it('reports nothing on a clean session', () => {
     const report = checkSessionDb(clean);
     expect(report.findings).toEqual([]);

@@ -67,6 +67,13 @@ describe('timeline spans', () => {
     scene.exchange('169.254.169.254', '/latest', 3, { port: 80, scheme: 'http', ...deniedBy('default.deny-link-local'), durationMs: 0 });
     scene.exchange('github.com', '/x', 4, { port: 443 });
     scene.exchange('github.com', '/y', 5, { port: 8443 });
+    // Given up on before any answer: the row is written once the exchange has ended, so it ends where it started.
+    scene.exchange('pypi.org', '/simple/', 6, {
+      status: null,
+      responseHeaders: null,
+      durationMs: 4000,
+      error: { kind: 'client_canceled', message: 'gone' },
+    });
     const t = await scene.timeline();
     await scene.end();
     expect(t.hosts.map(({ host, kind, start, end, status, denied }) => ({ host, kind, start, end, status, denied }))).toEqual([
@@ -74,8 +81,9 @@ describe('timeline spans', () => {
       { host: '169.254.169.254', kind: 'http', start: at(3), end: at(3), status: 403, denied: true },
       { host: 'github.com', kind: 'http', start: at(4), end: at(4.001), status: 200, denied: undefined },
       { host: 'github.com:8443', kind: 'http', start: at(5), end: at(5.001), status: 200, denied: undefined },
+      { host: 'pypi.org', kind: 'http', start: at(6), end: at(6), status: undefined, denied: undefined },
     ]);
-    expect([t.start, t.end]).toEqual([at(0), at(5.001)]);
+    expect([t.start, t.end]).toEqual([at(0), at(6)]);
   });
 
   it('previews at most 80 characters', () => {

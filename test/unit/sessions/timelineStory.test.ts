@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentMessage,
@@ -9,7 +10,9 @@ import {
   taskNotification,
 } from '../../../electron/dev/claudeCodeWire.ts';
 import type { SeedToolCall } from '../../../electron/dev/modelWire.ts';
-import type { Timeline } from '../../../electron/sessions/timeline.ts';
+import { SessionEventStore } from '../../../electron/sessions/sessionEventStore.ts';
+import { readTimeline, type Timeline } from '../../../electron/sessions/timeline.ts';
+import { sessionPaths } from '../../../electron/store/paths.ts';
 import { AGENT_USER_AGENT, capturedBody, modelExchange } from '../../helpers/exchanges.ts';
 import { at, StoryScene } from '../../helpers/storyScene.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
@@ -100,6 +103,20 @@ describe('agents', () => {
       [X, 'main', 'Find the parser', 'Explore', 'toolu_f1'],
       [Y, 'main', 'Try approach B', 'fork', 'toolu_f2'],
     ]);
+  });
+
+  it('never make a cycle of the parents their headers name: every agent reaches main', async () => {
+    const t = await story((scene) => {
+      scene.call(new ClaudeCodeConversation({ id: X, parent: Y }).say('one'), 0, {});
+      scene.call(new ClaudeCodeConversation({ id: Y, parent: X }).say('two'), 2, {});
+    });
+    const parentOf = new Map(t.agents.map((a) => [a.id, a.parent]));
+    for (const agent of t.agents) {
+      let up: string | undefined = agent.id;
+      for (let steps = 0; up !== 'main' && steps <= t.agents.length; steps++) up = parentOf.get(up!);
+      expect(up, agent.id).toBe('main');
+    }
+    expect(t.agents.map((a) => a.id).sort()).toEqual(['main', X, Y].sort());
   });
 
   it('gather the Claude Code requests whose agent id was not kept (recorded before ids were, or unusable) into one subagents agent', async () => {
@@ -265,6 +282,8 @@ describe('tools', () => {
         tools: [tool('toolu_h', 'SubagentHandback', JSON.parse(handbackArgs('Done.')) as object)],
       });
       scene.call(new ClaudeCodeConversation({ id: Y }).say('Build, then report'), 4, { tools: [bash('toolu_y', 'make -j8')] });
+      // A failed dial after they stopped ends nothing: they already ended where they started.
+      scene.failedDial(toolLess().say('title'), 8);
       main.say(taskNotification({ taskId: Y, toolUseId: 'toolu_b', summary: 'Agent "Build" was stopped by user', status: 'killed' }));
       scene.call(main, 9, {});
     });
@@ -287,15 +306,19 @@ describe('jobs', () => {
         { id: 'toolu_j', content: backgroundAck('b3k9x0q2z') },
         { id: 'toolu_k', content: backgroundAck('bw7tq0a1c') },
       ]);
-      scene.call(main, 2, {});
-      // A check-in names the job but ends nothing.
-      main.say(
-        '<task-notification>\n<task-id>b3k9x0q2z</task-id>\n<tool-use-id>toolu_j</tool-use-id>\n<summary>Background command "serve" is still running after 10m</summary>\n</task-notification>',
-      );
-      scene.call(main, 20, {});
-      main.say(
-        taskNotification({ taskId: 'b3k9x0q2z', toolUseId: 'toolu_j', summary: 'Background command "serve" completed (exit code 0)' }),
-      );
+      scene.call(main, 2, { tools: [bash('toolu_w', 'sleep 2')] });
+      // While a tool round is in flight, Claude Code appends what it has to say to the next tool result:
+      // here a check-in, which names the job but ends nothing, then the notification that it ended.
+      const checkIn =
+        '<system-reminder>\n<task-notification>\n<task-id>b3k9x0q2z</task-id>\n<tool-use-id>toolu_j</tool-use-id>\n<summary>Background command "serve" is still running after 10m</summary>\n</task-notification>\nThis is a check-in, not a completion.\n</system-reminder>';
+      main.results([{ id: 'toolu_w', content: `(Bash completed with no output)\n\n${checkIn}` }]);
+      scene.call(main, 20, { tools: [bash('toolu_v', 'sleep 5')] });
+      const ended = taskNotification({
+        taskId: 'b3k9x0q2z',
+        toolUseId: 'toolu_j',
+        summary: 'Background command "serve" completed (exit code 0)',
+      });
+      main.results([{ id: 'toolu_v', content: `(Bash completed with no output)\n\n${ended}` }]);
       scene.call(main, 30, {});
       scene.call(main.say('More?'), 40, {});
     });
@@ -306,6 +329,8 @@ describe('jobs', () => {
     expect(toolsOf(t)).toEqual([
       ['toolu_j', 'main', at(1), at(2), false],
       ['toolu_k', 'main', at(1), at(2), false],
+      ['toolu_w', 'main', at(3), at(20), false],
+      ['toolu_v', 'main', at(21), at(30), false],
     ]);
   });
 
@@ -338,6 +363,27 @@ describe('returns', () => {
     expect(t.returns).toEqual([{ agent: X, into: 'main', at: at(10), seq: expect.any(Number) }]);
     expect(t.agents.find((a) => a.id === X)).toMatchObject({ spawnTool: 'toolu_a', spawnedAt: at(1), returnedAt: at(10), type: 'Explore' });
   });
+  it('are counted once when Claude Code re-sends a notification merged with the next one into one user message', async () => {
+    const t = await story((scene) => {
+      const main = new ClaudeCodeConversation().say('Survey in the background');
+      scene.call(main, 0, { tools: [spawn('toolu_a', 'Survey the code', 'general-purpose', true)] });
+      main.results([{ id: 'toolu_a', content: asyncAgentResult(X) }]);
+      scene.call(main, 2, {});
+      const x = new ClaudeCodeConversation({ id: X }).say('Survey the code, then report');
+      scene.call(x, 3, {});
+      main.say(taskNotification({ taskId: X, toolUseId: 'toolu_a', summary: 'Agent "Survey the code" completed' }));
+      // Its answer is not kept in the history Claude Code re-sends, so the next notification
+      // follows the first and is merged with it into one user message: the text around the first
+      // one changes.
+      scene.call(main, 10, { joins: false });
+      main.say(
+        taskNotification({ taskId: 'b3k9x0q2z', toolUseId: 'toolu_j', summary: 'Background command "build" completed (exit code 0)' }),
+      );
+      main.mergeUserTurns();
+      scene.call(main, 14, {});
+    });
+    expect(t.returns).toEqual([{ agent: X, into: 'main', at: at(10), seq: expect.any(Number) }]);
+  });
 });
 
 describe('clients', () => {
@@ -368,5 +414,44 @@ describe('clients', () => {
       ['api.anthropic.com', 'llm'],
       ['api.anthropic.com', 'llm'],
     ]);
+  });
+});
+
+describe('a session recorded before the story was (session.db version 6)', () => {
+  it('reads as it was recorded: its subagents as one agent, its tools ended by their first result, its events without agent ids', async () => {
+    const scene = await StoryScene.start(home);
+    const main = new ClaudeCodeConversation().say('Audit the repo');
+    scene.call(main, 0, { tools: [spawn('toolu_s1', 'Survey the code', 'general-purpose')] });
+    scene.call(new ClaudeCodeConversation({ id: X }).say('Survey the code, then report'), 2, { text: 'Found it.' });
+    main.results([{ id: 'toolu_s1', content: agentResult(X, 'Found it.') }]);
+    scene.call(main, 5, {});
+    await scene.timeline();
+    await scene.end();
+    // The file as a Capsem before the agent-story step wrote it: no agent columns, no story marks.
+    const copy = `${home.root}/before-story.db`;
+    const source = new Database(sessionPaths(home, scene.live.id).dbPath);
+    source.prepare('VACUUM INTO ?').run(copy);
+    source.close();
+    const older = new Database(copy);
+    for (const column of ['agent_id', 'parent_agent_id', 'side_call', 'conversation_hash'])
+      older.exec(`ALTER TABLE net_events DROP COLUMN ${column}`);
+    older.exec('DROP TABLE story_marks');
+    older.pragma('user_version = 6');
+    older.close();
+    const store = SessionEventStore.open(scene.live.id, copy);
+    const t = readTimeline(store, true);
+    const events = store.page(undefined, 100).map((ref) => store.event(ref, { full: true }));
+    store.close();
+    expect(t.agents).toEqual([
+      { id: 'main', label: 'main agent' },
+      { id: 'subagents', parent: 'main', label: 'subagents' },
+    ]);
+    expect(turnsOf(t)).toEqual([
+      ['main', at(0)],
+      ['subagents', at(2)],
+      ['main', at(5)],
+    ]);
+    expect(toolsOf(t)).toEqual([['toolu_s1', 'main', at(1), at(5), false]]);
+    expect(events.filter((e) => e.subagent !== undefined || e.parentSubagent !== undefined)).toEqual([]);
   });
 });

@@ -87,7 +87,11 @@ describe('usage records from a session.db', () => {
   });
 
   it('keeps the price the recorder stored for a model the pricing data no longer knows', () => {
-    const [r] = requestRecords('s1', [net('aaaaaaaaaaa1')], [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0.002 })]);
+    const [r] = requestRecords(
+      's1',
+      [net('aaaaaaaaaaa1')],
+      [modelCall('aaaaaaaaaaa1', { model: 'house-model-7', estimated_cost_usd: 0.002 })],
+    );
     expect(r).toMatchObject({ priceableRequests: 1, pricedRequests: 1, costMicros: 2_000 });
   });
 
@@ -128,22 +132,19 @@ describe('usage records from main.db ledger', () => {
   } as unknown as SessionRecord;
 
   it("places a gone session's model rows at its end, with the session's host and agent", () => {
-    const [r] = ledgerRecords(
-      session,
-      [
-        {
-          provider: 'openai',
-          model: 'gpt-4o',
-          call_count: 3,
-          input_tokens: 30,
-          output_tokens: 9,
-          cache_read_tokens: 1,
-          cache_write_tokens: 0,
-          estimated_cost: 0.5,
-          total_duration_ms: 1_200,
-        },
-      ],
-    );
+    const [r] = ledgerRecords(session, [
+      {
+        provider: 'openai',
+        model: 'gpt-4o',
+        call_count: 3,
+        input_tokens: 30,
+        output_tokens: 9,
+        cache_read_tokens: 1,
+        cache_write_tokens: 0,
+        estimated_cost: 0.5,
+        total_duration_ms: 1_200,
+      },
+    ]);
     expect(r).toEqual({
       at: Date.parse(AT),
       session: session.id,
