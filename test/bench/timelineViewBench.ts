@@ -48,7 +48,7 @@ const FIRST_PAINT_SCRIPT = `new Promise((resolve, reject) => {
 
 /** Opens session `id`'s tab from a freshly loaded list, then its Timeline; resolves with the first-paint measure. */
 async function openTimeline(page: BarePage, url: string, id: string): Promise<number> {
-  await page.evaluate(`location.href = ${JSON.stringify(url)}`);
+  await page.goto(url);
   await page.waitFor('[data-testid=session-row]');
   await page.click(`[data-testid=session-row][data-session-id="${id}"]`);
   const pane = `[data-testid=session-pane][data-session-id="${id}"]`;

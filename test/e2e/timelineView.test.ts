@@ -54,18 +54,24 @@ async function shown(id: string): Promise<{ from: number; to: number; tickMs: nu
   return { from: Number(from), to: Number(to), tickMs: Number(tickMs) };
 }
 
-/** Where on the page a time falls in the plot, on the middle of row `row` (the lanes scrolled to it first if it is off screen). */
-async function pointOf(id: string, t: number, row: number): Promise<{ x: number; y: number }> {
+/** The name beside row `row`, the lanes scrolled to it first if it is off screen (names are drawn near the scroll only). */
+async function revealRow(id: string, row: number) {
   const label = pane(id).locator(`[data-testid=timeline-row][data-row="${row}"]`);
   const scroller = pane(id).locator('[data-testid=timeline-lanes]');
   const scrollerBox = (await scroller.boundingBox())!;
-  const labelBox = await label.boundingBox().catch(() => null);
+  const labelBox = (await label.count()) > 0 ? await label.boundingBox() : null;
   if (!labelBox || labelBox.y < scrollerBox.y || labelBox.y + labelBox.height > scrollerBox.y + scrollerBox.height) {
     // Rows are at least ROW_HEIGHT (16 px) apart (lanes add gaps): scroll to about where it is, then exactly.
     await scroller.evaluate((el, r) => (el.scrollTop = Math.max(0, r * 16 - 60)), row);
     await label.waitFor();
     await label.evaluate((e) => e.scrollIntoView({ block: 'center' }));
   }
+  return label;
+}
+
+/** Where on the page a time falls in the plot, on the middle of row `row` (scrolled to). */
+async function pointOf(id: string, t: number, row: number): Promise<{ x: number; y: number }> {
+  const label = await revealRow(id, row);
   const { from, to } = await shown(id);
   const plot = (await pane(id).locator('[data-testid=timeline-plot]').boundingBox())!;
   const box = (await label.boundingBox())!;
@@ -138,9 +144,7 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
       .sort((a, b) => b.s.end - b.s.start - (a.s.end - a.s.start))[0]!.i;
     const span = spanAt(model, target);
     const row = model.spanRow[target]!;
-    expect(await pane(story).locator(`[data-testid=timeline-row][data-row="${row}"]`).getAttribute('data-lane')).toBe(
-      `agent:${span.owner}`,
-    );
+    expect(await (await revealRow(story, row)).getAttribute('data-lane')).toBe(`agent:${span.owner}`);
 
     const centre = (span.start + span.end) / 2;
     const readoutBefore = await pane(story).locator('[data-testid=timeline-range]').innerText();

@@ -76,6 +76,12 @@ export class BarePage {
     return new BarePage(chromium, socket, profile);
   }
 
+  /** Loads `url` in the page; resolves once the new document has replaced the old one. */
+  async goto(url: string): Promise<void> {
+    const { errorText } = (await this.send('Page.navigate', { url })) as { errorText?: string };
+    if (errorText) throw new Error(`cannot load ${url}: ${errorText}`);
+  }
+
   /** The value of a script (an expression; a promise is awaited), as JSON. */
   evaluate<T>(expression: string): Promise<T> {
     return this.send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true }) as Promise<T>;
