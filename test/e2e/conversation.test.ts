@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
-import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
+import type { BrowserServer } from '../../electron/app/browserServer.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
 import { AnthropicStory, bigConversation } from '../helpers/agentStory.ts';
-import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { chromiumMissing, ensureRendererBuilt, openAppInChromium, type AppInChromium } from '../helpers/browserHarness.ts';
 import { bigSession, liveSession, type LiveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
@@ -21,11 +21,10 @@ const SHOTS = fileURLToPath(new URL('../../test-output/e2e/', import.meta.url));
 const home = tempHome();
 let core: AppCore;
 let server: BrowserServer;
-let browser: Browser;
+let app: AppInChromium | undefined;
 let page: Page;
 let running: LiveSession;
 let runningAgent: AnthropicStory;
-const pageErrors: string[] = [];
 
 const LONG_TURNS = 2000;
 const THIRD_PROMPT = 'Now fix the failing retry test, please';
@@ -89,15 +88,12 @@ beforeAll(async () => {
   await runningAgent.call({ prompt: 'Keep going', text: 'First step.' });
   await running.writer.flush();
   core = new AppCore({ home, liveIntervalMs: 250 });
-  server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'conversation e2e test', home });
-  browser = await launchChromium();
-  page = await appPage(browser);
-  page.on('pageerror', (e) => pageErrors.push(e.message));
+  app = await openAppInChromium(core, home, 'conversation e2e test');
+  ({ server, page } = app);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+  await app?.close();
   await running?.end();
   core?.close();
   home.remove();
@@ -215,6 +211,6 @@ describe.skipIf(missing !== null)(`the Conversation in Chromium${missing ? ` (sk
   });
 
   it('raised no uncaught errors in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(app!.pageErrors).toEqual([]);
   });
 });

@@ -4,10 +4,10 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
-import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
+import type { BrowserServer } from '../../electron/app/browserServer.ts';
 import type { CallName, CallParams, CallResult } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { SessionEventStore } from '../../electron/sessions/sessionEventStore.ts';
@@ -22,13 +22,12 @@ import type { ImageProgress } from '../../electron/vm/image/guestImage.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import {
-  appPage,
+  type AppInChromium,
   chromiumMissing,
   ensureRendererBuilt,
   EventDoor,
   frameStats,
-  launchChromium,
-  RENDERER_OUT,
+  openAppInChromium,
 } from '../helpers/browserHarness.ts';
 import { buildAgent, HostAgentBackend, hostAgentPlan } from '../helpers/hostAgentBackend.ts';
 import { bigSession, liveSession, now } from '../helpers/sessionFixture.ts';
@@ -55,11 +54,10 @@ let core: AppCore;
 let door: EventDoor;
 let server: BrowserServer;
 let vmHost: VmHost | null = null;
-let browser: Browser;
+let app: AppInChromium | undefined;
 let page: Page;
 let big: SessionId;
 let gz: SessionId;
-const pageErrors: string[] = [];
 /** Stands in for the guest image's build in the next starts (the host agent needs no image): reports progress, waits, or fails. */
 let imageBuild: ((onProgress: (p: ImageProgress) => void) => Promise<void>) | null = null;
 
@@ -229,16 +227,13 @@ beforeAll(async () => {
   }
   core = new AppCore({ home, vmHost, vmUnavailableReason: agentMissing ?? undefined, liveIntervalMs: 250 });
   door = new EventDoor(core);
-  server = await startBrowserServer({ core: door, rendererDir: RENDERER_OUT, port: 0, modeReason: 'renderer e2e test', home });
-  browser = await launchChromium();
-  page = await appPage(browser);
-  page.on('pageerror', (e) => pageErrors.push(e.message));
+  app = await openAppInChromium(door, home, 'renderer e2e test');
+  ({ server, page } = app);
   console.log(`renderer e2e: ready in ${Math.round(performance.now() - t0)} ms (100,000 rows seeded in ${Math.round(seedBigMs)} ms)`);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+  await app?.close();
   await vmHost?.stopAll();
   core?.close();
   home.remove();
@@ -858,6 +853,6 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
   );
 
   it('raised no uncaught errors in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(app!.pageErrors).toEqual([]);
   });
 });

@@ -1,17 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
-import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
+import type { BrowserServer } from '../../electron/app/browserServer.ts';
 import type { Timeline } from '../../electron/contract/appContract.ts';
 import type { SessionId } from '../../electron/contract/ids.ts';
 import { ClaudeCodeConversation } from '../../electron/dev/claudeCodeWire.ts';
 import { seedStorySession } from '../../electron/dev/seedStory.ts';
 import { nearestInRow } from '../../renderer/views/timeline/timelineLayout.ts';
 import { buildTimelineModel, spanAt, type ModelSpan, type TimelineModel } from '../../renderer/views/timeline/timelineModel.ts';
-import { appPage, chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { chromiumMissing, ensureRendererBuilt, openAppInChromium, type AppInChromium } from '../helpers/browserHarness.ts';
 import { claudeCodeExchange } from '../helpers/exchanges.ts';
 import { liveSession, type LiveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
@@ -28,11 +28,10 @@ const SHOTS = fileURLToPath(new URL('../../test-output/e2e/', import.meta.url));
 const home = tempHome();
 let core: AppCore;
 let server: BrowserServer;
-let browser: Browser;
+let app: AppInChromium | undefined;
 let page: Page;
 let story: SessionId;
 let running: LiveSession;
-const pageErrors: string[] = [];
 
 const spansOf = (model: TimelineModel): ModelSpan[] => Array.from({ length: model.spans.length }, (_, i) => spanAt(model, i));
 const timelineOf = async (id: SessionId): Promise<Timeline> => (await core.handle('sessions.timeline', { id })) as Timeline;
@@ -108,15 +107,12 @@ beforeAll(async () => {
   void running.recorder.record(claudeCodeExchange(main.call({ tools: [watch] }), new Date(t + 30_000), { durationMs: 3000 }));
   await running.recorder.settled();
   core = new AppCore({ home, liveIntervalMs: 250 });
-  server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'timeline e2e test', home });
-  browser = await launchChromium();
-  page = await appPage(browser);
-  page.on('pageerror', (e) => pageErrors.push(e.message));
+  app = await openAppInChromium(core, home, 'timeline e2e test');
+  ({ server, page } = app);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+  await app?.close();
   await running?.end();
   core?.close();
   home.remove();
@@ -394,6 +390,6 @@ describe.skipIf(missing !== null)(`the Timeline view in Chromium${missing ? ` (s
   });
 
   it('raised no uncaught errors in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(app!.pageErrors).toEqual([]);
   });
 });

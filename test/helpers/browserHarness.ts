@@ -3,7 +3,9 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import { EVENTS, type EventName, type EventPayload, type HostCore } from '../../electron/contract/appContract.ts';
+import type { CapsemHome } from '../../electron/store/paths.ts';
 
 // What the renderer's browser tests share: the built renderer (rebuilt when its sources are newer),
 // Debian's Chromium driven by playwright-core, a HostCore door that can also push shell events
@@ -76,6 +78,32 @@ export async function appPage(browser: Browser): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 800 }, colorScheme: 'dark' });
   page.setDefaultTimeout(10_000);
   return page;
+}
+
+/** The app served in browser mode and open in a Chromium page, as the browser tests drive it. */
+export interface AppInChromium {
+  readonly server: BrowserServer;
+  readonly page: Page;
+  /** Uncaught errors in the page, for the test that says there were none. */
+  readonly pageErrors: string[];
+  close(): Promise<void>;
+}
+
+export async function openAppInChromium(core: HostCore, home: CapsemHome, modeReason: string): Promise<AppInChromium> {
+  const server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason, home });
+  const browser = await launchChromium();
+  const page = await appPage(browser);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  return {
+    server,
+    page,
+    pageErrors,
+    close: async () => {
+      await browser.close();
+      await server.close();
+    },
+  };
 }
 
 type Listener = <N extends EventName>(name: N, payload: EventPayload<N>) => void;
