@@ -16,6 +16,8 @@ const HOMES = ['electron/contract/guestImages.ts', 'electron/vm/image/imageRecip
 const OTHER_MEANINGS: Readonly<Record<string, string>> = {
   "electron/api/usage.ts: 'agent'": "the events API's usage grouped by the calling program (USAGE_GROUPS)",
   "electron/sessions/conversationOrder.ts: 'agent'": "a timeline turn's agent field, picked by name",
+  "renderer/views/TimelineView.tsx: 'agent'": "a Timeline lane's kind: an agent's lane, not a host's",
+  "renderer/views/timeline/timelineModel.ts: 'agent'": "a Timeline lane's kind: an agent's lane, not a host's",
 };
 
 function sourceFiles(dir: string): string[] {
