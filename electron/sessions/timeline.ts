@@ -1,5 +1,6 @@
 import { existingTables } from '../store/rollup.ts';
 import { AGENT_ID_HEADER } from '../telemetry/claudeCode.ts';
+import { hostOf } from '../telemetry/hosts.ts';
 import { int, text } from './eventBuilders.ts';
 import { clientOfUserAgent } from './eventClient.ts';
 import { finalSeqOf, requestSeqOf } from './eventSeq.ts';
@@ -119,11 +120,9 @@ const USER_AGENT = `CASE WHEN json_valid(request_headers) THEN json_extract(requ
 
 /**
  * Every exchange from `floor - 1` (a model call's own row is written just before it, so may be just
- * below the floor), with its host row (h:443 shares h's, as the scheme's default port does) and, for a
- * file another tool wrote, its path.
+ * below the floor), with what names its host row and, for a file another tool wrote, its path.
  */
-const exchangesSql = (story: readonly string[]): string => `SELECT seq, event_id, timestamp,
-    CASE WHEN port IS NULL OR port = 443 OR (port = 80 AND conn_type = 'http') THEN domain ELSE domain || ':' || port END,
+const exchangesSql = (story: readonly string[]): string => `SELECT seq, event_id, timestamp, domain, port, conn_type,
     conn_type = 'tunnel', status_code, duration_ms, ttfb_ms IS NOT NULL, decision = 'denied', error_kind, trace_id IS NOT NULL,
     ${story.join(', ')}, ${USER_AGENT}, instr(request_headers, '"${AGENT_ID_HEADER}"') > 0, CASE WHEN :foreign THEN path END
   FROM net_events WHERE seq >= :floor - 1 ORDER BY seq`;
@@ -190,14 +189,14 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
     .raw(true)
     .iterate({ floor, foreign: foreign ? 1 : 0 }) as IterableIterator<unknown[]>;
   for (const r of exchangeRows) {
-    const [seq, id, at, host, tunnel, status, duration, reached, denied, errorKind, claimed] = r as [
+    const [seq, id, at, domain, port, connType, tunnel, status, duration, reached, denied, errorKind, claimed] = r as [
       number,
       string,
       string,
       string,
       ...unknown[],
     ];
-    const [agentId, parentAgentId, side, conversation, userAgent, agentHeader, path] = [r[11], r[12], r[13], r[14], r[15], r[16], r[17]];
+    const [agentId, parentAgentId, side, conversation, userAgent, agentHeader, path] = [r[13], r[14], r[15], r[16], r[17], r[18], r[19]];
     const call = calls.get(seq);
     const told = call !== undefined && call[2] === id ? call : undefined;
     // The row just below the floor only for the model call above it.
@@ -220,7 +219,7 @@ export function readTimeline(store: SessionEventStore, ended: boolean, maxEvents
       t,
       ms,
       end: endOf(at, t, ms),
-      host,
+      host: hostOf(domain, int(port), text(connType)),
       kind,
       status: int(status),
       denied: denied === 1,
