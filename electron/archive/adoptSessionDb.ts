@@ -4,6 +4,7 @@ import { latestVersion } from '../store/migrate.ts';
 import { existingTables } from '../store/rollup.ts';
 import { SESSION_DB_MIGRATIONS } from '../store/sessionDb.ts';
 import { SEQUENCED_TABLES, SESSION_TABLE_NAMES, SESSION_TABLES, tableDdl } from '../store/sessionSchema.ts';
+import { columnsOf } from '../store/tableColumns.ts';
 
 // A session.db written by another tool that follows the spec lacks what this app adds (seq, the
 // identity columns, session_meta, exec_events). Adoption adds them to an imported copy so the
@@ -13,10 +14,6 @@ import { SEQUENCED_TABLES, SESSION_TABLE_NAMES, SESSION_TABLES, tableDdl } from 
 
 /** Tables a database must have to be taken for a session.db at all: those the spec defines. */
 export const SPEC_REQUIRED_TABLES = ['net_events', 'model_calls', 'tool_calls', 'tool_responses', 'fs_events'] as const;
-
-function columnsOf(db: Database.Database, table: string): Set<string> {
-  return new Set((db.prepare(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
-}
 
 /** Whether the file already has everything this app reads (then adoption is not needed). */
 export function needsAdoption(db: Database.Database): boolean {

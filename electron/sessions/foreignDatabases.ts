@@ -4,6 +4,7 @@ import { parseMcpExchange } from '../telemetry/mcp.ts';
 import { BUILT_IN_PROVIDERS, requestView } from '../telemetry/providers/index.ts';
 import type { RequestView } from '../telemetry/requestView.ts';
 import { matchWire, wireNamed } from '../telemetry/wire/index.ts';
+import { columnsOf } from '../store/tableColumns.ts';
 
 // The one place a reader detects at read time what a session.db did not record. This app's
 // recorder writes, for every model call, the wire format it read the call in (model_calls.wire)
@@ -15,10 +16,6 @@ import { matchWire, wireNamed } from '../telemetry/wire/index.ts';
 // taken for a model call or an MCP call by its path, as the recorder would have taken it; and a file
 // built from the spec's DDL alone, which has no security ledger to correlate MCP tool_calls with,
 // has its MCP calls counted from its network rows' request bodies.
-
-function columnsOf(db: Database.Database, table: string): Set<string> {
-  return new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
-}
 
 /** Whether the file's model calls lack what this app's recorder writes on each (their wire, their exchange). */
 export function writtenByAnotherTool(db: Database.Database, tables: ReadonlySet<string>): boolean {

@@ -10,6 +10,7 @@ import { SESSION_TABLE_NAMES, SESSION_TABLES, type TableDef } from '../store/ses
 import { HANDBACK_TOOL } from '../telemetry/claudeCode.ts';
 import { BUILT_IN_PROVIDERS } from '../telemetry/providers/index.ts';
 import { LOCAL_PRICE, UNPRICED } from '../telemetry/providers/provider.ts';
+import { columnsOf } from '../store/tableColumns.ts';
 
 // Deep inspection of one session.db: the checks the spec's "Deep inspection" section lists, each
 // finding worded with the likely cause from its "Common debugging scenarios". It adapts to what
@@ -75,10 +76,6 @@ const CAUSES = {
   writerLoss:
     'The session writer dropped or refused rows (queue past its hard limit, or rows SQLite rejected), or the recorder failed on an exchange: the producer outran the disk or sent malformed rows.',
 } as const;
-
-function columnsOf(db: Database.Database, table: string): Set<string> {
-  return new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
-}
 
 export function checkSessionDb(dbPath: string, options: { previewRows?: number } = {}): CheckReport {
   if (!existsSync(dbPath)) throw new Error(`no session database at ${dbPath}`);

@@ -7,6 +7,7 @@ import { parseMcpExchange, type McpMessage } from '../telemetry/mcp.ts';
 import { dnsEvent, fileEvent, httpEvent, modelEvent, rawCapture, toolCallEvent, toolResultEvent, type Row } from './eventBuilders.ts';
 import { finalSeqOf, rowSlotOf, wireSeqOf, type EventPhaseSlot } from './eventSeq.ts';
 import { writtenByAnotherTool } from './foreignDatabases.ts';
+import { columnsOf } from '../store/tableColumns.ts';
 
 // Reads one session.db as a sequence of events ordered by seq. Every sequenced table is one
 // kind of event; a page is a merge of their seq indexes, and each event is built on its own, so
@@ -56,7 +57,7 @@ export const AGENT_ID_COLUMNS = ['agent_id', 'parent_agent_id'] as const;
  * not there yet (a writer that just created the file has not made it).
  */
 export function columnsOrNull(db: Database.Database, table: string, columns: readonly string[]): string[] | null {
-  const have = new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+  const have = columnsOf(db, table);
   return have.size === 0 ? null : columns.map((c) => (have.has(c) ? c : `NULL AS ${c}`));
 }
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { assertNotNewer, migrate, type Migration } from './migrate.ts';
 import { makePrivateFiles } from './paths.ts';
 import { columnSql, SESSION_TABLES, sessionSchemaDdl, tableDdl } from './sessionSchema.ts';
+import { columnsOf } from './tableColumns.ts';
 
 export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
   {
@@ -22,7 +23,7 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     // Containment: frames of upgraded connections, and the parser failure kept on the exchange's row.
     version: 3,
     up: (db) => {
-      const columns = new Set((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).map((c) => c.name));
+      const columns = columnsOf(db, 'net_events');
       if (!columns.has('parse_error')) db.exec('ALTER TABLE net_events ADD COLUMN parse_error TEXT');
       for (const statement of tableDdl('ws_frames', SESSION_TABLES.ws_frames)) db.exec(statement);
     },
@@ -32,7 +33,7 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     // The transparent path: each name the guest looked up through the agent's DNS answerer.
     version: 4,
     up: (db) => {
-      const columns = new Set((db.prepare('PRAGMA table_info(fs_events)').all() as { name: string }[]).map((c) => c.name));
+      const columns = columnsOf(db, 'fs_events');
       if (!columns.has('entries')) db.exec('ALTER TABLE fs_events ADD COLUMN entries INTEGER');
       for (const statement of tableDdl('dns_events', SESSION_TABLES.dns_events)) db.exec(statement);
     },
@@ -48,7 +49,7 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     // Readers read what was recorded: the wire format a model call was read in.
     version: 6,
     up: (db) => {
-      const columns = new Set((db.prepare('PRAGMA table_info(model_calls)').all() as { name: string }[]).map((c) => c.name));
+      const columns = columnsOf(db, 'model_calls');
       if (!columns.has('wire')) db.exec('ALTER TABLE model_calls ADD COLUMN wire TEXT');
     },
   },
@@ -56,7 +57,7 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     // The story (#30): the Claude Code agent of each request, and what its model calls' bodies tell.
     version: 7,
     up: (db) => {
-      const columns = new Set((db.prepare('PRAGMA table_info(net_events)').all() as { name: string }[]).map((c) => c.name));
+      const columns = columnsOf(db, 'net_events');
       for (const name of ['agent_id', 'parent_agent_id', 'side_call', 'conversation_hash'] as const) {
         const sql = columnSql(name, SESSION_TABLES.net_events.columns[name]);
         if (!columns.has(name)) db.exec(`ALTER TABLE net_events ADD COLUMN ${sql}`);
