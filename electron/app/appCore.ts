@@ -332,6 +332,15 @@ export class AppCore implements HostCore {
     'sessions.conversationFind': ({ id, seq, kind }) => ({ index: this.conversations.find(this.session(id), this.ended(id), seq, kind) }),
     'sessions.conversationText': ({ id, source, rowId, offset, length }) =>
       this.conversations.text(this.session(id), source, rowId, offset, length),
+    'sessions.changes': () => {
+      throw new Error('workspace changes: being built (#31)');
+    },
+    'sessions.diff': () => {
+      throw new Error('workspace changes: being built (#31)');
+    },
+    'sessions.revert': () => {
+      throw new Error('workspace changes: being built (#31)');
+    },
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),
     'terminal.attach': async ({ id, size }) => {

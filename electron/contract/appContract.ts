@@ -282,6 +282,84 @@ export const ConversationPageSchema = z.object({
 });
 export type ConversationPage = z.infer<typeof ConversationPageSchema>;
 
+/** What made a workspace change: the tool call whose command was running in the guest, in its Conversation turn. */
+export const ChangeSourceSchema = z.object({
+  callId: z.string(),
+  toolName: z.string(),
+  /** The Conversation turn (its index, as sessions.conversation numbers turns) whose model call asked for the tool. */
+  turn: z.number(),
+  agent: z.string(),
+});
+
+/** One recorded workspace change (an fs_events row); its `seq` is the change's id (`capsem revert --change ID`). */
+export const WorkspaceChangeSchema = z.object({
+  seq: z.number(),
+  at: z.string(),
+  action: z.enum(['created', 'modified', 'deleted', 'restored']),
+  path: z.string(),
+  /** A summary row's count of paths inside its folder (.git/, node_modules/); null for one path. Summary rows have no content. */
+  entries: z.number().nullable(),
+  size: z.number().nullable(),
+  beforeHash: z.string().nullable(),
+  afterHash: z.string().nullable(),
+  /** null: made outside any tool call (the user at the shell, or no tool was running). */
+  source: ChangeSourceSchema.nullable(),
+  /** Both sides' contents are kept, so the change shows as a diff and can be reverted; else why not. */
+  diffable: z.boolean(),
+  note: z.string().nullable(),
+});
+export type WorkspaceChange = z.infer<typeof WorkspaceChangeSchema>;
+
+export const WorkspaceChangePageSchema = z.object({
+  changes: z.array(WorkspaceChangeSchema),
+  total: z.number(),
+  nextOffset: z.number().nullable(),
+  /** The baseline: files recorded when the session started, and when; null when the session has none (older session, no folder). */
+  baseline: z.object({ at: z.string(), files: z.number() }).nullable(),
+});
+export type WorkspaceChangePage = z.infer<typeof WorkspaceChangePageSchema>;
+
+/** One hunk of a unified diff, lines prefixed ' ', '-', '+' or '\\' as a patch has them. */
+export const DiffHunkSchema = z.object({
+  oldStart: z.number(),
+  oldLines: z.number(),
+  newStart: z.number(),
+  newLines: z.number(),
+  lines: z.array(z.string()),
+});
+
+/** One file's difference between two contents. */
+export const FileDiffSchema = z.object({
+  path: z.string(),
+  status: z.enum(['added', 'modified', 'deleted', 'mode', 'unchanged']),
+  oldMode: z.number().nullable(),
+  newMode: z.number().nullable(),
+  /** Not shown line by line: binary content, or a side the store does not keep (over the size cap). */
+  binary: z.boolean(),
+  note: z.string().nullable(),
+  hunks: z.array(DiffHunkSchema),
+  /** Hunks were left out past the line limit; the CLI's `capsem diff` prints the whole. */
+  truncated: z.boolean(),
+});
+export type FileDiff = z.infer<typeof FileDiffSchema>;
+
+/** What to diff or revert: one change, a turn (and every turn after it, for a revert), some paths, or the whole session. */
+export const ChangeTargetSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('change'), seq: z.number().int().min(0) }),
+  z.strictObject({ kind: z.literal('turn'), turn: z.number().int().min(0) }),
+  z.strictObject({ kind: z.literal('paths'), paths: z.array(z.string().min(1).max(4096)).min(1).max(1000) }),
+  z.strictObject({ kind: z.literal('session') }),
+]);
+export type ChangeTarget = z.infer<typeof ChangeTargetSchema>;
+
+export const RevertResultSchema = z.object({
+  /** Paths written back, with what was done (restored content, removed a file the change created). */
+  restored: z.array(z.object({ path: z.string(), action: z.enum(['restored', 'removed']) })),
+  /** Paths left as they are, and why (changed since in a way the revert would lose, content not kept). */
+  refused: z.array(z.object({ path: z.string(), reason: z.string() })),
+});
+export type RevertResult = z.infer<typeof RevertResultSchema>;
+
 export const SearchHitSchema = z.object({ kind: TableKindSchema, seq: z.number(), at: z.string(), snippet: z.string() });
 export type SearchHit = z.infer<typeof SearchHitSchema>;
 
@@ -431,6 +509,27 @@ export const CALLS = {
         .max(4 << 20),
     }),
     result: z.strictObject({ text: z.string(), offset: z.number(), total: z.number() }),
+  },
+  /** The session's workspace changes, in order, with what made each; `turn` or `path` narrows them. */
+  'sessions.changes': {
+    params: z.strictObject({
+      id: SessionIdParam,
+      offset: z.number().int().min(0),
+      limit: z.number().int().min(1).max(500),
+      turn: z.number().int().min(0).nullable().default(null),
+      path: z.string().min(1).max(4096).nullable().default(null),
+    }),
+    result: WorkspaceChangePageSchema,
+  },
+  /** The diff of a target: a change's before/after; a turn's, a path's or the session's from before it to after it. */
+  'sessions.diff': {
+    params: z.strictObject({ id: SessionIdParam, target: ChangeTargetSchema }),
+    result: z.array(FileDiffSchema),
+  },
+  /** Puts the workspace back as it was before the target, after keeping what is there now (itself a change that can be reverted). */
+  'sessions.revert': {
+    params: z.strictObject({ id: SessionIdParam, target: ChangeTargetSchema }),
+    result: RevertResultSchema,
   },
   'sessions.cost': { params: z.strictObject({ id: SessionIdParam }), result: CostSchema },
   'sessions.search': {

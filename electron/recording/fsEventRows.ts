@@ -6,6 +6,12 @@
 // stands for and `size` their bytes. Summarised on the host, not in the agent: the rule is cheap to
 // change here, and the agent's frames already carry every path.
 
+/** A version of a workspace file: its content's hash in the content store and its git mode. */
+export interface FileVersion {
+  readonly hash: string;
+  readonly mode: number;
+}
+
 /** A file change as the guest agent reports it in an fs event. */
 export interface FsChange {
   readonly action: 'created' | 'modified' | 'deleted';
@@ -13,6 +19,12 @@ export interface FsChange {
   readonly size: number | null;
   readonly is_dir: boolean;
   readonly ts_ms: number;
+  /**
+   * What the host read at the path once the change arrived (the workspace is the host's folder):
+   * the version now there, null when nothing readable is (gone again, not a file). Left out where
+   * the host did not read it (a summarised folder, a session without a workspace baseline).
+   */
+  readonly content?: FileVersion | null;
 }
 
 /** Folders whose insides are summarised wherever they sit in the workspace. */
@@ -26,6 +38,10 @@ export interface FsEventRow {
   readonly size: number | null;
   /** How many paths a summary row stands for; null on a row for one path. */
   readonly entries: number | null;
+  readonly before_hash?: string | null;
+  readonly after_hash?: string | null;
+  readonly before_mode?: number | null;
+  readonly after_mode?: number | null;
 }
 
 /** The summarised folder a change lies in ('node_modules/', 'web/.git/'), or null for a path of its own. */
@@ -36,6 +52,10 @@ export function summarisedFolder(path: string, isDir: boolean): string | null {
   // A file named .git is a worktree's or submodule's pointer: the user's own, one row.
   if (at === parts.length - 1 && !isDir) return null;
   return `${parts.slice(0, at + 1).join('/')}/`;
+}
+
+function sides(before: FileVersion | null, after: FileVersion | null): Pick<FsEventRow, 'before_hash' | 'after_hash' | 'before_mode' | 'after_mode'> {
+  return { before_hash: before?.hash ?? null, after_hash: after?.hash ?? null, before_mode: before?.mode ?? null, after_mode: after?.mode ?? null };
 }
 
 interface Summary {
@@ -53,6 +73,13 @@ interface Summary {
  */
 export class FsEventRows {
   private readonly pending = new Map<string, Summary>();
+  /** Each file's last known version (the baseline's, then each change's), for the next change's before. */
+  private readonly versions = new Map<string, FileVersion>();
+
+  /** The versions the session starts from: its baseline, or on a resume, where its recording left off. */
+  seed(versions: Iterable<readonly [string, FileVersion]>): void {
+    for (const [path, version] of versions) this.versions.set(path, version);
+  }
 
   /** The rows to write now; summarised changes are held for `flush`. */
   take(changes: readonly FsChange[]): FsEventRow[] {
@@ -60,13 +87,7 @@ export class FsEventRows {
     for (const change of changes) {
       const folder = summarisedFolder(change.path, change.is_dir);
       if (folder === null) {
-        rows.push({
-          timestamp: new Date(change.ts_ms).toISOString(),
-          action: change.action,
-          path: change.path,
-          size: change.size,
-          entries: null,
-        });
+        rows.push(...this.ownRows(change));
         continue;
       }
       const key = `${change.action}\0${folder}`;
@@ -77,6 +98,49 @@ export class FsEventRows {
       this.pending.set(key, summary);
     }
     return rows;
+  }
+
+  /**
+   * The row of a change to a path of its own, with its content before and after. A folder that
+   * went (deleted, or moved out of the workspace) takes every file known under it along: the
+   * agent reports the folder alone when it was moved away whole.
+   */
+  private ownRows(change: FsChange): FsEventRow[] {
+    const timestamp = new Date(change.ts_ms).toISOString();
+    const base = { timestamp, path: change.path, size: change.size, entries: null };
+    if (change.action === 'deleted') {
+      const gone = this.forget(change.path, change.is_dir);
+      if (!change.is_dir) return [{ ...base, action: 'deleted', ...sides(gone.get(change.path) ?? null, null) }];
+      return [
+        { ...base, action: 'deleted' },
+        ...[...gone].map(([path, before]) => ({ timestamp, path, size: null, entries: null, action: 'deleted' as const, ...sides(before, null) })),
+      ];
+    }
+    if (change.content === undefined || change.is_dir) return [{ ...base, action: change.action }];
+    const before = this.versions.get(change.path) ?? null;
+    const after = change.content;
+    if (after) this.versions.set(change.path, after);
+    else this.versions.delete(change.path);
+    // An editor's save by rename arrives as a creation of a path that held a file: to a reader, a modification.
+    const action = before && after ? 'modified' : before ? 'deleted' : 'created';
+    return [{ ...base, action, ...sides(before, after) }];
+  }
+
+  /** Drops the known versions at `path` (and under it, for a folder), returning them by path. */
+  private forget(path: string, isDir: boolean): Map<string, FileVersion> {
+    const gone = new Map<string, FileVersion>();
+    const own = this.versions.get(path);
+    if (own && !isDir) gone.set(path, own);
+    this.versions.delete(path);
+    if (isDir) {
+      const prefix = `${path}/`;
+      for (const [known, version] of this.versions)
+        if (known.startsWith(prefix)) {
+          gone.set(known, version);
+          this.versions.delete(known);
+        }
+    }
+    return gone;
   }
 
   /** Changes are being held for a summary. */

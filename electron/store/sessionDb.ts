@@ -65,6 +65,18 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
       for (const statement of tableDdl('story_marks', SESSION_TABLES.story_marks)) db.exec(statement);
     },
   },
+  {
+    // What the agent changed (#31): each change's content before and after, and the workspace's baseline.
+    version: 8,
+    up: (db) => {
+      const columns = columnsOf(db, 'fs_events');
+      for (const name of ['before_hash', 'after_hash', 'before_mode', 'after_mode'] as const) {
+        const sql = columnSql(name, SESSION_TABLES.fs_events.columns[name]);
+        if (!columns.has(name)) db.exec(`ALTER TABLE fs_events ADD COLUMN ${sql}`);
+      }
+      for (const statement of tableDdl('workspace_files', SESSION_TABLES.workspace_files)) db.exec(statement);
+    },
+  },
 ];
 
 /**

@@ -227,7 +227,30 @@ export const SESSION_TABLES = {
       size: int,
       // A summary row (path 'node_modules/', '.git/'): how many paths inside it changed; null for one path.
       entries: { type: 'INTEGER', ours: true },
+      // The path's content before and after the change, as sha256 hashes into the content store
+      // (changes/contentStore.ts), with their git modes; null where there was none (before a
+      // creation, after a deletion) and on summary rows.
+      before_hash: { type: 'TEXT', ours: true },
+      after_hash: { type: 'TEXT', ours: true },
+      before_mode: { type: 'INTEGER', ours: true },
+      after_mode: { type: 'INTEGER', ours: true },
     },
+  },
+  workspace_files: {
+    // The shared folder as the session found it (the baseline): each file's path relative to the
+    // workspace, size, git mode and content hash. Contents up to the store's cap are in the content
+    // store; `note` says why a path has no hash (it could not be read, or is not a file).
+    sequenced: false,
+    ours: true,
+    columns: {
+      id: pk,
+      path: textNN,
+      size: int,
+      mode: int,
+      hash: text,
+      note: text,
+    },
+    indexes: ['path'],
   },
   event_body_blobs: {
     sequenced: false,

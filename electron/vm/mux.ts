@@ -418,7 +418,7 @@ export class AgentMux extends EventEmitter<MuxEvents> {
       }
       case FrameType.EVENT: {
         const event = parseJson(frame.payload, 'EVENT');
-        if (event.type === 'fs' && Array.isArray(event.events)) this.emit('fs', event.events.filter(isFsChange));
+        if (event.type === 'fs' && Array.isArray(event.events)) this.emit('fs', event.events.filter(isFsChange).map(guestFields));
         return;
       }
       case FrameType.ERROR:
@@ -455,6 +455,9 @@ function abort(stream: MuxStream, err: Error): void {
     stream.destroy();
   }
 }
+
+/** Only what the guest may say: what the host read of a path (`content`) is the host's to add. */
+const guestFields = (c: FsChange): FsChange => ({ action: c.action, path: c.path, size: c.size, is_dir: c.is_dir === true, ts_ms: c.ts_ms });
 
 /** A guest-reported change, kept only when its path is relative and stays inside the workspace. */
 function isFsChange(value: unknown): value is FsChange {
