@@ -20,8 +20,7 @@ export interface ChangeRow {
   readonly afterMode: number | null;
 }
 
-const version = (hash: string | null, mode: number | null): FileVersion | null =>
-  hash !== null ? { hash, mode: mode ?? 0o100644 } : null;
+const version = (hash: string | null, mode: number | null): FileVersion | null => (hash !== null ? { hash, mode: mode ?? 0o100644 } : null);
 
 /**
  * The row's path before it. A missing hash means no file on a creation or a restore into an empty

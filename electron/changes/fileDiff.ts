@@ -21,7 +21,8 @@ export type ReadSpan =
 
 function sideOf(state: PathState, store: ContentStore): PatchSide | string {
   if (state === 'absent') return null;
-  if (state === 'unknown') return 'its content was not recorded (a session recorded before contents were kept, or a path the host could not read)';
+  if (state === 'unknown')
+    return 'its content was not recorded (a session recorded before contents were kept, or a path the host could not read)';
   const content = store.get(state.hash);
   return content === null ? `its content is not kept (over ${MB} MiB, or not a file the store keeps)` : { version: state, content };
 }
@@ -58,7 +59,13 @@ export function fileDiffOf(read: ReadSpan, span: PathSpan): FileDiff {
   const oldContent = read.before?.content ?? Buffer.alloc(0);
   const newContent = read.after?.content ?? Buffer.alloc(0);
   if (isBinary(oldContent) || isBinary(newContent))
-    return { ...base, binary: true, note: `binary content (${oldContent.length} → ${newContent.length} bytes)`, hunks: [], truncated: false };
+    return {
+      ...base,
+      binary: true,
+      note: `binary content (${oldContent.length} → ${newContent.length} bytes)`,
+      hunks: [],
+      truncated: false,
+    };
   const patch = structuredPatch(span.path, span.path, oldContent.toString('utf8'), newContent.toString('utf8'), '', '', { context: 3 });
   const hunks: FileDiff['hunks'] = [];
   let shown = 0;
@@ -69,14 +76,8 @@ export function fileDiffOf(read: ReadSpan, span: PathSpan): FileDiff {
       break;
     }
     shown += h.lines.length;
-    // An empty side starts at line 0, as a patch writes it.
-    hunks.push({
-      oldStart: h.oldLines === 0 ? h.oldStart - 1 : h.oldStart,
-      oldLines: h.oldLines,
-      newStart: h.newLines === 0 ? h.newStart - 1 : h.newStart,
-      newLines: h.newLines,
-      lines: h.lines,
-    });
+    // jsdiff's numbering (an empty side starts at 1, where patch text writes 0): applyPatch takes these hunks as they are.
+    hunks.push({ oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, lines: h.lines });
   }
   return { ...base, binary: false, note: null, hunks, truncated };
 }

@@ -88,7 +88,8 @@ export function gitFilePatch(path: string, before: PatchSide, after: PatchSide):
   let out = `diff --git ${a} ${b}\n`;
   if (!before) out += `new file mode ${mode(after!.version.mode)}\n`;
   else if (!after) out += `deleted file mode ${mode(before.version.mode)}\n`;
-  else if (before.version.mode !== after.version.mode) out += `old mode ${mode(before.version.mode)}\nnew mode ${mode(after.version.mode)}\n`;
+  else if (before.version.mode !== after.version.mode)
+    out += `old mode ${mode(before.version.mode)}\nnew mode ${mode(after.version.mode)}\n`;
   const oldContent = before?.content ?? Buffer.alloc(0);
   const newContent = after?.content ?? Buffer.alloc(0);
   if (oldContent.equals(newContent)) return out;

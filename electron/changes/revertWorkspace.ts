@@ -1,5 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { RevertResult } from '../contract/appContract.ts';
 import type { RowOf } from '../store/sessionSchema.ts';
@@ -36,7 +49,8 @@ function parentsOf(root: string, path: string): void {
       mkdirSync(at, { mode: 0o755 });
       continue;
     }
-    if (!stats.isDirectory()) throw new Refusal(`${at.slice(root.length + 1)} is ${stats.isSymbolicLink() ? 'a symlink' : 'not a folder'} now`);
+    if (!stats.isDirectory())
+      throw new Refusal(`${at.slice(root.length + 1)} is ${stats.isSymbolicLink() ? 'a symlink' : 'not a folder'} now`);
   }
 }
 
@@ -49,7 +63,7 @@ function writeAt(full: string, mode: number, content: Buffer): void {
       const perms = mode === MODE_EXECUTABLE ? 0o755 : 0o644;
       const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, perms);
       try {
-        for (let at = 0; at < content.length; ) at += writeSync(fd, content, at);
+        for (let at = 0; at < content.length;) at += writeSync(fd, content, at);
       } finally {
         closeSync(fd);
       }
@@ -71,7 +85,12 @@ export function workspaceRoot(folder: string): string {
   }
 }
 
-function restoreOne(root: string, store: ContentStore, step: RevertStep, rows: RowOf<'fs_events'>[]): RevertResult['restored'][number] | null {
+function restoreOne(
+  root: string,
+  store: ContentStore,
+  step: RevertStep,
+  rows: RowOf<'fs_events'>[],
+): RevertResult['restored'][number] | null {
   let path: string;
   try {
     path = checkedRelativePath(step.path);

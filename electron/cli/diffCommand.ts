@@ -5,7 +5,7 @@ import { openSessionChanges, targetOf } from './sessionChanges.ts';
 
 export const diffCommand: Command = {
   name: 'diff',
-  summary: "print what a session changed in its workspace, as a patch git apply takes",
+  summary: 'print what a session changed in its workspace, as a patch git apply takes',
   usage: `capsem diff ID|NAME [--turn N | --change ID] [PATH…]
 
 Prints the session's workspace changes as a patch in git's format: the whole session (the folder
@@ -38,7 +38,8 @@ binary patches (git apply takes them, patch -p1 does not). A path whose content 
         if (read.kind === 'content' && [read.before, read.after].some((s) => s !== null && isBinary(s.content))) binary++;
         await ctx.output.stdout(Buffer.from(patch.text, 'latin1'));
       }
-      if (binary > 0) ctx.err(`capsem: ${binary} binary file${binary === 1 ? '' : 's'} in the patch: git apply takes them, patch -p1 does not`);
+      if (binary > 0)
+        ctx.err(`capsem: ${binary} binary file${binary === 1 ? '' : 's'} in the patch: git apply takes them, patch -p1 does not`);
       return left > 0 ? 1 : 0;
     } finally {
       opened.close();

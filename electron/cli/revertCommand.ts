@@ -26,7 +26,8 @@ left as it is.`,
       const result = await revertSession({ ...opened, home: ctx.home }, target);
       for (const r of result.restored) ctx.out(`${r.action === 'removed' ? 'removed ' : 'restored'} ${JSON.stringify(r.path)}`);
       for (const r of result.refused) ctx.err(`capsem: left ${JSON.stringify(r.path)} as it is: ${r.reason}`);
-      if (result.restored.length === 0 && result.refused.length === 0) ctx.out('nothing to revert: the folder already holds those contents');
+      if (result.restored.length === 0 && result.refused.length === 0)
+        ctx.out('nothing to revert: the folder already holds those contents');
       return result.refused.length > 0 ? 1 : 0;
     } finally {
       opened.close();

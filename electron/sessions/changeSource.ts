@@ -55,7 +55,10 @@ function best(open: readonly ToolWindow[], path: string): ToolWindow | null {
  * order, holding the tools open at each change, so a long session costs its length, not its
  * changes times its tools.
  */
-export function attribute(changes: readonly { readonly path: string; readonly t: number }[], tools: readonly ToolWindow[]): (ToolWindow | null)[] {
+export function attribute(
+  changes: readonly { readonly path: string; readonly t: number }[],
+  tools: readonly ToolWindow[],
+): (ToolWindow | null)[] {
   const order = changes.map((_, i) => i).sort((a, b) => changes[a]!.t - changes[b]!.t || a - b);
   const byStart = [...tools].sort((a, b) => a.start - b.start);
   const out: (ToolWindow | null)[] = new Array<ToolWindow | null>(changes.length).fill(null);

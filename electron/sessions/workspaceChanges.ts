@@ -1,6 +1,16 @@
 import type Database from 'better-sqlite3';
 import type { ChangeTarget, FileDiff, WorkspaceChange, WorkspaceChangePage } from '../contract/appContract.ts';
-import { afterOf, beforeOf, revertSteps, spansOf, underPath, type ChangeRow, type PathSpan, type PathState, type RevertStep } from '../changes/changeStates.ts';
+import {
+  afterOf,
+  beforeOf,
+  revertSteps,
+  spansOf,
+  underPath,
+  type ChangeRow,
+  type PathSpan,
+  type PathState,
+  type RevertStep,
+} from '../changes/changeStates.ts';
 import { KEPT_CONTENT_MAX, type ContentStore } from '../changes/contentStore.ts';
 import { fileDiffOf, readSpan } from '../changes/fileDiff.ts';
 import { attribute, namedPath, type ToolWindow } from './changeSource.ts';
@@ -106,7 +116,9 @@ export class WorkspaceChanges {
         const found = all.find((c) => c.row.seq === target.seq);
         if (!found) throw new ChangeTargetError(`the session has no change ${target.seq} (capsem diff lists none by that id)`);
         if (found.row.entries !== null)
-          throw new ChangeTargetError(`change ${target.seq} sums up ${found.row.entries} changes inside ${found.row.path}; their contents are not kept`);
+          throw new ChangeTargetError(
+            `change ${target.seq} sums up ${found.row.entries} changes inside ${found.row.path}; their contents are not kept`,
+          );
         return [found.row];
       }
       case 'turn':
@@ -189,7 +201,11 @@ function described({ row, source }: AttributedChange, store: ContentStore): Work
   if (row.entries !== null)
     return { ...base, diffable: false, note: `${row.entries} changes inside ${row.path}, summed up; their contents are not kept` };
   if (row.action === 'deleted' && row.beforeHash === null)
-    return { ...base, diffable: false, note: 'a folder, or a file whose content was not recorded; files known inside it have rows of their own' };
+    return {
+      ...base,
+      diffable: false,
+      note: 'a folder, or a file whose content was not recorded; files known inside it have rows of their own',
+    };
   const note = sideNote(beforeOf(row), row.size, store, 'before') ?? sideNote(afterOf(row), row.size, store, 'after');
   return { ...base, diffable: note === null, note };
 }
@@ -200,6 +216,7 @@ function baselineOf(session: OpenSession): WorkspaceChangePage['baseline'] {
   const files = (db.prepare('SELECT count(*) FROM workspace_files').pluck().get() as number) ?? 0;
   if (files === 0) return null;
   const at =
-    (db.prepare("SELECT value FROM session_meta WHERE key = 'created_at'").pluck().get() as string | undefined) ?? new Date(0).toISOString();
+    (db.prepare("SELECT value FROM session_meta WHERE key = 'created_at'").pluck().get() as string | undefined) ??
+    new Date(0).toISOString();
   return { at, files };
 }

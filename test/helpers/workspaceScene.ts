@@ -1,6 +1,18 @@
-import { chmodSync, cpSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ContentStore, contentHash } from '../../electron/changes/contentStore.ts';
+import type { ContentStore } from '../../electron/changes/contentStore.ts';
+import { contentHash } from '../../electron/changes/contentStore.ts';
 import { MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK } from '../../electron/changes/workspaceEntry.ts';
 import type { FileVersion, FsEventRows } from '../../electron/recording/fsEventRows.ts';
 import type { LiveSession } from './sessionFixture.ts';
@@ -32,7 +44,8 @@ export class WorkspaceScene {
       if (keep) this.store.put(bytes);
       return { hash: contentHash(bytes), mode: MODE_SYMLINK };
     }
-    const { content, mode } = typeof spec === 'string' || Buffer.isBuffer(spec) ? { content: spec, mode: MODE_FILE } : { mode: MODE_FILE, ...spec };
+    const { content, mode } =
+      typeof spec === 'string' || Buffer.isBuffer(spec) ? { content: spec, mode: MODE_FILE } : { mode: MODE_FILE, ...spec };
     const bytes = Buffer.from(content);
     writeFileSync(full, bytes);
     chmodSync(full, mode === MODE_EXECUTABLE ? 0o755 : 0o644);
@@ -62,7 +75,9 @@ export class WorkspaceScene {
       }
     })();
     const content = this.put(path, spec, !unkept);
-    this.live.recorder.event('fs', { changes: [{ action: existed ? 'modified' : 'created', path, size: null, is_dir: false, ts_ms: ts, content }] });
+    this.live.recorder.event('fs', {
+      changes: [{ action: existed ? 'modified' : 'created', path, size: null, is_dir: false, ts_ms: ts, content }],
+    });
   }
 
   remove(path: string, ts: number): void {
@@ -109,7 +124,16 @@ export async function recordEditSession(
   store: ContentStore,
   root: string,
   snapshots: string,
-  story: { call(step: { prompt?: string; results?: { callId: string; content: string }[]; text?: string; tools?: { id: string; name: string; args: string }[] }): Promise<void>; readonly now: number; wait(ms: number): void },
+  story: {
+    call(step: {
+      prompt?: string;
+      results?: { callId: string; content: string }[];
+      text?: string;
+      tools?: { id: string; name: string; args: string }[];
+    }): Promise<void>;
+    readonly now: number;
+    wait(ms: number): void;
+  },
 ): Promise<{ baseline: string; beforeTurn1: string; final: string }> {
   const scene = new WorkspaceScene(live, store, root);
   scene.baseline({
@@ -123,7 +147,11 @@ export async function recordEditSession(
     story.wait(5);
     return story.now;
   };
-  const edit = { id: 'toolu_edit', name: 'Edit', args: JSON.stringify({ file_path: '/workspace/src/app.ts', old_string: 'hello', new_string: 'hi' }) };
+  const edit = {
+    id: 'toolu_edit',
+    name: 'Edit',
+    args: JSON.stringify({ file_path: '/workspace/src/app.ts', old_string: 'hello', new_string: 'hi' }),
+  };
   const sed = { id: 'toolu_sed', name: 'Bash', args: JSON.stringify({ command: "sed -i 's/hello/bye/' README.md" }) };
   await story.call({ prompt: 'Tidy the project', text: 'Editing.', tools: [edit, sed] });
   scene.write('src/app.ts', 'export const greet = () => "hi";\nexport const n = 1;\n', at());
@@ -132,12 +160,26 @@ export async function recordEditSession(
   const beforeTurn1 = scene.snapshot(join(snapshots, 'before-turn-1'));
   const write = { id: 'toolu_write', name: 'Write', args: JSON.stringify({ file_path: HOSTILE_NAME, content: 'x' }) };
   const rm = { id: 'toolu_rm', name: 'Bash', args: JSON.stringify({ command: 'rm notes/old.txt; chmod -x run.sh' }) };
-  await story.call({ results: [{ callId: edit.id, content: 'ok' }, { callId: sed.id, content: '' }], text: 'More.', tools: [write, rm] });
+  await story.call({
+    results: [
+      { callId: edit.id, content: 'ok' },
+      { callId: sed.id, content: '' },
+    ],
+    text: 'More.',
+    tools: [write, rm],
+  });
   scene.write(HOSTILE_NAME, 'export const odd = true;\n', at());
   scene.remove('notes/old.txt', at());
   scene.write('run.sh', '#!/bin/sh\necho run\n', at());
   const bash = { id: 'toolu_more', name: 'Bash', args: JSON.stringify({ command: 'npm run fix' }) };
-  await story.call({ results: [{ callId: write.id, content: 'ok' }, { callId: rm.id, content: '' }], text: 'Last.', tools: [bash] });
+  await story.call({
+    results: [
+      { callId: write.id, content: 'ok' },
+      { callId: rm.id, content: '' },
+    ],
+    text: 'Last.',
+    tools: [bash],
+  });
   scene.write('src/app.ts', 'export const greet = () => "hi";\nexport const n = 2;\nexport const m = 3;', at());
   scene.write('link', { link: 'src/app.ts' }, at());
   await story.call({ results: [{ callId: bash.id, content: 'fixed' }], text: 'Done.' });

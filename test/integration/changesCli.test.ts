@@ -92,7 +92,9 @@ describe('capsem revert', () => {
     expect(r.stdout).toContain('restored "notes/old.txt"');
     expect(treeOf(workspace)).toEqual(treeOf(snapshots.beforeTurn1));
 
-    const seqs = JSON.parse(runCapsem(home, ['sql', 'edits', "SELECT seq FROM fs_events WHERE action = 'restored' ORDER BY seq", '--json']).stdout) as {
+    const seqs = JSON.parse(
+      runCapsem(home, ['sql', 'edits', "SELECT seq FROM fs_events WHERE action = 'restored' ORDER BY seq", '--json']).stdout,
+    ) as {
       seq: number;
     }[];
     expect(seqs.length).toBeGreaterThan(0);
