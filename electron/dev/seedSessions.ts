@@ -435,7 +435,7 @@ export async function recordSeededSession(
   home: CapsemHome,
   mainDb: ReturnType<typeof openMainDb>,
   registration: SeedRegistration,
-  feed: (recorder: SessionRecorder, writer: SessionWriter) => Promise<void>,
+  feed: (recorder: SessionRecorder, writer: SessionWriter, record: SessionRecord) => Promise<void>,
 ): Promise<SessionRecord> {
   const record = registerSession(mainDb, { name: registration.name, mode: 'seed', command: 'claude', createdAt: registration.createdAt });
   const paths = sessionPaths(home, record.id);
@@ -450,7 +450,7 @@ export async function recordSeededSession(
       throw new Error(`cannot open its database ${paths.dbPath}: ${(err as Error).message}`);
     });
     const recorder = new SessionRecorder(writer, DEFAULT_BODY_CAP);
-    await feed(recorder, writer);
+    await feed(recorder, writer, record);
     await recorder.settled();
     if (recorder.failures > 0) throw new Error(`the recorder lost ${recorder.failures} exchanges: ${recorder.lastFailure}`);
     await writer.close();
