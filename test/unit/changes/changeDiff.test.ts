@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPatch } from 'diff';
@@ -17,6 +17,7 @@ import { liveSession } from '../../helpers/sessionFixture.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 import { HOSTILE_NAME, recordEditSession } from '../../helpers/workspaceScene.ts';
 
+const bytes = (content: Buffer) => ({ version: { hash: contentHash(content), mode: MODE_FILE }, content });
 const side = (text: string) => {
   const content = Buffer.from(text);
   return { version: { hash: contentHash(content), mode: MODE_FILE }, content };
@@ -45,6 +46,21 @@ describe('a change as a diff', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('a binary change is a GIT binary patch that git apply takes', () => {
+    const root = mkdtempSync(join(tmpdir(), 'capsem-binary-'));
+    spawnSync('git', ['init', '-q'], { cwd: root });
+    const before = Buffer.from([0, 1, 2, 255, 10]);
+    const after = Buffer.concat([before, Buffer.alloc(300, 7), Buffer.from([0])]);
+    writeFileSync(join(root, 'blob.bin'), before);
+    const r = spawnSync('git', ['apply', '-'], {
+      cwd: root,
+      input: Buffer.from(gitFilePatch('blob.bin', bytes(before), bytes(after)), 'latin1'),
+    });
+    expect(r.stderr.toString()).toBe('');
+    expect(readFileSync(join(root, 'blob.bin')).equals(after)).toBe(true);
+    rmSync(root, { recursive: true, force: true });
   });
 
   it('writes hostile names as git quotes them, and git apply creates and edits the file under that name', () => {
