@@ -319,7 +319,11 @@ export const WorkspaceChangePageSchema = z.object({
 });
 export type WorkspaceChangePage = z.infer<typeof WorkspaceChangePageSchema>;
 
-/** One hunk of a unified diff, lines prefixed ' ', '-', '+' or '\\' as a patch has them. */
+/**
+ * One hunk of a unified diff, lines prefixed ' ', '-', '+' or '\\' as a patch has them. Numbered as
+ * jsdiff numbers them (its applyPatch takes the hunk as it is): a side with no lines still starts
+ * at 1, where patch text writes 0.
+ */
 export const DiffHunkSchema = z.object({
   oldStart: z.number(),
   oldLines: z.number(),

@@ -118,6 +118,12 @@ describe('capsem revert', () => {
     expect(r.stderr).toContain(`session ${running} is running: stop it first`);
   });
 
+  it('says how it is used, and is listed among the commands', () => {
+    for (const command of ['diff', 'revert'])
+      expect(runCapsem(home, [command, '--help']).stdout).toMatch(new RegExp(`^capsem ${command} ID\\|NAME`));
+    expect(runCapsem(home, ['--help']).stdout).toMatch(/diff .*\n.*revert /s);
+  });
+
   it('refuses a target without a change, and a revert without a target', () => {
     expect(runCapsem(home, ['revert', 'edits', '--turn', '3']).stderr).toContain('turn 3 changed no file');
     expect(runCapsem(home, ['revert', 'edits']).code).toBe(2);

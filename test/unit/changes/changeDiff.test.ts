@@ -18,10 +18,7 @@ import { tempHome } from '../../helpers/tempHome.ts';
 import { HOSTILE_NAME, recordEditSession } from '../../helpers/workspaceScene.ts';
 
 const bytes = (content: Buffer) => ({ version: { hash: contentHash(content), mode: MODE_FILE }, content });
-const side = (text: string) => {
-  const content = Buffer.from(text);
-  return { version: { hash: contentHash(content), mode: MODE_FILE }, content };
-};
+const side = (text: string) => bytes(Buffer.from(text));
 
 describe('a change as a diff', () => {
   const home = tempHome();
