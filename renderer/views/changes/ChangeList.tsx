@@ -3,7 +3,7 @@ import { memo, useEffect, useLayoutEffect, useRef, type KeyboardEvent } from 're
 import type { WorkspaceChange } from '../../../electron/contract/appContract.ts';
 import { formatBytes, formatCount, formatTime } from '../../app/format.ts';
 import type { PagedList } from '../../session/usePagedList.ts';
-import { groupLabel, opensGroup, sourceLabel } from './changeGroups.ts';
+import { opensGroup, sourceLabel } from './changeGroups.ts';
 
 const ROW_PX = 24;
 
@@ -18,7 +18,7 @@ interface RowProps {
   readonly onTurn: (turn: number) => void;
 }
 
-/** One change: when, what, which path, its size, what made it; the first of a turn's changes names the turn. */
+/** One change: when, what, which path, its size, what made it; the first of a turn's changes is set apart and its source in bold. */
 const ChangeRow = memo(function ChangeRow({ change, opens, index, start, selected, onSelect, onPath, onTurn }: RowProps) {
   const classes = ['change-row'];
   if (selected) classes.push('selected');
@@ -60,7 +60,6 @@ const ChangeRow = memo(function ChangeRow({ change, opens, index, start, selecte
           </span>
           <span className="cell num muted">{formatBytes(change.size)}</span>
           <span className="cell change-source" data-testid="change-source">
-            {opens && <strong className="group-label">{groupLabel(change)} · </strong>}
             {change.source ? (
               <button
                 type="button"

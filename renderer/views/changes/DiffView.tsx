@@ -1,22 +1,22 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useMemo, useRef, type KeyboardEvent } from 'react';
+import { useEffect, useMemo, useReducer, useRef, type KeyboardEvent } from 'react';
 import type { FileDiff } from '../../../electron/contract/appContract.ts';
 import { diffCounts, diffRows, type DiffRow } from './diffLayout.ts';
 import { highlightLines, languageOf, type Segment } from './highlight.ts';
 
 /** Fixed line height: the virtualizer never measures, so a 20,000-line diff costs a screenful to draw. */
 const LINE_PX = 18;
-/** Lines highlighted together: enough context for most constructs, little enough to do inside a frame. */
-const BLOCK = 200;
+/** Lines highlighted together: enough context for most constructs, and ~10 ms of highlight.js on a busy machine. */
+const BLOCK = 50;
 
 const SIGN: Readonly<Record<DiffRow['kind'], string>> = { hunk: '', context: ' ', del: '-', add: '+', eof: '\\' };
 
 const modeText = (mode: number | null) => (mode === null ? 'none' : mode.toString(8).padStart(6, '0'));
 
 /**
- * Syntax colour for the rows of one block, highlighted lazily as the block comes into view. Each
- * side is highlighted as its own text (the old file's lines, the new file's) so a string or
- * comment reads as it does in that file; a construct open across a block's start is drawn plain.
+ * Syntax colour for the rows of one block. Each side is highlighted as its own text (the old
+ * file's lines, the new file's) so a string or comment reads as it does in that file; a construct
+ * open across a block's start is drawn plain.
  */
 function blockSegments(rows: readonly DiffRow[], block: number, language: string | null): Segment[][] {
   const from = block * BLOCK;
@@ -63,7 +63,7 @@ export function DiffView({ diff, wholeHint }: Props) {
   const blocks = useMemo(() => new Map<number, Segment[][]>(), [rows, language]);
   const hunkRows = useMemo(() => rows.flatMap((r, i) => (r.kind === 'hunk' ? [i] : [])), [rows]);
   const width = useMemo(() => rows.reduce((w, r) => Math.max(w, r.text.length), 0), [rows]);
-  const digits = String(rows.reduce((m, r) => Math.max(m, r.oldNo ?? 0, r.newNo ?? 0), 0)).length;
+  const digits = useMemo(() => String(rows.reduce((m, r) => Math.max(m, r.oldNo ?? 0, r.newNo ?? 0), 0)).length, [rows]);
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
     count: rows.length,
@@ -73,14 +73,26 @@ export function DiffView({ diff, wholeHint }: Props) {
     useFlushSync: false,
   });
 
+  // Lines show plain at once and take their colour a block per task once in view: scrolling a
+  // long diff never waits on the highlighter, however fast it moves.
+  const [, coloured] = useReducer((n: number) => n + 1, 0);
+  const items = virtualizer.getVirtualItems();
+  const firstBlock = Math.floor((items[0]?.index ?? 0) / BLOCK);
+  const lastBlock = Math.floor((items.at(-1)?.index ?? 0) / BLOCK);
+  useEffect(() => {
+    let block = firstBlock;
+    while (block <= lastBlock && blocks.has(block)) block++;
+    if (block > lastBlock || rows.length === 0) return;
+    const task = setTimeout(() => {
+      blocks.set(block, blockSegments(rows, block, language));
+      coloured();
+    }, 0);
+    return () => clearTimeout(task);
+  });
+
   const segmentsAt = (index: number): Segment[] => {
-    const block = Math.floor(index / BLOCK);
-    let segments = blocks.get(block);
-    if (!segments) {
-      segments = blockSegments(rows, block, language);
-      blocks.set(block, segments);
-    }
-    return segments[index - block * BLOCK] ?? [];
+    const row = rows[index]!;
+    return blocks.get(Math.floor(index / BLOCK))?.[index % BLOCK] ?? [{ text: row.text, className: '' }];
   };
 
   const moveHunk = (e: KeyboardEvent) => {
@@ -114,7 +126,7 @@ export function DiffView({ diff, wholeHint }: Props) {
           {diff.note ?? 'Binary content: not shown line by line.'}
         </div>
       )}
-      {rows.length === 0 && !diff.binary && !diff.note && <div className="muted diff-note">No line changed.</div>}
+      {rows.length === 0 && !diff.binary && !diff.note && !diff.truncated && <div className="muted diff-note">No line changed.</div>}
       {rows.length > 0 && (
         <div
           ref={scroller}
@@ -126,7 +138,7 @@ export function DiffView({ diff, wholeHint }: Props) {
           onKeyDown={moveHunk}
         >
           <div style={{ height: virtualizer.getTotalSize(), position: 'relative', minWidth: `calc(${width + 4}ch + 2 * ${gutter})` }}>
-            {virtualizer.getVirtualItems().map((item) => {
+            {items.map((item) => {
               const row = rows[item.index]!;
               return (
                 <div

@@ -11,13 +11,8 @@ export function sourceLabel(source: WorkspaceChange['source']): string {
 }
 
 /** The group a change sits in: its turn's, or the changes made outside any tool. */
-export function groupKey(change: Pick<WorkspaceChange, 'source'>): string {
+function groupKey(change: Pick<WorkspaceChange, 'source'>): string {
   return change.source === null ? 'outside' : `turn:${change.source.turn}`;
-}
-
-/** A heading for a change's group. */
-export function groupLabel(change: Pick<WorkspaceChange, 'source'>): string {
-  return change.source === null ? 'Outside any tool' : `Turn ${change.source.turn + 1}`;
 }
 
 /**

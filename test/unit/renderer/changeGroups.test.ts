@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupLabel, opensGroup, revertQuestion, sourceLabel } from '../../../renderer/views/changes/changeGroups.ts';
+import { opensGroup, revertQuestion, sourceLabel } from '../../../renderer/views/changes/changeGroups.ts';
 
 // What made each change, and where a turn's changes begin in the Files view's list.
 
@@ -11,8 +11,6 @@ describe('change groups', () => {
     expect(sourceLabel(by('Edit', 11).source)).toBe('Edit in turn 12');
     expect(sourceLabel(by('Bash', 13, 'explore-1').source)).toBe('Bash by explore-1 in turn 14');
     expect(sourceLabel(null)).toBe('outside any tool');
-    expect(groupLabel(by('Edit', 0))).toBe('Turn 1');
-    expect(groupLabel(outside)).toBe('Outside any tool');
   });
 
   it('open a group at the first row and wherever the turn changes, not between two changes of one turn', () => {
