@@ -78,7 +78,6 @@ export function RevertReport({ result, what, onClose }: { result: RevertResult; 
       <header>
         <strong>{what}</strong>
         <span className="muted">
-          {' '}
           {result.restored.length} restored, {result.refused.length} refused
         </span>
         <span className="spacer" />
