@@ -12,6 +12,9 @@ import { searchColumns } from '../sessions/columnSearch.ts';
 import { Conversations } from '../sessions/conversation.ts';
 import { sessionCost } from '../sessions/cost.ts';
 import { SessionStores } from '../sessions/sessionStores.ts';
+import { revertSession } from '../sessions/sessionRevert.ts';
+import { WorkspaceChanges } from '../sessions/workspaceChanges.ts';
+import { ContentStore } from '../changes/contentStore.ts';
 import { listSessions, summaryOf, type ListContext } from '../sessions/sessionSummary.ts';
 import { windowTimeline } from '../sessions/windowTimeline.ts';
 import { openMainDb } from '../store/mainDb.ts';
@@ -71,6 +74,9 @@ export class AppCore implements HostCore {
   private readonly tables = new EventTables();
   private readonly details = new EventDetails();
   private readonly conversations = new Conversations();
+  private readonly changes = new WorkspaceChanges(this.conversations);
+  /** The content store, opened on the first call that reads a change's content. */
+  private contentStore: ContentStore | null = null;
   private readonly terminals: Terminals;
   private readonly starts: SessionStarts;
   private readonly watch: LiveWatch;
@@ -160,6 +166,7 @@ export class AppCore implements HostCore {
     this.watch.stop();
     this.terminals.detachAll();
     this.stores.close();
+    this.contentStore?.close();
     this.mainDb.close();
   }
 
@@ -226,6 +233,11 @@ export class AppCore implements HostCore {
   }
 
   /** The session's store, after checking main.db knows the id (so an unknown id is `unknown_session`). */
+  private contents(): ContentStore {
+    this.contentStore ??= ContentStore.open(this.options.home);
+    return this.contentStore;
+  }
+
   private session(id: SessionId) {
     sessionRecord(this.mainDb, id);
     return this.stores.get(id);
@@ -332,14 +344,16 @@ export class AppCore implements HostCore {
     'sessions.conversationFind': ({ id, seq, kind }) => ({ index: this.conversations.find(this.session(id), this.ended(id), seq, kind) }),
     'sessions.conversationText': ({ id, source, rowId, offset, length }) =>
       this.conversations.text(this.session(id), source, rowId, offset, length),
-    'sessions.changes': () => {
-      throw new Error('workspace changes: being built (#31)');
-    },
-    'sessions.diff': () => {
-      throw new Error('workspace changes: being built (#31)');
-    },
-    'sessions.revert': () => {
-      throw new Error('workspace changes: being built (#31)');
+    'sessions.changes': ({ id, offset, limit, turn, path }) =>
+      this.changes.page(this.session(id), this.ended(id), this.contents(), { offset, limit, turn, path }),
+    'sessions.diff': ({ id, target }) => this.changes.diff(this.session(id), this.ended(id), this.contents(), target),
+    'sessions.revert': async ({ id, target }) => {
+      const result = await revertSession(
+        { home: this.options.home, id, session: this.session(id), ended: this.ended(id), changes: this.changes, store: this.contents() },
+        target,
+      );
+      if (result.restored.length > 0) this.sessionChanged(id);
+      return result;
     },
     'sessions.cost': ({ id }) => sessionCost(this.session(id)),
     'sessions.search': ({ id, query }) => searchColumns(this.session(id), query),

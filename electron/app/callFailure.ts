@@ -3,6 +3,8 @@ import { IdentityError } from '../contract/ids.ts';
 import type { CallError } from '../contract/appContract.ts';
 import { EventReadError } from '../sessions/eventDetail.ts';
 import { SessionNotOnDiskError } from '../sessions/sessionStores.ts';
+import { RevertRefused } from '../sessions/sessionRevert.ts';
+import { ChangeTargetError } from '../sessions/workspaceChanges.ts';
 import { NameTakenError } from '../store/registry.ts';
 import { AmbiguousSessionError, UnknownSessionError } from '../store/resolver.ts';
 import { ProjectFolderError } from '../vm/projectFolder.ts';
@@ -48,6 +50,8 @@ export function asCallError(err: unknown): CallError {
     return { code: 'ambiguous_name', message: err.message, candidates: err.candidates.map((c) => ({ id: c.id, name: c.name })) };
   if (err instanceof EventReadError) return { code: err.code, message: err.message };
   if (err instanceof SessionNotOnDiskError) return { code: 'not_on_disk', message: err.message };
+  if (err instanceof ChangeTargetError) return { code: 'unknown_change', message: err.message };
+  if (err instanceof RevertRefused) return { code: 'session_running', message: err.message };
   if (err instanceof NameTakenError) return { code: 'name_taken', message: err.message };
   if (err instanceof ProjectFolderError) return { code: err.code, message: err.message };
   if (err instanceof SessionStartRefused) return { code: err.code, message: err.message };

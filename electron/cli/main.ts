@@ -13,6 +13,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   list: async () => (await import('./listCommand.ts')).listCommand,
   check: async () => (await import('./checkCommand.ts')).checkCommand,
   sql: async () => (await import('./sqlCommand.ts')).sqlCommand,
+  diff: async () => (await import('./diffCommand.ts')).diffCommand,
+  revert: async () => (await import('./revertCommand.ts')).revertCommand,
   export: async () => (await import('./exportCommand.ts')).exportCommand,
   import: async () => (await import('./importCommand.ts')).importCommand,
   vacuum: async () => (await import('./vacuumCommand.ts')).vacuumCommand,

@@ -146,6 +146,11 @@ export class Conversations {
     return lo === 0 ? null : outline.indexOfRowSeq.get(outline.rowSeqs[lo - 1]!)!;
   }
 
+  /** Each model call's turn index (model_calls.id to its place in the Conversation), as a page numbers them. */
+  turnIndexes(session: OpenSession, ended: boolean): ReadonlyMap<number, number> {
+    return new Map(this.outline(session, ended).turns.map((t, i) => [t.callId, i]));
+  }
+
   /** A stretch of a text a page cut short, in characters. */
   text(
     session: OpenSession,
