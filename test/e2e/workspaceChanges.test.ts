@@ -1,6 +1,4 @@
-import Database from 'better-sqlite3';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
@@ -12,8 +10,9 @@ import { openMainDb } from '../../electron/store/mainDb.ts';
 import { sessionPaths } from '../../electron/store/paths.ts';
 import { AnthropicStory } from '../helpers/agentStory.ts';
 import { chromiumMissing, ensureRendererBuilt, frameStats, openAppInChromium, type AppInChromium } from '../helpers/browserHarness.ts';
-import { liveSession, type LiveSession } from '../helpers/sessionFixture.ts';
+import { liveSession } from '../helpers/sessionFixture.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { WorkspaceScene } from '../helpers/workspaceScene.ts';
 
 // The Files view in Chromium (browser mode) against the real core: an agent session whose Bash
 // call wrote src/retry.ts and whose Edit call then lowered its retry budget, recorded through the
@@ -24,7 +23,7 @@ import { tempHome } from '../helpers/tempHome.ts';
 const missing = chromiumMissing();
 const SHOTS = fileURLToPath(new URL('../../test-output/e2e/', import.meta.url));
 const home = tempHome();
-const folder = mkdtempSync(join(tmpdir(), 'capsem-changes-workspace-'));
+let folder: string;
 let core: AppCore;
 let server: BrowserServer;
 let app: AppInChromium | undefined;
@@ -32,9 +31,8 @@ let page: Page;
 
 const BEFORE = ['// How often a request is tried.', 'export const RETRIES = 5;', 'export const BACKOFF_MS = 200;', ''].join('\n');
 const AFTER = ['// How often a request is tried.', 'export const RETRIES = 3;', 'export const BACKOFF_MS = 200;', ''].join('\n');
-const create = { id: 'toolu_create', name: 'Bash', args: JSON.stringify({ command: 'cat > src/retry.ts' }) };
+const note = { id: 'toolu_note', name: 'Bash', args: JSON.stringify({ command: 'echo "Retries: see src/retry.ts" > NOTES.md' }) };
 const edit = { id: 'toolu_edit', name: 'Edit', args: JSON.stringify({ file_path: 'src/retry.ts', old_string: '5', new_string: '3' }) };
-const FILE_MODE = 0o100644;
 const BIG_LINES = 20_000;
 const BIG = Array.from({ length: BIG_LINES }, (_, i) => `export const value${i} = "${i}"; // generated line ${i + 1}`).join('\n') + '\n';
 
@@ -45,23 +43,6 @@ function idOfName(name: string): string {
   } finally {
     db.close();
   }
-}
-
-/** A file's new content, as the guest reports the write and the host reads it, while the agent's tool runs. */
-function written(
-  session: LiveSession,
-  agent: AnthropicStory,
-  action: 'created' | 'modified',
-  content: string,
-  path = 'src/retry.ts',
-): void {
-  const store = ContentStore.open(home);
-  const hash = store.put(Buffer.from(content));
-  store.close();
-  session.recorder.event('fs', {
-    changes: [{ action, path, size: content.length, is_dir: false, ts_ms: agent.now, content: { hash, mode: FILE_MODE } }],
-  });
-  agent.wait(5);
 }
 
 const tab = (id: string) => page.locator(`[data-testid=tab][data-session-id="${id}"]`);
@@ -81,26 +62,25 @@ beforeAll(async () => {
   if (missing) return;
   console.log(`workspace changes e2e: ${ensureRendererBuilt()}`);
   mkdirSync(SHOTS, { recursive: true });
-  mkdirSync(join(folder, 'src'));
+  const store = ContentStore.open(home);
   const session = await liveSession(home, 'changes-e2e');
+  folder = sessionPaths(home, session.id).workspaceDir;
+  const scene = new WorkspaceScene(session, store, folder);
+  scene.baseline({ 'src/retry.ts': BEFORE, 'README.md': '# retry\n' });
   const agent = new AnthropicStory(session);
-  await agent.call({ prompt: 'Add the retry module', text: 'Writing it.', tools: [create] });
-  written(session, agent, 'created', BEFORE);
-  await agent.call({ results: [{ callId: create.id, content: '' }], text: 'Now lowering the budget.', tools: [edit] });
-  written(session, agent, 'modified', AFTER);
+  await agent.call({ prompt: 'Add a note on retries', text: 'Writing it.', tools: [note] });
+  scene.write('NOTES.md', 'Retries: see src/retry.ts\n', agent.now);
+  await agent.call({ results: [{ callId: note.id, content: '' }], text: 'Now lowering the budget.', tools: [edit] });
+  scene.write('src/retry.ts', AFTER, agent.now);
   await agent.call({ results: [{ callId: edit.id, content: 'edited' }], text: 'Done.' });
   await session.end();
   const generated = await liveSession(home, 'big-diff');
   const generator = new AnthropicStory(generated);
-  await generator.call({ prompt: 'Generate the table', text: 'Generating.', tools: [create] });
-  written(generated, generator, 'created', BIG, 'src/generated.ts');
-  await generator.call({ results: [{ callId: create.id, content: '' }], text: 'Done.' });
+  await generator.call({ prompt: 'Generate the table', text: 'Generating.', tools: [note] });
+  new WorkspaceScene(generated, store, sessionPaths(home, generated.id).workspaceDir).write('src/generated.ts', BIG, generator.now);
+  await generator.call({ results: [{ callId: note.id, content: '' }], text: 'Done.' });
   await generated.end();
-  writeFileSync(join(folder, 'src', 'retry.ts'), AFTER);
-  // The folder the session shared, as a VM session keeps it for a resume: what a revert writes into.
-  const db = new Database(sessionPaths(home, session.id).dbPath);
-  db.prepare("INSERT OR REPLACE INTO session_meta (key, value) VALUES ('vm_workspace', ?)").run(folder);
-  db.close();
+  store.close();
   core = new AppCore({ home, liveIntervalMs: 250 });
   app = await openAppInChromium(core, home, 'workspace changes e2e test');
   ({ server, page } = app);
@@ -110,7 +90,6 @@ afterAll(async () => {
   await app?.close();
   core?.close();
   home.remove();
-  rmSync(folder, { recursive: true, force: true });
 }, 30_000);
 
 describe.skipIf(missing !== null)(`the Files view's diffs and reverts in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
@@ -141,18 +120,21 @@ describe.skipIf(missing !== null)(`the Files view's diffs and reverts in Chromiu
     expect(await diff.locator('[data-kind=add] .hljs-keyword').first().innerText()).toBe('export');
     await page.screenshot({ path: join(SHOTS, 'files-diff.png') });
 
-    // The whole session, as git diff shows it: no baseline was recorded, so the file is new.
+    // The whole session, as git diff shows it: the baseline against now, a file list with what each added and removed.
     await p.locator('[data-testid=changes-mode-session]').click();
+    const files = p.locator('[data-testid=session-diff] [data-testid=diff-file]');
+    await expect
+      .poll(() => files.allInnerTexts())
+      .toEqual([expect.stringMatching(/added\s*NOTES\.md\s*\+1\s*-0/), expect.stringMatching(/modified\s*src\/retry\.ts\s*\+1\s*-1/)]);
+    await files.nth(1).click();
     const whole = p.locator('[data-testid=session-diff] [data-testid=file-diff]');
-    await whole.waitFor();
-    expect(await whole.getAttribute('data-path')).toBe('src/retry.ts');
-    expect(await whole.getAttribute('data-status')).toBe('added');
-    expect(await whole.locator('[data-kind=add] [data-testid=diff-text]').allInnerTexts()).toEqual(AFTER.split('\n').slice(0, -1));
+    await expect.poll(() => whole.getAttribute('data-path')).toBe('src/retry.ts');
+    expect(await whole.locator('[data-kind=del] [data-testid=diff-text]').allInnerTexts()).toEqual(['export const RETRIES = 5;']);
     await p.locator('[data-testid=changes-mode-list]').click();
 
     // The Conversation's turn names the file it changed; its link opens the same diff.
     await p.locator('[data-testid=view-conversation]').click();
-    const link = p.locator('[data-testid=conversation-turn][data-index="1"] [data-testid=file-link]');
+    const link = p.locator('[data-testid=conversation-turn] [data-testid=file-link]', { hasText: 'src/retry.ts' });
     await link.click();
     expect(await p.locator('[data-testid=view-files]').getAttribute('aria-selected')).toBe('true');
     await expect.poll(() => p.locator('[data-testid=change-pane]').getAttribute('data-seq')).toBe(await edited.getAttribute('data-seq'));
@@ -181,6 +163,9 @@ describe.skipIf(missing !== null)(`the Files view's diffs and reverts in Chromiu
     expect(readFileSync(join(folder, 'src', 'retry.ts'), 'utf8')).toBe(BEFORE);
     await expect.poll(() => p.locator('[data-testid=file-row][data-action=restored]').count()).toBe(1);
     expect(await p.locator('[data-testid=file-count]').innerText()).toBe('3 changes');
+    expect(await p.locator('[data-testid=file-row][data-action=restored] [data-testid=change-source]').innerText()).toBe(
+      'outside any tool',
+    );
     await page.screenshot({ path: join(SHOTS, 'files-reverted.png') });
     expect(app!.pageErrors).toEqual([]);
   });
