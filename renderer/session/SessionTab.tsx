@@ -2,6 +2,7 @@ import { lazy, Suspense, useCallback, useMemo, useState } from 'react';
 import type { SessionSummary, TableKind } from '../../electron/contract/appContract.ts';
 import { ConversationView, type TurnFocus } from '../views/ConversationView.tsx';
 import { CostView } from '../views/CostView.tsx';
+import { ChangesView } from '../views/changes/ChangesView.tsx';
 import { TimelineView } from '../views/TimelineView.tsx';
 import { VIEW_COLUMNS, type CellContext } from './columns.tsx';
 import { EventTable, type Focus } from './EventTable.tsx';
@@ -120,7 +121,16 @@ export function SessionTab({ id, session, visible, onSummary }: Props) {
                 />
               )}
               {v.view === 'cost' && <CostView sessionId={id} liveVersion={live.model} />}
-              {v.kind !== null && (
+              {v.view === 'files' && (
+                <ChangesView
+                  sessionId={id}
+                  sessionName={session?.name ?? id}
+                  visible={active}
+                  liveVersion={live.file}
+                  focus={focus.file ?? null}
+                />
+              )}
+              {v.kind !== null && v.view !== 'files' && (
                 <EventTable
                   sessionId={id}
                   kind={v.kind}

@@ -14,7 +14,7 @@ interface Props {
 
 const INDENT_PX = 22;
 
-/** A link to an item's raw row in its table view (Model calls, Network, Tools, Files), where its detail opens. */
+/** A link to an item's raw row in its table view (Model calls, Network, Tools), where its detail opens, or to a file change's diff in Files. */
 function RawLink({ link, label, testId, onJump }: { link: RowLink; label: string; testId: string; onJump: Props['onJump'] }) {
   return (
     <button
@@ -23,7 +23,7 @@ function RawLink({ link, label, testId, onJump }: { link: RowLink; label: string
       data-testid={testId}
       data-kind={link.kind}
       data-seq={link.seq}
-      title={`open ${link.kind} #${link.seq}`}
+      title={link.kind === 'file' ? `open the diff of change #${link.seq} in Files` : `open ${link.kind} #${link.seq}`}
       onClick={() => onJump(link.kind, link.seq)}
     >
       {label}
