@@ -9,8 +9,8 @@ import { gitFilePatch, isBinary, type PatchSide } from './gitPatch.ts';
 // (FileDiff, hunks of text lines) and what `capsem diff` prints (git's patch text). A side whose
 // content the store does not keep, or the recording never read, is said, never guessed at.
 
-/** Hunk lines the window gets per file; `capsem diff` prints the whole. */
-export const DIFF_LINES_SHOWN = 5000;
+/** Hunk lines the window gets per file (a 2 MiB file of short lines fits); `capsem diff` prints the whole. */
+export const DIFF_LINES_SHOWN = 50_000;
 
 const MB = KEPT_CONTENT_MAX / (1 << 20);
 
@@ -71,13 +71,25 @@ export function fileDiffOf(read: ReadSpan, span: PathSpan): FileDiff {
   let shown = 0;
   let truncated = false;
   for (const h of patch.hunks) {
-    if (shown + h.lines.length > DIFF_LINES_SHOWN) {
-      truncated = true;
-      break;
-    }
-    shown += h.lines.length;
     // jsdiff's numbering (an empty side starts at 1, where patch text writes 0): applyPatch takes these hunks as they are.
-    hunks.push({ oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, lines: h.lines });
+    const room = DIFF_LINES_SHOWN - shown;
+    if (h.lines.length <= room) {
+      hunks.push({ oldStart: h.oldStart, oldLines: h.oldLines, newStart: h.newStart, newLines: h.newLines, lines: h.lines });
+      shown += h.lines.length;
+      continue;
+    }
+    // The hunk that crosses the limit is shown up to it, its counts those of the lines kept.
+    const lines = h.lines.slice(0, room);
+    if (lines.length > 0)
+      hunks.push({
+        oldStart: h.oldStart,
+        oldLines: lines.filter((l) => l[0] === ' ' || l[0] === '-').length,
+        newStart: h.newStart,
+        newLines: lines.filter((l) => l[0] === ' ' || l[0] === '+').length,
+        lines,
+      });
+    truncated = true;
+    break;
   }
   return { ...base, binary: false, note: null, hunks, truncated };
 }

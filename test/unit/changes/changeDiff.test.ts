@@ -6,7 +6,7 @@ import { applyPatch } from 'diff';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContentStore, contentHash } from '../../../electron/changes/contentStore.ts';
-import { fileDiffOf, readSpan } from '../../../electron/changes/fileDiff.ts';
+import { DIFF_LINES_SHOWN, fileDiffOf, readSpan } from '../../../electron/changes/fileDiff.ts';
 import { gitFilePatch } from '../../../electron/changes/gitPatch.ts';
 import { MODE_FILE } from '../../../electron/changes/workspaceEntry.ts';
 import { Conversations } from '../../../electron/sessions/conversation.ts';
@@ -43,6 +43,18 @@ describe('a change as a diff', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('shows a file of more lines than the window takes up to the limit, cut inside its hunk and said to be cut', () => {
+    const lines = Array.from({ length: DIFF_LINES_SHOWN + 10_000 }, (_, i) => `line ${i}`);
+    const after = `${lines.join('\n')}\n`;
+    store.put(Buffer.from(after));
+    const span = { path: 'big.txt', before: 'absent' as const, after: side(after).version, seqs: [1] };
+    const diff = fileDiffOf(readSpan(span, store), span);
+    expect(diff.truncated).toBe(true);
+    expect(diff.hunks.reduce((n, h) => n + h.lines.length, 0)).toBe(DIFF_LINES_SHOWN);
+    expect(diff.hunks.at(-1)).toMatchObject({ newLines: DIFF_LINES_SHOWN, oldLines: 0 });
+    expect(diff.hunks.at(-1)!.lines.at(-1)).toBe(`+line ${DIFF_LINES_SHOWN - 1}`);
   });
 
   it('a binary change is a GIT binary patch that git apply takes', () => {
