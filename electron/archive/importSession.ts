@@ -8,6 +8,7 @@ import { makePrivateFiles, sessionPaths, type CapsemHome } from '../store/paths.
 import { writeRollup } from '../store/rollup.ts';
 import { ArchiveRejectedError, DEFAULT_IMPORT_LIMITS, type ImportLimits, type Manifest } from './archiveFormat.ts';
 import { extractArchive, sniffFile } from './archiveReader.ts';
+import { adoptContentsPack, CONTENTS_MEMBER, namedContents } from './contentsPack.ts';
 import { openImportedDb } from './importedSchema.ts';
 import { backupDb } from './sessionSnapshot.ts';
 import { asImportError, type StagedDbFacts, type StagedDbJob, type StagedDbMessage } from './stagedDbCheck.ts';
@@ -83,6 +84,20 @@ function writeImportMeta(dbPath: string, meta: Record<string, string>): void {
   }
 }
 
+/** Moves the archive's workspace contents into the home's store, refusing any the staged session.db does not name. */
+function adoptContents(home: CapsemHome, dbPath: string, packPath: string): void {
+  const db = openImportedDb(dbPath);
+  let named: Set<string>;
+  try {
+    named = namedContents(db);
+  } catch (err) {
+    throw asImportError(err);
+  } finally {
+    db.close();
+  }
+  adoptContentsPack(home, named, packPath);
+}
+
 function freeName(mainDb: Database.Database, wanted: string | null): DisplayName | null {
   if (!wanted) return null;
   let base: DisplayName;
@@ -152,6 +167,7 @@ export async function importSession(
     const now = (options.now ?? new Date()).toISOString();
     const createdAt = manifest?.createdAt ?? facts.meta.createdAt ?? rollup.activity.lastEventAt ?? now;
     const stoppedAt = manifest?.stoppedAt ?? rollup.activity.lastEventAt;
+    if (manifest?.members.some((m) => m.path === CONTENTS_MEMBER)) adoptContents(home, dbPath, join(folder, CONTENTS_MEMBER));
     writeImportMeta(dbPath, { session_id: id, name: name ?? '', imported_at: now, imported_from: carriedId ?? basename(file) });
     const result: ImportResult = {
       id,
@@ -163,6 +179,7 @@ export async function importSession(
       originalName: carriedName !== null && carriedName !== name ? carriedName : null,
     };
     makePrivateFiles(dbPath);
+    rmSync(join(folder, CONTENTS_MEMBER), { force: true });
 
     const target = sessionPaths(home, result.id).dir;
     renameSync(folder, target);
