@@ -10,6 +10,7 @@ import {
   type StoredObject,
 } from '../changes/contentStore.ts';
 import type { CapsemHome } from '../store/paths.ts';
+import { openImportedDb } from './importedSchema.ts';
 import { existingTables } from '../store/rollup.ts';
 import { columnsOf } from '../store/tableColumns.ts';
 import { ArchiveRejectedError } from './archiveFormat.ts';
@@ -183,4 +184,16 @@ export function adoptContentsPack(home: CapsemHome, named: ReadonlySet<string>, 
   } finally {
     store.close();
   }
+}
+
+/** Adopts the pack at `pack` for the staged session.db at `dbPath` (checked and stripped of its schema code by then). */
+export function adoptStagedContents(dbPath: string, home: CapsemHome, pack: string): number {
+  const db = openImportedDb(dbPath);
+  let named: Set<string>;
+  try {
+    named = namedContents(db);
+  } finally {
+    db.close();
+  }
+  return adoptContentsPack(home, named, pack);
 }

@@ -8,7 +8,7 @@ import { makePrivateFiles, sessionPaths, type CapsemHome } from '../store/paths.
 import { writeRollup } from '../store/rollup.ts';
 import { ArchiveRejectedError, DEFAULT_IMPORT_LIMITS, type ImportLimits, type Manifest } from './archiveFormat.ts';
 import { extractArchive, sniffFile } from './archiveReader.ts';
-import { adoptContentsPack, CONTENTS_MEMBER, namedContents } from './contentsPack.ts';
+import { CONTENTS_MEMBER } from './contentsPack.ts';
 import { openImportedDb } from './importedSchema.ts';
 import { backupDb } from './sessionSnapshot.ts';
 import { asImportError, type StagedDbFacts, type StagedDbJob, type StagedDbMessage } from './stagedDbCheck.ts';
@@ -37,6 +37,8 @@ export interface ImportResult {
   readonly adopted: boolean;
   /** Triggers, views and foreign indexes removed from the imported copy, as `trigger "name"`. */
   readonly dropped: readonly string[];
+  /** Workspace contents the archive carried, checked and in the home's content store. */
+  readonly contents: number;
 }
 
 /**
@@ -82,20 +84,6 @@ function writeImportMeta(dbPath: string, meta: Record<string, string>): void {
   } finally {
     db.close();
   }
-}
-
-/** Moves the archive's workspace contents into the home's store, refusing any the staged session.db does not name. */
-function adoptContents(home: CapsemHome, dbPath: string, packPath: string): void {
-  const db = openImportedDb(dbPath);
-  let named: Set<string>;
-  try {
-    named = namedContents(db);
-  } catch (err) {
-    throw asImportError(err);
-  } finally {
-    db.close();
-  }
-  adoptContentsPack(home, named, packPath);
 }
 
 function freeName(mainDb: Database.Database, wanted: string | null): DisplayName | null {
@@ -156,8 +144,14 @@ export async function importSession(
       manifest = await extractArchive(file, folder, limits, (done, total) => options.onProgress?.('verify', done, total));
     }
 
-    const facts = await checkOffThread({ dbPath, fromArchive: manifest !== null }, limits.maxValidationSeconds, (done, total) =>
-      options.onProgress?.('check', done, total),
+    const { root, runDir, sessionsRunDir, mainDbPath } = home;
+    const contents = manifest?.members.some((m) => m.path === CONTENTS_MEMBER)
+      ? { pack: join(folder, CONTENTS_MEMBER), home: { root, runDir, sessionsRunDir, mainDbPath } }
+      : undefined;
+    const facts = await checkOffThread(
+      { dbPath, fromArchive: manifest !== null, ...(contents ? { contents } : {}) },
+      limits.maxValidationSeconds,
+      (done, total) => options.onProgress?.('check', done, total),
     );
     const carriedId = manifest?.sessionId ?? facts.meta.sessionId;
     const carriedName = manifest ? manifest.name : facts.meta.name;
@@ -167,7 +161,6 @@ export async function importSession(
     const now = (options.now ?? new Date()).toISOString();
     const createdAt = manifest?.createdAt ?? facts.meta.createdAt ?? rollup.activity.lastEventAt ?? now;
     const stoppedAt = manifest?.stoppedAt ?? rollup.activity.lastEventAt;
-    if (manifest?.members.some((m) => m.path === CONTENTS_MEMBER)) adoptContents(home, dbPath, join(folder, CONTENTS_MEMBER));
     writeImportMeta(dbPath, { session_id: id, name: name ?? '', imported_at: now, imported_from: carriedId ?? basename(file) });
     const result: ImportResult = {
       id,
@@ -175,6 +168,7 @@ export async function importSession(
       source: manifest ? 'archive' : 'session.db',
       adopted: facts.adopted,
       dropped: facts.dropped,
+      contents: facts.contents,
       originalId: carriedId !== null && carriedId !== id ? carriedId : null,
       originalName: carriedName !== null && carriedName !== name ? carriedName : null,
     };

@@ -97,9 +97,9 @@ function exported(id: string, name: string): string {
   return file;
 }
 
-function importInto(home: ReturnType<typeof tempHome>, file: string): { code: number; stderr: string; id: string | null } {
+function importInto(home: ReturnType<typeof tempHome>, file: string): { code: number; stdout: string; stderr: string; id: string | null } {
   const result = runCapsem(home.root, ['import', file]);
-  return { code: result.code, stderr: result.stderr, id: /^Imported session (\S+)/.exec(result.stdout)?.[1] ?? null };
+  return { ...result, id: /^Imported session (\S+)/.exec(result.stdout)?.[1] ?? null };
 }
 
 describe('an archive carries the workspace contents', () => {
@@ -114,6 +114,9 @@ describe('an archive carries the workspace contents', () => {
     try {
       const one = importInto(target, first);
       expect(one.code, one.stderr).toBe(0);
+      expect(one.stdout).toContain(
+        `  ${Object.keys(contents).length} workspace contents (files as the session saw them) checked and stored\n`,
+      );
       let store = storeOf(target);
       for (const key of Object.keys(contents) as (keyof typeof contents)[])
         expect(store.get(hashes[key])?.equals(contents[key]), key).toBe(true);
