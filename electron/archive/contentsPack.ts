@@ -28,6 +28,7 @@ export const CONTENTS_MEMBER = 'contents.pack';
 const MAGIC = Buffer.from('CSMCNT01', 'latin1');
 const HEADER = 32 + 1 + 4 + 4;
 const ENCODINGS = ['raw', 'deflate'] as const;
+const SLICE_MS = 20;
 
 /** Every content hash `db` (a session.db) names, whatever its schema version. */
 export function namedContents(db: Database.Database): Set<string> {
@@ -52,18 +53,26 @@ export function namedContents(db: Database.Database): Set<string> {
  * Writes the objects of `named` that the home's store keeps to `outPath`; returns how many, or
  * null (and writes nothing) when it keeps none of them.
  */
-export function writeContentsPack(
+export async function writeContentsPack(
   home: CapsemHome,
   named: ReadonlySet<string>,
   outPath: string,
-): { objects: number; bytes: number } | null {
+  onProgress?: (done: number, total: number) => void,
+): Promise<{ objects: number; bytes: number } | null> {
   if (named.size === 0 || !existsSync(contentStorePath(home))) return null;
   const store = ContentStore.open(home);
   let fd: number | null = null;
   let objects = 0;
   let bytes = 0;
+  let sliceEnd = performance.now() + SLICE_MS;
   try {
-    for (const hash of [...named].sort()) {
+    for (const [done, hash] of [...named].sort().entries()) {
+      // Gigabytes of contents are written a slice at a time: the thread also serves the window and live sessions.
+      if (performance.now() >= sliceEnd) {
+        onProgress?.(done, named.size);
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceEnd = performance.now() + SLICE_MS;
+      }
       const object = store.object(hash);
       if (!object) continue;
       if (fd === null) {

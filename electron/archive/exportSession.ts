@@ -11,7 +11,7 @@ import { CONTENTS_MEMBER, namedContents, writeContentsPack } from './contentsPac
 import { buildManifest, writeArchive } from './exportArchive.ts';
 import { writeHar } from './exportHar.ts';
 import { writeJsonl } from './exportJsonl.ts';
-import { snapshotSession, type SnapshotFile } from './sessionSnapshot.ts';
+import { snapshotSession, type SnapshotFile, type StepProgress } from './sessionSnapshot.ts';
 import { makeStagingDir } from './stagingDir.ts';
 
 // The one exporter, behind `capsem export` and the app's Export: a consistent snapshot first
@@ -43,7 +43,7 @@ export class ExportTargetExistsError extends Error {
 }
 
 /** The contents the snapshot's session.db names, packed at `path` from the home's store, or null when it keeps none. */
-function packContents(home: CapsemHome, dbPath: string, path: string): SnapshotFile | null {
+async function packContents(home: CapsemHome, dbPath: string, path: string, onProgress?: StepProgress): Promise<SnapshotFile | null> {
   const db = openSessionDbReadOnly(dbPath);
   let named: Set<string>;
   try {
@@ -51,7 +51,7 @@ function packContents(home: CapsemHome, dbPath: string, path: string): SnapshotF
   } finally {
     db.close();
   }
-  const packed = writeContentsPack(home, named, path);
+  const packed = await writeContentsPack(home, named, path, onProgress);
   return packed ? { path, bytes: packed.bytes } : null;
 }
 
@@ -70,7 +70,9 @@ export async function exportSession(
     const snapshot = await snapshotSession(home, id, staging, (done, total) => progress?.('snapshot', done, total));
     let items: number;
     if (options.format === 'archive') {
-      const contents = packContents(home, snapshot.db.path, join(staging.path, CONTENTS_MEMBER));
+      const contents = await packContents(home, snapshot.db.path, join(staging.path, CONTENTS_MEMBER), (done, total) =>
+        progress?.('contents', done, total),
+      );
       const manifest = await buildManifest(
         { ...snapshot, ...(contents ? { contents } : {}) },
         {
