@@ -1,17 +1,22 @@
 import { z } from 'zod';
 
-// The session archive, version 1: a tar (optionally gzip-compressed) whose first member is
-// manifest.json, followed by the members it lists, each a plain file at the archive's top level.
-// The manifest names every member with its size and SHA-256, so an import can refuse anything it
-// did not announce before writing a byte of it.
+// The session archive: a tar (optionally gzip-compressed) whose first member is manifest.json,
+// followed by the members it lists, each a plain file at the archive's top level. The manifest
+// names every member with its size and SHA-256, so an import can refuse anything it did not
+// announce before writing a byte of it.
+// Version 2 added contents.pack, the workspace contents the session names (contentsPack.ts); a
+// version 1 archive (from before it) is read as ever, and may not hold one.
 
 export const ARCHIVE_FORMAT = 'capsem-session-archive';
-export const ARCHIVE_FORMAT_VERSION = 1;
+export const ARCHIVE_FORMAT_VERSION = 2;
 export const MANIFEST_NAME = 'manifest.json';
 
-/** The only members a version 1 archive may hold; session.db is required, the logs are not. */
-export const MEMBER_NAMES = ['session.db', 'pty.log', 'serial.log'] as const;
+/** The members an archive may hold; session.db is required, the others are not. */
+export const MEMBER_NAMES = ['session.db', 'pty.log', 'serial.log', 'contents.pack'] as const;
 export type MemberName = (typeof MEMBER_NAMES)[number];
+
+/** Members a version 1 archive cannot hold: they came with a later version. */
+export const MEMBERS_SINCE: Partial<Record<MemberName, number>> = { 'contents.pack': 2 };
 
 export const ManifestMember = z.strictObject({
   path: z.enum(MEMBER_NAMES),
@@ -21,7 +26,7 @@ export const ManifestMember = z.strictObject({
 
 export const Manifest = z.strictObject({
   format: z.literal(ARCHIVE_FORMAT),
-  formatVersion: z.literal(ARCHIVE_FORMAT_VERSION),
+  formatVersion: z.number().int().min(1).max(ARCHIVE_FORMAT_VERSION),
   sessionId: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
   name: z.string().nullable(),
   status: z.string().nullable(),

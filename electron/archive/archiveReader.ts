@@ -12,6 +12,7 @@ import {
   ArchiveRejectedError,
   Manifest,
   MANIFEST_NAME,
+  MEMBERS_SINCE,
   type ImportLimits,
   type ManifestMember,
 } from './archiveFormat.ts';
@@ -108,7 +109,7 @@ function parseManifest(text: string): Manifest {
   const parsed = Manifest.safeParse(raw);
   if (!parsed.success)
     throw new ArchiveRejectedError(
-      `manifest.json is not a valid version ${ARCHIVE_FORMAT_VERSION} manifest: ${parsed.error.issues
+      `manifest.json is not a valid manifest: ${parsed.error.issues
         .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
         .slice(0, 3)
         .join('; ')}`,
@@ -122,6 +123,9 @@ function checkManifestLimits(manifest: Manifest, limits: ImportLimits): void {
   for (const m of manifest.members) {
     if (seen.has(m.path)) throw new ArchiveRejectedError(`manifest.json lists "${m.path}" twice`);
     seen.add(m.path);
+    const since = MEMBERS_SINCE[m.path];
+    if (since !== undefined && manifest.formatVersion < since)
+      throw new ArchiveRejectedError(`manifest.json lists "${m.path}", which a version ${manifest.formatVersion} archive cannot hold`);
     if (m.bytes > limits.maxMemberBytes)
       throw new ArchiveRejectedError(
         `member "${m.path}" is ${MiB(m.bytes)}, over the import limit of ${MiB(limits.maxMemberBytes)} per member`,

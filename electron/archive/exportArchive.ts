@@ -10,7 +10,8 @@ import { ARCHIVE_FORMAT, ARCHIVE_FORMAT_VERSION, MANIFEST_NAME, type Manifest, t
 import type { SessionSnapshot, SnapshotFile } from './sessionSnapshot.ts';
 import { tableCounts } from './tableDigest.ts';
 
-// Writes a session snapshot as an archive: manifest.json first, then session.db and the logs.
+// Writes a session snapshot as an archive: manifest.json first, then session.db, the logs and the
+// workspace contents.
 // Every member is hashed before the tar is written (one extra read, from the page cache) so the
 // manifest can lead: an import then knows every name, size and checksum before it stores a byte.
 
@@ -63,6 +64,7 @@ export async function buildManifest(
   options: ArchiveWriteOptions = {},
 ): Promise<Manifest> {
   const files: (SnapshotFile & { name: ManifestMember['path'] })[] = [{ ...snapshot.db, name: 'session.db' }, ...snapshot.logs];
+  if (snapshot.contents) files.push({ ...snapshot.contents, name: 'contents.pack' });
   const total = files.reduce((sum, f) => sum + f.bytes, 0);
   let done = 0;
   const members: ManifestMember[] = [];
@@ -127,6 +129,7 @@ export async function writeArchive(
   const written = pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream]);
   const mtime = options.now ?? new Date();
   const files = new Map<string, SnapshotFile>([['session.db', snapshot.db], ...snapshot.logs.map((l) => [l.name, l] as const)]);
+  if (snapshot.contents) files.set('contents.pack', snapshot.contents);
   const total = manifest.members.reduce((sum, m) => sum + m.bytes, 0);
   let done = 0;
   try {

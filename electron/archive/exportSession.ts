@@ -7,10 +7,11 @@ import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import type { CapsemHome } from '../store/paths.ts';
 import { getSession } from '../store/registry.ts';
 import { FileSink } from './chunkSink.ts';
+import { CONTENTS_MEMBER, namedContents, writeContentsPack } from './contentsPack.ts';
 import { buildManifest, writeArchive } from './exportArchive.ts';
 import { writeHar } from './exportHar.ts';
 import { writeJsonl } from './exportJsonl.ts';
-import { snapshotSession } from './sessionSnapshot.ts';
+import { snapshotSession, type SnapshotFile, type StepProgress } from './sessionSnapshot.ts';
 import { makeStagingDir } from './stagingDir.ts';
 
 // The one exporter, behind `capsem export` and the app's Export: a consistent snapshot first
@@ -41,6 +42,19 @@ export class ExportTargetExistsError extends Error {
   override name = 'ExportTargetExistsError';
 }
 
+/** The contents the snapshot's session.db names, packed at `path` from the home's store, or null when it keeps none. */
+async function packContents(home: CapsemHome, dbPath: string, path: string, onProgress?: StepProgress): Promise<SnapshotFile | null> {
+  const db = openSessionDbReadOnly(dbPath);
+  let named: Set<string>;
+  try {
+    named = namedContents(db);
+  } finally {
+    db.close();
+  }
+  const packed = await writeContentsPack(home, named, path, onProgress);
+  return packed ? { path, bytes: packed.bytes } : null;
+}
+
 export async function exportSession(
   home: CapsemHome,
   mainDb: Database.Database,
@@ -56,8 +70,11 @@ export async function exportSession(
     const snapshot = await snapshotSession(home, id, staging, (done, total) => progress?.('snapshot', done, total));
     let items: number;
     if (options.format === 'archive') {
+      const contents = await packContents(home, snapshot.db.path, join(staging.path, CONTENTS_MEMBER), (done, total) =>
+        progress?.('contents', done, total),
+      );
       const manifest = await buildManifest(
-        snapshot,
+        { ...snapshot, ...(contents ? { contents } : {}) },
         {
           id,
           name: record?.name ?? null,
@@ -67,7 +84,10 @@ export async function exportSession(
         },
         { onProgress: progress },
       );
-      await writeArchive(snapshot, manifest, partial, { gzip: options.gzip, onProgress: progress });
+      await writeArchive({ ...snapshot, ...(contents ? { contents } : {}) }, manifest, partial, {
+        gzip: options.gzip,
+        onProgress: progress,
+      });
       items = manifest.members.length;
     } else {
       const sink = new FileSink(partial);

@@ -8,6 +8,7 @@ import { makePrivateFiles, sessionPaths, type CapsemHome } from '../store/paths.
 import { writeRollup } from '../store/rollup.ts';
 import { ArchiveRejectedError, DEFAULT_IMPORT_LIMITS, type ImportLimits, type Manifest } from './archiveFormat.ts';
 import { extractArchive, sniffFile } from './archiveReader.ts';
+import { CONTENTS_MEMBER } from './contentsPack.ts';
 import { openImportedDb } from './importedSchema.ts';
 import { backupDb } from './sessionSnapshot.ts';
 import { asImportError, type StagedDbFacts, type StagedDbJob, type StagedDbMessage } from './stagedDbCheck.ts';
@@ -36,6 +37,8 @@ export interface ImportResult {
   readonly adopted: boolean;
   /** Triggers, views and foreign indexes removed from the imported copy, as `trigger "name"`. */
   readonly dropped: readonly string[];
+  /** Workspace contents the archive carried, checked and in the home's content store. */
+  readonly contents: number;
 }
 
 /**
@@ -141,8 +144,14 @@ export async function importSession(
       manifest = await extractArchive(file, folder, limits, (done, total) => options.onProgress?.('verify', done, total));
     }
 
-    const facts = await checkOffThread({ dbPath, fromArchive: manifest !== null }, limits.maxValidationSeconds, (done, total) =>
-      options.onProgress?.('check', done, total),
+    const { root, runDir, sessionsRunDir, mainDbPath } = home;
+    const contents = manifest?.members.some((m) => m.path === CONTENTS_MEMBER)
+      ? { pack: join(folder, CONTENTS_MEMBER), home: { root, runDir, sessionsRunDir, mainDbPath } }
+      : undefined;
+    const facts = await checkOffThread(
+      { dbPath, fromArchive: manifest !== null, ...(contents ? { contents } : {}) },
+      limits.maxValidationSeconds,
+      (done, total) => options.onProgress?.('check', done, total),
     );
     const carriedId = manifest?.sessionId ?? facts.meta.sessionId;
     const carriedName = manifest ? manifest.name : facts.meta.name;
@@ -159,10 +168,12 @@ export async function importSession(
       source: manifest ? 'archive' : 'session.db',
       adopted: facts.adopted,
       dropped: facts.dropped,
+      contents: facts.contents,
       originalId: carriedId !== null && carriedId !== id ? carriedId : null,
       originalName: carriedName !== null && carriedName !== name ? carriedName : null,
     };
     makePrivateFiles(dbPath);
+    rmSync(join(folder, CONTENTS_MEMBER), { force: true });
 
     const target = sessionPaths(home, result.id).dir;
     renameSync(folder, target);

@@ -24,6 +24,8 @@ export interface SessionSnapshot {
   readonly db: SnapshotFile;
   readonly logs: ReadonlyArray<SnapshotFile & { readonly name: 'pty.log' | 'serial.log' }>;
   readonly vacuumed: boolean;
+  /** The workspace contents the session names, packed from the home's store (contentsPack.ts); absent when it keeps none. */
+  readonly contents?: SnapshotFile;
 }
 
 export type StepProgress = (done: number, total: number) => void;

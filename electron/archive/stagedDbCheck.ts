@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { assertNotNewer } from '../store/migrate.ts';
+import type { CapsemHome } from '../store/paths.ts';
 import { computeRollup, existingTables, type Rollup } from '../store/rollup.ts';
 import { SESSION_DB_MIGRATIONS } from '../store/sessionDb.ts';
 import { SESSION_TABLE_NAMES, SESSION_TABLES, tableDdl } from '../store/sessionSchema.ts';
@@ -20,12 +21,16 @@ export interface StagedDbFacts {
   /** What the file's session_meta says about itself, when it has one. */
   readonly meta: { readonly sessionId: string | null; readonly name: string | null; readonly createdAt: string | null };
   readonly rollup: Rollup;
+  /** Workspace contents the archive carried, checked and in the home's store. */
+  readonly contents: number;
 }
 
 export interface StagedDbJob {
   readonly dbPath: string;
   /** The file came in a Capsem archive (so it must be a Capsem session.db, not newer than us). */
   readonly fromArchive: boolean;
+  /** The archive's contents.pack, staged, and the home whose content store takes it once the session.db passes. */
+  readonly contents?: { readonly pack: string; readonly home: CapsemHome };
 }
 
 /** What the check's thread tells the import: steps as they pass, then one answer. */
@@ -81,6 +86,7 @@ export function checkStagedDb(job: StagedDbJob, onStep: (done: number, total: nu
       dropped,
       meta: { sessionId: meta.get('session_id') ?? null, name: meta.get('name') || null, createdAt: meta.get('created_at') ?? null },
       rollup,
+      contents: 0,
     };
   } finally {
     db.close();

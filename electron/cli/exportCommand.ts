@@ -8,7 +8,8 @@ import { parseCommandArgs, UsageError, type Command } from './context.ts';
 
 /** Stages of a long archive job and the share of the bar each takes. */
 const STAGE_SHARE: Record<string, readonly [number, number]> = {
-  snapshot: [0, 0.35],
+  snapshot: [0, 0.3],
+  contents: [0.3, 0.35],
   checksums: [0.35, 0.55],
   archive: [0.55, 1],
   har: [0.35, 1],
@@ -31,7 +32,7 @@ export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): {
     onProgress(stage, done, total) {
       // An import's check comes after its copy, in steps: shown once the copy was large enough to show.
       if (stage === 'check' && !shown) return;
-      const bytes = stage !== 'har' && stage !== 'jsonl';
+      const bytes = stage !== 'har' && stage !== 'jsonl' && stage !== 'contents';
       if (!shown && (bytes ? total < LARGE : total < 20_000)) return;
       shown = true;
       const [from, to] = STAGE_SHARE[stage] ?? [0, 1];
@@ -41,7 +42,7 @@ export function archiveProgress(stream: NodeJS.WriteStream = process.stderr): {
           ? `step ${done} of ${total}`
           : bytes
             ? `${(done / 2 ** 20).toFixed(0)} of ${(total / 2 ** 20).toFixed(0)} MiB`
-            : `${done} of ${total} events`;
+            : `${done} of ${total} ${stage === 'contents' ? 'contents' : 'events'}`;
       line.update({ stage, message, fraction: from + (to - from) * part });
     },
     finish: () => line.finish(),
@@ -56,7 +57,8 @@ export const exportCommand: Command = {
 Writes a consistent snapshot of the session, live or ended (even vacuumed), to FILE.
 
   archive  (default) a tar holding manifest.json, session.db (taken with SQLite's online backup,
-           safe while the session runs), pty.log and serial.log; the manifest lists the format
+           safe while the session runs), pty.log, serial.log and contents.pack (the workspace's
+           files as the session saw them, from the content store); the manifest lists the format
            version, session id and name, times, rows per table, the app version and the SHA-256
            of every member. Read it back with capsem import.
   har      HAR 1.2 with full request and response bodies, for browser devtools or HTTP Toolkit

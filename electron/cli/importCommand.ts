@@ -39,6 +39,8 @@ Prints the new session's id and name.`,
       if (result.originalId) ctx.out(`  id ${result.originalId} is already here; the import got a new id`);
       if (result.originalName) ctx.out(`  name "${result.originalName}" is already used; the import is named ${result.name ?? '(none)'}`);
       if (result.dropped.length > 0) ctx.out(`  dropped from the imported copy, so none of it runs: ${result.dropped.join(', ')}`);
+      if (result.contents > 0)
+        ctx.out(`  ${result.contents.toLocaleString('en')} workspace contents (files as the session saw them) checked and stored`);
       if (result.adopted) ctx.out("  the file came from another tool: this app's columns (seq, event ids) were added to the imported copy");
       return 0;
     } finally {

@@ -1,6 +1,7 @@
 import { agentBench } from './agentBench.ts';
 import { apiBench } from './apiBench.ts';
 import { archiveBench } from './archiveBench.ts';
+import { changesBench } from './changesBench.ts';
 import { conversationViewBench } from './conversationViewBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
 import { proxyBench } from './proxyBench.ts';
@@ -21,6 +22,7 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   archive: archiveBench,
   agent: agentBench,
   keys: keyScrubBench,
+  changes: changesBench,
   story: async () => [await storyBench(), await conversationViewBench(), await timelineViewBench()].every(Boolean),
   // Parts of story, to be asked for alone.
   'story-route': storyBench,

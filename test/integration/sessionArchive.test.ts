@@ -270,11 +270,11 @@ describe('a crafted archive is refused and nothing is written', () => {
     },
     {
       name: 'newer format version',
-      message: /format version 2, newer than this Capsem reads \(1\)/,
+      message: /format version 3, newer than this Capsem reads \(2\)/,
       build: () => {
         const db = dbBytes();
         return craftTar([
-          { name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 2 }) },
+          { name: 'manifest.json', body: manifestFor({ 'session.db': db }, { formatVersion: 3 }) },
           { name: 'session.db', body: db },
         ]);
       },
