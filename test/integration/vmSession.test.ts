@@ -45,6 +45,8 @@ async function start(
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
     heartbeatMs: 200,
     plan: async (_paths, caPem) => hostAgentPlan(workspace, proxyPort, caPem, guestEnv),
+    // The agent watches the folder the host reads each change's content from, as in a VM.
+    projectFolder: workspace,
     ...extra,
   };
   return { session: await VmSession.start(options), backend };
