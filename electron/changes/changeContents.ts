@@ -8,8 +8,8 @@ import { readWorkspaceEntry } from './workspaceEntry.ts';
 // and keeps it in the content store; the change row names it by hash. The guest only says which
 // path changed, never what it holds.
 
-/** How long reading a batch holds the thread before the rest of the process runs (256 files of 2 MiB take seconds). */
-const SLICE_MS = 20;
+/** Contents being compressed at once: the host's cores kept busy, memory bounded (each at most the cap). */
+const PUTS_IN_FLIGHT = 4;
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -36,20 +36,21 @@ export class ChangeContents {
    */
   async read(changes: readonly FsChange[]): Promise<FsChange[]> {
     const read = new Map<string, FileVersion | null>();
-    let sliceEnd = performance.now() + SLICE_MS;
+    const puts: Promise<unknown>[] = [];
+    let failure: unknown = null;
     for (const change of changes) {
       if (!readable(change) || read.has(change.path)) continue;
-      read.set(change.path, this.version(change.path));
-      // A file at a time, so one batch of large files cannot hold the thread for long.
-      if (performance.now() >= sliceEnd) {
-        await nextTurn();
-        sliceEnd = performance.now() + SLICE_MS;
-      }
+      read.set(change.path, this.version(change.path, (put) => puts.push(put.catch((err: unknown) => (failure ??= err)))));
+      // A file at a time on this thread (read and hash); compression runs beside it.
+      if (puts.length >= PUTS_IN_FLIGHT) await puts.shift();
+      else await nextTurn();
     }
+    await Promise.all(puts);
+    if (failure !== null) throw failure;
     return changes.map((change) => (readable(change) ? { ...change, content: read.get(change.path) ?? null } : change));
   }
 
-  private version(path: string): FileVersion | null {
+  private version(path: string, keeping: (put: Promise<unknown>) => void): FileVersion | null {
     let entry: ReturnType<typeof readWorkspaceEntry>;
     try {
       entry = readWorkspaceEntry(this.root, path);
@@ -58,7 +59,7 @@ export class ChangeContents {
       return null;
     }
     if (entry.kind === 'file' || entry.kind === 'symlink') {
-      if (entry.content) this.store.put(entry.content, entry.hash);
+      if (entry.content) keeping(this.store.putAsync(entry.content, entry.hash));
       return { hash: entry.hash, mode: entry.mode };
     }
     if (entry.kind === 'missing' && !this.goneSaid && !existsSync(this.root)) {
