@@ -177,7 +177,7 @@ export class VmSession {
     private readonly options: VmSessionOptions,
     private readonly sessionDisk: string | null,
     private readonly program: TerminalProgram | null,
-    private readonly store: ContentStore,
+    private readonly store: ContentStore | null,
     contents: ChangeContents | null,
   ) {
     this.activity = new GuestActivity(recording.recorder, contents);
@@ -238,8 +238,8 @@ export class VmSession {
     try {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       root = realpathSync(workspace);
-      store = ContentStore.open(options.home);
-      baselining = options.resume ? Promise.resolve(resumedBaseline(paths.dbPath)) : takeBaseline(root, store, status);
+      store = openContentStore(options.home, status);
+      if (store) baselining = options.resume ? Promise.resolve(resumedBaseline(paths.dbPath)) : takeBaseline(root, store, status);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
@@ -313,7 +313,7 @@ export class VmSession {
       const helloMs = performance.now() - t0;
       // The guest is given the workspace with its config: what the folder held is recorded by then.
       const baselined = await baselining;
-      if (baselined) {
+      if (baselined && store) {
         if (baselined.baseline) writeBaselineRows(recording, baselined.baseline);
         recording.recorder.seedFileVersions(baselined.versions);
         contents = new ChangeContents(root, store, status);
@@ -529,7 +529,7 @@ export class VmSession {
     rmSync(this.runDir, { recursive: true, force: true });
     if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
     const recorded = await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
-    this.store.close();
+    this.store?.close();
     this.state = 'ended';
     this.endResolve(recorded);
     return recorded;
@@ -538,6 +538,16 @@ export class VmSession {
 
 /** The versions a session's files start at, with the manifest to write when the baseline is new; null: contents are not recorded. */
 type Baselined = { readonly versions: Map<string, FileVersion>; readonly baseline?: WorkspaceBaseline } | null;
+
+/** The content store, or null when it cannot be opened (a full disk): the session runs, its changes recorded without content. */
+function openContentStore(home: CapsemHome, status: (line: string) => void): ContentStore | null {
+  try {
+    return ContentStore.open(home);
+  } catch (err) {
+    status(`the workspace's contents cannot be kept (${(err as Error).message}): its changes are recorded without them`);
+    return null;
+  }
+}
 
 /** A new session's baseline; a folder that cannot be walked costs the contents, never the session. */
 async function takeBaseline(root: string, store: ContentStore, status: (line: string) => void): Promise<Baselined> {
