@@ -4,6 +4,7 @@ import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import type { ProviderTable } from '../telemetry/providers/index.ts';
 import type { FrameRow } from '../telemetry/upgradedStream.ts';
+import type { FileVersion } from './fsEventRows.ts';
 import { EXCHANGE_STEPS, stepsFor } from './pipeline.ts';
 import { ExchangeFacts, header } from './steps/exchangeFacts.ts';
 import { RecordingState, type EventKind, type ExchangeRows, type RecordingEvents, type RowSink } from './steps/step.ts';
@@ -43,7 +44,7 @@ export class SessionRecorder {
       try {
         this.write(new ExchangeFacts(ex, request, response));
       } catch (err) {
-        this.lost(err);
+        this.lose(err);
       }
       return this.queue;
     }
@@ -56,7 +57,7 @@ export class SessionRecorder {
         ]);
         this.write(new ExchangeFacts(ex, ...decoded));
       } catch (err) {
-        this.lost(err);
+        this.lose(err);
       } finally {
         this.waiting -= 1;
       }
@@ -79,7 +80,7 @@ export class SessionRecorder {
     try {
       this.event('frame', { netEventId, row });
     } catch (err) {
-      this.lost(err);
+      this.lose(err);
     }
   }
 
@@ -88,13 +89,18 @@ export class SessionRecorder {
     for (const step of stepsFor(kind)) for (const { table, row } of step.record(event, this.state)) this.sink.append(table, row as never);
   }
 
+  /** The versions the session's files start at (its baseline, or where a resumed session left off): each change's before. */
+  seedFileVersions(versions: Iterable<readonly [string, FileVersion]>): void {
+    this.state.fsRows.seed(versions);
+  }
+
   /** File changes are held for a summary until their batch ends. */
   get holdingFsChanges(): boolean {
     return this.state.fsRows.holding;
   }
 
   /** Counted and kept in session_meta at close: `capsem check` reports a session with losses. */
-  private lost(err: unknown): void {
+  lose(err: unknown): void {
     this.failures += 1;
     this.lastFailure = err instanceof Error ? err.message : String(err);
   }

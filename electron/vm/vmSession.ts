@@ -1,8 +1,13 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
 import type { AgentName } from '../contract/agents.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
+import { ChangeContents } from '../changes/changeContents.ts';
+import { ContentStore } from '../changes/contentStore.ts';
+import { BASELINE_META_KEY, baselineSummary, baselineVersions, resumedVersions, scanWorkspace, type WorkspaceBaseline } from '../changes/workspaceBaseline.ts';
+import type { FileVersion } from '../recording/fsEventRows.ts';
+import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../recording/sessionRecording.ts';
 import { openMainDb } from '../store/mainDb.ts';
@@ -22,7 +27,9 @@ import { vmCpuUse } from './vmCpuUse.ts';
 // One VM per session, supervised: boot (with a timeout), heartbeat, crash detection, orderly stop,
 // and the session's recording around it. The guest's connections reach the recording proxy over
 // the agent's port; its file changes become fs_events, its commands exec_events, its terminal a
-// transcript in the session folder, its console serial.log.
+// transcript in the session folder, its console serial.log. Before the guest is given the workspace,
+// the host records what it holds (the baseline); from then on each change's content is read as it
+// is reported.
 
 export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
@@ -170,8 +177,10 @@ export class VmSession {
     private readonly options: VmSessionOptions,
     private readonly sessionDisk: string | null,
     private readonly program: TerminalProgram | null,
+    private readonly store: ContentStore | null,
+    contents: ChangeContents | null,
   ) {
-    this.activity = new GuestActivity(recording.recorder);
+    this.activity = new GuestActivity(recording.recorder, contents);
   }
 
   get id(): SessionId {
@@ -195,6 +204,8 @@ export class VmSession {
     options.onRegistered?.(record.id);
     const runDir = join(options.home.runDir, 'vms', record.id);
     let recorded: PromiseSettledResult<Recording> | null = null;
+    let store: ContentStore | null = null;
+    let baselining: Promise<Baselined> = Promise.resolve(null);
     let launched: PromiseSettledResult<{ plan: BootPlan; vm: VmInstance }> | null = null;
     /** Ends the session crashed, with `reason` in main.db, and throws `message` to the caller. */
     const fail = async (reason: string, message: string): Promise<never> => {
@@ -204,6 +215,9 @@ export class VmSession {
       // A disk made for a session that never ran holds nothing; a resumed session's holds its past.
       if (!options.resume && launch?.plan.sessionDisk) rmSync(launch.plan.sessionDisk, { force: true });
       if (recorded?.status === 'fulfilled') await recorded.value.stop({ status: 'crashed', reason });
+      // A walk still under way writes to the store until it ends.
+      await baselining;
+      store?.close();
       endFailedStart(options.home, record.id, reason, { releaseName: !options.resume });
       const tail = serialTail(paths.serialLogPath);
       throw new BootError(`${message}${tail ? `\n--- last lines of ${paths.serialLogPath} ---\n${tail}` : ''}`);
@@ -220,8 +234,12 @@ export class VmSession {
       ...(options.projectFolder ? { vm_workspace: options.projectFolder } : {}),
       ...(options.agent ? { vm_terminal_agent: options.agent } : {}),
     };
+    let root: string;
     try {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
+      root = realpathSync(workspace);
+      store = openContentStore(options.home, status);
+      if (store) baselining = options.resume ? Promise.resolve(resumedBaseline(paths.dbPath)) : takeBaseline(root, store, status);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
@@ -279,6 +297,7 @@ export class VmSession {
     }
     const { plan } = launched.value;
     const booted = launched.value.vm;
+    let contents: ChangeContents | null = null;
     try {
       status(`booting the VM (${booted.accelerator.reason})`);
       const bootTimeout = options.bootTimeoutMs ?? (booted.accelerator.accel === 'tcg' ? 90_000 : 30_000);
@@ -292,6 +311,13 @@ export class VmSession {
         booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths))),
       ]);
       const helloMs = performance.now() - t0;
+      // The guest is given the workspace with its config: what the folder held is recorded by then.
+      const baselined = await baselining;
+      if (baselined && store) {
+        if (baselined.baseline) writeBaselineRows(recording, baselined.baseline);
+        recording.recorder.seedFileVersions(baselined.versions);
+        contents = new ChangeContents(root, store, status);
+      }
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
         type: 'config',
@@ -315,7 +341,7 @@ export class VmSession {
       const readyMs = performance.now() - t0;
       const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
-      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null, program);
+      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null, program, store, contents);
       if (program?.homeFiles.length) await session.writeHomeFiles(program.homeFiles);
       session.watch();
       return session;
@@ -494,6 +520,7 @@ export class VmSession {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.mux.close();
     this.activity.endFsBatch();
+    await this.activity.settled();
     if (this.terminal) {
       this.terminal.closed = true;
       this.terminal.transcript.close();
@@ -502,10 +529,55 @@ export class VmSession {
     rmSync(this.runDir, { recursive: true, force: true });
     if (this.sessionDisk && !this.recording.session.resumable) rmSync(this.sessionDisk, { force: true });
     const recorded = await this.recording.stop({ status: end.status, reason: end.reason ?? undefined, meta: this.boot });
+    this.store?.close();
     this.state = 'ended';
     this.endResolve(recorded);
     return recorded;
   }
+}
+
+/** The versions a session's files start at, with the manifest to write when the baseline is new; null: contents are not recorded. */
+type Baselined = { readonly versions: Map<string, FileVersion>; readonly baseline?: WorkspaceBaseline } | null;
+
+/** The content store, or null when it cannot be opened (a full disk): the session runs, its changes recorded without content. */
+function openContentStore(home: CapsemHome, status: (line: string) => void): ContentStore | null {
+  try {
+    return ContentStore.open(home);
+  } catch (err) {
+    status(`the workspace's contents cannot be kept (${(err as Error).message}): its changes are recorded without them`);
+    return null;
+  }
+}
+
+/** A new session's baseline; a folder that cannot be walked costs the contents, never the session. */
+async function takeBaseline(root: string, store: ContentStore, status: (line: string) => void): Promise<Baselined> {
+  try {
+    const t0 = performance.now();
+    const baseline = await scanWorkspace(root, store, { onStatus: status });
+    status(`recorded the workspace: ${baseline.files.toLocaleString('en-US')} files in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    return { versions: baselineVersions(baseline.manifest), baseline };
+  } catch (err) {
+    status(`the workspace could not be recorded (${(err as Error).message}): its changes are recorded without their content`);
+    return null;
+  }
+}
+
+/** A resumed session keeps its baseline: its files start where its recording left off. */
+function resumedBaseline(dbPath: string): Baselined {
+  if (!existsSync(dbPath)) return null;
+  const db = openSessionDbReadOnly(dbPath);
+  try {
+    const versions = resumedVersions(db);
+    return versions ? { versions } : null;
+  } finally {
+    db.close();
+  }
+}
+
+/** The manifest through the session's writer (its batches, its thread), the summary last: a baseline named in session_meta is whole. */
+function writeBaselineRows(recording: Recording, baseline: WorkspaceBaseline): void {
+  for (const file of baseline.manifest) recording.writer.append('workspace_files', file);
+  recording.writer.append('session_meta', { key: BASELINE_META_KEY, value: baselineSummary(baseline) });
 }
 
 function describeExit(what: string, exit: VmExit): string {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TERMINAL_SCROLLBACK_LINES } from '../../electron/contract/appContract.ts';
+import { ContentStore } from '../../electron/changes/contentStore.ts';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
@@ -33,7 +34,7 @@ async function start(
   extra: Partial<VmSessionOptions> = {},
   guestEnv: Record<string, string> = {},
 ): Promise<{ session: VmSession; backend: HostAgentBackend }> {
-  const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
+  const workspace = extra.projectFolder ?? join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
   mkdirSync(workspace, { recursive: true });
   const backend = new HostAgentBackend(workspace);
   const proxyPort = await freePort();
@@ -45,6 +46,8 @@ async function start(
     hostEnv: { ...process.env, CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upPort}`, CAPSEM_UPSTREAM_CA_FILE: upstreamCaFile },
     heartbeatMs: 200,
     plan: async (_paths, caPem) => hostAgentPlan(workspace, proxyPort, caPem, guestEnv),
+    // The agent watches the folder the host reads each change's content from, as in a VM.
+    projectFolder: workspace,
     ...extra,
   };
   return { session: await VmSession.start(options), backend };
@@ -168,6 +171,39 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
       { action: 'modified', path: 'src/a.txt', size: 9 },
       { action: 'deleted', path: 'src/a.txt', size: null },
     ]);
+  });
+
+  it('records the workspace before the guest gets it, and each change with its content before and after', async () => {
+    const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(join(workspace, 'src'), { recursive: true });
+    writeFileSync(join(workspace, 'src', 'a.txt'), 'before\n');
+    writeFileSync(join(workspace, '.gitignore'), 'tmp/\n');
+    mkdirSync(join(workspace, 'tmp'));
+    writeFileSync(join(workspace, 'tmp', 'scratch'), 'ignored');
+    const lines: string[] = [];
+    const { session } = await start(null, { projectFolder: workspace, onStatus: (line) => lines.push(line) });
+    await output(session, ['sh', '-c', 'printf after > src/a.txt']);
+    await until(() => rows(session, "SELECT 1 FROM fs_events WHERE path = 'src/a.txt' AND after_hash IS NOT NULL").length > 0);
+    await session.stop();
+    expect(rows(session, 'SELECT path, size FROM workspace_files ORDER BY path')).toEqual([
+      { path: '.gitignore', size: 5 },
+      { path: 'src/a.txt', size: 7 },
+    ]);
+    const [meta] = rows<{ value: string }>(session, "SELECT value FROM session_meta WHERE key = 'workspace_baseline'");
+    expect(JSON.parse(meta!.value)).toMatchObject({ files: 2, bytes: 12, skipped: 1 });
+    expect(lines.some((line) => /^recorded the workspace: 2 files in [\d.]+ s$/.test(line))).toBe(true);
+    const [row] = rows<{ action: string; before_hash: string; after_hash: string }>(
+      session,
+      "SELECT action, before_hash, after_hash FROM fs_events WHERE path = 'src/a.txt' ORDER BY seq",
+    );
+    const store = ContentStore.open(home);
+    try {
+      expect(row!.action).toBe('modified');
+      expect(store.get(row!.before_hash)?.toString()).toBe('before\n');
+      expect(store.get(row!.after_hash)?.toString()).toBe('after');
+    } finally {
+      store.close();
+    }
   });
 
   it('gives a terminal that echoes input and follows a resize, and keeps a transcript for replay', async () => {
@@ -376,6 +412,14 @@ describe.skipIf(missing !== null)(`resuming sessions with the real agent${missin
       db.close();
     }
   };
+  const rowsOf = <T>(dbPath: string, sql: string): T[] => {
+    const db = new Database(dbPath, { readonly: true });
+    try {
+      return db.prepare(sql).all() as T[];
+    } finally {
+      db.close();
+    }
+  };
   const fsSeqs = (dbPath: string) => column<number>(dbPath, 'SELECT seq FROM fs_events ORDER BY seq');
 
   it('resumes a named session by name after a restart: same id, same session.db, its seq continues', async () => {
@@ -397,9 +441,16 @@ describe.skipIf(missing !== null)(`resuming sessions with the real agent${missin
     const db = openMainDb(rhome);
     expect(getSession(db, asSessionId(id))).toMatchObject({ status: 'running' });
     db.close();
-    expect((await resumed.exec(['sh', '-c', 'cat first.txt && echo two > second.txt']).result).code).toBe(0);
+    expect((await resumed.exec(['sh', '-c', 'cat first.txt && echo two > second.txt && echo again > first.txt']).result).code).toBe(0);
     await new Promise((r) => setTimeout(r, 400));
     await resumed.stop();
+    // The resumed session kept its baseline (taken once) and went on from where its recording left off.
+    const firstVersions = rowsOf<{ action: string; before_hash: string | null; after_hash: string | null }>(
+      first.paths.dbPath,
+      "SELECT action, before_hash, after_hash FROM fs_events WHERE path = 'first.txt' AND after_hash IS NOT NULL ORDER BY seq",
+    );
+    expect(firstVersions.at(-1)).toMatchObject({ action: 'modified', before_hash: firstVersions.at(-2)!.after_hash });
+    expect(column<string>(first.paths.dbPath, "SELECT value FROM session_meta WHERE key = 'workspace_baseline'")).toHaveLength(1);
     const after = fsSeqs(first.paths.dbPath);
     expect(after.slice(0, before.length)).toEqual(before);
     expect(Math.min(...after.slice(before.length))).toBeGreaterThan(Math.max(...before));

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ContentStore } from '../../electron/changes/contentStore.ts';
 import { runCapsemAsync, spawnCapsem, USER_FOLDER, type CliResult } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { agentImageUnavailable, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
@@ -124,6 +125,23 @@ describe.skipIf(noVm !== null)(`capsem run --workspace in a real VM, minimal ima
       { action: 'created', path: 'out', size: expect.any(Number), entries: null },
       { action: 'created', path: 'out/new.txt', size: 5, entries: null },
     ]);
+    // The folder as the session found it, and each change's content before and after, read on the host.
+    expect(await sql(home.root, 'proj1', 'SELECT path, size FROM workspace_files')).toEqual([{ path: 'notes/had.txt', size: 20 }]);
+    const versions = await sql<{ path: string; before_hash: string | null; after_hash: string | null }>(
+      home.root,
+      'proj1',
+      "SELECT path, before_hash, after_hash FROM fs_events WHERE path IN ('notes/had.txt', 'out/new.txt') ORDER BY seq",
+    );
+    const store = ContentStore.open(home);
+    try {
+      const text = (hash: string | null) => (hash === null ? null : (store.get(hash)?.toString() ?? 'not kept'));
+      expect(versions.map((v) => [v.path, text(v.before_hash), text(v.after_hash)])).toEqual([
+        ['notes/had.txt', 'written on the host\n', 'written on the host\nchanged in the guest\n'],
+        ['out/new.txt', null, 'made\n'],
+      ]);
+    } finally {
+      store.close();
+    }
     const churn = await sql<FsRow>(
       home.root,
       'proj1',
