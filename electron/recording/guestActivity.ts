@@ -14,6 +14,21 @@ import type { ExecRun } from './steps/commandRun.ts';
  */
 const FS_BATCH_QUIET_MS = 50;
 
+/** The agent sends its changes once the workspace has been quiet this long (DEBOUNCE_MS in native/agent/src/fswatch.c). */
+const AGENT_QUIET_MS = 100;
+
+/**
+ * `changes` with their times on the host's clock. The guest's clock is set at boot and drifts
+ * under TCG (21 s behind the host within a minute was seen on a loaded machine), and a change is
+ * tied to the tool call running when it was made by the host's times of those calls. The last
+ * change of a frame was made AGENT_QUIET_MS before the agent sent it; the others keep their
+ * distance from it.
+ */
+export function onHostClock(changes: readonly FsChange[], arrivedMs: number): FsChange[] {
+  const last = changes.reduce((max, c) => Math.max(max, c.ts_ms), -Infinity);
+  return changes.map((c) => ({ ...c, ts_ms: arrivedMs - AGENT_QUIET_MS - (last - c.ts_ms) }));
+}
+
 export class GuestActivity {
   private fsBatchEnd: NodeJS.Timeout | null = null;
   /** File changes wait here while their contents are read: rows keep the order the agent sent them in. */
@@ -25,7 +40,8 @@ export class GuestActivity {
     private readonly contents: ChangeContents | null = null,
   ) {}
 
-  fs(changes: readonly FsChange[]): void {
+  fs(reported: readonly FsChange[]): void {
+    const changes = onHostClock(reported, Date.now());
     const contents = this.contents;
     if (!contents) return this.recordFs(changes);
     this.reads = this.reads.then(() =>

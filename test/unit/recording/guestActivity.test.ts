@@ -27,6 +27,21 @@ function recorder() {
 const change = (path: string, is_dir = false): FsChange => ({ action: 'created', path, size: 10, is_dir, ts_ms: 1_000 });
 
 describe('GuestActivity', () => {
+  it("puts a change on the host's clock, whatever the guest's clock says: the tool call running then is found by host times", () => {
+    const { rows, activity } = recorder();
+    // A guest whose clock runs 21 s behind: its two changes 40 ms apart, the later one sent after the agent's quiet time.
+    const guestNow = Date.now() - 21_000;
+    const before = Date.now();
+    activity.fs([
+      { ...change('src/a.ts'), ts_ms: guestNow - 40 },
+      { ...change('src/b.ts'), ts_ms: guestNow },
+    ]);
+    const [a, b] = rows.map((r) => Date.parse(r.row.timestamp as string));
+    expect(b! - a!).toBe(40);
+    expect(b!).toBeGreaterThanOrEqual(before - 100);
+    expect(b!).toBeLessThanOrEqual(Date.now() - 100);
+  });
+
   it("writes a change to the user's own path at once and a batch inside node_modules/ as one row when the batch ends", () => {
     const { rows, activity } = recorder();
     activity.fs([change('src/a.ts'), change('node_modules/x/index.js'), change('node_modules/y/index.js')]);
