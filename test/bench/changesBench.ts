@@ -12,7 +12,8 @@ import { SessionRecorder } from '../../electron/recording/sessionRecorder.ts';
 import { capsemHome, ensurePrivateDir, type CapsemHome } from '../../electron/store/paths.ts';
 import { openSessionDbForWriting } from '../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
-import { ChangeContents, recordWorkspaceBaseline } from './changesStandIn.ts';
+import { ChangeContents } from '../../electron/changes/changeContents.ts';
+import { recordWorkspaceBaseline } from '../../electron/changes/workspaceBaseline.ts';
 import { figure, median, percentile, printFigures, roundRatios, type Figure } from './report.ts';
 
 // What the agent changed (#31), its three figures:

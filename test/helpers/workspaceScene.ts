@@ -14,14 +14,13 @@ import { dirname, join } from 'node:path';
 import type { ContentStore } from '../../electron/changes/contentStore.ts';
 import { contentHash } from '../../electron/changes/contentStore.ts';
 import { MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK } from '../../electron/changes/workspaceEntry.ts';
-import type { FileVersion, FsEventRows } from '../../electron/recording/fsEventRows.ts';
+import type { FileVersion } from '../../electron/recording/fsEventRows.ts';
 import type { LiveSession } from './sessionFixture.ts';
 
 // A session's workspace folder as an agent changes it: each write made on disk, its content put in
 // the content store, and the change recorded through the recording pipeline carrying that version,
 // as the host records a guest's change. The baseline is written as workspace_files rows and handed
-// to the recorder's file rows; the recording side's own baseline function replaces that seeding
-// once it lands.
+// to the recorder as the versions its files start at; `unkept` paths are named by hash alone.
 
 export type FileSpec = string | Buffer | { readonly content: string | Buffer; readonly mode?: number } | { readonly link: string };
 
@@ -61,7 +60,7 @@ export class WorkspaceScene {
       versions.push([path, version]);
       this.live.writer.append('workspace_files', { path, size: null, mode: version.mode, hash: version.hash, note: null });
     }
-    (this.live.recorder as unknown as { state: { fsRows: FsEventRows } }).state.fsRows.seed(versions);
+    this.live.recorder.seedFileVersions(versions);
   }
 
   /** A write the guest reports at `ts` (ms). */
