@@ -41,6 +41,8 @@ export interface ScanOptions {
 /** How long the walk holds the thread before letting the rest of the process (a boot beside it) run. */
 const SLICE_MS = 20;
 const STATUS_EVERY_MS = 1000;
+/** Contents read ahead of the store at most: the memory a walk holds. */
+const KEEP_BATCH_BYTES = 16 << 20;
 
 interface Folder {
   readonly rel: string;
@@ -95,6 +97,10 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
   let bytes = 0;
   let skipped = 0;
   const stack: Folder[] = [{ rel: '', rules: rulesOf(root, '', []) }];
+  // Contents read and not yet in the store: compressed on other threads while the next are read.
+  let toKeep: { bytes: Uint8Array; hash: string }[] = [];
+  let toKeepBytes = 0;
+  let keeping: Promise<void> = Promise.resolve();
   // Files listed and not yet read, so that a folder of 100,000 files is read across many slices.
   const files: string[] = [];
   let read = 0;
@@ -111,7 +117,10 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
     if (entry.kind === 'other') return note(rel, `not read: ${entry.reason}`);
     if (entry.kind !== 'file' && entry.kind !== 'symlink')
       return note(rel, entry.kind === 'dir' ? 'became a folder while the baseline was taken' : 'gone or unreadable when the baseline was taken');
-    if (entry.content) store.put(entry.content, entry.hash);
+    if (entry.content) {
+      toKeep.push({ bytes: entry.content, hash: entry.hash });
+      toKeepBytes += entry.content.length;
+    }
     bytes += entry.size;
     manifest.push({
       path: rel,
@@ -150,19 +159,24 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
 
   while (stack.length > 0 || read < files.length) {
     const sliceEnd = performance.now() + SLICE_MS;
-    store.batch(() => {
-      while (performance.now() < sliceEnd) {
-        if (read < files.length) readFile(files[read++]!);
-        else if (stack.length > 0) visit(stack.pop()!);
-        else break;
-      }
-    });
+    while (performance.now() < sliceEnd && toKeepBytes < KEEP_BATCH_BYTES) {
+      if (read < files.length) readFile(files[read++]!);
+      else if (stack.length > 0) visit(stack.pop()!);
+      else break;
+    }
+    await keeping;
+    keeping = store.putMany(toKeep);
+    // Its failure is thrown where it is awaited, not reported as unhandled meanwhile.
+    keeping.catch(() => undefined);
+    toKeep = [];
+    toKeepBytes = 0;
     if (options.onStatus && performance.now() - lastStatus >= STATUS_EVERY_MS) {
       lastStatus = performance.now();
       options.onStatus(`recording the workspace: ${manifest.length.toLocaleString('en-US')} files…`);
     }
     if (stack.length > 0 || read < files.length) await nextTurn();
   }
+  await keeping;
   manifest.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { at, files: manifest.length, bytes, skipped, manifest };
 }
