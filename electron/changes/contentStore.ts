@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { deflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { migrate, type Migration } from '../store/migrate.ts';
 import { ensurePrivateDir, makePrivateFiles, type CapsemHome } from '../store/paths.ts';
+import { CHUNKED_FROM, chunkEnds } from './contentChunks.ts';
 
 // The workspace's file contents, content-addressed: a baseline's files and every later version
 // of a changed file, each kept once however many sessions or versions hold it. One SQLite file per
@@ -28,9 +29,17 @@ const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     up: (db) => {
-      // encoding: 'deflate' when compressing saved space, 'raw' when it did not (already compressed data).
+      // encoding: 'deflate' when compressing saved space, 'raw' when it did not (already compressed
+      // data), 'chunks' for a large content kept as its chunks (contentChunks.ts): data is then the
+      // chunks' sha256 hashes, 32 bytes each, in order.
       db.exec(`CREATE TABLE objects (
         hash TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        encoding TEXT NOT NULL CHECK (encoding IN ('raw','deflate','chunks')),
+        data BLOB NOT NULL
+      ) WITHOUT ROWID`);
+      db.exec(`CREATE TABLE chunks (
+        hash BLOB PRIMARY KEY,
         size INTEGER NOT NULL,
         encoding TEXT NOT NULL CHECK (encoding IN ('raw','deflate')),
         data BLOB NOT NULL
@@ -39,7 +48,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-/** A stored content as it sits in the store, for copying between stores (export, import) without recompressing. */
+/** A content as one store hands it to another (export, import): whole, deflated or raw. */
 export interface StoredObject {
   readonly hash: ContentHash;
   readonly size: number;
@@ -48,8 +57,22 @@ export interface StoredObject {
 }
 
 const deflateRawAsync = promisify(deflateRaw);
-/** Contents from this size on are compressed on another thread. */
-const COMPRESS_APART_FROM = 256 << 10;
+const DEFLATE = { level: 6 } as const;
+
+/** A piece to keep: a whole content, or a chunk of a large one, with its compressed form once made. */
+interface Piece {
+  readonly bytes: Uint8Array;
+  packed: Buffer | null;
+}
+
+/** What a large content is kept as: its chunks' hashes in order, and the chunks the store lacks. */
+interface Chunked {
+  readonly refs: Buffer;
+  readonly fresh: Map<string, Piece>;
+}
+
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+const chunkKey = (hash: Buffer): string => hash.toString('hex');
 
 export function contentStorePath(home: CapsemHome): string {
   return join(home.root, 'store', 'content.db');
@@ -59,11 +82,17 @@ export class ContentStore {
   private readonly insert: Database.Statement;
   private readonly select: Database.Statement;
   private readonly exists: Database.Statement;
+  private readonly insertChunk: Database.Statement;
+  private readonly selectChunk: Database.Statement;
+  private readonly chunkExists: Database.Statement;
 
   private constructor(private readonly db: Database.Database) {
     this.insert = db.prepare('INSERT OR IGNORE INTO objects (hash, size, encoding, data) VALUES (?, ?, ?, ?)');
     this.select = db.prepare('SELECT hash, size, encoding, data FROM objects WHERE hash = ?');
     this.exists = db.prepare('SELECT 1 FROM objects WHERE hash = ?').pluck();
+    this.insertChunk = db.prepare('INSERT OR IGNORE INTO chunks (hash, size, encoding, data) VALUES (?, ?, ?, ?)');
+    this.selectChunk = db.prepare('SELECT size, encoding, data FROM chunks WHERE hash = ?');
+    this.chunkExists = db.prepare('SELECT 1 FROM chunks WHERE hash = ?').pluck();
   }
 
   static open(home: CapsemHome): ContentStore {
@@ -89,8 +118,14 @@ export class ContentStore {
 
   /** Keeps `bytes` (once, whatever calls it) and returns its hash. */
   put(bytes: Uint8Array, hash: ContentHash = contentHash(bytes)): ContentHash {
-    if (this.exists.get(hash) !== undefined) return hash;
-    this.keep(hash, bytes, deflateRawSync(bytes, { level: 6 }));
+    if (this.has(hash)) return hash;
+    if (bytes.length < CHUNKED_FROM) {
+      this.keepWhole(hash, { bytes, packed: deflateRawSync(bytes, DEFLATE) });
+      return hash;
+    }
+    const chunked = this.chunked(bytes);
+    for (const piece of chunked.fresh.values()) piece.packed = deflateRawSync(piece.bytes, DEFLATE);
+    this.batch(() => this.keepChunked(hash, bytes.length, chunked));
     return hash;
   }
 
@@ -99,27 +134,67 @@ export class ContentStore {
    * to try, which a batch of large changes would otherwise spend holding the main thread.
    */
   async putAsync(bytes: Uint8Array, hash: ContentHash = contentHash(bytes)): Promise<ContentHash> {
-    if (this.exists.get(hash) !== undefined) return hash;
-    this.keep(hash, bytes, await deflateRawAsync(bytes, { level: 6 }));
+    await this.putMany([{ bytes, hash }]);
     return hash;
   }
 
   /**
-   * Keeps many contents in one transaction. Large ones are compressed on libuv's threads side by
-   * side; small ones here, where a thread's round trip (a zlib handle each) costs more than it saves.
+   * Keeps many contents in one transaction. Large ones' new chunks are compressed on libuv's
+   * threads side by side; small contents here, where a thread's round trip (a zlib handle each)
+   * costs more than it saves.
    */
   async putMany(contents: readonly { readonly bytes: Uint8Array; readonly hash: ContentHash }[]): Promise<void> {
-    const fresh = new Map<ContentHash, Uint8Array>();
-    for (const { bytes, hash } of contents) if (!fresh.has(hash) && this.exists.get(hash) === undefined) fresh.set(hash, bytes);
-    const packed = await Promise.all(
-      [...fresh].map(([, bytes]) => (bytes.length < COMPRESS_APART_FROM ? deflateRawSync(bytes, { level: 6 }) : deflateRawAsync(bytes, { level: 6 }))),
-    );
-    this.batch(() => [...fresh].forEach(([hash, bytes], i) => this.keep(hash, bytes, packed[i]!)));
+    const whole = new Map<ContentHash, Piece>();
+    const chunked = new Map<ContentHash, { size: number; chunked: Chunked }>();
+    const pending: Promise<void>[] = [];
+    for (const { bytes, hash } of contents) {
+      if (whole.has(hash) || chunked.has(hash) || this.has(hash)) continue;
+      if (bytes.length < CHUNKED_FROM) {
+        whole.set(hash, { bytes, packed: deflateRawSync(bytes, DEFLATE) });
+        continue;
+      }
+      const pieces = this.chunked(bytes);
+      chunked.set(hash, { size: bytes.length, chunked: pieces });
+      for (const piece of pieces.fresh.values())
+        pending.push(deflateRawAsync(piece.bytes, DEFLATE).then((packed) => void (piece.packed = packed)));
+    }
+    await Promise.all(pending);
+    this.batch(() => {
+      for (const [hash, piece] of whole) this.keepWhole(hash, piece);
+      for (const [hash, { size, chunked: pieces }] of chunked) this.keepChunked(hash, size, pieces);
+    });
   }
 
-  private keep(hash: ContentHash, bytes: Uint8Array, packed: Buffer): void {
-    if (packed.length < bytes.length) this.insert.run(hash, bytes.length, 'deflate', packed);
-    else this.insert.run(hash, bytes.length, 'raw', Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  /** Cuts a large content into chunks: their hashes, and those the store does not have yet. */
+  private chunked(bytes: Uint8Array): Chunked {
+    const ends = chunkEnds(bytes);
+    const refs = Buffer.alloc(ends.length * 32);
+    const fresh = new Map<string, Piece>();
+    let start = 0;
+    ends.forEach((end, i) => {
+      const chunk = bytes.subarray(start, end);
+      const hash = createHash('sha256').update(chunk).digest();
+      hash.copy(refs, i * 32);
+      const key = chunkKey(hash);
+      if (!fresh.has(key) && this.chunkExists.get(hash) === undefined) fresh.set(key, { bytes: chunk, packed: null });
+      start = end;
+    });
+    return { refs, fresh };
+  }
+
+  private keepWhole(hash: ContentHash, piece: Piece): void {
+    const { bytes, packed } = piece;
+    if (packed && packed.length < bytes.length) this.insert.run(hash, bytes.length, 'deflate', packed);
+    else this.insert.run(hash, bytes.length, 'raw', asBuffer(bytes));
+  }
+
+  private keepChunked(hash: ContentHash, size: number, { refs, fresh }: Chunked): void {
+    for (const [key, { bytes, packed }] of fresh) {
+      const id = Buffer.from(key, 'hex');
+      if (packed && packed.length < bytes.length) this.insertChunk.run(id, bytes.length, 'deflate', packed);
+      else this.insertChunk.run(id, bytes.length, 'raw', asBuffer(bytes));
+    }
+    this.insert.run(hash, size, 'chunks', refs);
   }
 
   /** Runs `work` in one transaction: many puts cost one commit. */
@@ -131,16 +206,27 @@ export class ContentStore {
     return this.exists.get(hash) !== undefined;
   }
 
-  /** The content of `hash`, or null when the store does not keep it. */
+  /** The content of `hash`, or null when the store does not keep it (or has lost a chunk of it). */
   get(hash: ContentHash): Buffer | null {
-    const row = this.object(hash);
+    const row = this.select.get(hash) as { size: number; encoding: 'raw' | 'deflate' | 'chunks'; data: Buffer } | undefined;
     if (!row) return null;
-    const data = Buffer.from(row.data);
-    return row.encoding === 'deflate' ? inflateRawSync(data) : data;
+    if (row.encoding !== 'chunks') return unpack(row.encoding, row.data);
+    const parts: Buffer[] = [];
+    for (let at = 0; at < row.data.length; at += 32) {
+      const chunk = this.selectChunk.get(row.data.subarray(at, at + 32)) as { encoding: 'raw' | 'deflate'; data: Buffer } | undefined;
+      if (!chunk) return null;
+      parts.push(unpack(chunk.encoding, chunk.data));
+    }
+    return Buffer.concat(parts, row.size);
   }
 
+  /** `hash` as another store takes it: a chunked content whole again, deflated. */
   object(hash: ContentHash): StoredObject | null {
-    return (this.select.get(hash) as StoredObject | undefined) ?? null;
+    const row = this.select.get(hash) as { hash: string; size: number; encoding: 'raw' | 'deflate' | 'chunks'; data: Buffer } | undefined;
+    if (!row) return null;
+    if (row.encoding !== 'chunks') return { hash: row.hash, size: row.size, encoding: row.encoding, data: row.data };
+    const content = this.get(hash);
+    return content && { hash, size: content.length, encoding: 'deflate', data: deflateRawSync(content, DEFLATE) };
   }
 
   /** Adds an object read from another store, checking that its content is what its hash says. */
@@ -152,16 +238,18 @@ export class ContentStore {
     const content = object.encoding === 'deflate' ? inflateRawSync(data, { maxOutputLength: KEPT_CONTENT_MAX }) : data;
     if (content.length !== object.size || contentHash(content) !== object.hash)
       throw new Error(`a stored content does not match its hash ${object.hash}`);
-    this.insert.run(object.hash, object.size, object.encoding, data);
+    if (content.length >= CHUNKED_FROM) this.put(content, object.hash);
+    else this.insert.run(object.hash, object.size, object.encoding, data);
   }
 
-  /** Bytes the store's objects take, compressed, and their contents' size. */
+  /** Contents kept, the bytes they take in the store (chunks counted once) and their own size. */
   totals(): { objects: number; storedBytes: number; contentBytes: number } {
-    const row = this.db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(data)), 0) AS stored, COALESCE(SUM(size), 0) AS content FROM objects').get() as {
-      n: number;
-      stored: number;
-      content: number;
-    };
+    const row = this.db
+      .prepare(
+        `SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(data)), 0) + (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM chunks) AS stored,
+         COALESCE(SUM(size), 0) AS content FROM objects`,
+      )
+      .get() as { n: number; stored: number; content: number };
     return { objects: row.n, storedBytes: row.stored, contentBytes: row.content };
   }
 
@@ -169,3 +257,5 @@ export class ContentStore {
     this.db.close();
   }
 }
+
+const unpack = (encoding: 'raw' | 'deflate', data: Buffer): Buffer => (encoding === 'deflate' ? inflateRawSync(data) : Buffer.from(data));
