@@ -271,9 +271,11 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       `  transfer: ${TRANSFERS} rounds of 64 MiB after a warm-up round (guest curl through the proxy over HTTPS and plain HTTP, over TLS inside the guest, and the raw channel each way), in one agent VM...`,
     );
     const vm = await vms.start(imageBootPlan(vms.home, 'agent'), {
-      ...process.env,
-      CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.tls},${HOST}:80=127.0.0.1:${upstream.plain}`,
-      CAPSEM_UPSTREAM_CA_FILE: caFile,
+      hostEnv: {
+        ...process.env,
+        CAPSEM_RESOLVE: `${HOST}:443=127.0.0.1:${upstream.tls},${HOST}:80=127.0.0.1:${upstream.plain}`,
+        CAPSEM_UPSTREAM_CA_FILE: caFile,
+      },
     });
     const download: Download[] = [];
     const inGuest: number[] = [];

@@ -16,13 +16,19 @@ export const ms = (v: number): string => v.toFixed(0);
 
 export type BootPlanner = (paths: SessionPaths, ca: string) => Promise<BootPlan>;
 
+export interface BenchSessionOptions {
+  readonly hostEnv?: NodeJS.ProcessEnv;
+  /** Shared at /workspace, recorded as a session with a workspace is (its baseline first). */
+  readonly projectFolder?: string;
+}
+
 export interface BenchVms {
   readonly qemu: QemuPaths;
   readonly accel: AcceleratorChoice;
   readonly home: ReturnType<typeof vmTestHome>;
   /** Builds (or finds cached) an image before any timing, printing build progress. */
   readonly image: (kind: ImageKind) => Promise<GuestImage>;
-  readonly start: (plan: BootPlanner, hostEnv?: NodeJS.ProcessEnv) => Promise<VmSession>;
+  readonly start: (plan: BootPlanner, options?: BenchSessionOptions) => Promise<VmSession>;
 }
 
 /** Runs `body` with real VMs, or prints why it cannot and passes; every session it started is stopped after. */
@@ -45,8 +51,8 @@ export async function withBenchVms(name: string, body: (vms: BenchVms) => Promis
       accel,
       home,
       image: (kind) => prepareImage(home, kind, agent),
-      start: (plan, hostEnv) =>
-        VmSession.start({ home, command: ['bench'], backend, plan, hostEnv, memoryMiB: MEMORY_MIB }).then((s) => {
+      start: (plan, { hostEnv, projectFolder } = {}) =>
+        VmSession.start({ home, command: ['bench'], backend, plan, hostEnv, projectFolder, memoryMiB: MEMORY_MIB }).then((s) => {
           live.add(s);
           void s.ended.then(() => live.delete(s));
           return s;
