@@ -286,6 +286,8 @@ export type ConversationPage = z.infer<typeof ConversationPageSchema>;
 export const ChangeSourceSchema = z.object({
   callId: z.string(),
   toolName: z.string(),
+  /** What the call was asked to do, as the Timeline shows it (a Bash command, an Edit's file); null when it said nothing. */
+  preview: z.string().nullable(),
   /** The Conversation turn (its index, as sessions.conversation numbers turns) whose model call asked for the tool. */
   turn: z.number(),
   agent: z.string(),

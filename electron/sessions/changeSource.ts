@@ -7,6 +7,8 @@
 export interface ToolWindow {
   readonly callId: string;
   readonly name: string;
+  /** What it was asked to do, as the timeline's tool span previews it. */
+  readonly preview: string | null;
   readonly agent: string;
   readonly turn: number;
   /** Milliseconds; `end` is Infinity while the tool has no result yet. */

@@ -142,7 +142,7 @@ export class WorkspaceChanges {
     );
     return rows.map((row, i) => {
       const tool = row.action === 'restored' ? null : sources[i]!;
-      return { row, source: tool && { callId: tool.callId, toolName: tool.name, turn: tool.turn, agent: tool.agent } };
+      return { row, source: tool && { callId: tool.callId, toolName: tool.name, preview: tool.preview, turn: tool.turn, agent: tool.agent } };
     });
   }
 
@@ -162,6 +162,7 @@ export class WorkspaceChanges {
       windows.push({
         callId: span.id,
         name: span.name,
+        preview: span.preview ?? null,
         agent: span.agent,
         turn,
         start: Date.parse(span.start),

@@ -3,11 +3,18 @@ import type { WorkspaceChange } from '../../../electron/contract/appContract.ts'
 // How the Files view names what made a change and where a turn's changes begin. Turns are shown
 // numbered from 1, as the Conversation view heads them; the contract counts them from 0.
 
-/** What made a change, for a person: "Edit in turn 12", "Bash by explore-1 in turn 14", "outside any tool". */
+/** How much of a tool call's preview a label shows: a command's start says which it was. */
+const PREVIEW_SHOWN = 48;
+
+/** What made a change, for a person: "Edit in turn 12", "Bash `sed -i s/a/b/ notes.txt` by explore-1 in turn 14", "outside any tool". */
 export function sourceLabel(source: WorkspaceChange['source']): string {
   if (source === null) return 'outside any tool';
   const by = source.agent === 'main' ? '' : ` by ${source.agent}`;
-  return `${source.toolName}${by} in turn ${source.turn + 1}`;
+  const line = source.preview?.split('\n')[0]?.trim() ?? '';
+  const shown = line.length > PREVIEW_SHOWN ? `${line.slice(0, PREVIEW_SHOWN - 1)}…` : line;
+  // An Edit's preview is the file the row already names.
+  const what = shown && source.toolName.toLowerCase() !== 'edit' && source.toolName.toLowerCase() !== 'write' ? ` \`${shown}\`` : '';
+  return `${source.toolName}${what}${by} in turn ${source.turn + 1}`;
 }
 
 /** The group a change sits in: its turn's, or the changes made outside any tool. */

@@ -118,7 +118,12 @@ describe('where a change came from', () => {
   });
 
   it('names the shell command for a path no open tool names', () => {
-    expect(sourceOf('README.md')).toMatchObject({ callId: 'toolu_sed', toolName: 'Bash', turn: 0 });
+    expect(sourceOf('README.md')).toMatchObject({
+      callId: 'toolu_sed',
+      toolName: 'Bash',
+      preview: expect.stringContaining('sed -i'),
+      turn: 0,
+    });
     expect(sourceOf('notes/old.txt')).toMatchObject({ callId: 'toolu_rm', turn: 1 });
     expect(sourceOf('src/app.ts', 1)).toMatchObject({ callId: 'toolu_more', turn: 2 });
   });

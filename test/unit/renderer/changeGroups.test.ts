@@ -3,7 +3,9 @@ import { opensGroup, revertQuestion, sourceLabel } from '../../../renderer/views
 
 // What made each change, and where a turn's changes begin in the Files view's list.
 
-const by = (toolName: string, turn: number, agent = 'main') => ({ source: { callId: `call-${turn}`, toolName, turn, agent } });
+const by = (toolName: string, turn: number, agent = 'main', preview: string | null = null) => ({
+  source: { callId: `call-${turn}`, toolName, preview, turn, agent },
+});
 const outside = { source: null };
 
 describe('change groups', () => {
@@ -11,6 +13,15 @@ describe('change groups', () => {
     expect(sourceLabel(by('Edit', 11).source)).toBe('Edit in turn 12');
     expect(sourceLabel(by('Bash', 13, 'explore-1').source)).toBe('Bash by explore-1 in turn 14');
     expect(sourceLabel(null)).toBe('outside any tool');
+  });
+
+  it("say which command a shell ran, its first line cut short, and not an Edit's file twice", () => {
+    expect(sourceLabel(by('Bash', 13, 'main', "sed -i 's/alpha/beta/' notes.txt").source)).toBe(
+      "Bash `sed -i 's/alpha/beta/' notes.txt` in turn 14",
+    );
+    const long = `for f in src/*.ts; do npx prettier --write "$f" --log-level warn; done\necho done`;
+    expect(sourceLabel(by('Bash', 0, 'main', long).source)).toBe('Bash `for f in src/*.ts; do npx prettier --write "$f"…` in turn 1');
+    expect(sourceLabel(by('Edit', 1, 'main', '/workspace/src/app.ts').source)).toBe('Edit in turn 2');
   });
 
   it('open a group at the first row and wherever the turn changes, not between two changes of one turn', () => {
