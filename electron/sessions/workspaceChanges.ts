@@ -17,6 +17,7 @@ import { attribute, namedPath, type ToolWindow } from './changeSource.ts';
 import type { Conversations } from './conversation.ts';
 import type { OpenSession } from './sessionStores.ts';
 import { readTimeline } from './timeline.ts';
+import { columnsOf } from '../store/tableColumns.ts';
 
 // sessions.changes, sessions.diff and what `capsem diff` and `capsem revert` work from: the
 // session's workspace changes (fs_events) in order, each with the tool call that made it (the
@@ -49,9 +50,6 @@ const TOOL_CALLS = 'SELECT call_id AS callId, arguments, model_call_id AS modelC
 
 const MB = KEPT_CONTENT_MAX / (1 << 20);
 
-function hasColumn(db: Database.Database, table: string, column: string): boolean {
-  return (db.prepare(`SELECT 1 FROM pragma_table_info('${table}') WHERE name = ?`).get(column) ?? null) !== null;
-}
 
 export class WorkspaceChanges {
   private readonly kept = new WeakMap<Database.Database, Changes>();
@@ -134,7 +132,7 @@ export class WorkspaceChanges {
     const tables = session.tables();
     if (!tables.has('fs_events')) return [];
     const db = session.store.db;
-    const rows = db.prepare(hasColumn(db, 'fs_events', 'before_hash') ? ROWS : OLD_ROWS).all() as ChangeRow[];
+    const rows = db.prepare(columnsOf(db, 'fs_events').has('before_hash') ? ROWS : OLD_ROWS).all() as ChangeRow[];
     const tools = this.toolWindows(session, ended);
     const sources = attribute(
       rows.map((r) => ({ path: r.path, t: Date.parse(r.at) })),
