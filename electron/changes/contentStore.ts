@@ -58,6 +58,14 @@ export interface StoredObject {
 
 const deflateRawAsync = promisify(deflateRaw);
 const DEFLATE = { level: 6 } as const;
+/** Whole contents from this size on are compressed on another thread by putAsync. */
+const COMPRESS_APART_FROM = 256 << 10;
+
+/**
+ * Whether a content is kept as chunks: a large text. A binary (a NUL in its first 8,000 bytes, as
+ * git tells) is rarely edited a line at a time, and compressed data shares no chunks between versions.
+ */
+const chunks = (bytes: Uint8Array): boolean => bytes.length >= CHUNKED_FROM && !bytes.subarray(0, 8000).includes(0);
 
 /** A piece to keep: a whole content, or a chunk of a large one, with its compressed form once made. */
 interface Piece {
@@ -119,7 +127,7 @@ export class ContentStore {
   /** Keeps `bytes` (once, whatever calls it) and returns its hash. */
   put(bytes: Uint8Array, hash: ContentHash = contentHash(bytes)): ContentHash {
     if (this.has(hash)) return hash;
-    if (bytes.length < CHUNKED_FROM) {
+    if (!chunks(bytes)) {
       this.keepWhole(hash, { bytes, packed: deflateRawSync(bytes, DEFLATE) });
       return hash;
     }
@@ -130,38 +138,33 @@ export class ContentStore {
   }
 
   /**
-   * As `put`, compressing on libuv's threads: 2 MiB that do not compress take a tenth of a second
-   * to try, which a batch of large changes would otherwise spend holding the main thread.
+   * As `put`, a large content compressed on libuv's threads: 2 MiB that do not compress take a
+   * tenth of a second to try, which a burst of large changes would otherwise spend holding the
+   * main thread.
    */
   async putAsync(bytes: Uint8Array, hash: ContentHash = contentHash(bytes)): Promise<ContentHash> {
-    await this.putMany([{ bytes, hash }]);
+    if (this.has(hash) || bytes.length < COMPRESS_APART_FROM) return this.put(bytes, hash);
+    if (!chunks(bytes)) {
+      this.keepWhole(hash, { bytes, packed: await deflateRawAsync(bytes, DEFLATE) });
+      return hash;
+    }
+    const chunked = this.chunked(bytes);
+    await Promise.all(
+      [...chunked.fresh.values()].map(async (piece) => {
+        piece.packed = await deflateRawAsync(piece.bytes, DEFLATE);
+      }),
+    );
+    this.batch(() => this.keepChunked(hash, bytes.length, chunked));
     return hash;
   }
 
   /**
-   * Keeps many contents in one transaction. Large ones' new chunks are compressed on libuv's
-   * threads side by side; small contents here, where a thread's round trip (a zlib handle each)
-   * costs more than it saves.
+   * Keeps many contents in one transaction, compressing here: a baseline's thousands of small
+   * contents and chunks each cost less than a thread's round trip (a zlib handle each) would.
    */
-  async putMany(contents: readonly { readonly bytes: Uint8Array; readonly hash: ContentHash }[]): Promise<void> {
-    const whole = new Map<ContentHash, Piece>();
-    const chunked = new Map<ContentHash, { size: number; chunked: Chunked }>();
-    const pending: Promise<void>[] = [];
-    for (const { bytes, hash } of contents) {
-      if (whole.has(hash) || chunked.has(hash) || this.has(hash)) continue;
-      if (bytes.length < CHUNKED_FROM) {
-        whole.set(hash, { bytes, packed: deflateRawSync(bytes, DEFLATE) });
-        continue;
-      }
-      const pieces = this.chunked(bytes);
-      chunked.set(hash, { size: bytes.length, chunked: pieces });
-      for (const piece of pieces.fresh.values())
-        pending.push(deflateRawAsync(piece.bytes, DEFLATE).then((packed) => void (piece.packed = packed)));
-    }
-    await Promise.all(pending);
+  putMany(contents: readonly { readonly bytes: Uint8Array; readonly hash: ContentHash }[]): void {
     this.batch(() => {
-      for (const [hash, piece] of whole) this.keepWhole(hash, piece);
-      for (const [hash, { size, chunked: pieces }] of chunked) this.keepChunked(hash, size, pieces);
+      for (const { bytes, hash } of contents) this.put(bytes, hash);
     });
   }
 
@@ -238,7 +241,7 @@ export class ContentStore {
     const content = object.encoding === 'deflate' ? inflateRawSync(data, { maxOutputLength: KEPT_CONTENT_MAX }) : data;
     if (content.length !== object.size || contentHash(content) !== object.hash)
       throw new Error(`a stored content does not match its hash ${object.hash}`);
-    if (content.length >= CHUNKED_FROM) this.put(content, object.hash);
+    if (chunks(content)) this.put(content, object.hash);
     else this.insert.run(object.hash, object.size, object.encoding, data);
   }
 

@@ -41,8 +41,8 @@ export interface ScanOptions {
 /** How long the walk holds the thread before letting the rest of the process (a boot beside it) run. */
 const SLICE_MS = 20;
 const STATUS_EVERY_MS = 1000;
-/** Contents read ahead of the store at most: the memory a walk holds. */
-const KEEP_BATCH_BYTES = 16 << 20;
+/** Contents read before they are compressed into the store, one transaction: bounds a slice's memory and its time (about 0.1 s). */
+const KEEP_BATCH_BYTES = 4 << 20;
 
 interface Folder {
   readonly rel: string;
@@ -97,10 +97,9 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
   let bytes = 0;
   let skipped = 0;
   const stack: Folder[] = [{ rel: '', rules: rulesOf(root, '', []) }];
-  // Contents read and not yet in the store: compressed on other threads while the next are read.
+  // Contents read and not yet in the store.
   let toKeep: { bytes: Uint8Array; hash: string }[] = [];
   let toKeepBytes = 0;
-  let keeping: Promise<void> = Promise.resolve();
   // Files listed and not yet read, so that a folder of 100,000 files is read across many slices.
   const files: string[] = [];
   let read = 0;
@@ -164,10 +163,7 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
       else if (stack.length > 0) visit(stack.pop()!);
       else break;
     }
-    await keeping;
-    keeping = store.putMany(toKeep);
-    // Its failure is thrown where it is awaited, not reported as unhandled meanwhile.
-    keeping.catch(() => undefined);
+    store.putMany(toKeep);
     toKeep = [];
     toKeepBytes = 0;
     if (options.onStatus && performance.now() - lastStatus >= STATUS_EVERY_MS) {
@@ -176,7 +172,6 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
     }
     if (stack.length > 0 || read < files.length) await nextTurn();
   }
-  await keeping;
   manifest.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { at, files: manifest.length, bytes, skipped, manifest };
 }
