@@ -40,7 +40,10 @@ export class ChangeContents {
     let failure: unknown = null;
     for (const change of changes) {
       if (!readable(change) || read.has(change.path)) continue;
-      read.set(change.path, this.version(change.path, (put) => puts.push(put.catch((err: unknown) => (failure ??= err)))));
+      read.set(
+        change.path,
+        this.version(change.path, (put) => puts.push(put.catch((err: unknown) => (failure ??= err)))),
+      );
       // A file at a time on this thread (read and hash); compression runs beside it.
       if (puts.length >= PUTS_IN_FLIGHT) await puts.shift();
       else await nextTurn();

@@ -115,7 +115,10 @@ export async function scanWorkspace(folder: string, store: ContentStore, options
     }
     if (entry.kind === 'other') return note(rel, `not read: ${entry.reason}`);
     if (entry.kind !== 'file' && entry.kind !== 'symlink')
-      return note(rel, entry.kind === 'dir' ? 'became a folder while the baseline was taken' : 'gone or unreadable when the baseline was taken');
+      return note(
+        rel,
+        entry.kind === 'dir' ? 'became a folder while the baseline was taken' : 'gone or unreadable when the baseline was taken',
+      );
     if (entry.content) {
       toKeep.push({ bytes: entry.content, hash: entry.hash });
       toKeepBytes += entry.content.length;
@@ -184,7 +187,8 @@ export function baselineSummary(baseline: BaselineSummary): string {
 /** The versions a baseline starts the session's files at: what FsEventRows.seed takes. */
 export function baselineVersions(manifest: Iterable<BaselineFile>): Map<string, FileVersion> {
   const versions = new Map<string, FileVersion>();
-  for (const file of manifest) if (file.hash && file.mode !== null && file.mode !== undefined) versions.set(file.path, { hash: file.hash, mode: file.mode });
+  for (const file of manifest)
+    if (file.hash && file.mode !== null && file.mode !== undefined) versions.set(file.path, { hash: file.hash, mode: file.mode });
   return versions;
 }
 
@@ -241,10 +245,14 @@ export function readBaselineSummary(db: Database.Database): BaselineSummary | nu
  */
 export function resumedVersions(db: Database.Database): Map<string, FileVersion> | null {
   if (!readBaselineSummary(db)) return null;
-  const versions = baselineVersions(db.prepare('SELECT path, size, mode, hash, note FROM workspace_files ORDER BY id').all() as BaselineFile[]);
-  const changes = db
-    .prepare('SELECT path, after_hash, after_mode FROM fs_events WHERE entries IS NULL ORDER BY seq')
-    .all() as { path: string; after_hash: string | null; after_mode: number | null }[];
+  const versions = baselineVersions(
+    db.prepare('SELECT path, size, mode, hash, note FROM workspace_files ORDER BY id').all() as BaselineFile[],
+  );
+  const changes = db.prepare('SELECT path, after_hash, after_mode FROM fs_events WHERE entries IS NULL ORDER BY seq').all() as {
+    path: string;
+    after_hash: string | null;
+    after_mode: number | null;
+  }[];
   for (const c of changes)
     if (c.after_hash && c.after_mode !== null) versions.set(c.path, { hash: c.after_hash, mode: c.after_mode });
     else versions.delete(c.path);

@@ -54,8 +54,16 @@ export function summarisedFolder(path: string, isDir: boolean): string | null {
   return `${parts.slice(0, at + 1).join('/')}/`;
 }
 
-function sides(before: FileVersion | null, after: FileVersion | null): Pick<FsEventRow, 'before_hash' | 'after_hash' | 'before_mode' | 'after_mode'> {
-  return { before_hash: before?.hash ?? null, after_hash: after?.hash ?? null, before_mode: before?.mode ?? null, after_mode: after?.mode ?? null };
+function sides(
+  before: FileVersion | null,
+  after: FileVersion | null,
+): Pick<FsEventRow, 'before_hash' | 'after_hash' | 'before_mode' | 'after_mode'> {
+  return {
+    before_hash: before?.hash ?? null,
+    after_hash: after?.hash ?? null,
+    before_mode: before?.mode ?? null,
+    after_mode: after?.mode ?? null,
+  };
 }
 
 interface Summary {
@@ -113,7 +121,14 @@ export class FsEventRows {
       if (!change.is_dir) return [{ ...base, action: 'deleted', ...sides(gone.get(change.path) ?? null, null) }];
       return [
         { ...base, action: 'deleted' },
-        ...[...gone].map(([path, before]) => ({ timestamp, path, size: null, entries: null, action: 'deleted' as const, ...sides(before, null) })),
+        ...[...gone].map(([path, before]) => ({
+          timestamp,
+          path,
+          size: null,
+          entries: null,
+          action: 'deleted' as const,
+          ...sides(before, null),
+        })),
       ];
     }
     if (change.content === undefined || change.is_dir) return [{ ...base, action: change.action }];

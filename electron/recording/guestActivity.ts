@@ -44,16 +44,18 @@ export class GuestActivity {
     const changes = onHostClock(reported, Date.now());
     const contents = this.contents;
     if (!contents) return this.recordFs(changes);
-    this.reads = this.reads.then(() =>
-      contents.read(changes).then(
-        (read) => this.recordFs(read),
-        (err: unknown) => {
-          // The store could not keep a content (its disk): the changes are still rows, without it.
-          this.recorder.lose(err);
-          this.recordFs(changes);
-        },
-      ),
-    ).catch((err: unknown) => this.recorder.lose(err));
+    this.reads = this.reads
+      .then(() =>
+        contents.read(changes).then(
+          (read) => this.recordFs(read),
+          (err: unknown) => {
+            // The store could not keep a content (its disk): the changes are still rows, without it.
+            this.recorder.lose(err);
+            this.recordFs(changes);
+          },
+        ),
+      )
+      .catch((err: unknown) => this.recorder.lose(err));
   }
 
   private recordFs(changes: readonly FsChange[]): void {

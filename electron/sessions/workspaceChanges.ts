@@ -50,7 +50,6 @@ const TOOL_CALLS = 'SELECT call_id AS callId, arguments, model_call_id AS modelC
 
 const MB = KEPT_CONTENT_MAX / (1 << 20);
 
-
 export class WorkspaceChanges {
   private readonly kept = new WeakMap<Database.Database, Changes>();
 
@@ -140,7 +139,10 @@ export class WorkspaceChanges {
     );
     return rows.map((row, i) => {
       const tool = row.action === 'restored' ? null : sources[i]!;
-      return { row, source: tool && { callId: tool.callId, toolName: tool.name, preview: tool.preview, turn: tool.turn, agent: tool.agent } };
+      return {
+        row,
+        source: tool && { callId: tool.callId, toolName: tool.name, preview: tool.preview, turn: tool.turn, agent: tool.agent },
+      };
     });
   }
 

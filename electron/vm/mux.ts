@@ -457,7 +457,13 @@ function abort(stream: MuxStream, err: Error): void {
 }
 
 /** Only what the guest may say: what the host read of a path (`content`) is the host's to add. */
-const guestFields = (c: FsChange): FsChange => ({ action: c.action, path: c.path, size: c.size, is_dir: c.is_dir === true, ts_ms: c.ts_ms });
+const guestFields = (c: FsChange): FsChange => ({
+  action: c.action,
+  path: c.path,
+  size: c.size,
+  is_dir: c.is_dir === true,
+  ts_ms: c.ts_ms,
+});
 
 /** A guest-reported change, kept only when its path is relative and stays inside the workspace. */
 function isFsChange(value: unknown): value is FsChange {

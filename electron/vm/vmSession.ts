@@ -5,7 +5,14 @@ import type { AgentName } from '../contract/agents.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
 import { ChangeContents } from '../changes/changeContents.ts';
 import { ContentStore } from '../changes/contentStore.ts';
-import { BASELINE_META_KEY, baselineSummary, baselineVersions, resumedVersions, scanWorkspace, type WorkspaceBaseline } from '../changes/workspaceBaseline.ts';
+import {
+  BASELINE_META_KEY,
+  baselineSummary,
+  baselineVersions,
+  resumedVersions,
+  scanWorkspace,
+  type WorkspaceBaseline,
+} from '../changes/workspaceBaseline.ts';
 import type { FileVersion } from '../recording/fsEventRows.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
@@ -341,7 +348,19 @@ export class VmSession {
       const readyMs = performance.now() - t0;
       const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
-      const session = new VmSession(recording, paths, booted, mux, runDir, boot, options, plan.sessionDisk ?? null, program, store, contents);
+      const session = new VmSession(
+        recording,
+        paths,
+        booted,
+        mux,
+        runDir,
+        boot,
+        options,
+        plan.sessionDisk ?? null,
+        program,
+        store,
+        contents,
+      );
       if (program?.homeFiles.length) await session.writeHomeFiles(program.homeFiles);
       session.watch();
       return session;

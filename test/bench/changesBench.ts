@@ -297,7 +297,12 @@ async function hostLatencyFigures(scratch: string): Promise<Figure[]> {
     '  on the host: write on disk -> change read, content kept -> GuestActivity -> recorder -> row committed -> live watch -> sessions.changes -> sessions.diff (WorkspaceChanges over its own connection)',
   );
   return [
-    figure('change to diff on the host, ms (median / p95)', `${median(times).toFixed(0)} / ${percentile(times, 95).toFixed(0)}`, true, 'measured'),
+    figure(
+      'change to diff on the host, ms (median / p95)',
+      `${median(times).toFixed(0)} / ${percentile(times, 95).toFixed(0)}`,
+      true,
+      'measured',
+    ),
     figure(
       'change to diff on the host, ms (max)',
       `${Math.max(...times).toFixed(0)} over ${times.length} writes`,
@@ -387,7 +392,9 @@ async function vmLatencyFigures(scratch: string): Promise<Figure[]> {
       return true;
     });
   } catch (err) {
-    console.log(`  no VM figure: the VM did not boot or run (${(err as Error).message.split('\n')[0]}); the host figure above stands alone`);
+    console.log(
+      `  no VM figure: the VM did not boot or run (${(err as Error).message.split('\n')[0]}); the host figure above stands alone`,
+    );
     return [];
   }
   return figures;
@@ -396,7 +403,12 @@ async function vmLatencyFigures(scratch: string): Promise<Figure[]> {
 export async function changesBench(): Promise<boolean> {
   const scratch = mkdtempSync(join(tmpdir(), 'capsem-bench-changes-'));
   try {
-    const figures = [...(await baselineFigures(scratch)), ...(await growthFigures(scratch)), ...(await hostLatencyFigures(scratch)), ...(await vmLatencyFigures(scratch))];
+    const figures = [
+      ...(await baselineFigures(scratch)),
+      ...(await growthFigures(scratch)),
+      ...(await hostLatencyFigures(scratch)),
+      ...(await vmLatencyFigures(scratch)),
+    ];
     return printFigures('changes: workspace baseline, store growth, change latency', figures);
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -47,7 +47,13 @@ async function baseline(): Promise<void> {
   session.recorder.seedFileVersions(baselineVersions(taken.manifest));
 }
 
-const change = (action: FsChange['action'], path: string, is_dir = false): FsChange => ({ action, path, size: null, is_dir, ts_ms: Date.now() });
+const change = (action: FsChange['action'], path: string, is_dir = false): FsChange => ({
+  action,
+  path,
+  size: null,
+  is_dir,
+  ts_ms: Date.now(),
+});
 
 interface Row {
   action: string;
@@ -80,7 +86,14 @@ describe('each change keeps its content', () => {
     write('src/new.ts', 'new\n');
     activity.fs([change('created', 'src/new.ts')]);
     expect(await rows()).toEqual([
-      { action: 'modified', path: 'src/app.ts', before_hash: hash('v1\n'), after_hash: hash('v2\n'), before_mode: MODE_FILE, after_mode: MODE_FILE },
+      {
+        action: 'modified',
+        path: 'src/app.ts',
+        before_hash: hash('v1\n'),
+        after_hash: hash('v2\n'),
+        before_mode: MODE_FILE,
+        after_mode: MODE_FILE,
+      },
       { action: 'created', path: 'src/new.ts', before_hash: null, after_hash: hash('new\n'), before_mode: null, after_mode: MODE_FILE },
     ]);
     expect(store.get(hash('v1\n'))?.toString()).toBe('v1\n');

@@ -13,7 +13,7 @@ import { tempHome } from '../../helpers/tempHome.ts';
 function sourceText(size: number, seed: number): string {
   const lines: string[] = [];
   let n = seed;
-  for (let length = 0; length < size; ) {
+  for (let length = 0; length < size;) {
     n = (n * 1_103_515_245 + 12_345) % 2 ** 31;
     const line = `  const value${n % 9973} = compute(${n % 101}, '${(n % 7919).toString(36)}'); // step ${lines.length}`;
     lines.push(line);
@@ -67,7 +67,7 @@ describe('the content store', () => {
     expect(store.get(contentHash(Buffer.from(after)))!.toString()).toBe(after);
   });
 
-  it("hands a chunked content to another store whole, which checks it and keeps it as its own chunks", () => {
+  it('hands a chunked content to another store whole, which checks it and keeps it as its own chunks', () => {
     const bytes = Buffer.from(sourceText(150_000, 3));
     const hash = store.put(bytes);
     const object = store.object(hash)!;

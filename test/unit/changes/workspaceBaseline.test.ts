@@ -41,7 +41,7 @@ function write(path: string, content: string | Buffer): void {
 const byPath = (manifest: readonly BaselineFile[]) => new Map(manifest.map((f) => [f.path, f]));
 
 describe('workspace baseline', () => {
-  it("takes what git would: .gitignore files honoured at every level (a deeper one can take a path back), .git/ and node_modules/ left out", async () => {
+  it('takes what git would: .gitignore files honoured at every level (a deeper one can take a path back), .git/ and node_modules/ left out', async () => {
     write('.gitignore', '*.log\nbuild/\n');
     write('src/app.ts', 'export const a = 1;\n');
     write('src/debug.log', 'noise');
