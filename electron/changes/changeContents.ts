@@ -16,6 +16,12 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 /** A change the host reads: a file or symlink of its own that was created or modified. */
 const readable = (c: FsChange): boolean => c.action !== 'deleted' && !c.is_dir && summarisedFolder(c.path, false) === null;
 
+/** What the host read at a path: its version (null when nothing readable is there), and why it kept no content, if it did not. */
+interface Read {
+  readonly version: FileVersion | null;
+  readonly note: string | null;
+}
+
 export class ChangeContents {
   private goneSaid = false;
 
@@ -35,7 +41,7 @@ export class ChangeContents {
    * a symlink out of the workspace, a hostile name). A path named twice in a batch is read once.
    */
   async read(changes: readonly FsChange[]): Promise<FsChange[]> {
-    const read = new Map<string, FileVersion | null>();
+    const read = new Map<string, Read>();
     const puts: Promise<unknown>[] = [];
     let failure: unknown = null;
     for (const change of changes) {
@@ -50,25 +56,31 @@ export class ChangeContents {
     }
     await Promise.all(puts);
     if (failure !== null) throw failure;
-    return changes.map((change) => (readable(change) ? { ...change, content: read.get(change.path) ?? null } : change));
+    return changes.map((change) => {
+      if (!readable(change)) return change;
+      const { version, note } = read.get(change.path) ?? { version: null, note: null };
+      return { ...change, content: version, ...(note === null ? {} : { contentNote: note }) };
+    });
   }
 
-  private version(path: string, keeping: (put: Promise<unknown>) => void): FileVersion | null {
+  private version(path: string, keeping: (put: Promise<unknown>) => void): Read {
     let entry: ReturnType<typeof readWorkspaceEntry>;
     try {
       entry = readWorkspaceEntry(this.root, path);
-    } catch {
+    } catch (err) {
       // A name the host refuses to join to the folder: its row is written, without content.
-      return null;
+      return { version: null, note: `not read: ${(err as Error).message}` };
     }
     if (entry.kind === 'file' || entry.kind === 'symlink') {
       if (entry.content) keeping(this.store.putAsync(entry.content, entry.hash));
-      return { hash: entry.hash, mode: entry.mode };
+      const note = entry.content ? null : `${entry.size.toLocaleString('en-US')} bytes, over the content cap: kept by hash only`;
+      return { version: { hash: entry.hash, mode: entry.mode }, note };
     }
+    if (entry.kind === 'other') return { version: null, note: `not read: ${entry.reason}` };
     if (entry.kind === 'missing' && !this.goneSaid && !existsSync(this.root)) {
       this.goneSaid = true;
       this.onStatus(`the workspace ${this.root} is gone: its changes are still recorded, without their content`);
     }
-    return null;
+    return { version: null, note: null };
   }
 }

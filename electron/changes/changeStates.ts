@@ -18,6 +18,8 @@ export interface ChangeRow {
   readonly afterHash: string | null;
   readonly beforeMode: number | null;
   readonly afterMode: number | null;
+  /** Why the host kept no content after the change (fs_events.note). */
+  readonly note: string | null;
 }
 
 const version = (hash: string | null, mode: number | null): FileVersion | null => (hash !== null ? { hash, mode: mode ?? 0o100644 } : null);

@@ -25,6 +25,8 @@ export interface FsChange {
    * the host did not read it (a summarised folder, a session without a workspace baseline).
    */
   readonly content?: FileVersion | null;
+  /** Why the host has no content of the path, or only its hash; left out when it kept it. */
+  readonly contentNote?: string;
 }
 
 /** Folders whose insides are summarised wherever they sit in the workspace. */
@@ -42,6 +44,7 @@ export interface FsEventRow {
   readonly after_hash?: string | null;
   readonly before_mode?: number | null;
   readonly after_mode?: number | null;
+  readonly note?: string | null;
 }
 
 /** The summarised folder a change lies in ('node_modules/', 'web/.git/'), or null for a path of its own. */
@@ -138,7 +141,7 @@ export class FsEventRows {
     else this.versions.delete(change.path);
     // An editor's save by rename arrives as a creation of a path that held a file: to a reader, a modification.
     const action = before && after ? 'modified' : before ? 'deleted' : 'created';
-    return [{ ...base, action, ...sides(before, after) }];
+    return [{ ...base, action, ...sides(before, after), note: change.contentNote ?? null }];
   }
 
   /** Drops the known versions at `path` (and under it, for a folder), returning them by path. */

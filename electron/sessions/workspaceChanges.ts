@@ -40,11 +40,12 @@ interface Changes {
   readonly list: readonly AttributedChange[];
 }
 
-const ROWS = `SELECT seq, timestamp AS at, action, path, entries, size, before_hash AS beforeHash, after_hash AS afterHash,
-  before_mode AS beforeMode, after_mode AS afterMode FROM fs_events ORDER BY seq`;
-/** A session.db from before v8 has no content columns: its changes read as not kept. */
-const OLD_ROWS = `SELECT seq, timestamp AS at, action, path, entries, size, NULL AS beforeHash, NULL AS afterHash,
-  NULL AS beforeMode, NULL AS afterMode FROM fs_events ORDER BY seq`;
+/** The change rows; a session.db from before v8 has no content columns, and its changes read as not kept. */
+function rowsQuery(columns: ReadonlySet<string>): string {
+  const column = (name: string, as: string): string => `${columns.has(name) ? name : 'NULL'} AS ${as}`;
+  return `SELECT seq, timestamp AS at, action, path, entries, size, ${column('before_hash', 'beforeHash')}, ${column('after_hash', 'afterHash')},
+    ${column('before_mode', 'beforeMode')}, ${column('after_mode', 'afterMode')}, ${column('note', 'note')} FROM fs_events ORDER BY seq`;
+}
 
 const TOOL_CALLS = 'SELECT call_id AS callId, arguments, model_call_id AS modelCall FROM tool_calls ORDER BY seq';
 
@@ -131,7 +132,7 @@ export class WorkspaceChanges {
     const tables = session.tables();
     if (!tables.has('fs_events')) return [];
     const db = session.store.db;
-    const rows = db.prepare(columnsOf(db, 'fs_events').has('before_hash') ? ROWS : OLD_ROWS).all() as ChangeRow[];
+    const rows = db.prepare(rowsQuery(columnsOf(db, 'fs_events'))).all() as ChangeRow[];
     const tools = this.toolWindows(session, ended);
     const sources = attribute(
       rows.map((r) => ({ path: r.path, t: Date.parse(r.at) })),
@@ -207,7 +208,9 @@ function described({ row, source }: AttributedChange, store: ContentStore): Work
       diffable: false,
       note: 'a folder, or a file whose content was not recorded; files known inside it have rows of their own',
     };
-  const note = sideNote(beforeOf(row), row.size, store, 'before') ?? sideNote(afterOf(row), row.size, store, 'after');
+  const after = sideNote(afterOf(row), row.size, store, 'after');
+  // What the host said when it read the path after the change says why better than a guess from the store.
+  const note = sideNote(beforeOf(row), row.size, store, 'before') ?? (after === null ? null : (row.note ?? after));
   return { ...base, diffable: note === null, note };
 }
 

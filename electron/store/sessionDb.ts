@@ -70,7 +70,7 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
     version: 8,
     up: (db) => {
       const columns = columnsOf(db, 'fs_events');
-      for (const name of ['before_hash', 'after_hash', 'before_mode', 'after_mode'] as const) {
+      for (const name of ['before_hash', 'after_hash', 'before_mode', 'after_mode', 'note'] as const) {
         const sql = columnSql(name, SESSION_TABLES.fs_events.columns[name]);
         if (!columns.has(name)) db.exec(`ALTER TABLE fs_events ADD COLUMN ${sql}`);
       }

@@ -234,6 +234,8 @@ export const SESSION_TABLES = {
       after_hash: { type: 'TEXT', ours: true },
       before_mode: { type: 'INTEGER', ours: true },
       after_mode: { type: 'INTEGER', ours: true },
+      // Why the host kept no content after the change, or only its hash (over the cap, unreadable).
+      note: { type: 'TEXT', ours: true },
     },
   },
   workspace_files: {

@@ -64,6 +64,16 @@ interface Row {
   after_mode: number | null;
 }
 
+/** Why the host kept no content of each change, as the rows say (once the session has ended: see rows). */
+async function notes(): Promise<(string | null)[]> {
+  const db = new Database(sessionPaths(home, session.id).dbPath, { readonly: true });
+  try {
+    return db.prepare('SELECT note FROM fs_events ORDER BY seq').pluck().all() as (string | null)[];
+  } finally {
+    db.close();
+  }
+}
+
 async function rows(): Promise<Row[]> {
   await activity.settled();
   activity.endFsBatch();
@@ -149,6 +159,7 @@ describe('each change keeps its content', () => {
       { action: 'created', path: 'etc/passwd', before_hash: null, after_hash: null, before_mode: null, after_mode: null },
     ]);
     expect(store.get(hash('/etc'))?.toString()).toBe('/etc');
+    expect(await notes()).toEqual([null, 'not read: it lies through a symlink that leads out of the workspace']);
   });
 
   it('writes a row for hostile names (a newline, a name too long to join) without content where none can be read', async () => {
@@ -161,6 +172,7 @@ describe('each change keeps its content', () => {
       expect.objectContaining({ path: 'a\nb.txt', after_hash: hash('newline') }),
       expect.objectContaining({ path: long, after_hash: null }),
     ]);
+    expect(await notes()).toEqual([null, 'not read: a workspace path of 5000 characters']);
   });
 
   it('keeps recording, without contents, when the workspace is deleted while the session runs, and says so once', async () => {
