@@ -348,8 +348,10 @@ export class AppCore implements HostCore {
       this.changes.page(this.session(id), this.ended(id), this.contents(), { offset, limit, turn, path }),
     'sessions.diff': ({ id, target }) => this.changes.diff(this.session(id), this.ended(id), this.contents(), target),
     'sessions.revert': async ({ id, target }) => {
+      const ended = this.ended(id);
+      const live = ended ? undefined : this.liveSession(id);
       const result = await revertSession(
-        { home: this.options.home, id, session: this.session(id), ended: this.ended(id), changes: this.changes, store: this.contents() },
+        { home: this.options.home, id, session: this.session(id), ended, changes: this.changes, store: this.contents(), live },
         target,
       );
       if (result.restored.length > 0) this.sessionChanged(id);

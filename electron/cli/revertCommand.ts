@@ -14,7 +14,8 @@ or before the session (PATH…, a folder takes everything under it). What each p
 kept first, and each write is recorded as a 'restored' change: a revert can itself be reverted
 with --change. A path is left as it is, with the reason, where its content before was not kept
 or what is there now cannot be kept (over 2 MiB), and nothing is written through a symlink
-out of the folder. A running session is refused: stop it first. Exit status 1 when a path was
+out of the folder. A running session is reverted from the window that records it (Files →
+Revert); here it is refused: stop it first. Exit status 1 when a path was
 left as it is.`,
   async run(ctx, argv) {
     const { values, positionals } = parseCommandArgs(this, argv, { turn: { type: 'string' }, change: { type: 'string' } });

@@ -92,6 +92,12 @@ export class FsEventRows {
     for (const [path, version] of versions) this.versions.set(path, version);
   }
 
+  /** A path the host wrote itself (a revert): its version from now on, or null where it removed the file. */
+  wrote(path: string, version: FileVersion | null): void {
+    if (version) this.versions.set(path, version);
+    else this.versions.delete(path);
+  }
+
   /** The rows to write now; summarised changes are held for `flush`. */
   take(changes: readonly FsChange[]): FsEventRow[] {
     const rows: FsEventRow[] = [];

@@ -21,6 +21,7 @@ import { openMainDb } from '../store/mainDb.ts';
 import { endFailedStart } from '../store/failedStart.ts';
 import { markRunning, type SessionRecord } from '../store/registry.ts';
 import { ensurePrivateDir, sessionPaths, type CapsemHome, type SessionPaths } from '../store/paths.ts';
+import type { RowOf } from '../store/sessionSchema.ts';
 import type { DiskSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
 import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
 import { GuestActivity } from '../recording/guestActivity.ts';
@@ -388,6 +389,17 @@ export class VmSession {
       throw new Error(
         `the terminal program's settings (${files.map((f) => `~/${f.path}`).join(', ')}) could not be written in the guest: ${err.trim() || `exit ${code}`}`,
       );
+  }
+
+  /** Once every file change the guest has reported so far is a committed row, its content read: what a revert reads from. */
+  async changesSettled(): Promise<void> {
+    await this.activity.settled();
+    await this.recording.writer.flush();
+  }
+
+  /** Records writes the host made in the shared folder (a revert): the guest reports none of them. */
+  recordHostWrites(rows: readonly RowOf<'fs_events'>[]): void {
+    for (const row of rows) this.recording.recorder.event('fs', { hostWrote: row });
   }
 
   /** Runs one command in the guest; its outcome becomes an exec_events row. */

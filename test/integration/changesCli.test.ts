@@ -112,10 +112,10 @@ describe('capsem revert', () => {
     expect(Object.keys(tree).filter((p) => p.startsWith('src/'))).toEqual(['src/app.ts']);
   });
 
-  it('refuses a running session, naming how to stop it', () => {
+  it('refuses a session another process records, naming where to revert it and how to stop it', () => {
     const r = runCapsem(home, ['revert', 'unkept', 'big.bin']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`session ${running} is running: stop it first`);
+    expect(r.stderr).toContain(`session ${running} is being recorded by another Capsem process`);
   });
 
   it('says how it is used, and is listed among the commands', () => {

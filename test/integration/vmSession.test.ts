@@ -6,6 +6,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TERMINAL_SCROLLBACK_LINES } from '../../electron/contract/appContract.ts';
 import { ContentStore } from '../../electron/changes/contentStore.ts';
+import { Conversations } from '../../electron/sessions/conversation.ts';
+import { revertSession } from '../../electron/sessions/sessionRevert.ts';
+import { SessionStores } from '../../electron/sessions/sessionStores.ts';
+import { WorkspaceChanges } from '../../electron/sessions/workspaceChanges.ts';
 import { asSessionId } from '../../electron/contract/ids.ts';
 import { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
 import { openMainDb } from '../../electron/store/mainDb.ts';
@@ -202,6 +206,43 @@ describe.skipIf(missing !== null)(`VM session supervisor with the real agent${mi
       expect(store.get(row!.before_hash)?.toString()).toBe('before\n');
       expect(store.get(row!.after_hash)?.toString()).toBe('after');
     } finally {
+      store.close();
+    }
+  });
+
+  it('reverts a change while the session runs: the file is back, the write is a restored row, and the next change starts from it', async () => {
+    const workspace = join(home.root, `ws-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, 'a.txt'), 'one\n');
+    const { session } = await start(null, { projectFolder: workspace });
+    await output(session, ['sh', '-c', 'printf "two\\n" > a.txt']);
+    await until(() => rows(session, "SELECT 1 FROM fs_events WHERE path = 'a.txt' AND after_hash IS NOT NULL").length > 0);
+    const store = ContentStore.open(home);
+    const stores = new SessionStores(home);
+    try {
+      const changes = new WorkspaceChanges(new Conversations());
+      const input = { home, id: session.id, session: stores.get(session.id), changes, store };
+      const [edit] = changes.page(input.session, false, store, { offset: 0, limit: 10, turn: null, path: 'a.txt' }).changes;
+      // Another process cannot revert it: only the recording's own can record the write in order.
+      await expect(revertSession({ ...input, ended: false }, { kind: 'change', seq: edit!.seq })).rejects.toThrow(/another Capsem process/);
+      const result = await revertSession({ ...input, ended: false, live: session }, { kind: 'change', seq: edit!.seq });
+      expect(result).toEqual({ restored: [{ path: 'a.txt', action: 'restored' }], refused: [] });
+      expect(readFileSync(join(workspace, 'a.txt'), 'utf8')).toBe('one\n');
+      await output(session, ['sh', '-c', 'printf "three\\n" > a.txt']);
+      await until(() => rows(session, "SELECT 1 FROM fs_events WHERE path = 'a.txt' AND after_hash IS NOT NULL").length >= 3);
+      await session.stop();
+      const recorded = rows<{ action: string; before_hash: string | null; after_hash: string | null }>(
+        session,
+        "SELECT action, before_hash, after_hash FROM fs_events WHERE path = 'a.txt' ORDER BY seq",
+      );
+      const text = (hash: string | null) => (hash === null ? null : store.get(hash)?.toString());
+      const shown = recorded.map((r) => [r.action, text(r.before_hash), text(r.after_hash)]);
+      expect(shown[0]).toEqual(['modified', 'one\n', 'two\n']);
+      expect(shown[1]).toEqual(['restored', 'two\n', 'one\n']);
+      // The guest's next change starts from what the revert wrote (a guest that saw the host's write reports it as no change).
+      expect(shown.at(-1)).toEqual(['modified', 'one\n', 'three\n']);
+    } finally {
+      stores.close();
       store.close();
     }
   });

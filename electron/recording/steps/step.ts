@@ -28,8 +28,12 @@ export interface FrameEvent {
   readonly row: FrameRow;
 }
 
-/** The guest agent's file changes, or the end of its batch: the changes held for a summary become rows. */
-export type FsEvent = { readonly changes: readonly FsChange[] } | { readonly batchEnd: true };
+/**
+ * The guest agent's file changes, or the end of its batch (the changes held for a summary become
+ * rows), or a write the host made in the shared folder itself (a revert's 'restored' row), which
+ * the guest does not report.
+ */
+export type FsEvent = { readonly changes: readonly FsChange[] } | { readonly batchEnd: true } | { readonly hostWrote: RowOf<'fs_events'> };
 
 /** The events a session's recording is made of, by kind; a step handles one kind. */
 export interface RecordingEvents {
