@@ -40,7 +40,9 @@ const coreImports = {
 //   and the providers it adds) and credentials, and parses traffic with telemetry/, where the
 //   provider table lives; archive/ exports and imports sessions, dev/ seeds sample ones.
 // - data: sessions/ reads what store/ holds (the databases every capability writes or reads);
-//   telemetry/ is the pure parsers the recorder (and a foreign database's reader) runs.
+//   changes/ keeps the workspace's contents (their store, the safe reader, diffs, reverts), which
+//   the recorder writes and the read model reads; telemetry/ is the pure parsers the recorder (and
+//   a foreign database's reader) runs.
 // - platform: what the operating system says about this process and its peers (process identity,
 //   the kernel socket table, the loopback listener, the Capsem version); any folder may import it
 //   except contract/, and it imports none.
@@ -57,25 +59,27 @@ const FOLDER_DIRECTIONS = {
     'proxy',
     'policy',
     'sessions',
+    'changes',
     'credentials',
     'store',
     'telemetry',
     'platform',
     'contract',
   ],
-  app: ['archive', 'owner', 'vm', 'proxy', 'policy', 'sessions', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  app: ['archive', 'owner', 'vm', 'proxy', 'policy', 'sessions', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   // GET /v1/pipeline reads the recording pipeline's steps off the list the recorder runs.
   api: ['sessions', 'recording', 'policy', 'credentials', 'store', 'platform', 'contract'],
   owner: ['vm', 'recording', 'proxy', 'policy', 'credentials', 'store', 'platform', 'contract'],
-  archive: ['sessions', 'store', 'telemetry', 'platform', 'contract'],
+  archive: ['sessions', 'changes', 'store', 'telemetry', 'platform', 'contract'],
   // The seeder makes sessions as the recorder does, through recording/'s pipeline, from exchanges
   // shaped as proxy/ hands them over; nothing below imports dev/, so the directions stay acyclic.
-  dev: ['recording', 'proxy', 'store', 'telemetry', 'platform', 'contract'],
-  vm: ['recording', 'proxy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
-  recording: ['proxy', 'policy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  dev: ['recording', 'proxy', 'changes', 'store', 'telemetry', 'platform', 'contract'],
+  vm: ['recording', 'proxy', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  recording: ['proxy', 'policy', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   proxy: ['policy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   policy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],
-  sessions: ['store', 'telemetry', 'platform', 'contract'],
+  sessions: ['changes', 'store', 'telemetry', 'platform', 'contract'],
+  changes: ['store', 'platform', 'contract'],
   credentials: ['store', 'telemetry', 'platform', 'contract'],
   store: ['telemetry', 'platform', 'contract'],
   telemetry: ['platform', 'contract'],

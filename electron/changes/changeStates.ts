@@ -1,4 +1,4 @@
-import type { FileVersion } from '../recording/fsEventRows.ts';
+import type { FileVersion } from './workspaceEntry.ts';
 
 // What a path held before and after a stretch of recorded changes, from fs_events rows alone (their
 // before/after hashes): the sides of a diff and the targets of a revert. Pure: rows in, states out.

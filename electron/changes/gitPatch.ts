@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { structuredPatch } from 'diff';
-import type { FileVersion } from '../recording/fsEventRows.ts';
+import type { FileVersion } from './workspaceEntry.ts';
 import { MODE_SYMLINK } from './workspaceEntry.ts';
 
 // A path's change as git writes it in `git diff`, byte for byte what `git apply` and `patch -p1`

@@ -14,6 +14,12 @@ export const MODE_FILE = 0o100644;
 export const MODE_EXECUTABLE = 0o100755;
 export const MODE_SYMLINK = 0o120000;
 
+/** A version of a workspace file: its content's hash in the content store and its git mode. */
+export interface FileVersion {
+  readonly hash: ContentHash;
+  readonly mode: number;
+}
+
 export type WorkspaceEntry =
   | {
       readonly kind: 'file' | 'symlink';

@@ -1,3 +1,6 @@
+import { summarisedFolder } from '../changes/summarisedFolders.ts';
+import type { FileVersion } from '../changes/workspaceEntry.ts';
+
 // The guest's file changes as fs_events rows. Paths stay as the agent reports them, relative to
 // /workspace. git and package managers write hundreds of files at a time under .git/ and
 // node_modules/ (a commit's objects, an install's packages); one row each would bury the user's
@@ -5,12 +8,6 @@
 // action, its path the folder ('node_modules/', 'web/.git/'), `entries` the number of paths it
 // stands for and `size` their bytes. Summarised on the host, not in the agent: the rule is cheap to
 // change here, and the agent's frames already carry every path.
-
-/** A version of a workspace file: its content's hash in the content store and its git mode. */
-export interface FileVersion {
-  readonly hash: string;
-  readonly mode: number;
-}
 
 /** A file change as the guest agent reports it in an fs event. */
 export interface FsChange {
@@ -29,8 +26,6 @@ export interface FsChange {
   readonly contentNote?: string;
 }
 
-/** Folders whose insides are summarised wherever they sit in the workspace. */
-const SUMMARISED = new Set(['.git', 'node_modules']);
 const ACTION_ORDER: readonly FsChange['action'][] = ['created', 'modified', 'deleted'];
 
 export interface FsEventRow {
@@ -45,16 +40,6 @@ export interface FsEventRow {
   readonly before_mode?: number | null;
   readonly after_mode?: number | null;
   readonly note?: string | null;
-}
-
-/** The summarised folder a change lies in ('node_modules/', 'web/.git/'), or null for a path of its own. */
-export function summarisedFolder(path: string, isDir: boolean): string | null {
-  const parts = path.split('/');
-  const at = parts.findIndex((part) => SUMMARISED.has(part));
-  if (at < 0) return null;
-  // A file named .git is a worktree's or submodule's pointer: the user's own, one row.
-  if (at === parts.length - 1 && !isDir) return null;
-  return `${parts.slice(0, at + 1).join('/')}/`;
 }
 
 function sides(

@@ -1,4 +1,4 @@
-import type { ChangeContents } from '../changes/changeContents.ts';
+import type { ChangeContents } from './changeContents.ts';
 import type { FsChange } from './fsEventRows.ts';
 import type { SessionRecorder } from './sessionRecorder.ts';
 import type { ExecRun } from './steps/commandRun.ts';

@@ -4,7 +4,7 @@ import type { SessionWriter } from '../store/sessionWriter.ts';
 import { decodeBody, plainBody, type DecodedBody } from '../telemetry/decodeBody.ts';
 import type { ProviderTable } from '../telemetry/providers/index.ts';
 import type { FrameRow } from '../telemetry/upgradedStream.ts';
-import type { FileVersion } from './fsEventRows.ts';
+import type { FileVersion } from '../changes/workspaceEntry.ts';
 import { EXCHANGE_STEPS, stepsFor } from './pipeline.ts';
 import { ExchangeFacts, header } from './steps/exchangeFacts.ts';
 import { RecordingState, type EventKind, type ExchangeRows, type RecordingEvents, type RowSink } from './steps/step.ts';

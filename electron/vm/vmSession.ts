@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
 import type { AgentName } from '../contract/agents.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
-import { ChangeContents } from '../changes/changeContents.ts';
+import { ChangeContents } from '../recording/changeContents.ts';
 import { ContentStore } from '../changes/contentStore.ts';
 import {
   BASELINE_META_KEY,
@@ -13,7 +13,7 @@ import {
   scanWorkspace,
   type WorkspaceBaseline,
 } from '../changes/workspaceBaseline.ts';
-import type { FileVersion } from '../recording/fsEventRows.ts';
+import type { FileVersion } from '../changes/workspaceEntry.ts';
 import { openSessionDbReadOnly } from '../store/sessionDb.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { registerRecordedSession, startRecording, type Recording } from '../recording/sessionRecording.ts';

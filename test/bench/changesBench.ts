@@ -12,7 +12,7 @@ import { asSessionId, type SessionId } from '../../electron/contract/ids.ts';
 import { capsemHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../../electron/store/paths.ts';
 import { openSessionDbForWriting } from '../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
-import { ChangeContents } from '../../electron/changes/changeContents.ts';
+import { ChangeContents } from '../../electron/recording/changeContents.ts';
 import { recordWorkspaceBaseline } from '../../electron/changes/workspaceBaseline.ts';
 import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import { vmUnavailable } from '../helpers/vmTestHome.ts';

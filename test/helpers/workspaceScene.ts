@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import type { ContentStore } from '../../electron/changes/contentStore.ts';
 import { contentHash } from '../../electron/changes/contentStore.ts';
 import { MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK } from '../../electron/changes/workspaceEntry.ts';
-import type { FileVersion } from '../../electron/recording/fsEventRows.ts';
+import type { FileVersion } from '../../electron/changes/workspaceEntry.ts';
 import type { LiveSession } from './sessionFixture.ts';
 
 // A session's workspace folder as an agent changes it: each write made on disk, its content put in

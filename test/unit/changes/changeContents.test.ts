@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ChangeContents } from '../../../electron/changes/changeContents.ts';
+import { ChangeContents } from '../../../electron/recording/changeContents.ts';
 import { ContentStore, contentHash, KEPT_CONTENT_MAX } from '../../../electron/changes/contentStore.ts';
 import { baselineVersions, scanWorkspace } from '../../../electron/changes/workspaceBaseline.ts';
 import { MODE_FILE, MODE_SYMLINK } from '../../../electron/changes/workspaceEntry.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FsEventRows, summarisedFolder, type FsChange } from '../../../electron/recording/fsEventRows.ts';
+import { summarisedFolder } from '../../../electron/changes/summarisedFolders.ts';
+import { FsEventRows, type FsChange } from '../../../electron/recording/fsEventRows.ts';
 
 // The guest's file changes as fs_events rows: the user's own paths one row each, the churn inside
 // .git/ and node_modules/ one row per batch, folder and action. The real thing (git and an npm-like

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { summarisedFolder, type FileVersion, type FsChange } from '../recording/fsEventRows.ts';
-import type { ContentStore } from './contentStore.ts';
-import { readWorkspaceEntry } from './workspaceEntry.ts';
+import type { ContentStore } from '../changes/contentStore.ts';
+import { summarisedFolder } from '../changes/summarisedFolders.ts';
+import { readWorkspaceEntry, type FileVersion } from '../changes/workspaceEntry.ts';
+import type { FsChange } from './fsEventRows.ts';
 
 // What a reported change left in the workspace, read on the host as the change arrives: the
 // workspace is the host's folder (shared with the guest), so the host reads what the guest wrote
