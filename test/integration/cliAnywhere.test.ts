@@ -150,6 +150,17 @@ describe("capsem on the PATH, run from a user's project folder", () => {
     }
     expect(await exitWithin(api.exited, 30_000)).toBe(0);
   }, 60_000);
+
+  it('prints what a session changed in its workspace as a patch, and reverts a file of it', async () => {
+    expect((await capsem(['dev', 'seed', '--sessions', '0', '--changes'])).code).toBe(0);
+    const patch = await capsem(['diff', 'changes', 'notes.txt']);
+    expect(patch.code, patch.stderr).toBe(0);
+    expect(patch.stdout).toMatch(/^diff --git a\/notes.txt b\/notes.txt\nnew file mode 100644\n/);
+    const reverted = await capsem(['revert', 'changes', 'notes.txt']);
+    expect(reverted.code, reverted.stderr).toBe(0);
+    expect(reverted.stdout).toBe('removed  "notes.txt"\n');
+    expect((await capsem(['diff', 'changes', 'notes.txt'])).stdout).toBe('');
+  }, 60_000);
 });
 
 describe.skipIf(noVm !== null)(`VM commands from a user's project folder${noVm ? ` (skipped: ${noVm})` : ''}`, () => {
