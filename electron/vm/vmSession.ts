@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionId } from '../contract/ids.ts';
 import type { AgentName } from '../contract/agents.ts';
@@ -247,7 +248,11 @@ export class VmSession {
       if (!options.projectFolder) ensurePrivateDir(paths.workspaceDir);
       root = realpathSync(workspace);
       store = openContentStore(options.home, status);
-      if (store) baselining = options.resume ? Promise.resolve(resumedBaseline(paths.dbPath)) : takeBaseline(root, store, status);
+      if (store && !options.resume && isHomeFolder(root))
+        status(
+          'the whole home folder is shared: its changes are recorded without contents (a baseline of a home folder would walk every cache in it)',
+        );
+      else if (store) baselining = options.resume ? Promise.resolve(resumedBaseline(paths.dbPath)) : takeBaseline(root, store, status);
       // The CA must exist before the plan copies it into the guest's disk; loading makes it once.
       const ca = await CertificateAuthority.load(options.home);
       // The recording (writer thread, proxy) and the VM (image, launch) start side by side: the
@@ -590,6 +595,15 @@ async function takeBaseline(root: string, store: ContentStore, status: (line: st
   } catch (err) {
     status(`the workspace could not be recorded (${(err as Error).message}): its changes are recorded without their content`);
     return null;
+  }
+}
+
+/** The folder is the user's home folder (shared with --yes-whole-home, or the window's confirmation). */
+function isHomeFolder(root: string): boolean {
+  try {
+    return root === realpathSync(homedir());
+  } catch {
+    return false;
   }
 }
 

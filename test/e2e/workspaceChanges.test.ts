@@ -102,7 +102,9 @@ describe.skipIf(missing !== null)(`the Files view's diffs and reverts in Chromiu
     const edited = rows.nth(1);
     expect(await edited.getAttribute('data-action')).toBe('modified');
     expect(await edited.locator('[data-testid=change-source]').innerText()).toContain('Edit in turn 2');
-    expect(await rows.nth(0).locator('[data-testid=change-source]').innerText()).toContain('Bash in turn 1');
+    expect(await rows.nth(0).locator('[data-testid=change-source]').innerText()).toContain(
+      'Bash `echo "Retries: see src/retry.ts" > NOTES.md` in turn 1',
+    );
 
     await edited.click();
     const diff = p.locator('[data-testid=change-pane] [data-testid=file-diff]');
