@@ -11,7 +11,8 @@ import { sessionPaths, type CapsemHome } from '../store/paths.ts';
 import type { SessionRecord } from '../store/registry.ts';
 import { ClaudeCodeConversation, type ToolResult } from './claudeCodeWire.ts';
 import type { SeedToolCall } from './modelWire.ts';
-import { recordSeededSession, seedExchange } from './seedSessions.ts';
+import { recordSeededSession } from './seedSessions.ts';
+import { claudeCodeExchange } from './seedStory.ts';
 
 // A Claude Code session that changed its workspace folder, for the Files view, `capsem diff` and
 // `capsem revert`: a small project as its baseline, then two prompts whose Edit, Write and Bash
@@ -98,20 +99,7 @@ class ChangesScript {
   call(agent: ClaudeCodeConversation, text: string, tools: readonly SeedToolCall[] = []): void {
     const call = agent.call({ text, tools, usage: { input: 4_000, output: 300, cacheRead: 20_000, cacheWrite: 0 } });
     const durationMs = 2_000;
-    void this.recorder.record(
-      seedExchange({
-        startedAt: new Date(this.clock),
-        host: call.host,
-        method: call.method,
-        path: call.path,
-        requestHeaders: call.requestHeaders,
-        responseHeaders: call.responseHeaders,
-        requestBody: { bytes: call.request, total: call.request.length, truncated: false },
-        responseBody: { bytes: call.response, total: call.response.length, truncated: false },
-        durationMs,
-        ttfbMs: 400,
-      }),
-    );
+    void this.recorder.record(claudeCodeExchange(call, new Date(this.clock), durationMs));
     this.clock += durationMs + 50;
   }
 

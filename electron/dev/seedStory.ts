@@ -61,21 +61,7 @@ class StoryScript {
 
   private record(call: ClaudeCodeCall, durationMs: number, fields: Partial<Exchange> = {}): void {
     this.calls += 1;
-    void this.recorder.record(
-      seedExchange({
-        startedAt: new Date(this.clock),
-        host: call.host,
-        method: call.method,
-        path: call.path,
-        requestHeaders: call.requestHeaders,
-        responseHeaders: call.responseHeaders,
-        requestBody: { bytes: call.request, total: call.request.length, truncated: false },
-        responseBody: { bytes: call.response, total: call.response.length, truncated: false },
-        durationMs,
-        ttfbMs: Math.min(durationMs, 400),
-        ...fields,
-      }),
-    );
+    void this.recorder.record(claudeCodeExchange(call, new Date(this.clock), durationMs, fields));
     this.clock += durationMs + this.rng.int(20, 400);
   }
 
@@ -224,4 +210,21 @@ export async function seedStorySession(home: CapsemHome, options: StorySeedOptio
   } finally {
     mainDb.close();
   }
+}
+
+/** A Claude Code model call as the proxy hands an exchange to the recorder: sent at `startedAt`, answered over `durationMs`. */
+export function claudeCodeExchange(call: ClaudeCodeCall, startedAt: Date, durationMs: number, fields: Partial<Exchange> = {}): Exchange {
+  return seedExchange({
+    startedAt,
+    host: call.host,
+    method: call.method,
+    path: call.path,
+    requestHeaders: call.requestHeaders,
+    responseHeaders: call.responseHeaders,
+    requestBody: { bytes: call.request, total: call.request.length, truncated: false },
+    responseBody: { bytes: call.response, total: call.response.length, truncated: false },
+    durationMs,
+    ttfbMs: Math.min(durationMs, 400),
+    ...fields,
+  });
 }
