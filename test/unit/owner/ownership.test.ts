@@ -85,7 +85,11 @@ describe('withOwnership', () => {
     const ownerIndex = sides.indexOf('owner');
     expect(sides.filter((s) => s === 'owner')).toHaveLength(1);
     expect(sides.filter((s) => s === `client of ${racers[ownerIndex]!.process.pid}`)).toHaveLength(2);
-    expect(ends[ownerIndex]!.stderr).toMatch(new RegExp(`took over .* from pid ${dead.process.pid}`));
+    // The racer that removes the stale lock may lose the link that follows to another: the owner then
+    // found no lock to take over and says nothing. A note it does give names the dead owner.
+    const note = /took over .* from pid (\d+)/.exec(ends[ownerIndex]!.stderr);
+    if (note) expect(Number(note[1])).toBe(dead.process.pid);
+    expect(ends.filter((e, i) => i !== ownerIndex && /took over/.test(e.stderr))).toEqual([]);
     expect(readdirSync(home.runDir)).toEqual([]);
   });
 });
