@@ -3,11 +3,10 @@ import ignore, { type Ignore } from 'ignore';
 import { readdirSync, readFileSync, realpathSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { summarisedFolder } from './summarisedFolders.ts';
-import type { FileVersion } from './workspaceEntry.ts';
 import type { RowOf } from '../store/sessionSchema.ts';
 import { openSessionDbForWriting } from '../store/sessionDb.ts';
 import type { ContentStore } from './contentStore.ts';
-import { readWorkspaceEntry } from './workspaceEntry.ts';
+import { readWorkspaceEntry, type FileVersion } from './workspaceEntry.ts';
 
 // The workspace as the session found it: every file's path, size, git mode and content hash (the
 // manifest, workspace_files), and each content up to the store's cap in the content store. Walked

@@ -4,6 +4,7 @@ import {
   afterOf,
   beforeOf,
   revertSteps,
+  sameState,
   spansOf,
   underPath,
   type ChangeRow,
@@ -175,8 +176,8 @@ export class WorkspaceChanges {
   }
 }
 
-const sameEnds = (a: PathState, b: PathState): boolean =>
-  typeof a === 'string' || typeof b === 'string' ? a === b && a !== 'unknown' : a.hash === b.hash && a.mode === b.mode;
+/** A path the stretch left as it found it; two unknown sides may still differ, so they show. */
+const sameEnds = (a: PathState, b: PathState): boolean => a !== 'unknown' && sameState(a, b);
 
 /** Why a side of a change cannot be shown, or null when it can. */
 function sideNote(state: PathState, size: number | null, store: ContentStore, side: 'before' | 'after'): string | null {
