@@ -1,5 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -250,6 +263,21 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const moved = join(copyRoot, 'minimal-0000000000000000');
     cpSync(image.dir, moved, { recursive: true });
     await expect(verifyImage({ dir: moved })).rejects.toThrow(/is for minimal-/);
+  });
+
+  it('still refuses a file changed in place after it was verified, its mtime put back', async () => {
+    const copyRoot = join(scratch, 'changed-in-place');
+    mkdirSync(copyRoot);
+    const copy = join(copyRoot, basename(image.dir));
+    cpSync(image.dir, copy, { recursive: true });
+    await verifyImage({ dir: copy });
+    const initrd = join(copy, 'initrd.img');
+    const { atime, mtime } = statSync(initrd);
+    const fd = openSync(initrd, 'r+');
+    writeSync(fd, Buffer.from('tampered'), 0, 8, 100);
+    closeSync(fd);
+    utimesSync(initrd, atime, mtime);
+    await expect(verifyImage({ dir: copy })).rejects.toThrow(/initrd\.img does not match its manifest/);
   });
 
   it('clears what an interrupted build left behind and never takes it for an image', async () => {

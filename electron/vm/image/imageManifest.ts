@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, readFileSync, renameSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ImageKindSchema } from '../../contract/guestImages.ts';
@@ -60,22 +60,77 @@ export function readManifest(dir: string): ImageManifest {
   return parsed.data;
 }
 
-/** Recomputes every file's SHA-256; the first mismatch is an error that names the file. */
+/** Where a folder records the files it has hashed, by identity, so an unchanged file is not read again on every boot. */
+export const VERIFIED_NAME = 'verified.json';
+
+const verifiedSchema = z.record(fileName, z.object({ sha256, identity: z.string() }));
+
+/**
+ * What names one version of a file's bytes here: any write, truncate, rename over it or link
+ * changes its ctime, which no caller can set back; so an unchanged identity is the bytes once hashed.
+ */
+function fileIdentity(stat: BigIntStats): string {
+  return [stat.dev, stat.ino, stat.size, stat.mtimeNs, stat.ctimeNs].join(':');
+}
+
+function readVerified(dir: string): z.infer<typeof verifiedSchema> {
+  try {
+    return verifiedSchema.parse(JSON.parse(readFileSync(join(dir, VERIFIED_NAME), 'utf8')));
+  } catch {
+    // Missing or unreadable: every file is hashed afresh, and the record written again.
+    return {};
+  }
+}
+
+function writeVerified(dir: string, verified: z.infer<typeof verifiedSchema>): void {
+  const tmp = join(dir, `.${VERIFIED_NAME}.${process.pid}.tmp`);
+  try {
+    writeFileSync(tmp, JSON.stringify(verified), { mode: 0o644 });
+    renameSync(tmp, join(dir, VERIFIED_NAME));
+  } catch {
+    // A folder that cannot take the record (read-only) costs a hash on the next boot, nothing else.
+  }
+}
+
+/**
+ * Checks every file's SHA-256 against the manifest; the first mismatch is an error that names the
+ * file. A file is read and hashed when it is new or changed since it was last hashed here (hashing
+ * the agent image's root took 1.9-3.2 s of every start); its identity is then recorded beside it.
+ */
 export async function verifyManifestFiles(dir: string, manifest: ImageManifest): Promise<void> {
+  const verified = readVerified(dir);
+  let changed = false;
   for (const [name, expected] of Object.entries(manifest.files)) {
     const path = join(dir, name);
+    const missing = (err: unknown): Error =>
+      new Error(
+        `guest image file ${path} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); delete ${dir} to rebuild it`,
+      );
+    let identity: string;
+    try {
+      identity = fileIdentity(statSync(path, { bigint: true }));
+    } catch (err) {
+      throw missing(err);
+    }
+    const known = verified[name];
+    if (known && known.sha256 === expected.sha256 && known.identity === identity) continue;
     let actual: string;
     try {
       actual = await sha256File(path);
     } catch (err) {
-      throw new Error(
-        `guest image file ${path} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); delete ${dir} to rebuild it`,
-      );
+      throw missing(err);
     }
     if (actual !== expected.sha256) {
       throw new Error(
         `guest image file ${path} does not match its manifest (sha256 ${actual}, expected ${expected.sha256}); delete ${dir} to rebuild it`,
       );
     }
+    // Stated after the hash: a write while it was read leaves an identity that will not match next time.
+    const after = fileIdentity(statSync(path, { bigint: true }));
+    if (after === identity) {
+      verified[name] = { sha256: actual, identity };
+      changed = true;
+    }
   }
+  if (changed) writeVerified(dir, verified);
 }
