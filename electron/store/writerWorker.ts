@@ -27,6 +27,18 @@ const port = parentPort;
 if (!port) throw new Error('writerWorker must run in a worker thread');
 const send = (message: FromWorker): void => port.postMessage(message);
 
+/**
+ * Named where Linux lets a thread name itself (every Node thread is otherwise "node"), so top and
+ * the proxy bench tell the recording's CPU apart from the proxy's. Elsewhere it stays unnamed.
+ */
+function nameThread(): void {
+  try {
+    writeFileSync('/proc/thread-self/comm', 'capsem-writer');
+  } catch {
+    // Not Linux, or /proc not mounted: only the name is missing.
+  }
+}
+
 /** One transaction: a loss marker is all there or not at all, and takes one commit's room on a full disk. */
 function upsertMeta(db: Database.Database, meta: Readonly<Record<string, string>>): void {
   const stmt = db.prepare('INSERT INTO session_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value');
@@ -151,6 +163,7 @@ function lossMarker(reason: string, lost: RowCounts): Record<string, string> {
 }
 
 function main(init: WriterInit): void {
+  nameThread();
   const collect = garbageCollector();
   let bodyBytesSinceCollect = 0;
   const db = openSessionDbForWriting(init.dbPath);

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 // CPU spent while a benchmark drives a path: by this process (the client and the upstream), and,
 // where the path goes through a proxy in a process of its own, by that process and its main thread.
@@ -10,31 +10,62 @@ export function cpuMs(pid: number, thread?: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/** CPU spent in ms: by this process (client and upstream), by a proxy's process and by its main thread. */
+/** CPU time in ms one thread has run, from its schedstat in ns: a thread's ticks in stat count 10 ms steps, too coarse for one burst's writer. */
+function threadMs(pid: number, thread: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return 0;
+  }
+}
+
+/** The name the session writer gives its thread (writerWorker.ts), so its CPU is told apart from the proxy's main thread. */
+const WRITER_THREAD = 'capsem-writer';
+
+/** CPU time in ms of a process's session writer threads, 0 where it has none. */
+function writerMs(pid: number): number {
+  let ms = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let name: string;
+    try {
+      name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (name === WRITER_THREAD) ms += threadMs(pid, Number(task));
+  }
+  return ms;
+}
+
+/** CPU spent in ms: by this process (client and upstream), by a proxy's process, its main thread and its session writer thread. */
 export interface CpuSpent {
   bench: number;
   proxy: number;
   main: number;
+  writer: number;
 }
 
-export const noCpuSpent = (): CpuSpent => ({ bench: 0, proxy: 0, main: 0 });
+export const noCpuSpent = (): CpuSpent => ({ bench: 0, proxy: 0, main: 0, writer: 0 });
 
 /** `spent` shared out over `units` (requests, transfers, rounds), in `scale` parts of a ms (1000 for us). */
 export function cpuPer(spent: CpuSpent, units: number, scale: number): CpuSpent {
-  return { bench: (spent.bench * scale) / units, proxy: (spent.proxy * scale) / units, main: (spent.main * scale) / units };
+  const per = (ms: number): number => (ms * scale) / units;
+  return { bench: per(spent.bench), proxy: per(spent.proxy), main: per(spent.main), writer: per(spent.writer) };
 }
 
 /** Starts counting; the returned function adds what was spent since to `into`. `proxyPid`: the proxy's process, none for direct. */
 export function cpuFrom(proxyPid: number | undefined): (into: CpuSpent) => void {
   const bench0 = process.cpuUsage();
   const proxy0 = proxyPid ? cpuMs(proxyPid) : 0;
-  const main0 = proxyPid ? cpuMs(proxyPid, proxyPid) : 0;
+  const main0 = proxyPid ? threadMs(proxyPid, proxyPid) : 0;
+  const writer0 = proxyPid ? writerMs(proxyPid) : 0;
   return (into) => {
     const bench = process.cpuUsage(bench0);
     into.bench += (bench.user + bench.system) / 1000;
     if (!proxyPid) return;
     into.proxy += cpuMs(proxyPid) - proxy0;
-    into.main += cpuMs(proxyPid, proxyPid) - main0;
+    into.main += threadMs(proxyPid, proxyPid) - main0;
+    into.writer += writerMs(proxyPid) - writer0;
   };
 }
 

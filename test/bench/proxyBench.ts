@@ -302,7 +302,7 @@ export async function proxyBench(): Promise<boolean> {
       ),
       figure(
         '  CPU per 10 MB transfer, all processes',
-        `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording thread and the rest ${(oBig.cpu.proxy - oBig.cpu.main).toFixed(0)}); bare relay ${rBig.cpu.proxy.toFixed(0)} proxy`,
+        `direct ${dBig.cpu.bench.toFixed(0)} ms; ours ${(oBig.cpu.bench + oBig.cpu.proxy).toFixed(0)} ms = ${oBig.cpu.bench.toFixed(0)} client and upstream + ${oBig.cpu.proxy.toFixed(0)} proxy (main thread ${oBig.cpu.main.toFixed(0)}, recording writer thread ${oBig.cpu.writer.toFixed(0)}, the rest ${(oBig.cpu.proxy - oBig.cpu.main - oBig.cpu.writer).toFixed(0)}); bare relay ${rBig.cpu.proxy.toFixed(0)} proxy`,
         true,
         'context',
       ),

@@ -20,7 +20,13 @@ const coldName = (i: number): string => `new-${i}.${COLD_DOMAIN}`;
 
 const BURST_REQUESTS = 300;
 const BURST_CONCURRENCY = 16;
-const BURST_ROUNDS = 7;
+/** Rounds of the burst per path, interleaved; a round takes 0.1-0.3 s a path, so one round's ratio swings with the scheduler. */
+const BURST_ROUNDS = 9;
+/**
+ * Ours against the bare TLS relay in the same run: the relay alone takes 1.17-1.54x direct on
+ * this machine, so a ceiling against direct measured the machine more than the proxy.
+ */
+const BURST_RELAY_CEILING = 1.15;
 const BURST_SEED = 21;
 const MAX_BODY = 2_000_000;
 const bodyBytes = Buffer.alloc(MAX_BODY, 0x62);
@@ -166,6 +172,8 @@ async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
       return await burstWall(client, path.origin, sizes);
     } finally {
       await client.close();
+      // Untimed: the writer commits a round's last rows up to 50 ms after them, and that CPU is this path's.
+      await new Promise((r) => setTimeout(r, 150));
     }
   };
   const { values: walls, cpu } = await interleavedRounds(paths, BURST_ROUNDS, once, { alternate: true });
@@ -222,7 +230,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
       }),
     origin: `https://${setup.warmHost}:${setup.upPort}`,
   };
-  const [dRun, oRun, rRun, uRun] = (await bursts([direct, via(setup.ours), via(setup.relay), via(setup.unrecorded)])) as [
+  const [dRun, rRun, oRun, uRun] = (await bursts([direct, via(setup.relay), via(setup.ours), via(setup.unrecorded)])) as [
     BurstRun,
     BurstRun,
     BurstRun,
@@ -233,6 +241,9 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
   const coldValue = (times: readonly number[]): string =>
     `+${added(times).toFixed(1)} ms (p50 ${percentile(times, 50).toFixed(1)}, p95 ${percentile(times, 95).toFixed(1)} ms)`;
   const totalMb = burstSizes().reduce((a, b) => a + b, 0) / 1e6;
+  const perMb = (ms: number): string => (ms / totalMb).toFixed(2);
+  const relayRatios = roundRatios(oRun.walls, rRun.walls);
+  const toRelay = median(relayRatios);
   return [
     figure(
       'new TLS connection direct, first byte',
@@ -244,19 +255,25 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
     figure('new CONNECT, new leaf: added p50', coldValue(cold.newLeaf), added(cold.newLeaf) <= 15, '<= +15 ms'),
     figure(
       `burst: ${BURST_REQUESTS} GETs, ${totalMb.toFixed(0)} MB, concurrency ${BURST_CONCURRENCY}`,
-      `${oRun.ratio.toFixed(2)}x direct wall time (median of ${BURST_ROUNDS} rounds; ${oRun.wallMs.toFixed(0)} vs ${dRun.wallMs.toFixed(0)} ms)`,
-      oRun.ratio <= 1.25,
-      '<= 1.25x direct',
+      `${toRelay.toFixed(2)}x the bare TLS relay's wall time (median of ${BURST_ROUNDS} interleaved rounds, middle half ${percentile(relayRatios, 25).toFixed(2)}-${percentile(relayRatios, 75).toFixed(2)}; ${oRun.wallMs.toFixed(0)} vs ${rRun.wallMs.toFixed(0)} ms)`,
+      toRelay <= BURST_RELAY_CEILING,
+      `<= ${BURST_RELAY_CEILING}x the bare relay`,
     ),
     figure(
-      '  CPU per burst, all processes',
-      `direct ${dRun.cpu.bench.toFixed(0)} ms (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} ms = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}, recording thread and the rest ${(oRun.cpu.proxy - oRun.cpu.main).toFixed(0)}); bare relay ${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} ms`,
+      '  burst against direct',
+      `${oRun.ratio.toFixed(2)}x direct wall time (${oRun.wallMs.toFixed(0)} vs ${dRun.wallMs.toFixed(0)} ms); the bare TLS relay ${rRun.ratio.toFixed(2)}x direct: what ending and reopening TLS alone allows here; ours ${median(roundRatios(uRun.walls, rRun.walls)).toFixed(2)}x the relay's with the recording off`,
       true,
       'context',
     ),
     figure(
-      '  burst through the bare TLS relay',
-      `${rRun.ratio.toFixed(2)}x direct wall time: what ending and reopening TLS alone allows here; ours ${median(roundRatios(oRun.walls, rRun.walls)).toFixed(2)}x the relay's, ${median(roundRatios(uRun.walls, rRun.walls)).toFixed(2)}x with the recording off`,
+      '  CPU per burst, all processes',
+      `direct ${dRun.cpu.bench.toFixed(0)} ms (client and upstream); ours ${(oRun.cpu.bench + oRun.cpu.proxy).toFixed(0)} ms = ${oRun.cpu.bench.toFixed(0)} client and upstream + ${oRun.cpu.proxy.toFixed(0)} proxy (main thread ${oRun.cpu.main.toFixed(0)}, recording writer thread ${oRun.cpu.writer.toFixed(0)}, the rest ${(oRun.cpu.proxy - oRun.cpu.main - oRun.cpu.writer).toFixed(0)}); recording off ${uRun.cpu.proxy.toFixed(0)} proxy; bare relay ${(rRun.cpu.bench + rRun.cpu.proxy).toFixed(0)} ms`,
+      true,
+      'context',
+    ),
+    figure(
+      '  recording CPU per MB',
+      `writer thread ${perMb(oRun.cpu.writer)} ms/MB; proxy main thread ${perMb(oRun.cpu.main)} ms/MB recording on, ${perMb(uRun.cpu.main)} off (${perMb(oRun.cpu.main - uRun.cpu.main)} ms/MB for the recording); whole proxy ${perMb(oRun.cpu.proxy)} on, ${perMb(uRun.cpu.proxy)} off`,
       true,
       'context',
     ),
