@@ -50,26 +50,59 @@ export interface Exchange {
   readonly credentials?: readonly CredentialUse[];
 }
 
-/** Collects a stream's bytes up to a cap while counting all of them. */
+/**
+ * Collects a stream's bytes up to a cap while counting all of them. Given the length the stream
+ * declares (its Content-Length), the bytes are copied as they pass into one buffer of that size,
+ * made at the first byte (a HEAD answer declares a length and sends nothing): kept as a list and
+ * joined at the end, every chunk stayed alive until the exchange ended, and the proxy's garbage
+ * collector carried them all. A stream that sends more than it declared goes on as a list.
+ */
 export class BodyTap {
   private readonly chunks: Buffer[] = [];
+  /** The declared length's buffer, while the stream keeps to it. */
+  private filled: Buffer | null = null;
+  /** The bytes a declared length gives room for, up to the cap; 0 when none was declared or the stream sent more. */
+  private declared: number;
   private kept = 0;
   total = 0;
 
-  constructor(private readonly cap: number) {}
+  constructor(
+    private readonly cap: number,
+    declaredLength?: number | null,
+  ) {
+    this.declared = declaredLength && Number.isSafeInteger(declaredLength) && declaredLength > 0 ? Math.min(cap, declaredLength) : 0;
+  }
 
   push(chunk: Buffer): void {
     this.total += chunk.length;
     if (this.kept >= this.cap) return;
     const room = this.cap - this.kept;
     const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.chunks.push(piece);
+    if (this.kept + piece.length <= this.declared) {
+      this.filled ??= Buffer.allocUnsafe(this.declared);
+      piece.copy(this.filled, this.kept);
+    } else {
+      if (this.filled) this.chunks.push(this.filled.subarray(0, this.kept));
+      this.filled = null;
+      this.declared = 0;
+      this.chunks.push(piece);
+    }
     this.kept += piece.length;
   }
 
   body(): CapturedBody {
-    return { bytes: Buffer.concat(this.chunks, this.kept), total: this.total, truncated: this.total > this.kept };
+    // A stream that ended short of its declared length leaves a view of what came; whoever needs it whole copies it out.
+    const bytes = this.filled ? this.filled.subarray(0, this.kept) : Buffer.concat(this.chunks, this.kept);
+    return { bytes, total: this.total, truncated: this.total > this.kept };
   }
+}
+
+/** A Content-Length header's value as a number, or null where there is none or it is not one. */
+export function declaredLength(value: string | string[] | number | undefined): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined) return null;
+  const n = typeof text === 'number' ? text : /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  return Number.isSafeInteger(n) ? n : null;
 }
 
 export const EMPTY_BODY: CapturedBody = { bytes: Buffer.alloc(0), total: 0, truncated: false };

@@ -7,7 +7,7 @@ import { keepsLength } from '../credentials/keyForms.ts';
 import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
 import { STREAM_BUFFER } from './connections.ts';
 import { EgressRefused } from './egress.ts';
-import { BodyTap, EMPTY_BODY, upstreamError, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
+import { BodyTap, declaredLength, EMPTY_BODY, upstreamError, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
 import { declaresBody, forwardHeaders, headerText } from './forwardHeaders.ts';
 import { credentialRefusal, refuse, refusedOutcome, uncheckedBodyRefusal, type ClientResponse } from './refusals.ts';
 import { checkBody } from './requestBodyCheck.ts';
@@ -128,7 +128,7 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
     return refuse(res, turnedAway.status, turnedAway.body, turnedAway.headers);
   }
   const t0 = performance.now();
-  const requestTap = new BodyTap(bodyCap);
+  const requestTap = new BodyTap(bodyCap, declaredLength(headers['content-length']));
   const origin = proxy.connections.originOf(connection);
   const admission = admit(proxy.policy, proxy.connections.tunnelOf(connection), req, 'request', headers, http2?.authority);
   const uses: CredentialUse[] = [];
@@ -235,7 +235,6 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
     onHeaders: (status, raw, resume, statusText) => {
       if (status < 200) return true;
       ttfb = Math.round(performance.now() - t0);
-      responseTap = new BodyTap(bodyCap);
       let head = headersFromRaw(scrub ? scrubbedRawHeaders(scrub, raw) : raw);
       let reason = statusText;
       if (scrub) {
@@ -271,6 +270,8 @@ function relayRequest(proxy: RequestPath, req: ClientRequest, res: ClientRespons
         reason = scrubbedText(scrub, statusText);
       }
       responseHeaders = head;
+      // The length as the client gets it: a scrubbed body that is decoded on its way declares none.
+      responseTap = new BodyTap(bodyCap, declaredLength(head['content-length']));
       const forwarded = forwardHeaders(head);
       if (res instanceof ServerResponse) {
         res.writeHead(status, reason, forwarded);

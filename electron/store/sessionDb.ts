@@ -86,14 +86,18 @@ export const SESSION_DB_MIGRATIONS: readonly Migration[] = [
 export function openSessionDbForWriting(path: string, migrations = SESSION_DB_MIGRATIONS): Database.Database {
   const db = new Database(path);
   try {
-    // 16 KiB pages hold a 4 KiB body inline instead of spilling it to overflow pages; page size
-    // only takes effect on a new file, before WAL is switched on.
-    db.pragma('page_size = 16384');
+    // 32 KiB pages: a recorded body larger than a page is written as a chain of overflow pages,
+    // and halving the pages a body takes cut the writer thread's CPU per MB recorded by a quarter
+    // (a 20 MB burst of downloads 57 -> 43 ms, SQLite's copies, WAL frames and checkpoints alike).
+    // 64 KiB pages cost no less, and an empty session.db twice the 1.1 MiB. Page size only takes
+    // effect on a new file, before WAL is switched on.
+    db.pragma('page_size = 32768');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     db.pragma('cache_size = -16384');
-    db.pragma('wal_autocheckpoint = 4096');
+    // 64 MiB of WAL between checkpoints, as with the 16 KiB pages before.
+    db.pragma('wal_autocheckpoint = 2048');
     migrate(db, `session database ${path}`, migrations);
     makePrivateFiles(path);
     return db;

@@ -113,7 +113,7 @@ function hashBodies(rows: BatchRows): number {
  * Room kept on the disk for the moment it fills, so that the loss marker in session_meta and the
  * rollup into main.db, which usually share that disk, can still be written. Written at open (with
  * zeros: a sparse file reserves nothing) and given back in two halves: the first when a commit
- * fails for the disk, or at close, for the marker and the closing meta (a few 16 KiB WAL frames);
+ * fails for the disk, or at close, for the marker and the closing meta (a few 32 KiB WAL frames);
  * the second once session.db is closed, for main.db (about ten 4 KiB WAL frames and a 32 KiB
  * -shm). Not before: closing session.db folds its WAL into the file, which grows by whatever
  * room there is, and would take it all.
