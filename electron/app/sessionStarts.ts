@@ -51,14 +51,21 @@ export class SessionStarts {
         registered: (entered) => {
           id = entered;
           this.failures.delete(entered);
-          const progress: StartProgress = { phase: 'boot', step: 'session', message: 'starting the session', fraction: null };
+          const progress: StartProgress = { phase: 'boot', step: 'session', message: 'starting the session', fraction: null, build: [] };
           this.starting.set(entered, { progress, sentAt: Date.now(), outcome });
           this.sink.entered(entered, progress);
           resolve(entered);
         },
         progress: (p) =>
-          id && this.update(id, { phase: 'image', step: p.stage, message: p.message, fraction: Math.min(1, Math.max(0, p.fraction)) }),
-        status: (line) => id && this.update(id, { phase: 'boot', step: 'vm', message: line, fraction: null }),
+          id &&
+          this.update(id, {
+            phase: 'image',
+            step: p.stage,
+            message: p.message,
+            fraction: Math.min(1, Math.max(0, p.fraction)),
+            build: p.build,
+          }),
+        status: (line) => id && this.update(id, { phase: 'boot', step: 'vm', message: line, fraction: null, build: [] }),
       };
       start(report).then(
         (session) => {
