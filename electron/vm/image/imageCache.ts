@@ -51,3 +51,23 @@ function importImage(from: string, cacheDir: string, name: string): void {
     if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
   }
 }
+
+/** Bytes the cache takes on disk: a file hard-linked into several images (a reused root file system) counts once. */
+export function imageCacheBytes(cacheDir: string): number {
+  const seen = new Set<number>();
+  let bytes = 0;
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.isFile()) {
+        const stat = lstatSync(path);
+        if (seen.has(stat.ino)) continue;
+        seen.add(stat.ino);
+        bytes += stat.blocks * 512;
+      }
+    }
+  };
+  if (existsSync(cacheDir)) walk(cacheDir);
+  return bytes;
+}
