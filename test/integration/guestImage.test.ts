@@ -369,6 +369,7 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
       await until('the second process to report its wait', () => waiter.out().includes(waiting), 30_000);
       expect(existsSync(join(fresh, basename(image.dir)))).toBe(false);
       holder.child.kill('SIGKILL');
+      await expect(holder.done).rejects.toThrow('exit null');
       const lines = (await waiter.done).map((l) => JSON.parse(l) as { stage?: string; message?: string; fraction?: number; dir?: string });
       expect(lines.find((p) => p.stage === 'waiting')).toMatchObject({ message: waiting, fraction: 0.4 });
       expect(lines.some((p) => p.stage === 'kernel')).toBe(true);
