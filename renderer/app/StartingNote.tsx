@@ -24,7 +24,13 @@ function BuildStageItem({ stage }: { readonly stage: BuildStage }) {
       <span className="build-stage-label">{stageLabel(stage.stage)}</span>
       {stage.state === 'running' && <progress max={1} value={stage.fraction} aria-label={`${stageLabel(stage.stage)} progress`} />}
       <span className="muted build-stage-figure">
-        {stage.state === 'done' ? (stage.ms > 0 ? stageDuration(stage.ms) : 'reused') : stage.state === 'running' ? percent(stage.fraction) : ''}
+        {stage.state === 'done'
+          ? stage.ms > 0
+            ? stageDuration(stage.ms)
+            : 'reused'
+          : stage.state === 'running'
+            ? percent(stage.fraction)
+            : ''}
       </span>
     </li>
   );

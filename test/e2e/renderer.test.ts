@@ -494,7 +494,11 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
           .toMatch(/^building the image: downloading packages 30% · coding agents 55%\s+Unpacking bash/);
         expect(await inTab.getAttribute('data-phase')).toBe('image');
         const stages = inTab.locator('[data-testid=build-stage]');
-        expect(await stages.evaluateAll((items) => items.map((li) => [li.getAttribute('data-state'), (li as HTMLElement).innerText.replace(/\s+/g, ' ').trim()]))).toEqual([
+        expect(
+          await stages.evaluateAll((items) =>
+            items.map((li) => [li.getAttribute('data-state'), (li as HTMLElement).innerText.replace(/\s+/g, ' ').trim()]),
+          ),
+        ).toEqual([
           ['done', '✓ hashing inputs 1.4s'],
           ['running', '▸ downloading packages 30%'],
           ['running', '▸ coding agents 55%'],

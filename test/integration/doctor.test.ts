@@ -34,7 +34,9 @@ describe('capsem doctor', () => {
     // The images are the user's, not the home's: the folder (CAPSEM_IMAGE_CACHE here) and its size.
     expect(findings.find((f) => f.check === 'image cache')).toMatchObject({
       level: 'ok',
-      detail: expect.stringMatching(new RegExp(`^${process.env.CAPSEM_IMAGE_CACHE!.replace(/\/$/, '')}: \\d+ MiB, shared by every CAPSEM_HOME`)),
+      detail: expect.stringMatching(
+        new RegExp(`^${process.env.CAPSEM_IMAGE_CACHE!.replace(/\/$/, '')}: \\d+ MiB, shared by every CAPSEM_HOME`),
+      ),
     });
     expect(r.code).toBe(findings.some((f) => f.level === 'fail') ? 1 : 0);
   });

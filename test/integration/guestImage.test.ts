@@ -217,7 +217,7 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('builds kernel and initramfs in the user\'s image cache (CAPSEM_IMAGE_CACHE), 0700, under minimal-<hash>/ with a manifest of both', async () => {
+  it("builds kernel and initramfs in the user's image cache (CAPSEM_IMAGE_CACHE), 0700, under minimal-<hash>/ with a manifest of both", async () => {
     expect(image.dir).toBe(join(cache, `minimal-${image.hash.slice(0, 16)}`));
     expect(statSync(cache).mode & 0o777).toBe(0o700);
     expect(existsSync(join(home.root, 'images'))).toBe(false);
@@ -327,7 +327,8 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
       const found = await ensureImage(other, 'minimal', { agentBinary, onProgress: (p) => imported.push(p) });
       expect(found.dir).toBe(join(scratch, 'second-cache', basename(image.dir)));
       expect([...new Set(imported.map((p) => p.stage))]).toEqual(['inputs', 'cache']);
-      for (const file of ['vmlinuz', 'initrd.img', 'manifest.json']) expect(statSync(join(found.dir, file)).ino).toBe(statSync(join(legacy, file)).ino);
+      for (const file of ['vmlinuz', 'initrd.img', 'manifest.json'])
+        expect(statSync(join(found.dir, file)).ino).toBe(statSync(join(legacy, file)).ino);
       await verifyImage(found);
     } finally {
       process.env.CAPSEM_IMAGE_CACHE = cache;
@@ -335,7 +336,7 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     }
   });
 
-  it('builds once for two processes at once: the other waits, showing the builder\'s progress, and takes over when the builder dies', async () => {
+  it("builds once for two processes at once: the other waits, showing the builder's progress, and takes over when the builder dies", async () => {
     const fresh = join(scratch, 'race-cache');
     const env = { ...process.env, CAPSEM_IMAGE_CACHE: fresh };
     const run = (args: string[]) => {

@@ -28,7 +28,12 @@ describe.skipIf(noVm !== null)(`the image cache across CAPSEM_HOMEs${noVm ? ` (s
   it('a second home boots the image the first built, without building it again', async () => {
     const run = async (root: string) => {
       const started = performance.now();
-      const result = await runCapsemAsync(root, ['run', '--image', 'minimal', '--', 'echo', 'ran'], { CAPSEM_IMAGE_CACHE: cache }, { timeoutMs: 170_000 });
+      const result = await runCapsemAsync(
+        root,
+        ['run', '--image', 'minimal', '--', 'echo', 'ran'],
+        { CAPSEM_IMAGE_CACHE: cache },
+        { timeoutMs: 170_000 },
+      );
       return { ...result, ms: Math.round(performance.now() - started) };
     };
     const first = await run(homes[0]!.root);

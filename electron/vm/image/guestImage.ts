@@ -1,17 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BuildStage } from '../../contract/buildStages.ts';
@@ -81,16 +69,7 @@ export interface GuestImage {
 }
 
 export type ImageStage =
-  | 'inputs'
-  | 'cache'
-  | 'waiting'
-  | 'kernel'
-  | 'debootstrap'
-  | 'agents'
-  | 'squashfs'
-  | 'initramfs'
-  | 'manifest'
-  | 'done';
+  'inputs' | 'cache' | 'waiting' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
 
 /**
  * One report from a build: the stage that sent it, a line for people, the whole build's fraction

@@ -37,7 +37,8 @@ export interface HeldBuildLock {
   release(): void;
 }
 
-export type BuildLockResult = { readonly acquired: true; readonly lock: HeldBuildLock } | { readonly acquired: false; readonly holder: LockHolder };
+export type BuildLockResult =
+  { readonly acquired: true; readonly lock: HeldBuildLock } | { readonly acquired: false; readonly holder: LockHolder };
 
 export async function acquireBuildLock(root: string, kind: string): Promise<BuildLockResult> {
   const { lock, progress } = paths(root, kind);

@@ -33,7 +33,12 @@ describe('progressLine', () => {
   const stage = (name: string, state: BuildStage['state'], fraction: number, ms = 0): BuildStage => ({ stage: name, state, fraction, ms });
 
   it('shows the running stages of a build side by side, each with its own percent, by the labels people read', () => {
-    const build = [stage('inputs', 'done', 1, 400), stage('debootstrap', 'running', 0.634, 9000), stage('agents', 'running', 0.2, 3000), stage('squashfs', 'pending', 0)];
+    const build = [
+      stage('inputs', 'done', 1, 400),
+      stage('debootstrap', 'running', 0.634, 9000),
+      stage('agents', 'running', 0.2, 3000),
+      stage('squashfs', 'pending', 0),
+    ];
     expect(formatProgress({ stage: 'agents', message: 'npm ci', fraction: 0.31, build })).toBe(
       '[ 31%] downloading packages 63% · coding agents 20%: npm ci',
     );
@@ -45,9 +50,24 @@ describe('progressLine', () => {
     expect(formatStageDone(stage('squashfs', 'done', 1, 0))).toBe('✓ compressing (reused)');
     const tty: string[] = [];
     const line = progressLine({ isTTY: true, columns: 200, write: (t: string) => tty.push(t) });
-    line.update({ stage: 'debootstrap', message: 'a', fraction: 0.1, build: [stage('debootstrap', 'running', 0.5, 10), stage('agents', 'running', 0.1, 10)] });
-    line.update({ stage: 'debootstrap', message: 'b', fraction: 0.4, build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.6, 31_000)] });
-    line.update({ stage: 'agents', message: 'c', fraction: 0.5, build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.7, 32_000)] });
+    line.update({
+      stage: 'debootstrap',
+      message: 'a',
+      fraction: 0.1,
+      build: [stage('debootstrap', 'running', 0.5, 10), stage('agents', 'running', 0.1, 10)],
+    });
+    line.update({
+      stage: 'debootstrap',
+      message: 'b',
+      fraction: 0.4,
+      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.6, 31_000)],
+    });
+    line.update({
+      stage: 'agents',
+      message: 'c',
+      fraction: 0.5,
+      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.7, 32_000)],
+    });
     expect(tty).toEqual([
       '\r\x1b[K[ 10%] downloading packages 50% · coding agents 10%: a',
       '\r\x1b[K',
@@ -58,9 +78,24 @@ describe('progressLine', () => {
 
     const log: string[] = [];
     const plain = progressLine({ isTTY: false, write: (t: string) => log.push(t) });
-    plain.update({ stage: 'debootstrap', message: 'a', fraction: 0.1, build: [stage('debootstrap', 'running', 0.5), stage('agents', 'running', 0.1)] });
-    plain.update({ stage: 'agents', message: 'a', fraction: 0.12, build: [stage('debootstrap', 'running', 0.55), stage('agents', 'running', 0.2)] });
-    plain.update({ stage: 'debootstrap', message: 'b', fraction: 0.13, build: [stage('debootstrap', 'done', 1, 5000), stage('agents', 'running', 0.3)] });
+    plain.update({
+      stage: 'debootstrap',
+      message: 'a',
+      fraction: 0.1,
+      build: [stage('debootstrap', 'running', 0.5), stage('agents', 'running', 0.1)],
+    });
+    plain.update({
+      stage: 'agents',
+      message: 'a',
+      fraction: 0.12,
+      build: [stage('debootstrap', 'running', 0.55), stage('agents', 'running', 0.2)],
+    });
+    plain.update({
+      stage: 'debootstrap',
+      message: 'b',
+      fraction: 0.13,
+      build: [stage('debootstrap', 'done', 1, 5000), stage('agents', 'running', 0.3)],
+    });
     expect(log).toEqual([
       '[ 10%] downloading packages 50% · coding agents 10%: a\n',
       '✓ downloading packages 5.0s\n',

@@ -5,7 +5,11 @@ describe('BuildStages', () => {
   it('tracks stages running at once, each with its own fraction and time, and sums their spans into the whole', async () => {
     let now = 1000;
     const reports: StageReport<string>[] = [];
-    const stages = new BuildStages<string>({ packages: [0, 0.5], agents: [0.5, 0.7], squash: [0.7, 1] }, (r) => reports.push(r), () => now);
+    const stages = new BuildStages<string>(
+      { packages: [0, 0.5], agents: [0.5, 0.7], squash: [0.7, 1] },
+      (r) => reports.push(r),
+      () => now,
+    );
     expect(stages.snapshot().map((s) => s.state)).toEqual(['pending', 'pending', 'pending']);
     stages.report('packages', 0.5, 'get');
     now += 2000;
