@@ -39,7 +39,7 @@ export function formatProgress(report: ProgressReport, width = 0): string {
 
 /** The line a finished build stage gets: "✓ root file system 1m12s"; one that was not needed (a reused root) says so. */
 export function formatStageDone(stage: BuildStage): string {
-  return `✓ ${stageLabel(stage.stage)} ${stage.ms > 0 ? stageDuration(stage.ms) : '(reused)'}`;
+  return `✓ ${stageLabel(stage.stage)} ${stage.state === 'skipped' ? '(skipped)' : stageDuration(stage.ms)}`;
 }
 
 /**
@@ -59,7 +59,7 @@ export function progressLine(out: ProgressOutput): ProgressLine {
   return {
     update(report) {
       for (const stage of report.build ?? []) {
-        if (stage.state !== 'done' || announced.has(stage.stage)) continue;
+        if ((stage.state !== 'done' && stage.state !== 'skipped') || announced.has(stage.stage)) continue;
         announced.add(stage.stage);
         clear();
         out.write(`${formatStageDone(stage)}\n`);
@@ -69,7 +69,10 @@ export function progressLine(out: ProgressOutput): ProgressLine {
         drawn = true;
         return;
       }
-      const stage = runningStages(report)?.replace(/ \d+%/g, '') ?? report.stage;
+      const running = runningStages(report);
+      // Between stages nothing runs: the ✓ lines said it all, until the closing report.
+      if (running === null && (report.build ?? []).length > 0 && report.stage !== 'done') return;
+      const stage = running?.replace(/ \d+%/g, '') ?? report.stage;
       const tenth = Math.floor(Math.min(1, Math.max(0, report.fraction)) * 10);
       if (stage === lastStage && tenth <= lastTenth) return;
       lastStage = stage;

@@ -4,7 +4,8 @@
 // its own ids; LABELS is what people read. No zod here: the renderer imports these values (the
 // schema is appContract's BuildStageSchema).
 
-export const BUILD_STAGE_STATES = ['pending', 'running', 'done'] as const;
+/** `skipped`: finished without running, as a root file system reused from an earlier build. */
+export const BUILD_STAGE_STATES = ['pending', 'running', 'done', 'skipped'] as const;
 export type BuildStageState = (typeof BUILD_STAGE_STATES)[number];
 
 export interface BuildStage {
@@ -12,7 +13,7 @@ export interface BuildStage {
   readonly state: BuildStageState;
   /** The stage's own share done, 0..1. */
   readonly fraction: number;
-  /** Milliseconds the stage ran: so far while running, in all once done; 0 while pending. */
+  /** Milliseconds the stage ran: so far while running, in all once done; 0 while pending or skipped. */
   readonly ms: number;
 }
 

@@ -14,24 +14,25 @@ export function startLabel(progress: StartProgress): string {
   return `building the image: ${stageLabel(progress.step)}${progress.fraction === null ? '' : ` ${percent(progress.fraction)}`}`;
 }
 
-/** One stage of the build: done with its time, running with its bar and percent, or still to come. */
+const MARKS: Record<BuildStage['state'], string> = { done: '✓', skipped: '–', running: '▸', pending: '·' };
+
+/** What a stage shows beside its name: its time once done, its percent while running. */
+function stageFigure(stage: BuildStage): string {
+  if (stage.state === 'done') return stageDuration(stage.ms);
+  if (stage.state === 'skipped') return 'skipped';
+  return stage.state === 'running' ? percent(stage.fraction) : '';
+}
+
+/** One stage of the build: done with its time, skipped, running with its bar and percent, or still to come. */
 function BuildStageItem({ stage }: { readonly stage: BuildStage }) {
   return (
     <li className="build-stage" data-testid="build-stage" data-stage={stage.stage} data-state={stage.state}>
       <span className="build-stage-mark" aria-hidden>
-        {stage.state === 'done' ? '✓' : stage.state === 'running' ? '▸' : '·'}
+        {MARKS[stage.state]}
       </span>
       <span className="build-stage-label">{stageLabel(stage.stage)}</span>
       {stage.state === 'running' && <progress max={1} value={stage.fraction} aria-label={`${stageLabel(stage.stage)} progress`} />}
-      <span className="muted build-stage-figure">
-        {stage.state === 'done'
-          ? stage.ms > 0
-            ? stageDuration(stage.ms)
-            : 'reused'
-          : stage.state === 'running'
-            ? percent(stage.fraction)
-            : ''}
-      </span>
+      <span className="muted build-stage-figure">{stageFigure(stage)}</span>
     </li>
   );
 }

@@ -52,13 +52,12 @@ export class BuildStages<S extends string> {
     this.#send(stage, message);
   }
 
-  /** `stage` finished (or was not needed: a reused root file system). */
+  /** `stage` finished; one that never reported running was not needed (a reused root file system) and is skipped. */
   done(stage: S, message = this.#lastMessage): void {
     const tracked = this.#track(stage);
-    if (tracked.state === 'done') return;
-    const now = this.now();
-    tracked.ms = tracked.state === 'running' ? now - tracked.startedAt : 0;
-    tracked.state = 'done';
+    if (tracked.state === 'done' || tracked.state === 'skipped') return;
+    tracked.ms = tracked.state === 'running' ? this.now() - tracked.startedAt : 0;
+    tracked.state = tracked.state === 'running' ? 'done' : 'skipped';
     tracked.fraction = 1;
     this.#send(stage, message);
   }

@@ -47,7 +47,7 @@ describe('progressLine', () => {
   it('prints a ✓ line with its time once per finished stage, above the live line', () => {
     expect(formatStageDone(stage('debootstrap', 'done', 1, 72_400))).toBe('✓ downloading packages 1m12s');
     expect(formatStageDone(stage('squashfs', 'done', 1, 8_400))).toBe('✓ compressing 8.4s');
-    expect(formatStageDone(stage('squashfs', 'done', 1, 0))).toBe('✓ compressing (reused)');
+    expect(formatStageDone(stage('squashfs', 'skipped', 1, 0))).toBe('✓ compressing (skipped)');
     const tty: string[] = [];
     const line = progressLine({ isTTY: true, columns: 200, write: (t: string) => tty.push(t) });
     line.update({

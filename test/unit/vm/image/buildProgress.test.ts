@@ -39,9 +39,9 @@ describe('BuildStages', () => {
     expect(reports.at(-1)!.fraction).toBe(1);
   });
 
-  it('marks a stage that never ran (a reused root file system) done in no time', () => {
+  it('marks a stage that never ran (a reused root file system) skipped', () => {
     const stages = new BuildStages<string>({ rootfs: [0, 1] }, () => {});
     stages.done('rootfs', 'reusing');
-    expect(stages.snapshot()).toEqual([{ stage: 'rootfs', state: 'done', fraction: 1, ms: 0 }]);
+    expect(stages.snapshot()).toEqual([{ stage: 'rootfs', state: 'skipped', fraction: 1, ms: 0 }]);
   });
 });
