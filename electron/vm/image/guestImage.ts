@@ -455,7 +455,15 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
   }
   const image = await pending;
   rememberHash(root, kind, print, inputs.hash);
-  options.onProgress?.({ stage: 'done', message: `built ${basename(image.dir)}`, fraction: 1, stageFraction: 1, build: stages.snapshot() });
+  // A process that waited for another's build ran none of the stages: its list would show them pending.
+  const build = stages.snapshot();
+  options.onProgress?.({
+    stage: 'done',
+    message: `built ${basename(image.dir)}`,
+    fraction: 1,
+    stageFraction: 1,
+    build: build.some((s) => s.state === 'pending') ? [] : build,
+  });
   return image;
 }
 
