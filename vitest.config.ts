@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Three projects that scripts/run-tests.mjs runs, each one file at a time: first the files that boot
@@ -13,6 +14,8 @@ const BOOTS_VMS = ['test/integration']
   .filter((file) => file.endsWith('.test.ts') && readFileSync(file, 'utf8').includes("from '../helpers/vmTestHome.ts'"));
 
 const shared = {
+  // Guest images are built once per checkout (the agent image takes minutes), never in the user's cache.
+  env: { CAPSEM_IMAGE_CACHE: fileURLToPath(new URL('./.cache/images/', import.meta.url)) },
   testTimeout: 30_000,
   hookTimeout: 30_000,
   pool: 'forks' as const,

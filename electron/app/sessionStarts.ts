@@ -31,6 +31,16 @@ interface Starting {
 
 export type StartOutcome = { readonly session: VmSession } | { readonly error: Error };
 
+/**
+ * What makes a report a new step, sent at once: a build's stages changing state, or the step
+ * changing while at most one stage runs (with stages running side by side, each report may come
+ * from another, which is not news).
+ */
+function stepKey(progress: StartProgress): string {
+  const states = progress.build.map((s) => s.state);
+  return `${progress.phase}:${states.join()}:${states.filter((s) => s === 'running').length > 1 ? '' : progress.step}`;
+}
+
 export class SessionStarts {
   private readonly starting = new Map<SessionId, Starting>();
   private readonly failures = new Map<SessionId, Error>();
@@ -51,14 +61,21 @@ export class SessionStarts {
         registered: (entered) => {
           id = entered;
           this.failures.delete(entered);
-          const progress: StartProgress = { phase: 'boot', step: 'session', message: 'starting the session', fraction: null };
+          const progress: StartProgress = { phase: 'boot', step: 'session', message: 'starting the session', fraction: null, build: [] };
           this.starting.set(entered, { progress, sentAt: Date.now(), outcome });
           this.sink.entered(entered, progress);
           resolve(entered);
         },
         progress: (p) =>
-          id && this.update(id, { phase: 'image', step: p.stage, message: p.message, fraction: Math.min(1, Math.max(0, p.fraction)) }),
-        status: (line) => id && this.update(id, { phase: 'boot', step: 'vm', message: line, fraction: null }),
+          id &&
+          this.update(id, {
+            phase: 'image',
+            step: p.stage,
+            message: p.message,
+            fraction: Math.min(1, Math.max(0, p.fraction)),
+            build: p.build,
+          }),
+        status: (line) => id && this.update(id, { phase: 'boot', step: 'vm', message: line, fraction: null, build: [] }),
       };
       start(report).then(
         (session) => {
@@ -104,7 +121,7 @@ export class SessionStarts {
     const entry = this.starting.get(id);
     if (!entry) return;
     const now = Date.now();
-    const newStep = entry.progress.phase !== progress.phase || entry.progress.step !== progress.step;
+    const newStep = stepKey(entry.progress) !== stepKey(progress);
     entry.progress = progress;
     if (!newStep && now - entry.sentAt < PROGRESS_INTERVAL_MS) return;
     entry.sentAt = now;

@@ -9,11 +9,12 @@ import { PolicyStore } from '../policy/policy.ts';
 import { BUILT_IN_PROVIDERS } from '../telemetry/providers/index.ts';
 import { agentKeyNames } from '../vm/agentCredentials.ts';
 import { findOwner } from '../owner/ownership.ts';
-import type { CapsemHome } from '../store/paths.ts';
+import { imageCacheDir, type CapsemHome } from '../store/paths.ts';
 import { DEFAULT_IMAGE_KIND, GUEST_IMAGES, type ImageKind } from '../contract/guestImages.ts';
 import { probeAccelerator } from '../vm/accel.ts';
 import { hostFacts, planOwnership, type OwnershipFacts } from '../vm/fileOwnership.ts';
 import { findHostKernel } from '../vm/image/guestImage.ts';
+import { imageCacheBytes } from '../vm/image/imageCache.ts';
 import { buildTools, IMAGE_RECIPES } from '../vm/image/imageRecipe.ts';
 import { findQemu } from '../vm/qemuBackend.ts';
 import { parseCommandArgs, type Command } from './context.ts';
@@ -49,15 +50,14 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
-function cachedImages(root: string, kind: string): string[] {
-  const dir = join(root, 'images');
+function cachedImages(dir: string, kind: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((name) => name.startsWith(`${kind}-`) && existsSync(join(dir, name, 'manifest.json')));
 }
 
 /** Whether an image of `kind` is built or can be, and what to install when it cannot. */
-function imageFinding(root: string, kind: ImageKind, label: string): Finding {
-  const built = cachedImages(root, kind);
+function imageFinding(cacheDir: string, kind: ImageKind, label: string): Finding {
+  const built = cachedImages(cacheDir, kind);
   const tools = buildTools(kind);
   const missingOf = (wanted: Readonly<Record<string, string>>) => Object.keys(wanted).filter((command) => !tool(command));
   const missing = { initramfs: missingOf(tools.initramfs), rootfs: missingOf(tools.rootfs) };
@@ -149,7 +149,13 @@ export async function diagnose(home: CapsemHome, env: NodeJS.ProcessEnv = proces
           fix: `${APT} build-essential`,
         },
   );
-  for (const image of GUEST_IMAGES) add(imageFinding(home.root, image.id, image.label));
+  const cacheDir = imageCacheDir(env);
+  add({
+    check: 'image cache',
+    level: 'ok',
+    detail: `${cacheDir}: ${(imageCacheBytes(cacheDir) / 2 ** 20).toFixed(0)} MiB, shared by every CAPSEM_HOME of this user (CAPSEM_IMAGE_CACHE moves it)`,
+  });
+  for (const image of GUEST_IMAGES) add(imageFinding(cacheDir, image.id, image.label));
   const apiPort = DEFAULT_API_PORT;
   const owner = await findOwner(home);
   if (owner) {

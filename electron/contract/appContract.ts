@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AGENT_NAMES } from './agents.ts';
+import { BUILD_STAGE_STATES, type BuildStage } from './buildStages.ts';
 import { ImageKindSchema } from './guestImages.ts';
 import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 
@@ -23,15 +24,24 @@ export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vac
 export type TerminalScrollbackLines = 10_000;
 export const TERMINAL_SCROLLBACK_LINES: TerminalScrollbackLines = 10_000;
 
+export const BuildStageSchema = z.object({
+  stage: z.string(),
+  state: z.enum(BUILD_STAGE_STATES),
+  fraction: z.number().min(0).max(1),
+  ms: z.number().min(0),
+}) satisfies z.ZodType<BuildStage>;
+
 /**
  * Where a session started from the window is while its terminal is not live yet: building its
- * guest image (`step` is the build's stage, `fraction` of the whole build done) or booting its VM.
+ * guest image (`step` is the stage that reported last, `fraction` of the whole build done, `build`
+ * every stage of it, several running at once) or booting its VM (`build` empty).
  */
 export const StartProgressSchema = z.object({
   phase: z.enum(['image', 'boot']),
   step: z.string(),
   message: z.string(),
   fraction: z.number().min(0).max(1).nullable(),
+  build: z.array(BuildStageSchema).readonly(),
 });
 export type StartProgress = z.infer<typeof StartProgressSchema>;
 

@@ -18,7 +18,7 @@ import { VmResizeEvent, VmRunParams, VmShellParams, VmStopParams, type RunEvent 
 
 const reporter = (event: (e: RunEvent) => void): StartReporter => ({
   status: (line) => event({ type: 'status', line }),
-  progress: (report) => event({ type: 'progress', ...report }),
+  progress: (report) => event({ type: 'progress', ...report, build: [...report.build] }),
 });
 
 /** A process's end as a shell reports it: its code, or 128 plus the number of the signal that ended it. */

@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { SessionIdParam } from '../contract/appContract.ts';
+import { BuildStageSchema, SessionIdParam } from '../contract/appContract.ts';
 import { DEFAULT_IMAGE_KIND, ImageKindSchema } from '../contract/guestImages.ts';
 import { AgentCredentialsSchema, AgentRequestSchema } from '../vm/agentRequest.ts';
 
@@ -58,7 +58,14 @@ export type VmStopRequest = z.input<typeof VmStopParams>;
  */
 export const VmStreamEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('status'), line: z.string() }),
-  z.object({ type: z.literal('progress'), stage: z.string(), message: z.string(), fraction: z.number() }),
+  z.object({
+    type: z.literal('progress'),
+    stage: z.string(),
+    message: z.string(),
+    fraction: z.number(),
+    stageFraction: z.number().min(0).max(1).default(0),
+    build: z.array(BuildStageSchema).default([]),
+  }),
   z.object({ type: z.literal('stderr'), data: z.base64() }),
   z.object({ type: z.literal('session'), id: z.string(), name: z.string().nullable() }),
 ]);

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { asSessionId, type SessionId } from '../contract/ids.ts';
 
 /** Everything Capsem keeps lives under one folder, `CAPSEM_HOME` or `~/.capsem`. */
@@ -62,6 +62,22 @@ export function ensureHomeRoot(home: CapsemHome): void {
 export function ensureHome(home: CapsemHome): void {
   ensureHomeRoot(home);
   for (const dir of [home.runDir, home.sessionsRunDir, join(home.root, 'sessions')]) ensurePrivateDir(dir);
+}
+
+/**
+ * Guest images belong to the user, not to one CAPSEM_HOME: an image takes minutes to build and
+ * depends only on its recipe, so every home (and every app version with the same recipe) shares
+ * one copy. `CAPSEM_IMAGE_CACHE`, else the XDG cache folder.
+ */
+export function imageCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.CAPSEM_IMAGE_CACHE && env.CAPSEM_IMAGE_CACHE.length > 0) return resolve(env.CAPSEM_IMAGE_CACHE);
+  const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  return join(xdg, 'capsem', 'images');
+}
+
+/** Where images lived before the shared cache: they are imported from here, never rebuilt. */
+export function legacyImagesDir(home: CapsemHome): string {
+  return join(home.root, 'images');
 }
 
 /** SQLite creates a database and its -wal/-shm with the umask's mode; tighten them to 0600. */

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { imageCacheDir } from '../../electron/store/paths.ts';
 import { agentTerminal } from '../../electron/vm/codingAgents.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
@@ -143,7 +144,7 @@ export async function agentBench(): Promise<boolean> {
     console.log('  agent image: building or finding it cached (untimed)...');
     const image = /\b(agent-[0-9a-f]{16})\b(?![\s\S]*\bagent-[0-9a-f]{16}\b)/.exec((await timedRun(home.root, env, ['true'])).stderr)?.[1];
     if (!image) throw new Error('capsem run did not name the agent image it booted');
-    const hostVersion = claudeVersionOnHost(join(home.root, 'images', image, 'rootfs.sqfs'), folder);
+    const hostVersion = claudeVersionOnHost(join(imageCacheDir(), image, 'rootfs.sqfs'), folder);
 
     console.log(`  bare boot: ${RUNS} x capsem run --image agent -- true...`);
     const bare: number[] = [];

@@ -19,6 +19,7 @@ import { rollUpSession } from '../../electron/store/rollup.ts';
 import { openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
 import { SessionWriter } from '../../electron/store/sessionWriter.ts';
 import type { ImageProgress } from '../../electron/vm/image/guestImage.ts';
+import type { BuildStage } from '../../electron/contract/buildStages.ts';
 import { PtyTranscript } from '../../electron/vm/ptyTranscript.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import {
@@ -462,14 +463,20 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
   );
 
   it.skipIf(agentMissing !== null)(
-    `New session → Start opens the tab on Terminal at once, with the image build's stage in the tab and the row, then the live terminal${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
+    `New session → Start opens the tab on Terminal at once, with the image build's stages (two at once) in the tab and the row, then the live terminal${agentMissing ? ` (skipped: ${agentMissing})` : ''}`,
     async () => {
       let finishBuild!: () => void;
       const built = new Promise<void>((resolve) => (finishBuild = resolve));
+      const build: BuildStage[] = [
+        { stage: 'inputs', state: 'done', fraction: 1, ms: 1_400 },
+        { stage: 'debootstrap', state: 'running', fraction: 0.3, ms: 20_000 },
+        { stage: 'agents', state: 'running', fraction: 0.55, ms: 18_000 },
+        { stage: 'squashfs', state: 'pending', fraction: 0, ms: 0 },
+      ];
       imageBuild = async (onProgress) => {
-        onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3 });
+        onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3, stageFraction: 0.3, build });
         await built;
-        onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1 });
+        onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1, stageFraction: 1, build: [] });
       };
       try {
         await fresh();
@@ -482,11 +489,28 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
         expect(id).toBe(idOfName('from-form'));
         expect(await pane(id).locator('[data-testid=view-terminal]').getAttribute('aria-selected')).toBe('true');
         const inTab = pane(id).locator('[data-testid=terminal-note] [data-testid=start-progress]');
-        await expect.poll(() => inTab.innerText()).toMatch(/^building the image: debootstrap 30%\s+Unpacking bash/);
+        await expect
+          .poll(() => inTab.innerText())
+          .toMatch(/^building the image: downloading packages 30% · coding agents 55%\s+Unpacking bash/);
         expect(await inTab.getAttribute('data-phase')).toBe('image');
+        const stages = inTab.locator('[data-testid=build-stage]');
+        expect(
+          await stages.evaluateAll((items) =>
+            items.map((li) => [li.getAttribute('data-state'), (li as HTMLElement).innerText.replace(/\s+/g, ' ').trim()]),
+          ),
+        ).toEqual([
+          ['done', '✓ hashing inputs 1.4s'],
+          ['running', '▸ downloading packages 30%'],
+          ['running', '▸ coding agents 55%'],
+          ['pending', '· compressing'],
+        ]);
+        expect(await inTab.locator('[data-testid=build-stage][data-state=running] progress').count()).toBe(2);
         await shot('start-progress-tab');
         await page.click('[data-testid=tab-list]');
-        await expect.poll(() => row(id).locator('[data-testid=start-progress]').innerText()).toBe('building the image: debootstrap 30%');
+        await expect
+          .poll(() => row(id).locator('[data-testid=start-progress]').innerText())
+          .toBe('building the image: downloading packages 30% · coding agents 55%');
+        expect(await row(id).locator('[data-testid=build-stages]').count()).toBe(0);
         await shot('start-progress-row');
         await tab(id).click();
         finishBuild();
@@ -507,7 +531,13 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
     async () => {
       const WHY = 'mmdebstrap failed (exit 1): E: cannot download from deb.debian.org; check the network or set http_proxy';
       imageBuild = async (onProgress) => {
-        onProgress({ stage: 'debootstrap', message: 'Get:1 http://deb.debian.org/debian bookworm InRelease', fraction: 0.05 });
+        onProgress({
+          stage: 'debootstrap',
+          message: 'Get:1 http://deb.debian.org/debian bookworm InRelease',
+          fraction: 0.05,
+          stageFraction: 0.1,
+          build: [{ stage: 'debootstrap', state: 'running', fraction: 0.1, ms: 500 }],
+        });
         throw new Error(WHY);
       };
       try {

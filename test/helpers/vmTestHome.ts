@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
@@ -10,17 +10,16 @@ import type { ExecOptions, VmSession } from '../../electron/vm/vmSession.ts';
 import { json, startUpstream, type Upstream } from './mockUpstreams.ts';
 import { tempHome } from './tempHome.ts';
 
-// A throwaway CAPSEM_HOME whose guest images are shared across runs: images are cached by recipe
-// hash, so a changed recipe still builds afresh, and an unchanged one (the agent image takes about
-// two minutes) is built once per checkout.
+// A throwaway CAPSEM_HOME whose guest images come from the checkout's image cache (CAPSEM_IMAGE_CACHE,
+// which vitest.config.ts sets for every test and this sets for the benches): images are cached by
+// recipe hash, so a changed recipe still builds afresh, and an unchanged one (the agent image takes
+// minutes) is built once per checkout, not in the user's own cache.
 
 export const IMAGE_CACHE = fileURLToPath(new URL('../../.cache/images/', import.meta.url));
 
 export function vmTestHome(): ReturnType<typeof tempHome> {
-  const home = tempHome();
-  mkdirSync(IMAGE_CACHE, { recursive: true, mode: 0o700 });
-  symlinkSync(IMAGE_CACHE, join(home.root, 'images'));
-  return home;
+  process.env.CAPSEM_IMAGE_CACHE ||= IMAGE_CACHE;
+  return tempHome();
 }
 
 /** Why real VMs cannot run here, or null when they can. */

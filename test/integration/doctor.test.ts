@@ -21,6 +21,7 @@ describe('capsem doctor', () => {
       'accelerator',
       'guest kernel',
       'agent build',
+      'image cache',
       // One per guest image, in the list's order: 'agent image', 'minimal image'.
       ...GUEST_IMAGES.map((image) => image.label),
       'owner',
@@ -30,6 +31,13 @@ describe('capsem doctor', () => {
       'gemini key',
     ]);
     expect(findings.find((f) => f.check === 'accelerator')!.detail).toMatch(/KVM|TCG/);
+    // The images are the user's, not the home's: the folder (CAPSEM_IMAGE_CACHE here) and its size.
+    expect(findings.find((f) => f.check === 'image cache')).toMatchObject({
+      level: 'ok',
+      detail: expect.stringMatching(
+        new RegExp(`^${process.env.CAPSEM_IMAGE_CACHE!.replace(/\/$/, '')}: \\d+ MiB, shared by every CAPSEM_HOME`),
+      ),
+    });
     expect(r.code).toBe(findings.some((f) => f.level === 'fail') ? 1 : 0);
   });
 

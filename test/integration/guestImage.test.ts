@@ -15,6 +15,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tscKhz } from '../../electron/vm/accel.ts';
 import {
@@ -30,6 +31,9 @@ import {
 } from '../../electron/vm/image/guestImage.ts';
 import { readManifest } from '../../electron/vm/image/imageManifest.ts';
 import { tempHome } from '../helpers/tempHome.ts';
+import { until } from '../helpers/until.ts';
+
+const IMAGE_CHILD = fileURLToPath(new URL('../helpers/imageBuildChild.ts', import.meta.url));
 
 // Builds the minimal image into a throwaway CAPSEM_HOME, checks the cache and the manifest, and boots
 // it once under QEMU TCG. The agent image (mmdebstrap and npm, about 7 minutes, needs root and network) is
@@ -189,26 +193,34 @@ function expectInOrder(text: string, patterns: RegExp[]): void {
 describe.skipIf(missing.length > 0)('minimal guest image', () => {
   let home: ReturnType<typeof tempHome>;
   let scratch = '';
+  let cache = '';
   let agentBinary = '';
   let image: GuestImage;
   const progress: ImageProgress[] = [];
   let firstBuildMs = 0;
+  const sharedCache = process.env.CAPSEM_IMAGE_CACHE;
 
   beforeAll(async () => {
     home = tempHome();
     scratch = mkdtempSync(join(tmpdir(), 'capsem-image-test-'));
+    // A cache of its own: these tests build, delete and tamper with images the checkout's cache shares.
+    cache = join(scratch, 'user-cache', 'capsem', 'images');
+    process.env.CAPSEM_IMAGE_CACHE = cache;
     agentBinary = buildStandIn(scratch);
     const started = Date.now();
     image = await ensureImage(home, 'minimal', { agentBinary, onProgress: (p) => progress.push(p) });
     firstBuildMs = Date.now() - started;
   }, 120_000);
   afterAll(() => {
+    process.env.CAPSEM_IMAGE_CACHE = sharedCache;
     home?.remove();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('builds kernel and initramfs under CAPSEM_HOME/images/minimal-<hash>/ with a manifest of both', async () => {
-    expect(image.dir).toBe(join(home.root, 'images', `minimal-${image.hash.slice(0, 16)}`));
+  it("builds kernel and initramfs in the user's image cache (CAPSEM_IMAGE_CACHE), 0700, under minimal-<hash>/ with a manifest of both", async () => {
+    expect(image.dir).toBe(join(cache, `minimal-${image.hash.slice(0, 16)}`));
+    expect(statSync(cache).mode & 0o777).toBe(0o700);
+    expect(existsSync(join(home.root, 'images'))).toBe(false);
     expect(image.rootfs).toBeUndefined();
     const manifest = readManifest(image.dir);
     expect(Object.keys(manifest.files).sort()).toEqual(['initrd.img', 'vmlinuz']);
@@ -223,6 +235,14 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const fractions = progress.map((p) => p.fraction);
     expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
     expect(fractions.at(-1)).toBe(1);
+    // Every report lists the build's stages; by the end each is done, with its time.
+    expect(progress.at(-1)!.build.map((s) => [s.stage, s.state])).toEqual([
+      ['inputs', 'done'],
+      ['kernel', 'done'],
+      ['initramfs', 'done'],
+      ['manifest', 'done'],
+    ]);
+    expect(progress.find((p) => p.stage === 'initramfs')!.build.find((s) => s.stage === 'initramfs')!.state).toBe('running');
     console.log(
       `minimal image built in ${firstBuildMs} ms: vmlinuz ${statSync(image.kernel).size} B, initrd.img ${statSync(image.initrd).size} B`,
     );
@@ -282,7 +302,7 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
 
   it('clears what an interrupted build left behind and never takes it for an image', async () => {
     const dead = spawnSync('true').pid!;
-    const leftover = join(home.root, 'images', `.tmp-minimal-0123456789abcdef-${dead}-deadbeef`);
+    const leftover = join(cache, `.tmp-minimal-0123456789abcdef-${dead}-deadbeef`);
     mkdirSync(leftover);
     writeFileSync(join(leftover, 'initrd.img'), 'half');
     rmSync(image.dir, { recursive: true });
@@ -291,6 +311,75 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     expect(existsSync(leftover)).toBe(false);
     await verifyImage(rebuilt);
   }, 60_000);
+
+  it('is shared by another CAPSEM_HOME, and imports (hard links) what an old CAPSEM_HOME/images holds instead of building it', async () => {
+    const other = tempHome();
+    try {
+      const seen: ImageProgress[] = [];
+      expect(await ensureImage(other, 'minimal', { agentBinary, onProgress: (p) => seen.push(p) })).toEqual(image);
+      expect(seen.map((p) => p.stage)).toEqual(['cache']);
+
+      // An older version's image in CAPSEM_HOME/images, and a cache that lacks it.
+      const legacy = join(other.root, 'images', basename(image.dir));
+      cpSync(image.dir, legacy, { recursive: true });
+      process.env.CAPSEM_IMAGE_CACHE = join(scratch, 'second-cache');
+      const imported: ImageProgress[] = [];
+      const found = await ensureImage(other, 'minimal', { agentBinary, onProgress: (p) => imported.push(p) });
+      expect(found.dir).toBe(join(scratch, 'second-cache', basename(image.dir)));
+      expect([...new Set(imported.map((p) => p.stage))]).toEqual(['inputs', 'cache']);
+      for (const file of ['vmlinuz', 'initrd.img', 'manifest.json'])
+        expect(statSync(join(found.dir, file)).ino).toBe(statSync(join(legacy, file)).ino);
+      await verifyImage(found);
+    } finally {
+      process.env.CAPSEM_IMAGE_CACHE = cache;
+      other.remove();
+    }
+  });
+
+  it("builds once for two processes at once: the other waits, showing the builder's progress, and takes over when the builder dies", async () => {
+    const fresh = join(scratch, 'race-cache');
+    const env = { ...process.env, CAPSEM_IMAGE_CACHE: fresh };
+    const run = (args: string[]) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', IMAGE_CHILD, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      const done = new Promise<string[]>((resolve, reject) =>
+        child.on('close', (code) => (code === 0 ? resolve(out.split('\n').filter(Boolean)) : reject(new Error(`exit ${code}: ${err}`)))),
+      );
+      return { child, done, out: () => out };
+    };
+    const homes = [tempHome(), tempHome()];
+    try {
+      // Two homes at once: one builds (its reports name the kernel stage), the other never does.
+      const both = await Promise.all(homes.map((h) => run(['ensure', h.root, agentBinary]).done));
+      const reports = both.map((lines) => lines.map((l) => JSON.parse(l) as { stage?: string; message?: string; dir?: string }));
+      const dirs = reports.map((r) => r.at(-1)!.dir);
+      expect(dirs[0]).toBe(join(fresh, basename(image.dir)));
+      expect(dirs[1]).toBe(dirs[0]);
+      expect(reports.filter((r) => r.some((p) => p.stage === 'kernel'))).toHaveLength(1);
+      rmSync(fresh, { recursive: true });
+
+      // A builder that holds the lock: the second waits and shows its progress, then takes over when it is killed.
+      mkdirSync(fresh, { recursive: true, mode: 0o700 });
+      const holder = run(['hold', fresh]);
+      await until('the holder to take the lock', () => holder.out().includes('locked'), 30_000);
+      const waiter = run(['ensure', homes[0]!.root, agentBinary]);
+      const waiting = `waiting for another build of the minimal image (pid ${holder.child.pid}): packing busybox`;
+      await until('the second process to report its wait', () => waiter.out().includes(waiting), 30_000);
+      expect(existsSync(join(fresh, basename(image.dir)))).toBe(false);
+      holder.child.kill('SIGKILL');
+      await expect(holder.done).rejects.toThrow('exit null');
+      const lines = (await waiter.done).map((l) => JSON.parse(l) as { stage?: string; message?: string; fraction?: number; dir?: string });
+      expect(lines.find((p) => p.stage === 'waiting')).toMatchObject({ message: waiting, fraction: 0.4 });
+      expect(lines.some((p) => p.stage === 'kernel')).toBe(true);
+      expect(lines.at(-1)!.dir).toBe(join(fresh, basename(image.dir)));
+      expect(existsSync(join(fresh, '.build-minimal.lock'))).toBe(false);
+    } finally {
+      for (const h of homes) h.remove();
+    }
+  }, 120_000);
 
   it('boots under QEMU: init runs its stages and execs the agent with its timings', async () => {
     const { code, console: out, ms } = await boot(bootArgs(image, []), 90_000);

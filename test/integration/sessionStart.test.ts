@@ -117,8 +117,10 @@ describe.skipIf(noVm !== null)(
   `a start from the window, on a machine that has never built an image${noVm ? ` (skipped: ${noVm})` : ''}`,
   () => {
     it("answers with the session's id at once, then shows the image build's stages and share done, the boot, and a live terminal", async () => {
-      // A fresh CAPSEM_HOME has no images: the minimal image is built for real (about 5 s here).
-      const window = await openWindow();
+      // An empty image cache (the user's, not the home's): the minimal image is built for real (about 5 s here).
+      const cache = tempHome();
+      homes.push(cache);
+      const window = await openWindow({ CAPSEM_IMAGE_CACHE: join(cache.root, 'images') });
       const { id } = await window.call('sessions.start', { name: 'first-start', image: 'minimal' });
       const answeredAt = window.messages.length;
       const listed = (await window.call('sessions.list', {})).find((s) => s.id === id);
@@ -136,6 +138,13 @@ describe.skipIf(noVm !== null)(
       expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
       expect(fractions.at(-1)).toBe(1);
       expect(image.at(-1)!.message).toMatch(/^built minimal-[0-9a-f]{16}$/);
+      // Each report lists every stage of the build; by the end all are done.
+      expect(image.at(-1)!.build.map((stage) => [stage.stage, stage.state])).toEqual([
+        ['inputs', 'done'],
+        ['kernel', 'done'],
+        ['initramfs', 'done'],
+        ['manifest', 'done'],
+      ]);
       // Then the boot, then ready.
       expect(progress.findIndex((p) => p.phase === 'boot' && /^booting the VM/.test(p.message))).toBeGreaterThan(
         progress.indexOf(image.at(-1)!),

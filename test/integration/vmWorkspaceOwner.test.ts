@@ -27,12 +27,13 @@ describe.skipIf(skip !== null)(`capsem run --workspace as an ordinary user${skip
     runCapsemAsync(
       userHome,
       args,
-      { HOME: who.home, CAPSEM_AGENT_BINARY: agent },
+      { HOME: who.home, CAPSEM_AGENT_BINARY: agent, CAPSEM_IMAGE_CACHE: join(root, 'image-cache') },
       { asUser: { setpriv: asUser(who), cwd: root }, timeoutMs: 170_000 },
     );
 
   beforeAll(async () => {
-    // Folders the user owns; the user cannot enter this checkout's image cache, so the image is copied.
+    // Folders the user owns; the user cannot enter this checkout's image cache, so the image is copied
+    // where an older version kept it, which the user's first run imports into a cache of its own.
     root = mkdtempSync(join(tmpdir(), 'capsem-user-'));
     userHome = join(root, 'capsem-home');
     project = join(root, 'project');

@@ -1,19 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { ensureHomeRoot, ensurePrivateDir, type CapsemHome } from '../../store/paths.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BuildStage } from '../../contract/buildStages.ts';
+import { imageCacheDir, legacyImagesDir, type CapsemHome } from '../../store/paths.ts';
+import { holderAlive } from '../../platform/lockFile.ts';
+import { isSameProcessAlive } from '../../platform/processIdentity.ts';
+import { BuildStages } from './buildProgress.ts';
+import { acquireBuildLock, readBuildProgress, type HeldBuildLock } from './imageBuildLock.ts';
+import { ensureImageCache, linkOrCopy } from './imageCache.ts';
 import { guestNodeProxyFiles, type GuestFile } from './guestNodeProxy.ts';
 import { fingerprint, knownHash, rememberHash } from './imageFingerprint.ts';
 import { buildInitramfs, findBusybox, sharedLibraries } from './imageInitramfs.ts';
@@ -73,13 +68,19 @@ export interface GuestImage {
   readonly hash: string;
 }
 
-export type ImageStage = 'inputs' | 'cache' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
+export type ImageStage =
+  'inputs' | 'cache' | 'waiting' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
 
-/** One report from a build: its stage, a line for people, and the whole build's fraction done (0..1). */
+/**
+ * One report from a build: the stage that sent it, a line for people, the whole build's fraction
+ * done (0..1), that stage's own, and every stage of the build with its state (several run at once).
+ */
 export interface ImageProgress {
   readonly stage: ImageStage;
   readonly message: string;
   readonly fraction: number;
+  readonly stageFraction: number;
+  readonly build: readonly BuildStage[];
 }
 
 export interface EnsureImageOptions {
@@ -109,10 +110,6 @@ const STAGE_SPANS: Record<'initramfsOnly' | 'withRootfs', Partial<Record<ImageSt
 
 function sha256Text(text: string | Uint8Array): string {
   return createHash('sha256').update(text).digest('hex');
-}
-
-function imagesDir(home: CapsemHome): string {
-  return join(home.root, 'images');
 }
 
 function imageDirName(kind: ImageKind, hash: string): string {
@@ -225,20 +222,11 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   };
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** A build that died (killed, power cut) leaves its .tmp- folder; nobody else ever renames it. */
 function removeAbandonedBuilds(root: string): void {
   for (const name of readdirSync(root)) {
     const match = /^\.tmp-.*-(\d+)-[0-9a-f]+$/.exec(name);
-    if (match && !processAlive(Number(match[1]))) removeBuildTree(join(root, name));
+    if (match && !isSameProcessAlive(Number(match[1]), null)) removeBuildTree(join(root, name));
   }
 }
 
@@ -267,34 +255,50 @@ function fsyncPath(path: string): void {
   }
 }
 
-async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, options: EnsureImageOptions): Promise<GuestImage> {
-  const root = imagesDir(home);
+/** A kernel an existing image holds with the same hash: linked, not copied again, when an app update changes only the rest. */
+function reusableKernel(root: string, sha256: string): string | undefined {
+  for (const name of readdirSync(root)) {
+    if (name.startsWith('.') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
+    try {
+      if (readManifest(join(root, name)).files[KERNEL_FILE]?.sha256 === sha256) return join(root, name, KERNEL_FILE);
+    } catch {
+      // A broken neighbour is not ours to fix; copy the host's kernel.
+    }
+  }
+  return undefined;
+}
+
+async function build(
+  kind: ImageKind,
+  inputs: ImageInputs,
+  root: string,
+  stages: BuildStages<ImageStage>,
+  options: EnsureImageOptions,
+): Promise<GuestImage> {
   const finalDir = join(root, imageDirName(kind, inputs.hash));
   const tmp = join(root, `.tmp-${imageDirName(kind, inputs.hash)}-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const report = (stage: ImageStage, fraction: number, message: string): void => {
-    const [from, to] = STAGE_SPANS[hasRootfs(kind) ? 'withRootfs' : 'initramfsOnly'][stage] ?? [0, 1];
-    options.onProgress?.({ stage, message, fraction: from + (to - from) * Math.min(1, Math.max(0, fraction)) });
-  };
+  const report = (stage: ImageStage, fraction: number, message: string): void => stages.report(stage, fraction, message);
   mkdirSync(tmp, { mode: 0o755 });
   try {
     report('kernel', 0, `kernel ${inputs.kernel.version}`);
-    copyFileSync(inputs.kernel.path, join(tmp, KERNEL_FILE));
+    linkOrCopy(reusableKernel(root, inputs.record.kernel!) ?? inputs.kernel.path, join(tmp, KERNEL_FILE));
+    stages.done('kernel');
     const files = [KERNEL_FILE, INITRD_FILE];
     if (hasRootfs(kind)) {
       const reuse = await reusableRootfs(root, inputs.rootfsHash!);
       if (reuse) {
-        report('squashfs', 1, `reusing the rootfs of ${basename(join(reuse, '..'))}`);
-        try {
-          linkSync(reuse, join(tmp, ROOTFS_FILE));
-        } catch {
-          copyFileSync(reuse, join(tmp, ROOTFS_FILE));
-        }
+        const message = `reusing the rootfs of ${basename(join(reuse, '..'))}`;
+        for (const stage of ['debootstrap', 'agents', 'squashfs'] as const) stages.done(stage, message);
+        linkOrCopy(reuse, join(tmp, ROOTFS_FILE));
       } else {
         const tree = join(tmp, 'rootfs-tree');
         await debootstrap(inputs.recipe, tree, (f, m) => report('debootstrap', f, m), options.signal);
+        stages.done('debootstrap');
         if (guestImageKind(kind).codingAgents)
           await installCodingAgents(inputs.recipe, tree, (f, m) => report('agents', f, m), options.signal);
+        stages.done('agents');
         await squashRootfs(tree, join(tmp, ROOTFS_FILE), (f, m) => report('squashfs', f, m), options.signal);
+        stages.done('squashfs');
         removeBuildTree(tree);
       }
       files.push(ROOTFS_FILE);
@@ -312,6 +316,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       },
       join(tmp, INITRD_FILE),
     );
+    stages.done('initramfs');
     report('manifest', 0, 'hashing files');
     const manifest: ImageManifest = {
       format: 1,
@@ -336,6 +341,7 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
       return imageFromManifest(finalDir, readManifest(finalDir));
     }
     fsyncPath(root);
+    stages.done('manifest');
     return imageFromManifest(finalDir, manifest);
   } catch (err) {
     removeBuildTree(tmp);
@@ -343,48 +349,121 @@ async function build(kind: ImageKind, inputs: ImageInputs, home: CapsemHome, opt
   }
 }
 
+/** The finished image in `dir`, or null when there is none yet; refuses a folder that holds another. */
+function builtImage(dir: string, hash: string): GuestImage | null {
+  if (!existsSync(join(dir, MANIFEST_NAME))) return null;
+  const manifest = readManifest(dir);
+  if (manifest.hash !== hash) throw new Error(`guest image ${dir} holds a different image (hash ${manifest.hash}); delete it to rebuild`);
+  return imageFromManifest(dir, manifest);
+}
+
+/** How often a process waiting for another's build looks at it. */
+const WAIT_POLL_MS = 500;
+
+/** Where a build publishes its progress for other processes once it holds the lock. */
+interface ProgressOutlet {
+  lock: HeldBuildLock | null;
+}
+
+/**
+ * Builds the image under the user's build lock for its kind, or waits for the process that holds
+ * it (showing its progress) and uses what it built; takes over when that process dies.
+ */
+async function buildOnce(
+  kind: ImageKind,
+  inputs: ImageInputs,
+  root: string,
+  stages: BuildStages<ImageStage>,
+  outlet: ProgressOutlet,
+  options: EnsureImageOptions,
+): Promise<GuestImage> {
+  const dir = join(root, imageDirName(kind, inputs.hash));
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const taken = await acquireBuildLock(root, kind);
+    if (taken.acquired) {
+      outlet.lock = taken.lock;
+      try {
+        const built = builtImage(dir, inputs.hash);
+        if (built) return built;
+        removeAbandonedBuilds(root);
+        return await build(kind, inputs, root, stages, options);
+      } finally {
+        outlet.lock = null;
+        taken.lock.release();
+      }
+    }
+    const waiting = `waiting for another build of the ${guestImageKind(kind).label} (pid ${taken.holder.pid})`;
+    while (!existsSync(join(dir, MANIFEST_NAME)) && holderAlive(taken.holder)) {
+      const theirs = readBuildProgress(root, kind);
+      options.onProgress?.({
+        stage: 'waiting',
+        message: theirs ? `${waiting}: ${theirs.message}` : waiting,
+        fraction: theirs?.fraction ?? 0,
+        stageFraction: theirs?.stageFraction ?? 0,
+        build: theirs?.build ?? [],
+      });
+      await sleep(WAIT_POLL_MS, undefined, options.signal ? { signal: options.signal } : {});
+    }
+    const built = builtImage(dir, inputs.hash);
+    if (built) return built;
+  }
+}
+
 const buildsInFlight = new Map<string, Promise<GuestImage>>();
 
 /**
- * The image for `kind`, from the cache under CAPSEM_HOME/images/<kind>-<hash>/ when its recipe,
- * kernel, busybox and agent are unchanged, else built (the agent image needs root and network).
- * Call verifyImage before booting it.
+ * The image for `kind`, from the user's image cache (imageCacheDir: shared by every CAPSEM_HOME and
+ * app version) under <kind>-<hash>/ when its recipe, kernel, busybox and agent are unchanged, else
+ * built (the agent image needs root and network), by one process at a time. Call verifyImage
+ * before booting it.
  */
 export async function ensureImage(home: CapsemHome, kind: ImageKind, options: EnsureImageOptions): Promise<GuestImage> {
-  const report = (stage: ImageStage, fraction: number, message: string): void => options.onProgress?.({ stage, message, fraction });
-  ensureHomeRoot(home);
-  const root = imagesDir(home);
-  ensurePrivateDir(root);
+  const cached = (dir: string): void =>
+    options.onProgress?.({ stage: 'cache', message: `cached ${basename(dir)}`, fraction: 1, stageFraction: 1, build: [] });
+  const root = imageCacheDir();
+  ensureImageCache(root, legacyImagesDir(home));
   const print = inputsFingerprint(kind, options);
   const known = knownHash(root, kind, print);
   if (known !== null && existsSync(join(root, imageDirName(kind, known), MANIFEST_NAME))) {
     const dir = join(root, imageDirName(kind, known));
     const manifest = readManifest(dir);
     if (manifest.hash === known) {
-      report('cache', 1, `cached ${basename(dir)}`);
+      cached(dir);
       return imageFromManifest(dir, manifest);
     }
   }
-  report('inputs', 0, 'hashing the recipe, kernel, busybox and agent');
+  const outlet: ProgressOutlet = { lock: null };
+  const stages = new BuildStages<ImageStage>(STAGE_SPANS[hasRootfs(kind) ? 'withRootfs' : 'initramfsOnly'], (report) => {
+    options.onProgress?.(report);
+    outlet.lock?.progress(report);
+  });
+  stages.report('inputs', 0, 'hashing the recipe, kernel, busybox and agent');
   const inputs = await gatherInputs(kind, options);
+  stages.done('inputs');
   const dir = join(root, imageDirName(kind, inputs.hash));
-  if (existsSync(join(dir, MANIFEST_NAME))) {
-    const manifest = readManifest(dir);
-    if (manifest.hash !== inputs.hash)
-      throw new Error(`guest image ${dir} holds a different image (hash ${manifest.hash}); delete it to rebuild`);
+  const ready = builtImage(dir, inputs.hash);
+  if (ready) {
     rememberHash(root, kind, print, inputs.hash);
-    report('cache', 1, `cached ${basename(dir)}`);
-    return imageFromManifest(dir, manifest);
+    cached(dir);
+    return ready;
   }
-  removeAbandonedBuilds(root);
   let pending = buildsInFlight.get(dir);
   if (!pending) {
-    pending = build(kind, inputs, home, options).finally(() => buildsInFlight.delete(dir));
+    pending = buildOnce(kind, inputs, root, stages, outlet, options).finally(() => buildsInFlight.delete(dir));
     buildsInFlight.set(dir, pending);
   }
   const image = await pending;
   rememberHash(root, kind, print, inputs.hash);
-  report('done', 1, `built ${basename(image.dir)}`);
+  // A process that waited for another's build ran none of the stages: its list would show them pending.
+  const build = stages.snapshot();
+  options.onProgress?.({
+    stage: 'done',
+    message: `built ${basename(image.dir)}`,
+    fraction: 1,
+    stageFraction: 1,
+    build: build.some((s) => s.state === 'pending') ? [] : build,
+  });
   return image;
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatProgress, progressLine } from '../../../electron/cli/progressLine.ts';
+import { formatProgress, formatStageDone, progressLine } from '../../../electron/cli/progressLine.ts';
+import type { BuildStage } from '../../../electron/contract/buildStages.ts';
 
 describe('progressLine', () => {
   it('formats a stage with its percentage and cuts to the width', () => {
@@ -27,5 +28,78 @@ describe('progressLine', () => {
       plain.update({ stage, message: 'm', fraction });
     plain.finish();
     expect(log).toEqual(['[ 10%] a: m\n', '[ 21%] a: m\n', '[ 22%] b: m\n', '[ 50%] b: m\n']);
+  });
+
+  const stage = (name: string, state: BuildStage['state'], fraction: number, ms = 0): BuildStage => ({ stage: name, state, fraction, ms });
+
+  it('shows the running stages of a build side by side, each with its own percent, by the labels people read', () => {
+    const build = [
+      stage('inputs', 'done', 1, 400),
+      stage('debootstrap', 'running', 0.634, 9000),
+      stage('agents', 'running', 0.2, 3000),
+      stage('squashfs', 'pending', 0),
+    ];
+    expect(formatProgress({ stage: 'agents', message: 'npm ci', fraction: 0.31, build })).toBe(
+      '[ 31%] downloading packages 63% · coding agents 20%: npm ci',
+    );
+  });
+
+  it('prints a ✓ line with its time once per finished stage, above the live line', () => {
+    expect(formatStageDone(stage('debootstrap', 'done', 1, 72_400))).toBe('✓ downloading packages 1m12s');
+    expect(formatStageDone(stage('squashfs', 'done', 1, 8_400))).toBe('✓ compressing 8.4s');
+    expect(formatStageDone(stage('squashfs', 'skipped', 1, 0))).toBe('✓ compressing (skipped)');
+    const tty: string[] = [];
+    const line = progressLine({ isTTY: true, columns: 200, write: (t: string) => tty.push(t) });
+    line.update({
+      stage: 'debootstrap',
+      message: 'a',
+      fraction: 0.1,
+      build: [stage('debootstrap', 'running', 0.5, 10), stage('agents', 'running', 0.1, 10)],
+    });
+    line.update({
+      stage: 'debootstrap',
+      message: 'b',
+      fraction: 0.4,
+      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.6, 31_000)],
+    });
+    line.update({
+      stage: 'agents',
+      message: 'c',
+      fraction: 0.5,
+      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.7, 32_000)],
+    });
+    expect(tty).toEqual([
+      '\r\x1b[K[ 10%] downloading packages 50% · coding agents 10%: a',
+      '\r\x1b[K',
+      '✓ downloading packages 30.0s\n',
+      '\r\x1b[K[ 40%] coding agents 60%: b',
+      '\r\x1b[K[ 50%] coding agents 70%: c',
+    ]);
+
+    const log: string[] = [];
+    const plain = progressLine({ isTTY: false, write: (t: string) => log.push(t) });
+    plain.update({
+      stage: 'debootstrap',
+      message: 'a',
+      fraction: 0.1,
+      build: [stage('debootstrap', 'running', 0.5), stage('agents', 'running', 0.1)],
+    });
+    plain.update({
+      stage: 'agents',
+      message: 'a',
+      fraction: 0.12,
+      build: [stage('debootstrap', 'running', 0.55), stage('agents', 'running', 0.2)],
+    });
+    plain.update({
+      stage: 'debootstrap',
+      message: 'b',
+      fraction: 0.13,
+      build: [stage('debootstrap', 'done', 1, 5000), stage('agents', 'running', 0.3)],
+    });
+    expect(log).toEqual([
+      '[ 10%] downloading packages 50% · coding agents 10%: a\n',
+      '✓ downloading packages 5.0s\n',
+      '[ 13%] coding agents 30%: b\n',
+    ]);
   });
 });

@@ -1,7 +1,9 @@
 import { statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { seedSessions } from '../../../electron/dev/seedSessions.ts';
-import { capsemHome, sessionPaths } from '../../../electron/store/paths.ts';
+import { capsemHome, imageCacheDir, legacyImagesDir, sessionPaths } from '../../../electron/store/paths.ts';
 import { tempHome } from '../../helpers/tempHome.ts';
 
 const home = tempHome();
@@ -22,4 +24,13 @@ it('keeps session folders 0700 and database files 0600, whatever the umask', asy
 it('puts sessions under CAPSEM_HOME, or ~/.capsem when it is unset', () => {
   expect(capsemHome({ CAPSEM_HOME: '/srv/capsem' }).mainDbPath).toBe('/srv/capsem/sessions/main.db');
   expect(capsemHome({ HOME: '/home/ada' }).root).toMatch(/\.capsem$/);
+});
+
+it('keeps guest images per user: CAPSEM_IMAGE_CACHE, else the XDG cache folder, else ~/.cache', () => {
+  expect(imageCacheDir({ CAPSEM_IMAGE_CACHE: '/srv/images', XDG_CACHE_HOME: '/x' })).toBe('/srv/images');
+  expect(imageCacheDir({ XDG_CACHE_HOME: '/x/cache' })).toBe('/x/cache/capsem/images');
+  // A relative XDG_CACHE_HOME is invalid by the XDG spec and ignored.
+  expect(imageCacheDir({ XDG_CACHE_HOME: 'rel' })).toBe(join(homedir(), '.cache', 'capsem', 'images'));
+  expect(imageCacheDir({})).toBe(join(homedir(), '.cache', 'capsem', 'images'));
+  expect(legacyImagesDir(capsemHome({ CAPSEM_HOME: '/h' }))).toBe('/h/images');
 });
