@@ -3,10 +3,12 @@ import type { MuxCounters } from '../../electron/vm/mux.ts';
 
 // Where a transfer into the guest spends its time, hop by hop (upstream → proxy → mux → QEMU →
 // agent → guest TCP → curl): the CPU of each host thread on the way, read from schedstat at the
-// transfer's start and end on the host's clock, the mux's own counters, and what the guest says
-// its agent and curl used. Each hop is printed per 64 KiB and as a share of the wall time, so the
-// one that bounds the transfer is named by a figure: a single thread near 100% of the wall is the
-// limit; a host that waits for the guest's window most of the time puts the limit in the guest.
+// transfer's start and end on the host's clock, the mux's own counters, and the guest's own split
+// of its CPU (agent, curl, the rest) laid over what its vCPU threads used on the host: the guest's
+// clock drifts under TCG load, its shares do not. Each hop is printed per 64 KiB and as a share of
+// the wall time, so the one that bounds the transfer is named by a figure: a single thread near
+// 100% of the wall is the limit; vCPUs that wait for a host core more than any thread works put it
+// in the host's load; a host that waits for the guest's window most of the time puts it in the guest.
 
 const BLOCK = 64 << 10;
 
@@ -16,10 +18,10 @@ export interface HopProcess {
   readonly pid: number;
 }
 
-/** The host at one moment: CPU ns of each thread by hop, and the mux's counters. */
+/** The host at one moment: CPU ns of each thread by hop and its ns runnable but waiting for a core, and the mux's counters. */
 export interface HostSample {
   readonly at: number;
-  readonly threads: ReadonlyMap<string, { readonly hop: string; readonly ns: number }>;
+  readonly threads: ReadonlyMap<string, { readonly hop: string; readonly ns: number; readonly waitNs: number }>;
   readonly mux: Readonly<MuxCounters>;
 }
 
@@ -33,7 +35,7 @@ function hopOf(role: HopProcess['role'], pid: number, tid: number, name: string)
 }
 
 export function sampleHost(processes: readonly HopProcess[], mux: Readonly<MuxCounters>): HostSample {
-  const threads = new Map<string, { hop: string; ns: number }>();
+  const threads = new Map<string, { hop: string; ns: number; waitNs: number }>();
   for (const { role, pid } of processes) {
     let tids: string[];
     try {
@@ -43,9 +45,9 @@ export function sampleHost(processes: readonly HopProcess[], mux: Readonly<MuxCo
     }
     for (const tid of tids) {
       try {
-        const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+        const [ns, waitNs] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
         const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        threads.set(`${pid}/${tid}`, { hop: hopOf(role, pid, Number(tid), name), ns });
+        threads.set(`${pid}/${tid}`, { hop: hopOf(role, pid, Number(tid), name), ns: ns!, waitNs: waitNs! });
       } catch {
         // The thread ended between the listing and the read: its time is lost, as any thread's that ends mid-transfer.
       }
@@ -60,6 +62,8 @@ export interface GuestWork {
   readonly agentReads: number;
   /** curl's CPU for the transfer alone (its start taken off); none where no curl ran. */
   readonly curlCpu?: number;
+  /** The whole guest's busy CPU over the same time. */
+  readonly guestBusy: number;
 }
 
 /** One transfer's hops: ms of each, its wall time on the host's clock, and the mux's work. */
@@ -67,6 +71,8 @@ export interface HopWindow {
   readonly wallMs: number;
   readonly bytes: number;
   readonly hops: ReadonlyMap<string, number>;
+  /** ms each vCPU was runnable but waiting for a host core, by vCPU. */
+  readonly vcpuWaitMs: readonly number[];
   readonly framesOut: number;
   readonly sendMs: number;
   readonly creditWaitMs: number;
@@ -75,24 +81,31 @@ export interface HopWindow {
 
 const GUEST_AGENT = 'guest agent: port → guest TCP (or a pipe)';
 const GUEST_CURL = 'guest curl: guest TCP → /dev/null';
-const GUEST_REST = 'guest kernel and the rest (vCPUs − agent − curl)';
+const GUEST_REST = 'guest kernel and the rest';
+const HOST_CORES = 'host cores: a vCPU runnable, waiting for one';
 const MUX_SEND = '  of it, mux: frame encode + write to QEMU';
 
 export function hopWindow(before: HostSample, after: HostSample, bytes: number, guest: GuestWork): HopWindow {
   const hops = new Map<string, number>();
+  const vcpuWaitMs: number[] = [];
   for (const [key, t] of after.threads) {
-    const ms = (t.ns - (before.threads.get(key)?.ns ?? 0)) / 1e6;
-    hops.set(t.hop, (hops.get(t.hop) ?? 0) + ms);
+    const was = before.threads.get(key);
+    hops.set(t.hop, (hops.get(t.hop) ?? 0) + (t.ns - (was?.ns ?? 0)) / 1e6);
+    if (t.hop.startsWith('QEMU vCPU')) vcpuWaitMs.push((t.waitNs - (was?.waitNs ?? 0)) / 1e6);
   }
   hops.set(MUX_SEND, after.mux.sendMs - before.mux.sendMs);
+  // The guest's split of its busy time, laid over the host CPU its vCPU threads used.
   const vcpus = [...hops].filter(([hop]) => hop.startsWith('QEMU vCPU')).reduce((sum, [, ms]) => sum + ms, 0);
-  hops.set(GUEST_AGENT, guest.agentCpu * 1000);
-  if (guest.curlCpu !== undefined) hops.set(GUEST_CURL, guest.curlCpu * 1000);
-  hops.set(GUEST_REST, Math.max(0, vcpus - (guest.agentCpu + (guest.curlCpu ?? 0)) * 1000));
+  const busy = Math.max(guest.guestBusy, guest.agentCpu + (guest.curlCpu ?? 0));
+  const part = (cpu: number): number => (busy > 0 ? (vcpus * cpu) / busy : 0);
+  hops.set(GUEST_AGENT, part(guest.agentCpu));
+  if (guest.curlCpu !== undefined) hops.set(GUEST_CURL, part(guest.curlCpu));
+  hops.set(GUEST_REST, vcpus - part(guest.agentCpu) - part(guest.curlCpu ?? 0));
   return {
     wallMs: after.at - before.at,
     bytes,
     hops,
+    vcpuWaitMs,
     framesOut: after.mux.framesOut - before.mux.framesOut,
     sendMs: after.mux.sendMs - before.mux.sendMs,
     creditWaitMs: after.mux.creditWaitMs - before.mux.creditWaitMs,
@@ -112,6 +125,8 @@ interface Totals {
   readonly wallMs: number;
   readonly blocks: number;
   readonly hops: Map<string, number>;
+  /** The most any one vCPU waited for a host core (by vCPU index, summed over windows). */
+  readonly vcpuWaitMs: number;
   readonly framesOut: number;
   readonly creditWaitMs: number;
   readonly agentReads: number;
@@ -125,6 +140,7 @@ function totals(windows: readonly HopWindow[]): Totals {
     wallMs: sum((w) => w.wallMs),
     blocks: sum((w) => w.bytes) / BLOCK,
     hops,
+    vcpuWaitMs: Math.max(0, ...[0, 1, 2, 3].map((i) => sum((w) => w.vcpuWaitMs[i] ?? 0))),
     framesOut: sum((w) => w.framesOut),
     creditWaitMs: sum((w) => w.creditWaitMs),
     agentReads: sum((w) => w.agentReads),
@@ -145,10 +161,10 @@ const ORDER = [
 ];
 const rank = (hop: string): number => ORDER.findIndex((prefix) => hop.startsWith(prefix));
 
-/** The hop that bounds a transfer: the single thread busiest over its wall time. */
+/** The hop that bounds a transfer: the single thread busiest over its wall time, or the host's cores when a vCPU waited for one longer. */
 export function boundingHop(windows: readonly HopWindow[]): { hop: string; share: number } {
   const t = totals(windows);
-  let best = { hop: '', share: 0 };
+  let best = { hop: HOST_CORES, share: t.vcpuWaitMs / t.wallMs };
   for (const [hop, ms] of t.hops) if (serial(hop) && ms / t.wallMs > best.share) best = { hop, share: ms / t.wallMs };
   return best;
 }
@@ -170,6 +186,7 @@ export function hopTable(columns: readonly { readonly label: string; readonly wi
   lines.push(
     `${'wall time on the host clock'.padEnd(width)}  ${all.map((t) => `${((t.wallMs * 1000) / t.blocks).toFixed(0).padStart(7)} µs ${'100% wall'.padStart(10)}`).join('  ')}`,
     `${'host waiting for the guest window (wall)'.padEnd(width)}  ${all.map((t) => cell(t, t.creditWaitMs)).join('  ')}`,
+    `${'the vCPU waiting most for a host core'.padEnd(width)}  ${all.map((t) => cell(t, t.vcpuWaitMs)).join('  ')}`,
     `${'frames the mux wrote, per 64 KiB'.padEnd(width)}  ${all.map((t) => (t.framesOut / t.blocks).toFixed(2).padStart(22)).join('  ')}`,
     `${'agent reads (port and other), per 64 KiB'.padEnd(width)}  ${all.map((t) => (t.agentReads / t.blocks).toFixed(1).padStart(22)).join('  ')}`,
   );
@@ -178,7 +195,7 @@ export function hopTable(columns: readonly { readonly label: string; readonly wi
     const t = totals(c.windows);
     const waited = t.creditWaitMs / t.wallMs;
     lines.push(
-      `limit of ${c.label}: ${hop.trim()}, busy ${(share * 100).toFixed(0)}% of the wall time` +
+      `limit of ${c.label}: ${hop.trim()}, ${(share * 100).toFixed(0)}% of the wall time` +
         (waited > 0.5 ? `; the host waited for the guest's window ${(waited * 100).toFixed(0)}% of it, so the guest side bounds it` : ''),
     );
   }
