@@ -178,10 +178,10 @@ export function hopTable(columns: readonly { readonly label: string; readonly wi
   const hops = [...new Set(all.flatMap((t) => [...t.hops.keys()]))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   const width = Math.max(...hops.map((h) => h.length), 40);
   const cell = (t: Totals, ms: number | undefined): string =>
-    ms === undefined ? '—'.padStart(22) : `${((ms * 1000) / t.blocks).toFixed(0).padStart(7)} µs ${((ms / t.wallMs) * 100).toFixed(0).padStart(4)}% wall`;
-  const lines = [
-    `${'hop (CPU per 64 KiB; share of the wall time)'.padEnd(width)}  ${columns.map((c) => c.label.padStart(22)).join('  ')}`,
-  ];
+    ms === undefined
+      ? '—'.padStart(22)
+      : `${((ms * 1000) / t.blocks).toFixed(0).padStart(7)} µs ${((ms / t.wallMs) * 100).toFixed(0).padStart(4)}% wall`;
+  const lines = [`${'hop (CPU per 64 KiB; share of the wall time)'.padEnd(width)}  ${columns.map((c) => c.label.padStart(22)).join('  ')}`];
   for (const hop of hops) lines.push(`${hop.padEnd(width)}  ${all.map((t) => cell(t, t.hops.get(hop))).join('  ')}`);
   lines.push(
     `${'wall time on the host clock'.padEnd(width)}  ${all.map((t) => `${((t.wallMs * 1000) / t.blocks).toFixed(0).padStart(7)} µs ${'100% wall'.padStart(10)}`).join('  ')}`,
