@@ -73,6 +73,8 @@ export interface HopWindow {
   readonly hops: ReadonlyMap<string, number>;
   /** ms each vCPU was runnable but waiting for a host core, by vCPU. */
   readonly vcpuWaitMs: readonly number[];
+  /** CPU ms of every host thread counted: what the path costs the host's cores. */
+  readonly hostCpuMs: number;
   readonly framesOut: number;
   readonly sendMs: number;
   readonly creditWaitMs: number;
@@ -88,9 +90,12 @@ const MUX_SEND = '  of it, mux: frame encode + write to QEMU';
 export function hopWindow(before: HostSample, after: HostSample, bytes: number, guest: GuestWork): HopWindow {
   const hops = new Map<string, number>();
   const vcpuWaitMs: number[] = [];
+  let hostCpuMs = 0;
   for (const [key, t] of after.threads) {
     const was = before.threads.get(key);
-    hops.set(t.hop, (hops.get(t.hop) ?? 0) + (t.ns - (was?.ns ?? 0)) / 1e6);
+    const ms = (t.ns - (was?.ns ?? 0)) / 1e6;
+    hostCpuMs += ms;
+    hops.set(t.hop, (hops.get(t.hop) ?? 0) + ms);
     if (t.hop.startsWith('QEMU vCPU')) vcpuWaitMs.push((t.waitNs - (was?.waitNs ?? 0)) / 1e6);
   }
   hops.set(MUX_SEND, after.mux.sendMs - before.mux.sendMs);
@@ -106,6 +111,7 @@ export function hopWindow(before: HostSample, after: HostSample, bytes: number, 
     bytes,
     hops,
     vcpuWaitMs,
+    hostCpuMs,
     framesOut: after.mux.framesOut - before.mux.framesOut,
     sendMs: after.mux.sendMs - before.mux.sendMs,
     creditWaitMs: after.mux.creditWaitMs - before.mux.creditWaitMs,
@@ -127,6 +133,7 @@ interface Totals {
   readonly hops: Map<string, number>;
   /** The most any one vCPU waited for a host core (by vCPU index, summed over windows). */
   readonly vcpuWaitMs: number;
+  readonly hostCpuMs: number;
   readonly framesOut: number;
   readonly creditWaitMs: number;
   readonly agentReads: number;
@@ -141,6 +148,7 @@ function totals(windows: readonly HopWindow[]): Totals {
     blocks: sum((w) => w.bytes) / BLOCK,
     hops,
     vcpuWaitMs: Math.max(0, ...[0, 1, 2, 3].map((i) => sum((w) => w.vcpuWaitMs[i] ?? 0))),
+    hostCpuMs: sum((w) => w.hostCpuMs),
     framesOut: sum((w) => w.framesOut),
     creditWaitMs: sum((w) => w.creditWaitMs),
     agentReads: sum((w) => w.agentReads),
@@ -160,6 +168,12 @@ const ORDER = [
   'guest kernel',
 ];
 const rank = (hop: string): number => ORDER.findIndex((prefix) => hop.startsWith(prefix));
+
+/** µs of host CPU (every thread counted) per 64 KiB: while the host's cores bound two paths, their paces go inversely as this. */
+export function hostCpuPerBlock(windows: readonly HopWindow[]): number {
+  const t = totals(windows);
+  return (t.hostCpuMs * 1000) / t.blocks;
+}
 
 /** The hop that bounds a transfer: the single thread busiest over its wall time, or the host's cores when a vCPU waited for one longer. */
 export function boundingHop(windows: readonly HopWindow[]): { hop: string; share: number } {
@@ -184,6 +198,7 @@ export function hopTable(columns: readonly { readonly label: string; readonly wi
   const lines = [`${'hop (CPU per 64 KiB; share of the wall time)'.padEnd(width)}  ${columns.map((c) => c.label.padStart(22)).join('  ')}`];
   for (const hop of hops) lines.push(`${hop.padEnd(width)}  ${all.map((t) => cell(t, t.hops.get(hop))).join('  ')}`);
   lines.push(
+    `${'all host threads above: the host cores it costs'.padEnd(width)}  ${all.map((t) => cell(t, t.hostCpuMs)).join('  ')}`,
     `${'wall time on the host clock'.padEnd(width)}  ${all.map((t) => `${((t.wallMs * 1000) / t.blocks).toFixed(0).padStart(7)} µs ${'100% wall'.padStart(10)}`).join('  ')}`,
     `${'host waiting for the guest window (wall)'.padEnd(width)}  ${all.map((t) => cell(t, t.creditWaitMs)).join('  ')}`,
     `${'the vCPU waiting most for a host core'.padEnd(width)}  ${all.map((t) => cell(t, t.vcpuWaitMs)).join('  ')}`,

@@ -9,7 +9,16 @@ import { imageBootPlan } from '../../electron/vm/image/imagePlan.ts';
 import type { MuxStream } from '../../electron/vm/mux.ts';
 import type { VmSession } from '../../electron/vm/vmSession.ts';
 import { tempHome } from '../helpers/tempHome.ts';
-import { hopTable, hopWindow, boundingHop, sampleHost, type HopProcess, type HopWindow, type HostSample } from './hopTimes.ts';
+import {
+  boundingHop,
+  hopTable,
+  hopWindow,
+  hostCpuPerBlock,
+  sampleHost,
+  type HopProcess,
+  type HopWindow,
+  type HostSample,
+} from './hopTimes.ts';
 import { cpuMs } from './processCpu.ts';
 import { figure, median, printFigures, roundRatios, type Figure } from './report.ts';
 import { execTimed, mib, withBenchVms, type BenchVms } from './vmHarness.ts';
@@ -533,7 +542,9 @@ export async function downloadFigures(vms: BenchVms): Promise<Figure[]> {
       figure(
         '  what bounds it (hop table above)',
         `plain HTTP: ${plainLimit.hop.trim()} ${(plainLimit.share * 100).toFixed(0)}% of the wall time; ` +
-          `channel into the guest: ${channelLimit.hop.trim()} ${(channelLimit.share * 100).toFixed(0)}%`,
+          `channel into the guest: ${channelLimit.hop.trim()} ${(channelLimit.share * 100).toFixed(0)}%; ` +
+          `host CPU per 64 KiB ${hostCpuPerBlock(plainHops).toFixed(0)} µs against ${hostCpuPerBlock(channelHops).toFixed(0)} µs, ` +
+          `so while the host's cores bound both, plain HTTP runs at most ${(hostCpuPerBlock(channelHops) / hostCpuPerBlock(plainHops)).toFixed(2)}x the channel`,
         true,
         'context',
       ),
