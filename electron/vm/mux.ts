@@ -31,9 +31,8 @@ const HOST_AGENT = 'capsem-host 0.1.0';
 
 /** What the port has carried since it connected, for profiles (the download bench's hop table). */
 export interface MuxCounters {
-  /** Frames written to the port, and their bytes with headers. */
+  /** Frames written to the port. */
   framesOut: number;
-  bytesOut: number;
   /** Time spent encoding frames and handing them to the port's socket, in ms. */
   sendMs: number;
   /** Time streams spent with data to send and no window left from the guest, in ms, summed over streams. */
@@ -287,7 +286,7 @@ interface MuxEvents {
 
 /** The host end of one agent connection. */
 export class AgentMux extends EventEmitter<MuxEvents> {
-  readonly counters: MuxCounters = { framesOut: 0, bytesOut: 0, sendMs: 0, creditWaitMs: 0 };
+  readonly counters: MuxCounters = { framesOut: 0, sendMs: 0, creditWaitMs: 0 };
   private readonly decoder = new FrameDecoder();
   private readonly streams = new Map<number, MuxStream>();
   private nextId = 1;
@@ -370,11 +369,9 @@ export class AgentMux extends EventEmitter<MuxEvents> {
   send(type: FrameType, stream: number, payload?: Uint8Array, flags = 0): void {
     if (this.closed || this.port.destroyed) return;
     const t = performance.now();
-    const frame = encodeFrame(type, stream, payload, flags);
-    this.port.write(frame);
+    this.port.write(encodeFrame(type, stream, payload, flags));
     this.counters.sendMs += performance.now() - t;
     this.counters.framesOut++;
-    this.counters.bytesOut += frame.length;
   }
 
   forget(id: number): void {

@@ -76,7 +76,6 @@ export interface HopWindow {
   /** CPU ms of every host thread counted: what the path costs the host's cores. */
   readonly hostCpuMs: number;
   readonly framesOut: number;
-  readonly sendMs: number;
   readonly creditWaitMs: number;
   readonly agentReads: number;
 }
@@ -113,7 +112,6 @@ export function hopWindow(before: HostSample, after: HostSample, bytes: number, 
     vcpuWaitMs,
     hostCpuMs,
     framesOut: after.mux.framesOut - before.mux.framesOut,
-    sendMs: after.mux.sendMs - before.mux.sendMs,
     creditWaitMs: after.mux.creditWaitMs - before.mux.creditWaitMs,
     agentReads: guest.agentReads,
   };
