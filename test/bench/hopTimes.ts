@@ -104,7 +104,8 @@ export function hopWindow(before: HostSample, after: HostSample, bytes: number, 
   const part = (cpu: number): number => (busy > 0 ? (vcpus * cpu) / busy : 0);
   hops.set(GUEST_AGENT, part(guest.agentCpu));
   if (guest.curlCpu !== undefined) hops.set(GUEST_CURL, part(guest.curlCpu));
-  hops.set(GUEST_REST, vcpus - part(guest.agentCpu) - part(guest.curlCpu ?? 0));
+  // Rounding leaves -0 where agent and curl were all the guest did.
+  hops.set(GUEST_REST, Math.max(0, vcpus - part(guest.agentCpu) - part(guest.curlCpu ?? 0)));
   return {
     wallMs: after.at - before.at,
     bytes,
