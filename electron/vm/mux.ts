@@ -29,6 +29,16 @@ export const STREAM_WINDOW = 1_048_576;
 export const GUEST_RECEIVE_WINDOW = 4_194_304;
 const HOST_AGENT = 'capsem-host 0.1.0';
 
+/** What the port has carried since it connected, for profiles (the download bench's hop table). */
+export interface MuxCounters {
+  /** Frames written to the port. */
+  framesOut: number;
+  /** Time spent encoding frames and handing them to the port's socket, in ms. */
+  sendMs: number;
+  /** Time streams spent with data to send and no window left from the guest, in ms, summed over streams. */
+  creditWaitMs: number;
+}
+
 export interface Hello {
   readonly protocol: number;
   readonly role: string;
@@ -133,6 +143,8 @@ export class MuxStream extends Duplex {
   private stderrBlocked = false;
   private creditWithheld = false;
   private pending: { chunk: Buffer; callback: (err?: Error | null) => void } | null = null;
+  /** When the stream ran out of the guest's window with data still to send. */
+  private starvedSince: number | null = null;
   private sentClose = false;
   remoteClosed = false;
   /** Why the stream was ended, when it was ended without an error event. */
@@ -179,6 +191,7 @@ export class MuxStream extends Duplex {
     if (!(this.sentClose && this.remoteClosed))
       this.mux.send(FrameType.RESET, this.id, Buffer.from(err?.message ?? this.resetReason ?? 'closed by the host'));
     this.mux.forget(this.id);
+    this.endStarved();
     this.stderr.destroy();
     const pending = this.pending;
     this.pending = null;
@@ -207,6 +220,7 @@ export class MuxStream extends Duplex {
         return;
       case FrameType.WINDOW:
         this.sendCredit += frame.payload.readUInt32LE(0);
+        this.endStarved();
         this.sendPending();
         return;
       case FrameType.CLOSE:
@@ -251,6 +265,13 @@ export class MuxStream extends Duplex {
         callback();
       } else this.pending = { chunk: chunk.subarray(n), callback };
     }
+    if (this.pending && this.starvedSince === null) this.starvedSince = performance.now();
+  }
+
+  private endStarved(): void {
+    if (this.starvedSince === null) return;
+    this.mux.counters.creditWaitMs += performance.now() - this.starvedSince;
+    this.starvedSince = null;
   }
 }
 
@@ -265,6 +286,7 @@ interface MuxEvents {
 
 /** The host end of one agent connection. */
 export class AgentMux extends EventEmitter<MuxEvents> {
+  readonly counters: MuxCounters = { framesOut: 0, sendMs: 0, creditWaitMs: 0 };
   private readonly decoder = new FrameDecoder();
   private readonly streams = new Map<number, MuxStream>();
   private nextId = 1;
@@ -346,7 +368,10 @@ export class AgentMux extends EventEmitter<MuxEvents> {
 
   send(type: FrameType, stream: number, payload?: Uint8Array, flags = 0): void {
     if (this.closed || this.port.destroyed) return;
+    const t = performance.now();
     this.port.write(encodeFrame(type, stream, payload, flags));
+    this.counters.sendMs += performance.now() - t;
+    this.counters.framesOut++;
   }
 
   forget(id: number): void {

@@ -57,6 +57,9 @@ export function qemuArgs(spec: LaunchSpec, accel: AcceleratorChoice, sockets: Qe
     .filter((s) => s !== '')
     .join(' ');
   const args = [
+    // Named threads ("CPU 0/TCG", "IO mon_iothread"...) let a profile tell the vCPUs from QEMU's own I/O.
+    '-name',
+    'capsem,debug-threads=on',
     '-M',
     machine.join(','),
     '-accel',

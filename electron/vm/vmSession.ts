@@ -204,6 +204,11 @@ export class VmSession {
     return this.state === 'running';
   }
 
+  /** For profiles (the download bench's hop table): the agent port's mux, its counters and guest streams, and the VM's processes. */
+  get transport(): { readonly mux: AgentMux; readonly pids: readonly number[] } {
+    return { mux: this.mux, pids: this.vm.pids };
+  }
+
   static async start(options: VmSessionOptions): Promise<VmSession> {
     const status = options.onStatus ?? (() => {});
     const record = options.resume

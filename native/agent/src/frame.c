@@ -16,6 +16,12 @@ int frame_decoder_feed(struct frame_decoder *d, const void *p, size_t n) {
     return buf_append(&d->in, p, n);
 }
 
+void *frame_decoder_space(struct frame_decoder *d, size_t want) { return buf_space(&d->in, want); }
+
+void frame_decoder_commit(struct frame_decoder *d, size_t n) {
+    if (!d->error[0]) buf_commit(&d->in, n);
+}
+
 const char *frame_type_name(uint8_t type) {
     switch (type) {
     case FT_HELLO: return "HELLO";

@@ -42,6 +42,12 @@ void frame_decoder_init(struct frame_decoder *d);
 void frame_decoder_free(struct frame_decoder *d);
 /* Adds bytes read from the port. Returns -1 when memory runs out. */
 int frame_decoder_feed(struct frame_decoder *d, const void *p, size_t n);
+/* Room for up to `want` bytes read from the port straight into the decoder, then
+ * frame_decoder_commit with how many came: no copy from a scratch buffer, as a feed makes. NULL
+ * when memory runs out. Like a feed, it may move the last frame's payload. */
+void *frame_decoder_space(struct frame_decoder *d, size_t want);
+/* Adds n bytes written at frame_decoder_space; a broken decoder ignores them, as it does a feed. */
+void frame_decoder_commit(struct frame_decoder *d, size_t n);
 /* 1: *f holds the next frame. 0: more bytes needed. -1: protocol error, see d->error. */
 int frame_decoder_next(struct frame_decoder *d, struct frame *f);
 

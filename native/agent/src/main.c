@@ -113,15 +113,22 @@ static void flush_outq(void) {
 
 /* A read of a virtio port returns at most one of its buffers (a page); readv, which the port runs
  * as one read per iovec until one comes back short, takes up to 16 in one system call, so a wakeup
- * of the loop can take in a stream window. On a socket (--connect) readv is an ordinary read. */
+ * of the loop can take in a stream window. On a socket (--connect) readv is an ordinary read.
+ * The reads land in the frame decoder's own buffer: a copy through a scratch buffer cost the
+ * agent's vCPU a pass over every byte the host sends. */
 #define PORT_IOV_LEN 4096
+#define PORT_READ_LEN 65536
 
 static void read_port(void) {
-    static char chunk[65536];
-    static struct iovec iov[sizeof chunk / PORT_IOV_LEN];
-    for (size_t i = 0; i < sizeof iov / sizeof iov[0]; i++)
-        iov[i] = (struct iovec){ chunk + i * PORT_IOV_LEN, PORT_IOV_LEN };
     for (int round = 0; round < 16 && !g.port_read_stopped && g.port_fd >= 0; round++) {
+        char *space = frame_decoder_space(&g.dec, PORT_READ_LEN);
+        if (!space) {
+            protocol_error("out of memory reading the port");
+            return;
+        }
+        struct iovec iov[PORT_READ_LEN / PORT_IOV_LEN];
+        for (size_t i = 0; i < sizeof iov / sizeof iov[0]; i++)
+            iov[i] = (struct iovec){ space + i * PORT_IOV_LEN, PORT_IOV_LEN };
         ssize_t n = readv(g.port_fd, iov, (int)(sizeof iov / sizeof iov[0]));
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (n <= 0) {
@@ -129,10 +136,7 @@ static void read_port(void) {
             host_gone();
             return;
         }
-        if (frame_decoder_feed(&g.dec, chunk, (size_t)n) < 0) {
-            protocol_error("out of memory reading the port");
-            return;
-        }
+        frame_decoder_commit(&g.dec, (size_t)n);
         struct frame f;
         int r;
         while (!g.port_read_stopped && (r = frame_decoder_next(&g.dec, &f)) != 0) {

@@ -36,6 +36,11 @@ static int buf_reserve(struct buf *b, size_t extra) {
     return 0;
 }
 
+char *buf_space(struct buf *b, size_t n) {
+    if (buf_reserve(b, n) < 0) return NULL;
+    return b->data + b->off + b->len;
+}
+
 int buf_append(struct buf *b, const void *p, size_t n) {
     if (n == 0) return 0;
     if (buf_reserve(b, n) < 0) return -1;

@@ -24,6 +24,10 @@ int buf_append(struct buf *b, const void *p, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline const char *buf_head(const struct buf *b) { return b->data + b->off; }
+/* Room for n more bytes at the end, to be filled in place and then buf_commit'ed: NULL when
+ * memory runs out (the buffer is unchanged then). */
+char *buf_space(struct buf *b, size_t n);
+static inline void buf_commit(struct buf *b, size_t n) { b->len += n; }
 void buf_consume(struct buf *b, size_t n);
 
 int64_t now_mono_ms(void);     /* CLOCK_MONOTONIC */

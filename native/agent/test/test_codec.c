@@ -76,6 +76,44 @@ static void test_split_every_size(void) {
     buf_free(&all);
 }
 
+/* Reads straight into the decoder (space, then commit), as the port is read: every read size, each
+ * read shorter than the room asked for, and a broken decoder taking nothing more in. */
+static void test_read_in_place(void) {
+    struct buf all;
+    buf_init(&all);
+    build_stream(&all);
+    size_t sizes[] = { 1, 5, 12, 13, 4096, 65536, 65547, 1 << 20 };
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        struct frame_decoder d;
+        frame_decoder_init(&d);
+        int seen = 0;
+        for (size_t off = 0; off < all.len; off += sizes[k]) {
+            size_t n = all.len - off < sizes[k] ? all.len - off : sizes[k];
+            char *space = frame_decoder_space(&d, 65536 > n ? 65536 : n);
+            CHECK(space != NULL);
+            memcpy(space, buf_head(&all) + off, n);
+            frame_decoder_commit(&d, n);
+            check_frames(&d, &seen);
+        }
+        CHECK(seen == 5);
+        frame_decoder_free(&d);
+    }
+    buf_free(&all);
+
+    struct frame_decoder d;
+    frame_decoder_init(&d);
+    char *space = frame_decoder_space(&d, 64);
+    memcpy(space, "\x00\x00\x00\x00\x00\x00\x00\x00\xee\x00\x00\x00", 12);
+    frame_decoder_commit(&d, 12);
+    struct frame f;
+    CHECK(frame_decoder_next(&d, &f) == -1);
+    space = frame_decoder_space(&d, 64);
+    CHECK(space != NULL);
+    frame_decoder_commit(&d, 12);
+    CHECK(d.in.len == 0 && frame_decoder_next(&d, &f) == -1);
+    frame_decoder_free(&d);
+}
+
 static int decode_error(const uint8_t *h, size_t n, const char *want) {
     struct frame_decoder d;
     frame_decoder_init(&d);
@@ -232,6 +270,7 @@ static void test_open_payloads(void) {
 int main(void) {
     test_open_payloads();
     test_split_every_size();
+    test_read_in_place();
     test_garbage();
     test_json();
     printf("test_codec: %d checks, %d failures\n", checks, failures);

@@ -65,9 +65,13 @@ describe('AgentMux', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(sent()).toBe(GUEST_RECEIVE_WINDOW);
     expect(finished).toBe(false);
+    expect(p.mux.counters.creditWaitMs).toBe(0);
     p.guest.write(encodeFrame(FrameType.WINDOW, s.id, encodeU32(GUEST_RECEIVE_WINDOW)));
     await expect.poll(sent).toBe(GUEST_RECEIVE_WINDOW * 2);
     await expect.poll(() => finished).toBe(true);
+    // The wait for the window is counted once it ends, and every frame written is counted.
+    expect(p.mux.counters.creditWaitMs).toBeGreaterThanOrEqual(150);
+    expect(p.mux.counters.framesOut).toBe(p.frames.filter(isType(FrameType.DATA, s.id)).length + 1);
   });
 
   it('keeps a stalled stream from blocking another, and grants window only as data is read', async () => {

@@ -51,6 +51,7 @@ describe('QEMU command line', () => {
     expect(args).toContain('-chardev socket,id=agent,path=/r/agent.sock,server=on,wait=off');
     expect(args).toContain('virtserialport,bus=vser0.0,chardev=agent,name=capsem.mux');
     expect(args).toContain('-serial file:/s/serial.log');
+    expect(args).toContain('-name capsem,debug-threads=on');
     expect(args.indexOf('file=/ro.sqfs,format=raw,if=none,readonly=on')).toBeLessThan(
       args.indexOf('file=/rw.ext4,format=raw,if=none -device'),
     );
