@@ -12,7 +12,7 @@ import { tempHome } from './tempHome.ts';
 
 // A throwaway CAPSEM_HOME whose guest images are shared across runs: images are cached by recipe
 // hash, so a changed recipe still builds afresh, and an unchanged one (the agent image takes about
-// two minutes) is built once per checkout.
+// three minutes) is built once per checkout.
 
 export const IMAGE_CACHE = fileURLToPath(new URL('../../.cache/images/', import.meta.url));
 
