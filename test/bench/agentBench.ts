@@ -45,7 +45,12 @@ function skip(reason: string): boolean {
  * One `capsem run --agent claude`: milliseconds from its start to the prompt on screen; then /exit.
  * `stages` gets, per image build stage the run reported, the seconds from its first report to its last.
  */
-async function toPrompt(home: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000, stages?: Map<string, [number, number]>): Promise<number> {
+async function toPrompt(
+  home: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 300_000,
+  stages?: Map<string, [number, number]>,
+): Promise<number> {
   const t = performance.now();
   const child = spawnCapsem(home, ['run', '--agent', 'claude'], env);
   child.stderr.on('data', (chunk: Buffer) => {

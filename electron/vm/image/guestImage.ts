@@ -40,14 +40,7 @@ import {
   type GuestRecipe,
   type ImageKind,
 } from './imageRecipe.ts';
-import {
-  debootstrap,
-  discardBuildTree,
-  removeBuildTree,
-  squashTree,
-  type SquashCompression,
-  type StepProgress,
-} from './imageRootfs.ts';
+import { debootstrap, discardBuildTree, removeBuildTree, squashTree, type SquashCompression, type StepProgress } from './imageRootfs.ts';
 
 export {
   createSessionDisk,
@@ -90,16 +83,7 @@ export interface GuestImage {
 }
 
 export type ImageStage =
-  | 'inputs'
-  | 'cache'
-  | 'kernel'
-  | 'debootstrap'
-  | 'agents'
-  | 'squashfs'
-  | 'agentsSquashfs'
-  | 'initramfs'
-  | 'manifest'
-  | 'done';
+  'inputs' | 'cache' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'agentsSquashfs' | 'initramfs' | 'manifest' | 'done';
 
 /** One report from a build: its stage, a line for people, and the whole build's fraction done (0..1). */
 export interface ImageProgress {
@@ -233,7 +217,11 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   let agentsHash: string | undefined;
   const rootfs = IMAGE_RECIPES[kind].rootfs;
   if (rootfs) {
-    rootfsHash = hashRecord({ builder: BUILDER_VERSION, packages: recipe.files[rootfs.packages]!, sources: recipe.files[rootfs.aptSources]! });
+    rootfsHash = hashRecord({
+      builder: BUILDER_VERSION,
+      packages: recipe.files[rootfs.packages]!,
+      sources: recipe.files[rootfs.aptSources]!,
+    });
     record.rootfs = rootfsHash;
   }
   if (rootfs && guestImageKind(kind).codingAgents) {
