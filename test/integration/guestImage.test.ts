@@ -287,10 +287,15 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const leftover = join(home.root, 'images', `.tmp-minimal-0123456789abcdef-${dead}-deadbeef`);
     mkdirSync(leftover);
     writeFileSync(join(leftover, 'initrd.img'), 'half');
+    // A tree whose deletion in the background its process did not live to finish.
+    const discarded = join(home.root, 'images', `.tmp-discarded-${dead}-cafef00d`);
+    mkdirSync(join(discarded, 'usr/bin'), { recursive: true });
+    writeFileSync(join(discarded, 'usr/bin/left'), 'x');
     rmSync(image.dir, { recursive: true });
     const rebuilt = await ensureImage(home, 'minimal', { agentBinary });
     expect(rebuilt).toEqual(image);
     expect(existsSync(leftover)).toBe(false);
+    expect(existsSync(discarded)).toBe(false);
     await verifyImage(rebuilt);
   }, 60_000);
 
