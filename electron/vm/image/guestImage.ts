@@ -69,6 +69,7 @@ const AGENTS_FILE = 'agents.sqfs';
  * start after boot costs what its later ones do (imageRootfs.ts has the figures for each choice).
  */
 const AGENTS_COMPRESSION: SquashCompression = 'none';
+const ROOTFS_COMPRESSION: SquashCompression = 'zstd';
 
 export interface GuestImage {
   readonly kind: ImageKind;
@@ -315,7 +316,7 @@ function imageLayers(kind: ImageKind, inputs: ImageInputs): Layer[] {
       fill: 'debootstrap',
       pack: 'squashfs',
       what: 'the Debian root',
-      compression: 'zstd',
+      compression: ROOTFS_COMPRESSION,
       populate: (tree, progress, signal) => debootstrap(inputs.recipe, tree, progress, signal),
     });
   if (inputs.agentsHash)
