@@ -40,7 +40,15 @@ import {
   type GuestRecipe,
   type ImageKind,
 } from './imageRecipe.ts';
-import { debootstrap, discardBuildTree, removeBuildTree, squashTree, type SquashCompression, type StepProgress } from './imageRootfs.ts';
+import {
+  compressionOptions,
+  debootstrap,
+  discardBuildTree,
+  removeBuildTree,
+  squashTree,
+  type SquashCompression,
+  type StepProgress,
+} from './imageRootfs.ts';
 
 export {
   createSessionDisk,
@@ -222,6 +230,7 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
       builder: BUILDER_VERSION,
       packages: recipe.files[rootfs.packages]!,
       sources: recipe.files[rootfs.aptSources]!,
+      compression: compressionOptions(ROOTFS_COMPRESSION),
     });
     record.rootfs = rootfsHash;
   }
@@ -230,7 +239,7 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
       builder: BUILDER_VERSION,
       agentsPackage: recipe.files[AGENTS_PACKAGE]!,
       agentsLock: recipe.files[AGENTS_LOCK]!,
-      compression: AGENTS_COMPRESSION,
+      compression: compressionOptions(AGENTS_COMPRESSION),
     });
     record.agents = agentsHash;
   }
