@@ -1,7 +1,10 @@
 #!/bin/busybox sh
-# /init of the agent image's initramfs: assemble the root from two virtio-blk disks, then
+# /init of the agent image's initramfs: assemble the root from its virtio-blk disks, then
 # switch_root into it with the agent as PID 1.
-#   - serial `capsem-root`:    the image's squashfs, read-only, the overlay's lower layer.
+#   - serial `capsem-root`:    the image's Debian squashfs, read-only, the overlay's bottom layer.
+#   - serial `capsem-agents`:  the coding agents' squashfs (opt/capsem/agents and their commands in
+#                              usr/local/bin), read-only, laid over the Debian one; stored
+#                              uncompressed, so an agent's first start does not pay to inflate it.
 #   - serial `capsem-session`: the session's ext4 disk, upper/ and work/ of the overlay, plus
 #                              capsem/ca.pem, the app's CA, written by the host when it made the disk.
 # Disks are found by serial rather than by vda/vdb, because the order the kernel names
@@ -85,11 +88,18 @@ ROOT_DEV=$(find_disk capsem-root) || fail "no virtio-blk disk with serial capsem
 RW_DEV=$(find_disk capsem-session) || fail "no virtio-blk disk with serial capsem-session (the session disk)"
 mkdir -p /lower /rw /newroot
 mount -t squashfs -o ro "$ROOT_DEV" /lower || fail "cannot mount the rootfs $ROOT_DEV (squashfs)"
+# Overlay's leftmost lower layer is its top: the agents' tree over the Debian one.
+LOWER=/lower
+if AGENTS_DEV=$(find_disk capsem-agents); then
+  mkdir -p /agents
+  mount -t squashfs -o ro "$AGENTS_DEV" /agents || fail "cannot mount the coding agents' layer $AGENTS_DEV (squashfs)"
+  LOWER=/agents:/lower
+fi
 mount -t ext4 -o noatime "$RW_DEV" /rw || fail "cannot mount the session disk $RW_DEV (ext4)"
 mkdir -p /rw/upper /rw/work || fail "cannot create upper/ and work/ on the session disk"
-mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot \
+mount -t overlay -o "lowerdir=$LOWER,upperdir=/rw/upper,workdir=/rw/work" overlay /newroot \
   || fail "cannot mount the overlay root"
-say "root: $ROOT_DEV (squashfs) under $RW_DEV (ext4) as overlay"
+say "root: $ROOT_DEV (squashfs)${AGENTS_DEV:+ and $AGENTS_DEV (agents, squashfs)} under $RW_DEV (ext4) as overlay"
 
 install_ca
 
@@ -122,6 +132,10 @@ for d in dev proc sys run tmp; do
 done
 mkdir -p /newroot/run/capsem/lower /newroot/run/capsem/rw
 mount --move /lower /newroot/run/capsem/lower || fail "cannot move the rootfs mount"
+if [ -n "$AGENTS_DEV" ]; then
+  mkdir -p /newroot/run/capsem/agents
+  mount --move /agents /newroot/run/capsem/agents || fail "cannot move the coding agents' mount"
+fi
 mount --move /rw /newroot/run/capsem/rw || fail "cannot move the session disk mount"
 
 cd /

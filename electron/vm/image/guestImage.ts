@@ -35,7 +35,15 @@ import {
   type GuestRecipe,
   type ImageKind,
 } from './imageRecipe.ts';
-import { debootstrap, removeBuildTree, squashRootfs } from './imageRootfs.ts';
+import {
+  compressionOptions,
+  debootstrap,
+  discardBuildTree,
+  removeBuildTree,
+  squashTree,
+  type SquashCompression,
+  type StepProgress,
+} from './imageRootfs.ts';
 
 export {
   createSessionDisk,
@@ -48,15 +56,23 @@ export { findHostKernel, type HostKernel } from './imageKernel.ts';
 export type { ImageKind } from './imageRecipe.ts';
 
 /** Bump when the code changes what an image contains or how it is laid out: it is part of the hash. */
-const BUILDER_VERSION = '1';
+const BUILDER_VERSION = '2';
 
 /** Virtio-blk serials the agent image's init finds its disks by (build/guest/init-agent.sh). */
 export const ROOT_DISK_SERIAL = 'capsem-root';
+export const AGENTS_DISK_SERIAL = 'capsem-agents';
 export const SESSION_DISK_SERIAL = 'capsem-session';
 
 const KERNEL_FILE = 'vmlinuz';
 const INITRD_FILE = 'initrd.img';
 const ROOTFS_FILE = 'rootfs.sqfs';
+const AGENTS_FILE = 'agents.sqfs';
+/**
+ * The coding agents' layer is read on every agent start: stored uncompressed, Claude Code's first
+ * start after boot costs what its later ones do (imageRootfs.ts has the figures for each choice).
+ */
+const AGENTS_COMPRESSION: SquashCompression = 'none';
+const ROOTFS_COMPRESSION: SquashCompression = 'zstd';
 
 export interface GuestImage {
   readonly kind: ImageKind;
@@ -65,11 +81,13 @@ export interface GuestImage {
   readonly initrd: string;
   /** The read-only root (squashfs) of an image whose recipe has one, attached as virtio-blk with serial ROOT_DISK_SERIAL. */
   readonly rootfs?: string;
+  /** The coding agents' tree (squashfs), laid over the rootfs, attached with serial AGENTS_DISK_SERIAL. */
+  readonly agents?: string;
   readonly hash: string;
 }
 
 export type ImageStage =
-  'inputs' | 'cache' | 'waiting' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'initramfs' | 'manifest' | 'done';
+  'inputs' | 'cache' | 'waiting' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'agentsSquashfs' | 'initramfs' | 'manifest' | 'done';
 
 /**
  * One report from a build: the stage that sent it, a line for people, the whole build's fraction
@@ -93,18 +111,20 @@ export interface EnsureImageOptions {
   readonly kernel?: HostKernel;
 }
 
-// Where each stage sits in the whole job, so one progress bar covers the build end to end: an
-// image with a root file system spends most of it there.
-const STAGE_SPANS: Record<'initramfsOnly' | 'withRootfs', Partial<Record<ImageStage, [number, number]>>> = {
-  initramfsOnly: { inputs: [0, 0.1], kernel: [0.1, 0.2], initramfs: [0.2, 0.85], manifest: [0.85, 1] },
+// Each stage's share of the whole job, so one progress bar covers the build end to end. The
+// Debian root (download and install, then zstd) and the coding agents (npm ci, then packing) are
+// built side by side, so the bar is the weighted sum of every stage's own fraction.
+const STAGE_WEIGHTS: Record<'initramfsOnly' | 'withRootfs', Partial<Record<ImageStage, number>>> = {
+  initramfsOnly: { inputs: 0.1, kernel: 0.1, initramfs: 0.65, manifest: 0.15 },
   withRootfs: {
-    inputs: [0, 0.02],
-    kernel: [0.02, 0.03],
-    debootstrap: [0.03, 0.3],
-    agents: [0.3, 0.45],
-    squashfs: [0.45, 0.9],
-    initramfs: [0.9, 0.95],
-    manifest: [0.95, 1],
+    inputs: 0.02,
+    kernel: 0.01,
+    debootstrap: 0.4,
+    agents: 0.15,
+    squashfs: 0.2,
+    agentsSquashfs: 0.12,
+    initramfs: 0.05,
+    manifest: 0.05,
   },
 };
 
@@ -128,6 +148,7 @@ function imageFromManifest(dir: string, manifest: ImageManifest): GuestImage {
     kernel: join(dir, KERNEL_FILE),
     initrd: join(dir, INITRD_FILE),
     ...(hasRootfs(manifest.kind) ? { rootfs: join(dir, ROOTFS_FILE) } : {}),
+    ...(manifest.agentsHash ? { agents: join(dir, AGENTS_FILE) } : {}),
     hash: manifest.hash,
   };
 }
@@ -143,6 +164,7 @@ interface ImageInputs {
   readonly record: Record<string, string>;
   readonly hash: string;
   readonly rootfsHash?: string;
+  readonly agentsHash?: string;
 }
 
 function hashRecord(record: Record<string, string>): string {
@@ -195,19 +217,27 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
   for (const mod of modules) record[`module:${mod.name}`] = await sha256File(mod.path);
   for (const lib of agentLibraries) record[`library:${lib}`] = await sha256File(lib);
   for (const extra of extraFiles) record[`extra:${extra.guestPath}`] = await sha256File(extra.hostPath);
+  // Each layer depends on its own recipe only, not on the kernel, the agent or the other layer.
   let rootfsHash: string | undefined;
+  let agentsHash: string | undefined;
   const rootfs = IMAGE_RECIPES[kind].rootfs;
   if (rootfs) {
-    // The squashfs depends on the package recipe and the coding agents only, not on the kernel or agent.
     rootfsHash = hashRecord({
       builder: BUILDER_VERSION,
       packages: recipe.files[rootfs.packages]!,
       sources: recipe.files[rootfs.aptSources]!,
-      ...(guestImageKind(kind).codingAgents
-        ? { agentsPackage: recipe.files[AGENTS_PACKAGE]!, agentsLock: recipe.files[AGENTS_LOCK]! }
-        : {}),
+      compression: compressionOptions(ROOTFS_COMPRESSION),
     });
     record.rootfs = rootfsHash;
+  }
+  if (rootfs && guestImageKind(kind).codingAgents) {
+    agentsHash = hashRecord({
+      builder: BUILDER_VERSION,
+      agentsPackage: recipe.files[AGENTS_PACKAGE]!,
+      agentsLock: recipe.files[AGENTS_LOCK]!,
+      compression: compressionOptions(AGENTS_COMPRESSION),
+    });
+    record.agents = agentsHash;
   }
   return {
     recipe,
@@ -219,10 +249,14 @@ async function gatherInputs(kind: ImageKind, options: EnsureImageOptions): Promi
     record,
     hash: hashRecord(record),
     ...(rootfsHash ? { rootfsHash } : {}),
+    ...(agentsHash ? { agentsHash } : {}),
   };
 }
 
-/** A build that died (killed, power cut) leaves its .tmp- folder; nobody else ever renames it. */
+/**
+ * A build that died (killed, power cut) leaves its .tmp- folder, and a process that exits while
+ * deleting a discarded tree leaves its .tmp-discarded- one; nobody else ever renames either.
+ */
 function removeAbandonedBuilds(root: string): void {
   for (const name of readdirSync(root)) {
     const match = /^\.tmp-.*-(\d+)-[0-9a-f]+$/.exec(name);
@@ -230,15 +264,15 @@ function removeAbandonedBuilds(root: string): void {
   }
 }
 
-/** A squashfs of an existing image built from the same packages, checked against its manifest. */
-async function reusableRootfs(root: string, rootfsHash: string): Promise<string | undefined> {
+/** A layer of an existing image built from the same recipe (its manifest's `key` is `hash`), checked against that manifest. */
+async function reusableLayer(root: string, file: string, key: 'rootfsHash' | 'agentsHash', hash: string): Promise<string | undefined> {
   for (const name of readdirSync(root)) {
     if (name.startsWith('.') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
     try {
       const manifest = readManifest(join(root, name));
-      const expected = manifest.files[ROOTFS_FILE];
-      const path = join(root, name, ROOTFS_FILE);
-      if (manifest.rootfsHash === rootfsHash && expected && (await sha256File(path)) === expected.sha256) return path;
+      const expected = manifest.files[file];
+      const path = join(root, name, file);
+      if (manifest[key] === hash && expected && (await sha256File(path)) === expected.sha256) return path;
     } catch {
       // A broken neighbour is not ours to fix; build afresh.
     }
@@ -268,6 +302,91 @@ function reusableKernel(root: string, sha256: string): string | undefined {
   return undefined;
 }
 
+/** One read-only layer of the image: where its file comes from when no neighbour has it. */
+interface Layer {
+  readonly file: string;
+  readonly key: 'rootfsHash' | 'agentsHash';
+  readonly hash: string;
+  /** Its stages: filling the tree, then packing it. */
+  readonly fill: ImageStage;
+  readonly pack: ImageStage;
+  readonly what: string;
+  readonly compression: SquashCompression;
+  readonly populate: (tree: string, progress: StepProgress, signal: AbortSignal) => Promise<void>;
+}
+
+function imageLayers(kind: ImageKind, inputs: ImageInputs): Layer[] {
+  const layers: Layer[] = [];
+  if (inputs.rootfsHash)
+    layers.push({
+      file: ROOTFS_FILE,
+      key: 'rootfsHash',
+      hash: inputs.rootfsHash,
+      fill: 'debootstrap',
+      pack: 'squashfs',
+      what: 'the Debian root',
+      compression: ROOTFS_COMPRESSION,
+      populate: (tree, progress, signal) => debootstrap(inputs.recipe, tree, progress, signal),
+    });
+  if (inputs.agentsHash)
+    layers.push({
+      file: AGENTS_FILE,
+      key: 'agentsHash',
+      hash: inputs.agentsHash,
+      fill: 'agents',
+      pack: 'agentsSquashfs',
+      what: 'the coding agents',
+      compression: AGENTS_COMPRESSION,
+      populate: async (tree, progress, signal) => {
+        mkdirSync(tree, { mode: 0o755 });
+        await installCodingAgents(inputs.recipe, tree, progress, signal);
+      },
+    });
+  return layers;
+}
+
+/**
+ * Puts every layer in `tmp`: linked from a neighbour image that has it, else built, all side by
+ * side; each tree is packed as soon as it is filled and deleted in the background. The first
+ * failure stops the others, and is what is thrown once they have stopped.
+ */
+async function buildLayers(
+  layers: readonly Layer[],
+  root: string,
+  tmp: string,
+  stages: BuildStages<ImageStage>,
+  outer?: AbortSignal,
+): Promise<void> {
+  const stop = new AbortController();
+  const signal = outer ? AbortSignal.any([outer, stop.signal]) : stop.signal;
+  let failure: unknown;
+  const one = async (layer: Layer): Promise<void> => {
+    const reuse = await reusableLayer(root, layer.file, layer.key, layer.hash);
+    if (reuse) {
+      const message = `reusing ${layer.what} of ${basename(join(reuse, '..'))}`;
+      stages.done(layer.fill, message);
+      stages.done(layer.pack, message);
+      linkOrCopy(reuse, join(tmp, layer.file));
+      return;
+    }
+    const tree = join(tmp, `${layer.file}-tree`);
+    await layer.populate(tree, (f, m) => stages.report(layer.fill, f, m), signal);
+    stages.done(layer.fill);
+    await squashTree(tree, join(tmp, layer.file), layer.compression, layer.what, (f, m) => stages.report(layer.pack, f, m), signal);
+    stages.done(layer.pack);
+    discardBuildTree(tree, root);
+  };
+  await Promise.all(
+    layers.map((layer) =>
+      one(layer).catch((err: unknown) => {
+        if (failure === undefined) failure = err;
+        stop.abort();
+      }),
+    ),
+  );
+  if (failure !== undefined) throw failure;
+}
+
 async function build(
   kind: ImageKind,
   inputs: ImageInputs,
@@ -283,26 +402,11 @@ async function build(
     report('kernel', 0, `kernel ${inputs.kernel.version}`);
     linkOrCopy(reusableKernel(root, inputs.record.kernel!) ?? inputs.kernel.path, join(tmp, KERNEL_FILE));
     stages.done('kernel');
-    const files = [KERNEL_FILE, INITRD_FILE];
-    if (hasRootfs(kind)) {
-      const reuse = await reusableRootfs(root, inputs.rootfsHash!);
-      if (reuse) {
-        const message = `reusing the rootfs of ${basename(join(reuse, '..'))}`;
-        for (const stage of ['debootstrap', 'agents', 'squashfs'] as const) stages.done(stage, message);
-        linkOrCopy(reuse, join(tmp, ROOTFS_FILE));
-      } else {
-        const tree = join(tmp, 'rootfs-tree');
-        await debootstrap(inputs.recipe, tree, (f, m) => report('debootstrap', f, m), options.signal);
-        stages.done('debootstrap');
-        if (guestImageKind(kind).codingAgents)
-          await installCodingAgents(inputs.recipe, tree, (f, m) => report('agents', f, m), options.signal);
-        stages.done('agents');
-        await squashRootfs(tree, join(tmp, ROOTFS_FILE), (f, m) => report('squashfs', f, m), options.signal);
-        stages.done('squashfs');
-        removeBuildTree(tree);
-      }
-      files.push(ROOTFS_FILE);
-    }
+    const layers = imageLayers(kind, inputs);
+    // An image without the coding agents has no agents layer to fill or pack.
+    if (!inputs.agentsHash) for (const stage of ['agents', 'agentsSquashfs'] as const) stages.done(stage);
+    await buildLayers(layers, root, tmp, stages, options.signal);
+    const files = [KERNEL_FILE, INITRD_FILE, ...layers.map((layer) => layer.file)];
     report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
     buildInitramfs(
       {
@@ -325,6 +429,7 @@ async function build(
       createdAt: new Date().toISOString(),
       inputs: inputs.record,
       ...(inputs.rootfsHash ? { rootfsHash: inputs.rootfsHash } : {}),
+      ...(inputs.agentsHash ? { agentsHash: inputs.agentsHash } : {}),
       files: await describeFiles(tmp, files),
     };
     writeManifest(tmp, manifest);
@@ -434,7 +539,7 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
     }
   }
   const outlet: ProgressOutlet = { lock: null };
-  const stages = new BuildStages<ImageStage>(STAGE_SPANS[hasRootfs(kind) ? 'withRootfs' : 'initramfsOnly'], (report) => {
+  const stages = new BuildStages<ImageStage>(STAGE_WEIGHTS[hasRootfs(kind) ? 'withRootfs' : 'initramfsOnly'], (report) => {
     options.onProgress?.(report);
     outlet.lock?.progress(report);
   });
@@ -478,7 +583,12 @@ export async function verifyImage(image: Pick<GuestImage, 'dir'>): Promise<Guest
       `guest image manifest ${join(image.dir, MANIFEST_NAME)} is for ${imageDirName(manifest.kind, manifest.hash)}, not ${basename(image.dir)}`,
     );
   }
-  const needed = hasRootfs(manifest.kind) ? [KERNEL_FILE, INITRD_FILE, ROOTFS_FILE] : [KERNEL_FILE, INITRD_FILE];
+  const needed = [
+    KERNEL_FILE,
+    INITRD_FILE,
+    ...(hasRootfs(manifest.kind) ? [ROOTFS_FILE] : []),
+    ...(hasRootfs(manifest.kind) && guestImageKind(manifest.kind).codingAgents ? [AGENTS_FILE] : []),
+  ];
   for (const name of needed) {
     if (!manifest.files[name]) throw new Error(`guest image manifest ${join(image.dir, MANIFEST_NAME)} does not list ${name}`);
   }
@@ -494,15 +604,16 @@ export interface ImageDisk {
 }
 
 /**
- * The two disks of an image with a root file system. Init looks them up by serial, not by
- * /dev/vdX, so neither the launcher's disk order nor the kernel's probe order can swap the rootfs
- * and the session disk. The rootfs is shared read-only by all sessions; the session disk comes
- * from createSessionDisk.
+ * The disks of an image with a root file system: the rootfs, the coding agents' layer when it has
+ * one, and the session disk. Init looks them up by serial, not by /dev/vdX, so neither the
+ * launcher's disk order nor the kernel's probe order can swap them. The layers are shared
+ * read-only by all sessions; the session disk comes from createSessionDisk.
  */
 export function imageDisks(image: GuestImage, sessionDisk: string): ImageDisk[] {
   if (!image.rootfs) throw new Error(`the ${image.kind} image boots from its initramfs and takes no disks`);
   return [
     { path: image.rootfs, readOnly: true, serial: ROOT_DISK_SERIAL },
+    ...(image.agents ? [{ path: image.agents, readOnly: true, serial: AGENTS_DISK_SERIAL }] : []),
     { path: sessionDisk, readOnly: false, serial: SESSION_DISK_SERIAL },
   ];
 }
@@ -510,6 +621,6 @@ export function imageDisks(image: GuestImage, sessionDisk: string): ImageDisk[] 
 /** Size on disk of an image's files, for reports. */
 export function imageSizes(image: GuestImage): Record<string, number> {
   const sizes: Record<string, number> = {};
-  for (const path of [image.kernel, image.initrd, image.rootfs]) if (path) sizes[basename(path)] = statSync(path).size;
+  for (const path of [image.kernel, image.initrd, image.rootfs, image.agents]) if (path) sizes[basename(path)] = statSync(path).size;
   return sizes;
 }

@@ -43,6 +43,10 @@ function npmReason(output: string): string {
   return lines.length > 0 ? lines.slice(0, 3).join('; ') : output.split('\n')[0]!;
 }
 
+/**
+ * Installs the agents into `treeDir`, a tree of its own laid out from the guest's root (opt/capsem/
+ * agents and the commands in usr/local/bin): the agent image's second layer, over the Debian root.
+ */
 export async function installCodingAgents(
   recipe: GuestRecipe,
   treeDir: string,
@@ -90,7 +94,7 @@ export async function installCodingAgents(
   for (const [command, target] of Object.entries(COMMANDS)) {
     if (!existsSync(join(dir, target))) throw new Error(`the coding agents' install has no ${target}`);
     const link = join(treeDir, 'usr/local/bin', command);
-    mkdirSync(dirname(link), { recursive: true });
+    mkdirSync(dirname(link), { recursive: true, mode: 0o755 });
     rmSync(link, { force: true });
     symlinkSync(join(GUEST_AGENTS_DIR, target), link);
   }

@@ -16,8 +16,10 @@ const manifestSchema = z.object({
   createdAt: z.string(),
   /** What went into `hash`, kept for people reading the manifest. */
   inputs: z.record(z.string(), z.string()),
-  /** The agent image's squashfs alone; a rebuild for a new agent binary reuses a matching one. */
+  /** The agent image's Debian squashfs alone; a rebuild for a new agent binary reuses a matching one. */
   rootfsHash: sha256.optional(),
+  /** The coding agents' squashfs alone, reused the same way by an image whose agents are unchanged. */
+  agentsHash: sha256.optional(),
   files: z.record(fileName, z.object({ sha256, size: z.number().int().nonnegative() })),
 });
 

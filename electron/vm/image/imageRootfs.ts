@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runCommand } from './imageCommand.ts';
 import type { GuestRecipe } from './imageRecipe.ts';
@@ -27,6 +29,8 @@ const TRIM_DPKG_OPTIONS = [
   'path-exclude=/usr/share/info/*',
 ];
 
+const SYSTEM_PATH = ['/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
 function mountsUnder(dir: string): string[] {
   if (!existsSync('/proc/self/mountinfo')) return [];
   const prefix = `${resolve(dir)}/`;
@@ -43,10 +47,40 @@ function mountsUnder(dir: string): string[] {
  * host's. So detach whatever is still mounted below first, and refuse if something stays.
  */
 export function removeBuildTree(dir: string): void {
+  unmountBelow(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function unmountBelow(dir: string): void {
   for (const mountPoint of mountsUnder(dir)) spawnSync('umount', ['--lazy', mountPoint], { stdio: 'ignore' });
   const left = mountsUnder(dir);
   if (left.length > 0) throw new Error(`not deleting ${dir}: ${left[0]} is still mounted; unmount it and delete the folder by hand`);
-  rmSync(dir, { recursive: true, force: true });
+}
+
+/** The prefix of a squashed tree waiting to be deleted; its pid says whether its deleter still runs. */
+export const DISCARDED_PREFIX = '.tmp-discarded-';
+const discarding = new Set<Promise<void>>();
+
+/**
+ * Deletes a build tree without waiting for it: renamed out of the way into `root` at once (a tree
+ * of tens of thousands of files takes seconds to delete), then removed in the background. A
+ * process that dies first leaves it to the next build's clean-up of abandoned folders.
+ */
+export function discardBuildTree(dir: string, root: string): void {
+  unmountBelow(dir);
+  const away = join(root, `${DISCARDED_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
+  renameSync(dir, away);
+  const done = rm(away, { recursive: true, force: true })
+    .catch(() => {
+      // Left for removeAbandonedBuilds once this process is gone.
+    })
+    .finally(() => discarding.delete(done));
+  discarding.add(done);
+}
+
+/** Resolves when every tree discarded so far is deleted (for callers that remove the folder holding them). */
+export async function discardsSettled(): Promise<void> {
+  while (discarding.size > 0) await Promise.all([...discarding]);
 }
 
 export function requireRoot(what: string): void {
@@ -67,6 +101,8 @@ export async function debootstrap(recipe: GuestRecipe, targetDir: string, progre
     `--include=${recipe.packages.join(',')}`,
     '--aptopt=Acquire::Retries "3"',
     ...TRIM_DPKG_OPTIONS.map((opt) => `--dpkgopt=${opt}`),
+    // No fsync per unpacked file: a tree that does not finish is deleted, never used.
+    '--dpkgopt=force-unsafe-io',
     recipe.suite,
     targetDir,
     ...recipe.aptSources,
@@ -74,6 +110,9 @@ export async function debootstrap(recipe: GuestRecipe, targetDir: string, progre
   progress(0, `mmdebstrap ${recipe.suite} with ${recipe.packages.length} packages`);
   await runCommand('mmdebstrap', args, {
     signal,
+    // The chroot's maintainer scripts run whatever comes first on PATH: a host's pyenv shim for
+    // python3 cost 292 s of one build here. The system's own tools come first.
+    env: { PATH: [...SYSTEM_PATH, ...(process.env.PATH ?? '').split(':').filter((p) => p && !SYSTEM_PATH.includes(p))].join(':') },
     onLine: (line) => {
       for (const [pattern, fraction, message] of DEBOOTSTRAP_PHASES) if (pattern.test(line)) progress(fraction, message);
     },
@@ -99,11 +138,39 @@ function trimTree(root: string): void {
   }
 }
 
-/** zstd: about 37 s for this tree on 2 cores and a 15% larger image than xz, which takes 61 s (machine.md §3). */
-export async function squashRootfs(treeDir: string, outPath: string, progress: StepProgress, signal?: AbortSignal): Promise<void> {
-  progress(0, 'compressing the rootfs');
+/**
+ * How a layer is stored. zstd at level 3 packs the Debian root: 1.4 s of CPU for 69 MiB, where
+ * mksquashfs's default level 15 took 32 s for 60 MiB (and 101 s of a first build's wall time at
+ * load 12); reading either costs the same. The coding agents' layer is read on every agent start, and a compressed one makes
+ * the first start after boot pay for decompression: measured under load, Claude Code's first and
+ * second start in the guest took 38.8 and 17.4 s from zstd (417 MiB), 24.6 and 9.3 s from lz4
+ * (568 MiB), 17.7 and 16.7 s uncompressed (1,022 MiB).
+ */
+export type SquashCompression = 'zstd' | 'lz4' | 'none';
+
+const COMPRESSION_ARGS: Record<SquashCompression, readonly string[]> = {
+  zstd: ['-comp', 'zstd', '-Xcompression-level', '3'],
+  lz4: ['-comp', 'lz4'],
+  none: ['-noI', '-noD', '-noF', '-noX'],
+};
+
+/** mksquashfs's options for a compression: part of a layer's hash, so a new choice builds the layer afresh. */
+export function compressionOptions(compression: SquashCompression): string {
+  return COMPRESSION_ARGS[compression].join(' ');
+}
+
+/** A squashfs of `treeDir` at `outPath`; `what` names the tree in progress lines. */
+export async function squashTree(
+  treeDir: string,
+  outPath: string,
+  compression: SquashCompression,
+  what: string,
+  progress: StepProgress,
+  signal?: AbortSignal,
+): Promise<void> {
+  progress(0, `packing ${what} (${compression})`);
   let last = -1;
-  await runCommand('mksquashfs', [treeDir, outPath, '-comp', 'zstd', '-noappend', '-quiet', '-progress'], {
+  await runCommand('mksquashfs', [treeDir, outPath, ...COMPRESSION_ARGS[compression], '-noappend', '-quiet', '-progress'], {
     signal,
     onLine: (line) => {
       const match = /\s(\d+)\/(\d+)\s+(\d+)%/.exec(line);
@@ -111,8 +178,8 @@ export async function squashRootfs(treeDir: string, outPath: string, progress: S
       const percent = Number(match[3]);
       if (percent === last) return;
       last = percent;
-      progress(percent / 100, `compressing the rootfs: block ${match[1]}/${match[2]}`);
+      progress(percent / 100, `packing ${what}: block ${match[1]}/${match[2]}`);
     },
   });
-  progress(1, 'squashfs ready');
+  progress(1, `${what} packed`);
 }

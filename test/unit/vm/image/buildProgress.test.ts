@@ -6,7 +6,7 @@ describe('BuildStages', () => {
     let now = 1000;
     const reports: StageReport<string>[] = [];
     const stages = new BuildStages<string>(
-      { packages: [0, 0.5], agents: [0.5, 0.7], squash: [0.7, 1] },
+      { packages: 0.5, agents: 0.2, squash: 0.3 },
       (r) => reports.push(r),
       () => now,
     );
@@ -40,7 +40,7 @@ describe('BuildStages', () => {
   });
 
   it('marks a stage that never ran (a reused root file system) skipped', () => {
-    const stages = new BuildStages<string>({ rootfs: [0, 1] }, () => {});
+    const stages = new BuildStages<string>({ rootfs: 1 }, () => {});
     stages.done('rootfs', 'reusing');
     expect(stages.snapshot()).toEqual([{ stage: 'rootfs', state: 'skipped', fraction: 1, ms: 0 }]);
   });
