@@ -403,8 +403,6 @@ async function build(
     linkOrCopy(reusableKernel(root, inputs.record.kernel!) ?? inputs.kernel.path, join(tmp, KERNEL_FILE));
     stages.done('kernel');
     const layers = imageLayers(kind, inputs);
-    // An image without the coding agents has no agents layer to fill or pack.
-    if (!inputs.agentsHash) for (const stage of ['agents', 'agentsSquashfs'] as const) stages.done(stage);
     await buildLayers(layers, root, tmp, stages, options.signal);
     const files = [KERNEL_FILE, INITRD_FILE, ...layers.map((layer) => layer.file)];
     report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
