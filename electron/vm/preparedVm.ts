@@ -151,8 +151,9 @@ export class PreparedVm {
     return { ...this.plan, sessionDisk: disk };
   }
 
-  get wasAdopted(): boolean {
-    return this.adopted;
+  /** Resolves when its VM has ended. */
+  get ended(): Promise<unknown> {
+    return this.vm.exited;
   }
 
   /** Ends the VM and removes its run folder (an unadopted one's disk with it); it can never be adopted after. */

@@ -44,6 +44,7 @@ import { vmCpuUse } from './vmCpuUse.ts';
 export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
+export const DEFAULT_VM_MEMORY_MIB = 1024;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -59,6 +60,8 @@ export interface BootPlan {
   readonly guestProxyPort?: number;
   /** The session's writable disk: kept for a resumable (named) session, deleted when another ends. */
   readonly sessionDisk?: string;
+  /** The image's hash, when it is a cached image: a VM booted ahead from another is not adopted. */
+  readonly imageHash?: string;
 }
 
 /** A file the guest's home gets before the terminal's program first starts, relative to $HOME. */
@@ -292,7 +295,7 @@ export class VmSession {
             cmdline: plan.cmdline,
             disks: plan.disks,
             workspace,
-            memoryMiB: options.memoryMiB ?? 1024,
+            memoryMiB: options.memoryMiB ?? DEFAULT_VM_MEMORY_MIB,
             cpus: options.cpus ?? DEFAULT_VM_CPUS,
             runDir,
             serialLog: paths.serialLogPath,
