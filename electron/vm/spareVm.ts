@@ -62,6 +62,7 @@ export class SparePool<S extends Spare> {
   private boot(): Promise<void> {
     if (this.closed || this.spare || this.booting || !this.options.enabled()) return Promise.resolve();
     this.booting = (async () => {
+      let failure: string | null = null;
       try {
         const spare = await this.options.boot();
         if (this.closed || !this.options.enabled()) return void (await spare.discard());
@@ -69,10 +70,12 @@ export class SparePool<S extends Spare> {
         // Once taken it is its session's: its end is no concern of the pool's.
         void spare.ended.then(() => this.spare === spare && this.lost(spare, 'the VM booted ahead ended while it waited'));
       } catch (err) {
-        this.failed(`the VM booted ahead did not boot: ${(err as Error).message}`);
+        failure = `the VM booted ahead did not boot: ${(err as Error).message}`;
       } finally {
         this.booting = null;
       }
+      // After `booting` is cleared, or the retry would not be scheduled.
+      if (failure) this.failed(failure);
     })();
     return this.booting;
   }
