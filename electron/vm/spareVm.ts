@@ -38,7 +38,11 @@ export class SparePool<S extends Spare> {
 
   constructor(private readonly options: SparePoolOptions<S>) {}
 
-  /** Whether a spare is waiting (not whether it is alive: `take` finds that out). */
+  /** The spare waiting to be taken (not whether it is alive: `take` finds that out), or null. */
+  get waiting(): S | null {
+    return this.spare;
+  }
+
   get ready(): boolean {
     return this.spare !== null;
   }

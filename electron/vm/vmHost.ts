@@ -138,6 +138,11 @@ export class VmHost {
     return this.spares?.ready ?? false;
   }
 
+  /** The VM booted ahead that waits (for the bench's look at its memory and CPU), or null. */
+  get waitingSpare(): PreparedVm | null {
+    return this.spares?.waiting ?? null;
+  }
+
   /** Turns the spare on or off at once (Settings): off discards the waiting one, on boots one when the image is built. */
   spareSettingChanged(): void {
     if (!this.spares) return;
