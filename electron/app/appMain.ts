@@ -59,7 +59,13 @@ export async function startAppCore(options: CoreStartOptions): Promise<StartedCo
   const spareVm = options.vm?.spareVm ?? (custom ? () => false : () => spareVmOff === null && readAppSettings(home).spareVm);
   let owner;
   try {
-    owner = await ownHome(home, core, options.command ?? 'capsem desktop app', { ...options.vm, keyStore, spareVm, onSpareProblem: options.note }, options.note);
+    owner = await ownHome(
+      home,
+      core,
+      options.command ?? 'capsem desktop app',
+      { ...options.vm, keyStore, spareVm, onSpareProblem: options.note },
+      options.note,
+    );
   } catch (err) {
     core.close();
     throw err;

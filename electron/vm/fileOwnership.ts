@@ -203,7 +203,21 @@ export function emptyShareCommand(
   if (plan.kind === 'root')
     return {
       file: paths.unshare,
-      args: ['--mount', '--propagation', 'private', '--', 'sh', '-c', `${start}; ${binder} exec "$@"`, 'capsem-virtiofsd', ...binderArgs, paths.virtiofsd, ...options, '-o', 'sandbox=chroot'],
+      args: [
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        'sh',
+        '-c',
+        `${start}; ${binder} exec "$@"`,
+        'capsem-virtiofsd',
+        ...binderArgs,
+        paths.virtiofsd,
+        ...options,
+        '-o',
+        'sandbox=chroot',
+      ],
     };
   if (plan.kind === 'unavailable') throw new Error(`${plan.problem} (${plan.fix}); run capsem doctor`);
   const shared = 'mount --bind "$share" "$share" && mount --make-shared "$share"';

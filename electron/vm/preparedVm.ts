@@ -83,7 +83,9 @@ export class PreparedVm {
       const mux = new AgentMux(port);
       mux.on('error', () => {});
       const timeout = options.bootTimeoutMs ?? (vm.accelerator.accel === 'tcg' ? 90_000 : 30_000);
-      const exited = vm.exited.then((exit) => Promise.reject(new Error(`the VM booted ahead ended before its agent said hello (${exit.stderr || exit.code})`)));
+      const exited = vm.exited.then((exit) =>
+        Promise.reject(new Error(`the VM booted ahead ended before its agent said hello (${exit.stderr || exit.code})`)),
+      );
       const hello = await Promise.race([mux.handshake(timeout), exited]);
       const prepared = new PreparedVm(name, runDir, plan, vm, mux, hello, performance.now() - t0, serialLog, Date.now());
       prepared.readAheadDone = prepared.readAhead(options.readAhead ?? READ_AHEAD_PATHS);
@@ -108,7 +110,10 @@ export class PreparedVm {
         stream.resume();
         const done = (): void => {
           const status = stream.exitStatus;
-          resolve({ ms: performance.now() - t0, error: status?.code === 0 ? null : err.trim() || `exit ${status?.code ?? status?.signal ?? 'unknown'}` });
+          resolve({
+            ms: performance.now() - t0,
+            error: status?.code === 0 ? null : err.trim() || `exit ${status?.code ?? status?.signal ?? 'unknown'}`,
+          });
         };
         stream.on('close', done);
         stream.on('error', done);

@@ -195,7 +195,8 @@ async function bindIntoShare(share: EmptyShare, source: string, vmEnded: Promise
   while (performance.now() < until && !ended) {
     if (existsSync(join(share.results, `${name}.ok`))) return name;
     const failed = join(share.results, `${name}.err`);
-    if (existsSync(failed)) throw new Error(`cannot share ${source} with the VM: ${readFileSync(failed, 'utf8').trim() || 'the bind failed'}`);
+    if (existsSync(failed))
+      throw new Error(`cannot share ${source} with the VM: ${readFileSync(failed, 'utf8').trim() || 'the bind failed'}`);
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(ended ? `the VM ended before ${source} was shared with it` : `sharing ${source} with the VM took over 10 s`);

@@ -48,7 +48,10 @@ async function idleCost(spare: PreparedVm): Promise<{ rssMiB: number; cpuPercent
   await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
   const cpu = spare.vm.pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpu0;
   const elapsed = performance.now() - t0;
-  const rssKiB = spare.vm.pids.reduce((sum, pid) => sum + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0), 0);
+  const rssKiB = spare.vm.pids.reduce(
+    (sum, pid) => sum + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0),
+    0,
+  );
   return { rssMiB: rssKiB / 1024, cpuPercent: (cpu / elapsed) * 100, readAheadMs: readAhead.ms };
 }
 
@@ -66,7 +69,8 @@ async function spareToPrompt(host: VmHost): Promise<{ ms: number; adopted: boole
     stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
     const until = performance.now() + 300_000;
     while (!CLAUDE_PROMPT.test(screenText(raw))) {
-      if (performance.now() > until) throw new Error(`no Claude Code prompt within 300 s; the screen showed:\n${screenText(raw).slice(-2000)}`);
+      if (performance.now() > until)
+        throw new Error(`no Claude Code prompt within 300 s; the screen showed:\n${screenText(raw).slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
     return { ms: performance.now() - t, adopted };
@@ -215,7 +219,8 @@ export async function agentBench(): Promise<boolean> {
       own.push(first ?? NaN);
       ownWarm.push(second ?? NaN);
     }
-    if ([...own, ...ownWarm].some((v) => !Number.isFinite(v))) throw new Error(`Claude Code's own start printed no time: ${own.join(', ')} / ${ownWarm.join(', ')}`);
+    if ([...own, ...ownWarm].some((v) => !Number.isFinite(v)))
+      throw new Error(`Claude Code's own start printed no time: ${own.join(', ')} / ${ownWarm.join(', ')}`);
 
     console.log(`  start to Claude Code's prompt: ${RUNS} x capsem run --agent claude...`);
     const prompt: number[] = [];

@@ -93,7 +93,11 @@ describe.skipIf(missing !== null)(`a VM booted ahead${missing ? ` (skipped: ${mi
       prepared,
     });
     try {
-      const inside = await guestRun(session, ['sh', '-c', 'cat /workspace/marker.txt; echo "id=$CAPSEM_SESSION_ID"; echo "key=$ANTHROPIC_API_KEY"']);
+      const inside = await guestRun(session, [
+        'sh',
+        '-c',
+        'cat /workspace/marker.txt; echo "id=$CAPSEM_SESSION_ID"; echo "key=$ANTHROPIC_API_KEY"',
+      ]);
       expect(inside.code).toBe(0);
       const lines = inside.out.split('\n');
       expect(lines[0]).toBe('the session folder');

@@ -393,7 +393,11 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
  * inputs are unchanged, else null: read from the cache alone, never building (nor hashing the
  * inputs in full, which a first start after a change does).
  */
-export function cachedImageHash(home: CapsemHome, kind: ImageKind, options: Pick<EnsureImageOptions, 'agentBinary' | 'recipeDir' | 'kernel'>): string | null {
+export function cachedImageHash(
+  home: CapsemHome,
+  kind: ImageKind,
+  options: Pick<EnsureImageOptions, 'agentBinary' | 'recipeDir' | 'kernel'>,
+): string | null {
   const root = imagesDir(home);
   if (!existsSync(root)) return null;
   const known = knownHash(root, kind, inputsFingerprint(kind, options));

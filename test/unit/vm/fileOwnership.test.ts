@@ -110,7 +110,16 @@ describe('emptyShareCommand', () => {
     const { file, args } = emptyShareCommand({ kind: 'root' }, paths, '/r/v.sock', share, () => '/run');
     expect(file).toBe('/usr/bin/unshare');
     expect(args.slice(0, 4)).toEqual(['--mount', '--propagation', 'private', '--']);
-    expect(args.slice(-8)).toEqual(['/usr/lib/qemu/virtiofsd', '--socket-path=/r/v.sock', '-o', 'source=/r/share', '-o', 'cache=auto', '-o', 'sandbox=chroot']);
+    expect(args.slice(-8)).toEqual([
+      '/usr/lib/qemu/virtiofsd',
+      '--socket-path=/r/v.sock',
+      '-o',
+      'source=/r/share',
+      '-o',
+      'cache=auto',
+      '-o',
+      'sandbox=chroot',
+    ]);
     expect(args).toContain('/r/binder.fifo');
   });
 
