@@ -209,6 +209,11 @@ export class VmSession {
     return this.recording.session.name;
   }
 
+  /** The VM's own process (QEMU), while it runs; undefined for a backend without one. */
+  get vmPid(): number | undefined {
+    return this.vm.pids[0];
+  }
+
   get running(): boolean {
     return this.state === 'running';
   }
