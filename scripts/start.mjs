@@ -81,7 +81,9 @@ function supervise(children) {
 }
 
 function coreArgs(extra) {
-  return ['--import', 'tsx', join(root, 'electron', 'app', 'browserMain.ts'), ...extra];
+  // --no-spare-vm: no VM booted ahead for this run (Settings keep their choice).
+  const spare = args.includes('--no-spare-vm') ? ['--no-spare-vm'] : [];
+  return ['--import', 'tsx', join(root, 'electron', 'app', 'browserMain.ts'), ...extra, ...spare];
 }
 
 const runtime = electronRuntime();

@@ -86,11 +86,16 @@ link_virtio_ports() {
   done
 }
 
-# virtiofs share tagged `workspace` when the host gives one; otherwise a scratch tmpfs.
+# virtiofs share tagged `workspace` when the host gives one, mounted at /run/capsem/share and
+# bound at the workspace; otherwise a scratch tmpfs. A VM booted ahead of its session gets an empty
+# share: the agent binds the session's folder (a name inside the share) over the workspace when
+# the session adopts it (`workspace_source` in its config). /run moves into the new root with it.
+CAPSEM_SHARE=/run/capsem/share
 mount_workspace() {
-  mkdir -p "$1" || fail "cannot create $1"
-  if mount -t virtiofs -o nodev workspace "$1" 2>/dev/null; then
-    say "workspace: virtiofs share 'workspace' on $1"
+  mkdir -p "$1" "$CAPSEM_SHARE" || fail "cannot create $1 and $CAPSEM_SHARE"
+  if mount -t virtiofs -o nodev workspace "$CAPSEM_SHARE" 2>/dev/null; then
+    mount --bind "$CAPSEM_SHARE" "$1" || fail "cannot bind the share on $1"
+    say "workspace: virtiofs share 'workspace' on $CAPSEM_SHARE, bound on $1"
   else
     mount -t tmpfs -o nodev,mode=755 tmpfs "$1" || fail "cannot mount a tmpfs on $1"
     say "workspace: no virtiofs share 'workspace', using a tmpfs on $1"

@@ -1,3 +1,4 @@
+import { readAppSettings, writeAppSettings } from '../store/appSettings.ts';
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -56,6 +57,8 @@ export interface AppCoreOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Where keys the user adds in Settings are kept (the VM host's store, so sessions read them); CAPSEM_HOME's, without a cipher (keys.json, 0600), unless said. */
   readonly keyStore?: KeyStore;
+  /** Why the spare VM is off for this run whatever Settings say (spareVmForcedOff), or null. */
+  readonly spareVmOff?: string | null;
 }
 
 function sessionRecord(mainDb: Database.Database, id: SessionId): SessionRecord {
@@ -295,6 +298,12 @@ export class AppCore implements HostCore {
       return {};
     },
     'keys.remove': ({ provider }) => ({ removed: this.keyStore.remove(this.knownProvider(provider)) }),
+    'settings.get': () => ({ spareVm: readAppSettings(this.options.home).spareVm, spareVmOff: this.options.spareVmOff ?? null }),
+    'settings.set': ({ spareVm }) => {
+      const settings = writeAppSettings(this.options.home, spareVm === undefined ? {} : { spareVm });
+      this.vmHost?.spareSettingChanged();
+      return { spareVm: settings.spareVm, spareVmOff: this.options.spareVmOff ?? null };
+    },
     'sessions.stop': async ({ id }) => {
       sessionRecord(this.mainDb, id);
       // A session still starting is stopped once it runs; one whose start failed has ended already.

@@ -1,3 +1,4 @@
+import { readAppSettings, spareVmForcedOff } from '../store/appSettings.ts';
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +37,8 @@ export interface CoreStartOptions {
   readonly note?: (text: string) => void;
   /** The system keychain, from the Electron shell: stored keys are encrypted with it. None in browser mode. */
   readonly cipher?: KeyCipher | null;
+  /** The app's command line, for its flags (--no-spare-vm). */
+  readonly argv?: readonly string[];
 }
 
 export interface StartedCore extends RunningCore {
@@ -48,10 +51,21 @@ export async function startAppCore(options: CoreStartOptions): Promise<StartedCo
   ensureHome(home);
   // One store for Settings and the VM host, so a key saved in the window is the one sessions read.
   const keyStore = new HomeKeyStore(home, options.cipher ?? null);
-  const core = new AppCore({ home, keyStore });
+  const spareVmOff = spareVmForcedOff(process.env, options.argv ?? []);
+  const core = new AppCore({ home, keyStore, spareVmOff });
+  // The app keeps a VM booted ahead (the CLI never does): Settings decide, unless a flag turned it off for this run.
+  // Tests that boot on another backend or plan get no spare unless they ask: a spare is always QEMU and the cached image.
+  const custom = options.vm?.backend !== undefined || options.vm?.plan !== undefined;
+  const spareVm = options.vm?.spareVm ?? (custom ? () => false : () => spareVmOff === null && readAppSettings(home).spareVm);
   let owner;
   try {
-    owner = await ownHome(home, core, options.command ?? 'capsem desktop app', { ...options.vm, keyStore }, options.note);
+    owner = await ownHome(
+      home,
+      core,
+      options.command ?? 'capsem desktop app',
+      { ...options.vm, keyStore, spareVm, onSpareProblem: options.note },
+      options.note,
+    );
   } catch (err) {
     core.close();
     throw err;
@@ -112,6 +126,7 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<Brows
       resourcesDir: null,
       vm: options.vm,
       command: 'capsem desktop app (browser mode)',
+      argv: process.argv,
       note: (t) => err(`capsem: ${t}`),
     });
   } catch (e) {

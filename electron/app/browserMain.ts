@@ -7,7 +7,8 @@ import { runBrowserMode } from './appMain.ts';
 // (the dev script prints the dev server's URL with it); otherwise each run makes a new one.
 
 const { values } = parseArgs({
-  options: { port: { type: 'string' }, reason: { type: 'string' }, 'dev-port': { type: 'string' } },
+  // --no-spare-vm is read from the command line by the core (store/appSettings.ts).
+  options: { port: { type: 'string' }, reason: { type: 'string' }, 'dev-port': { type: 'string' }, 'no-spare-vm': { type: 'boolean' } },
   strict: true,
 });
 

@@ -13,6 +13,7 @@ import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 /** A session id in a call's params: a string on the wire, a SessionId to the handler that parsed it. */
 export const SessionIdParam = z.string().regex(SESSION_ID_PATTERN, 'a session id (a UUID), not a display name').transform(asSessionId);
 const Seq = z.number().int().min(0);
+const SettingsResult = z.strictObject({ spareVm: z.boolean(), spareVmOff: z.string().nullable() });
 const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) });
 
 export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased']);
@@ -447,6 +448,14 @@ export const CALLS = {
   },
   /** Removes a provider's stored key; `removed` is false when none was stored. */
   'keys.remove': { params: z.strictObject({ provider: z.string().min(1).max(64) }), result: z.strictObject({ removed: z.boolean() }) },
+  /**
+   * The app's settings (CAPSEM_HOME/settings.json). `spareVm`: keep one agent-image VM booted
+   * ahead for the next Start; `spareVmOff` says why it is off for this run whatever the setting
+   * (CAPSEM_SPARE_VM=0, --no-spare-vm), or null.
+   */
+  'settings.get': { params: z.strictObject({}), result: SettingsResult },
+  /** Changes the settings given; the spare VM follows at once (off discards the waiting one). */
+  'settings.set': { params: z.strictObject({ spareVm: z.boolean().optional() }), result: SettingsResult },
   /** The project folders sessions were last started on, newest first, and whether each is still there. */
   'folders.recent': { params: z.strictObject({}), result: z.array(z.strictObject({ path: z.string(), exists: z.boolean() })) },
   /** Stops a running session; one still starting is stopped once its start is done. */

@@ -15,6 +15,9 @@ export interface VmChoice {
   readonly plan?: PlanFor;
   /** The owner's stored keys, which its sessions' brokers read. */
   readonly keyStore?: KeyStore;
+  /** Keep a VM booted ahead (the app's choice; a CLI owner never does). */
+  readonly spareVm?: () => boolean;
+  readonly onSpareProblem?: (message: string) => void;
 }
 
 export function qemuOrExplain(): QemuBackend {
@@ -24,7 +27,14 @@ export function qemuOrExplain(): QemuBackend {
 }
 
 export function hostVms(owned: Ownership, home: CapsemHome, vm: VmChoice = {}): VmHost {
-  const host = new VmHost({ home, backend: vm.backend ?? qemuOrExplain, plan: vm.plan, keyStore: vm.keyStore });
+  const host = new VmHost({
+    home,
+    backend: vm.backend ?? qemuOrExplain,
+    plan: vm.plan,
+    keyStore: vm.keyStore,
+    ...(vm.spareVm ? { spareVm: vm.spareVm } : {}),
+    ...(vm.onSpareProblem ? { onSpareProblem: vm.onSpareProblem } : {}),
+  });
   for (const [name, handler] of Object.entries(vmHostMethods(host))) owned.server.register(name, handler);
   return host;
 }

@@ -93,6 +93,7 @@ async function startCore(): Promise<RunningCore> {
     command: 'capsem desktop app',
     note: log,
     cipher: keychain.cipher,
+    argv: process.argv,
   });
 }
 

@@ -21,6 +21,8 @@ export interface LaunchSpec {
   readonly disks: readonly DiskSpec[];
   /** A host folder shared with the guest (virtiofs tag `workspace`). */
   readonly workspace?: string;
+  /** Instead of `workspace`: a share that starts empty, for a VM booted before its session; see VmInstance.bindIntoShare. */
+  readonly emptyShare?: boolean;
   readonly memoryMiB: number;
   readonly cpus: number;
   /** A private folder for the VM's sockets and pid records; short, since unix socket paths are. */
@@ -44,6 +46,11 @@ export interface VmInstance {
   connectAgentPort(timeoutMs: number): Promise<Socket>;
   /** Resolves when the VM process has ended, for whatever reason. */
   readonly exited: Promise<VmExit>;
+  /**
+   * With an empty share: binds the host folder `source` into it under a new random name, seen by
+   * the share's server alone (never by the host at large), and resolves with that name.
+   */
+  bindIntoShare?(source: string): Promise<string>;
   /** Ends the VM at once (its helpers too) and resolves when it has gone. */
   kill(): Promise<VmExit>;
 }

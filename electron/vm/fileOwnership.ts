@@ -164,3 +164,80 @@ export function virtiofsdCommand(
     ],
   };
 }
+
+/** The folders a share that starts empty works through (a VM booted ahead of its session). */
+export interface EmptyShare {
+  /** The empty folder virtiofsd serves; each adopted folder is bound in it under a random name. */
+  readonly dir: string;
+  /** A FIFO the binder reads "NAME PATH" lines from. */
+  readonly fifo: string;
+  /** Where the binder says how each bind went: NAME.ok, or NAME.err holding the error. */
+  readonly results: string;
+}
+
+// Binds each folder it is sent into the share, in virtiofsd's own mount namespace, so the mount
+// is seen by virtiofsd alone (and by the guest through it), never by the host at large. Tied to
+// virtiofsd's life by pdeathsig: it is started by the shell that then becomes virtiofsd.
+const BINDER =
+  'share=$1 fifo=$2 results=$3; exec 3<>"$fifo"; while IFS= read -r line <&3; do name=${line%% *}; src=${line#* }; ' +
+  'if { mkdir "$share/$name" && mount --bind -- "$src" "$share/$name"; } 2>"$results/.$name"; ' +
+  'then mv "$results/.$name" "$results/$name.ok"; else mv "$results/.$name" "$results/$name.err"; fi; done';
+
+/**
+ * virtiofsd on an empty share with its binder beside it, in a mount namespace of their own. As
+ * root: `unshare --mount` and virtiofsd's chroot sandbox, which stays in that namespace. As an
+ * ordinary user: virtiofsd's namespace sandbox makes a namespace of its own, a slave of this one,
+ * so the share is made a shared mount here and each bind propagates into virtiofsd's copy.
+ */
+export function emptyShareCommand(
+  plan: OwnershipPlan,
+  paths: { readonly virtiofsd: string; readonly unshare: string; readonly setpriv: string },
+  socket: string,
+  share: EmptyShare,
+  mountTarget: () => string,
+): { readonly file: string; readonly args: readonly string[] } {
+  const options = [`--socket-path=${socket}`, '-o', `source=${share.dir}`, '-o', 'cache=auto'];
+  const binder = `"$setpriv" --pdeathsig KILL -- sh -c '${BINDER}' capsem-binder "$share" "$fifo" "$results" &`;
+  const start = 'share=$1 fifo=$2 results=$3 setpriv=$4; shift 4';
+  const binderArgs = [share.dir, share.fifo, share.results, paths.setpriv];
+  if (plan.kind === 'root')
+    return {
+      file: paths.unshare,
+      args: [
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        'sh',
+        '-c',
+        `${start}; ${binder} exec "$@"`,
+        'capsem-virtiofsd',
+        ...binderArgs,
+        paths.virtiofsd,
+        ...options,
+        '-o',
+        'sandbox=chroot',
+      ],
+    };
+  if (plan.kind === 'unavailable') throw new Error(`${plan.problem} (${plan.fix}); run capsem doctor`);
+  const shared = 'mount --bind "$share" "$share" && mount --make-shared "$share"';
+  return {
+    file: plan.unshare,
+    args: [
+      '--map-root-user',
+      '--map-auto',
+      '--mount',
+      '--',
+      'sh',
+      '-c',
+      `${start}; mount -t tmpfs -o mode=0755 capsem-virtiofsd "$1" && shift && ${shared} && { ${binder} } && exec "$@"`,
+      'capsem-virtiofsd',
+      ...binderArgs,
+      mountTarget(),
+      paths.virtiofsd,
+      ...options,
+      '-o',
+      'sandbox=namespace',
+    ],
+  };
+}

@@ -1,11 +1,20 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ensurePrivateDir } from '../store/paths.ts';
 import { probeAccelerator, tscKhz, type AcceleratorChoice } from './accel.ts';
 import type { LaunchSpec, VmBackend, VmExit, VmInstance } from './backend.ts';
-import { hostFacts, pidFolderMount, planOwnership, virtiofsdCommand, type OwnershipPlan } from './fileOwnership.ts';
+import {
+  emptyShareCommand,
+  hostFacts,
+  pidFolderMount,
+  planOwnership,
+  virtiofsdCommand,
+  type EmptyShare,
+  type OwnershipPlan,
+} from './fileOwnership.ts';
 
 // QEMU's microvm machine with direct kernel boot: no firmware, no PCI, virtio-mmio devices only.
 // The agent's port is a virtio-serial port backed by a unix socket QEMU serves; the workspace is
@@ -21,6 +30,8 @@ export interface QemuPaths {
   readonly virtiofsd: string | null;
   /** `setpriv`, when present, to tie each child's life to the app's. */
   readonly setpriv: string | null;
+  /** `unshare`, for an empty share's mount namespace (as root). */
+  readonly unshare?: string | null;
 }
 
 function onPath(name: string): string | null {
@@ -34,7 +45,7 @@ export function findQemu(env: NodeJS.ProcessEnv = process.env): QemuPaths | null
   const virtiofsd =
     [env.CAPSEM_VIRTIOFSD, '/usr/lib/qemu/virtiofsd', '/usr/libexec/virtiofsd'].find((p): p is string => !!p && existsSync(p)) ??
     onPath('virtiofsd');
-  return { qemu, virtiofsd, setpriv: onPath('setpriv') };
+  return { qemu, virtiofsd, setpriv: onPath('setpriv'), unshare: onPath('unshare') };
 }
 
 export interface QemuSockets {
@@ -160,6 +171,40 @@ async function stopChild(child: ChildProcess, exited: Promise<VmExit>, graceMs: 
   return exit;
 }
 
+/** The empty share's folder, the binder's FIFO and its results folder, in the VM's run folder. */
+function makeEmptyShare(runDir: string): EmptyShare {
+  const share: EmptyShare = { dir: join(runDir, 'share'), fifo: join(runDir, 'binder.fifo'), results: join(runDir, 'bound') };
+  mkdirSync(share.dir, { mode: 0o755 });
+  mkdirSync(share.results, { mode: 0o700 });
+  const made = spawnSync('mkfifo', ['-m', '600', share.fifo], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`cannot make the share's FIFO ${share.fifo}: ${made.stderr.trim() || made.error?.message}`);
+  return share;
+}
+
+/** Sends one folder to the binder and waits for its word. */
+async function bindIntoShare(share: EmptyShare, source: string, vmEnded: Promise<unknown>): Promise<string> {
+  if (/[\n\r]/.test(source)) throw new Error(`a folder whose path holds a line break cannot be shared: ${JSON.stringify(source)}`);
+  const name = randomBytes(12).toString('hex');
+  // Non-blocking: with no binder reading, the open fails (ENXIO) rather than hang the app.
+  const fifo = openSync(share.fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  try {
+    writeSync(fifo, `${name} ${source}\n`);
+  } finally {
+    closeSync(fifo);
+  }
+  let ended = false;
+  void vmEnded.then(() => (ended = true));
+  const until = performance.now() + 10_000;
+  while (performance.now() < until && !ended) {
+    if (existsSync(join(share.results, `${name}.ok`))) return name;
+    const failed = join(share.results, `${name}.err`);
+    if (existsSync(failed))
+      throw new Error(`cannot share ${source} with the VM: ${readFileSync(failed, 'utf8').trim() || 'the bind failed'}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(ended ? `the VM ended before ${source} was shared with it` : `sharing ${source} with the VM took over 10 s`);
+}
+
 export class QemuBackend implements VmBackend {
   readonly name = 'qemu';
 
@@ -169,19 +214,31 @@ export class QemuBackend implements VmBackend {
     private readonly ownership: OwnershipPlan = planOwnership(hostFacts()),
   ) {}
 
+  private emptySharePaths(): { virtiofsd: string; unshare: string; setpriv: string } {
+    const { virtiofsd, setpriv } = this.paths;
+    const unshare = this.paths.unshare ?? (this.ownership.kind === 'user-namespace' ? this.ownership.unshare : null);
+    if (!virtiofsd || !unshare || !setpriv)
+      throw new Error('a VM booted ahead needs virtiofsd, unshare and setpriv (util-linux); install them or turn the spare VM off');
+    return { virtiofsd, unshare, setpriv };
+  }
+
   async launch(spec: LaunchSpec): Promise<VmInstance> {
     ensurePrivateDir(spec.runDir);
     // QEMU creates the console log with the umask's mode; the guest's console is the session's data.
     closeSync(openSync(spec.serialLog, 'a', 0o600));
     chmodSync(spec.serialLog, 0o600);
-    if (spec.workspace && !this.paths.virtiofsd)
+    const shared = spec.workspace !== undefined || spec.emptyShare === true;
+    if (shared && !this.paths.virtiofsd)
       throw new Error('virtiofsd was not found (it ships in qemu-system-common as /usr/lib/qemu/virtiofsd); install qemu-system-x86');
-    const sockets = socketsIn(spec.runDir, spec.workspace !== undefined);
+    const sockets = socketsIn(spec.runDir, shared);
     const helpers: { child: ChildProcess; exited: Promise<VmExit> }[] = [];
-    if (spec.workspace && sockets.virtiofs) {
-      const command = virtiofsdCommand(this.ownership, this.paths.virtiofsd!, sockets.virtiofs, spec.workspace, () =>
-        pidFolderMount([spec.workspace!, spec.runDir]),
-      );
+    const emptyShare = spec.emptyShare ? makeEmptyShare(spec.runDir) : null;
+    if (shared && sockets.virtiofs) {
+      const command = emptyShare
+        ? emptyShareCommand(this.ownership, this.emptySharePaths(), sockets.virtiofs, emptyShare, () => pidFolderMount([spec.runDir]))
+        : virtiofsdCommand(this.ownership, this.paths.virtiofsd!, sockets.virtiofs, spec.workspace!, () =>
+            pidFolderMount([spec.workspace!, spec.runDir]),
+          );
       const child = spawnTied(this.paths, command.file, command.args);
       const stderr = tail(child);
       const exited = exitOf(child, stderr);
@@ -229,6 +286,7 @@ export class QemuBackend implements VmBackend {
         }
         throw new Error(`QEMU's agent port did not open within ${timeoutMs} ms${last ? ` (${last.message})` : ''}`);
       },
+      ...(emptyShare ? { bindIntoShare: (source: string) => bindIntoShare(emptyShare, source, qemuExited) } : {}),
       kill: async () => {
         await stopChild(qemu, qemuExited, 2000);
         return exited;

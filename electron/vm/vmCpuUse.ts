@@ -23,3 +23,26 @@ export function vmCpuUse(pid: number | undefined, ranMs: number): string {
   const load = `the host's load average was ${loadavg()[0]!.toFixed(1)}`;
   return cpu === null ? load : `the VM's process had ${cpu.toFixed(1)} s of CPU in ${(ranMs / 1000).toFixed(1)} s; ${load}`;
 }
+
+/**
+ * Resolves once `pid` has used under `share` of a core for `quietSeconds` seconds in a row, after
+ * `maxMs` at the latest, or as soon as it cannot be read (it has gone) or `ended` resolves.
+ */
+export async function untilQuiet(
+  pid: number | undefined,
+  options: { readonly maxMs: number; readonly share?: number; readonly quietSeconds?: number; readonly ended?: Promise<unknown> },
+): Promise<void> {
+  if (pid === undefined) return;
+  let ended = false;
+  void options.ended?.then(() => (ended = true));
+  const until = performance.now() + options.maxMs;
+  let quiet = 0;
+  let last = processCpuSeconds(pid);
+  while (last !== null && !ended && performance.now() < until && quiet < (options.quietSeconds ?? 2)) {
+    await new Promise((r) => setTimeout(r, 1000).unref());
+    const now = processCpuSeconds(pid);
+    if (now === null) return;
+    quiet = now - last < (options.share ?? 0.3) ? quiet + 1 : 0;
+    last = now;
+  }
+}

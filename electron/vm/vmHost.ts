@@ -26,8 +26,14 @@ import { hasSessionDisk, imageBootPlan, SESSION_DISK_FILE } from './image/imageP
 import { cleanLeftovers } from './leftovers.ts';
 import { SessionStartRefused } from './sessionStartRefused.ts';
 import { checkProjectFolder } from './projectFolder.ts';
-import { VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
+import { DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY_MIB, VmSession, type BootPlan, type TerminalProgram } from './vmSession.ts';
+import { PreparedVm } from './preparedVm.ts';
+import { SparePool } from './spareVm.ts';
+import { agentBinary } from './agentBinary.ts';
+import { cachedImageHash } from './image/guestImage.ts';
+import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
 import { readVmSessionMeta } from './vmSessionMeta.ts';
+import { untilQuiet } from './vmCpuUse.ts';
 import type { SessionPaths } from '../store/paths.ts';
 
 // The owner's live VMs, keyed by session id: it starts, resumes and stops them, for the owner
@@ -38,6 +44,13 @@ export type PlanFor = (
   onProgress: (p: ImageProgress) => void,
 ) => (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
 
+/** The image spares are booted from: the one the coding agents run on. */
+const SPARE_IMAGE: ImageKind = 'agent';
+/** A spare boots this long after a start has finished (the session's VM quiet), so it does not slow the new session's first moments. */
+const SPARE_AFTER_START_MS = 3_000;
+/** ...or this long after the start, when the session's VM keeps busy. */
+const SPARE_AFTER_START_MAX_MS = 60_000;
+
 export interface VmHostOptions {
   readonly home: CapsemHome;
   readonly backend: () => VmBackend;
@@ -45,6 +58,15 @@ export interface VmHostOptions {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** The stored keys agents are checked against and sessions' brokers read; CAPSEM_HOME's, without a cipher, unless said. */
   readonly keyStore?: KeyStore;
+  /**
+   * Keep one agent-image VM booted ahead for the next start to adopt (the app's choice, read at
+   * each decision: Settings can change it); without it every start boots its own.
+   */
+  readonly spareVm?: () => boolean;
+  /** Whether the agent image is built and current, so a spare can boot without building it; the image cache's word unless said. */
+  readonly spareImageHash?: () => string | null;
+  /** Where the pool's problems go (a spare that died or did not boot). */
+  readonly onSpareProblem?: (message: string) => void;
 }
 
 /** A folder to share at /workspace, and whether the user confirmed sharing one that holds their whole home. */
@@ -69,10 +91,66 @@ export class VmHost {
   readonly leftovers: ReturnType<typeof cleanLeftovers>;
 
   private readonly keyStore: KeyStore;
+  private readonly spares: SparePool<PreparedVm> | null;
 
   constructor(private readonly options: VmHostOptions) {
     this.leftovers = cleanLeftovers(options.home);
     this.keyStore = options.keyStore ?? new HomeKeyStore(options.home);
+    const enabled = options.spareVm;
+    this.spares = enabled
+      ? new SparePool<PreparedVm>({
+          enabled,
+          boot: () => this.bootSpare(),
+          fit: (spare) => !spare.plan.imageHash || spare.plan.imageHash === this.currentImageHash(),
+          onProblem: (message) => options.onSpareProblem?.(message),
+        })
+      : null;
+    // At launch, only when the image is already built: a first start builds it, and a spare follows that start.
+    if (this.spares && enabled?.() && this.currentImageHash() !== null) this.spares.schedule(0);
+  }
+
+  /** The agent image's hash when it is built and current, else null. */
+  private currentImageHash(): string | null {
+    try {
+      return (this.options.spareImageHash ?? (() => cachedImageHash(SPARE_IMAGE, { agentBinary: agentBinary() })))();
+    } catch {
+      return null;
+    }
+  }
+
+  private async bootSpare(): Promise<PreparedVm> {
+    // Always the cached image: a spare stands in for what imageBootPlan would boot.
+    const plan = imageBootPlan(this.options.home, SPARE_IMAGE);
+    // The CA must exist before the plan copies it into the spare's disk; loading makes it once.
+    await CertificateAuthority.load(this.options.home);
+    return PreparedVm.boot({
+      home: this.options.home,
+      backend: this.options.backend(),
+      plan: (dir) => plan({ dir }, caFiles(this.options.home).certPath),
+      memoryMiB: DEFAULT_VM_MEMORY_MIB,
+      cpus: DEFAULT_VM_CPUS,
+    });
+  }
+
+  private planFor(kind: ImageKind, onProgress: (p: ImageProgress) => void): ReturnType<PlanFor> {
+    return (this.options.plan ?? ((k, progress) => imageBootPlan(this.options.home, k, progress)))(kind, onProgress);
+  }
+
+  /** Whether a VM booted ahead is waiting to be adopted. */
+  get spareReady(): boolean {
+    return this.spares?.ready ?? false;
+  }
+
+  /** The VM booted ahead that waits (for the bench's look at its memory and CPU), or null. */
+  get waitingSpare(): PreparedVm | null {
+    return this.spares?.waiting ?? null;
+  }
+
+  /** Turns the spare on or off at once (Settings): off discards the waiting one, on boots one when the image is built. */
+  spareSettingChanged(): void {
+    if (!this.spares) return;
+    if (!this.options.spareVm?.()) void this.spares.drop();
+    else if (this.currentImageHash() !== null) this.spares.schedule(0);
   }
 
   get live(): readonly VmSession[] {
@@ -121,9 +199,9 @@ export class VmHost {
           confirmHint: 'add --yes-whole-home',
         })
       : null;
-    const plan = (this.options.plan ?? ((kind, onProgress) => imageBootPlan(this.options.home, kind, onProgress)))(params.image, (p) =>
-      report.progress(p),
-    );
+    const plan = this.planFor(params.image, (p) => report.progress(p));
+    // A new session of the spare's image adopts the VM booted ahead; a resumed one boots on its own disk.
+    const prepared = this.spares && !params.resume && params.image === SPARE_IMAGE ? await this.spares.take() : null;
     const session = await VmSession.start({
       home: this.options.home,
       name: params.name,
@@ -139,7 +217,20 @@ export class VmHost {
       projectFolder,
       ...(params.resume ? { resume: params.resume } : {}),
       ...(agent ? { terminal: agent.terminal, agent: agent.name } : {}),
+      ...(prepared ? { prepared } : {}),
+    }).catch((err: unknown) => {
+      this.spares?.schedule(SPARE_AFTER_START_MS);
+      throw err;
     });
+    // The next spare boots once this session's own start is over (its agent at its prompt, its VM
+    // quiet): booting one beside it took the CPU the agent's start needed (30.8 s to the prompt
+    // against 19.9 s, with a 2-core host under load).
+    if (this.spares) {
+      const spares = this.spares;
+      void untilQuiet(session.vmPid, { maxMs: SPARE_AFTER_START_MAX_MS, ended: session.ended }).then(() =>
+        spares.schedule(SPARE_AFTER_START_MS),
+      );
+    }
     if (projectFolder) {
       try {
         rememberFolder(this.options.home, projectFolder);
@@ -179,7 +270,7 @@ export class VmHost {
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all(this.live.map((s) => s.stop()));
+    await Promise.all([...this.live.map((s) => s.stop()), this.spares?.close()]);
   }
 }
 

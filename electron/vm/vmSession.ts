@@ -28,6 +28,7 @@ import { guestCipherOrder, guestCryptoEnv } from './guestCrypto.ts';
 import { GuestActivity } from '../recording/guestActivity.ts';
 import { execOutputTap } from '../recording/steps/commandRun.ts';
 import { AgentMux, type ControlMessage, type ExitStatus, type MuxStream } from './mux.ts';
+import type { PreparedVm } from './preparedVm.ts';
 import { PtyTranscript } from './ptyTranscript.ts';
 import { PtyView } from './ptyView.ts';
 import { TerminalScreen } from './terminalScreen.ts';
@@ -43,6 +44,7 @@ import { vmCpuUse } from './vmCpuUse.ts';
 export const GUEST_PROXY_PORT = 3128;
 /** Two vCPUs let the guest's TLS and the agent's relay run side by side (TCG runs a host thread per vCPU). */
 export const DEFAULT_VM_CPUS = 2;
+export const DEFAULT_VM_MEMORY_MIB = 1024;
 
 /** What to boot for a session: the image's kernel, initrd and disks, prepared in its folder. */
 export interface BootPlan {
@@ -58,6 +60,8 @@ export interface BootPlan {
   readonly guestProxyPort?: number;
   /** The session's writable disk: kept for a resumable (named) session, deleted when another ends. */
   readonly sessionDisk?: string;
+  /** The image's hash, when it is a cached image: a VM booted ahead from another is not adopted. */
+  readonly imageHash?: string;
 }
 
 /** A file the guest's home gets before the terminal's program first starts, relative to $HOME. */
@@ -112,6 +116,11 @@ export interface VmSessionOptions {
   readonly terminal?: (standIns: Readonly<Record<string, string>>) => TerminalProgram;
   /** The coding agent `terminal` runs, kept in session_meta as vm_terminal_agent so a resume starts it again. */
   readonly agent?: AgentName;
+  /**
+   * A VM booted ahead (preparedVm.ts) to adopt instead of booting one: it gets its disk, folder,
+   * session id, keys and policy now. `plan`, `memoryMiB` and `cpus` are then not used.
+   */
+  readonly prepared?: PreparedVm;
 }
 
 export interface SessionEnd {
@@ -200,6 +209,11 @@ export class VmSession {
     return this.recording.session.name;
   }
 
+  /** The VM's own process (QEMU), while it runs; undefined for a backend without one. */
+  get vmPid(): number | undefined {
+    return this.vm.pids[0];
+  }
+
   get running(): boolean {
     return this.state === 'running';
   }
@@ -216,7 +230,8 @@ export class VmSession {
       : registerRecordedSession(options.home, { name: options.name ?? null, command: options.command, mode: 'vm' });
     const paths = sessionPaths(options.home, record.id);
     options.onRegistered?.(record.id);
-    const runDir = join(options.home.runDir, 'vms', record.id);
+    const prepared = options.prepared ?? null;
+    const runDir = prepared ? prepared.runDir : join(options.home.runDir, 'vms', record.id);
     let recorded: PromiseSettledResult<Recording> | null = null;
     let store: ContentStore | null = null;
     let baselining: Promise<Baselined> = Promise.resolve(null);
@@ -224,7 +239,8 @@ export class VmSession {
     /** Ends the session crashed, with `reason` in main.db, and throws `message` to the caller. */
     const fail = async (reason: string, message: string): Promise<never> => {
       const launch = launched?.status === 'fulfilled' ? launched.value : null;
-      if (launch) await launch.vm.kill();
+      if (prepared) await prepared.discard();
+      else if (launch) await launch.vm.kill();
       rmSync(runDir, { recursive: true, force: true });
       // A disk made for a session that never ran holds nothing; a resumed session's holds its past.
       if (!options.resume && launch?.plan.sessionDisk) rmSync(launch.plan.sessionDisk, { force: true });
@@ -273,6 +289,12 @@ export class VmSession {
           keyStore: options.keyStore,
         }),
         (async () => {
+          if (prepared) {
+            const idle = Math.round((Date.now() - prepared.readyAt) / 1000);
+            status(`using the VM booted ahead (idle ${idle} s)`);
+            t0 = performance.now();
+            return { plan: prepared.adopt(paths.dir, paths.serialLogPath), vm: prepared.vm };
+          }
           const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
             throw new ImageNotReady(err instanceof Error ? err.message : String(err));
           });
@@ -283,7 +305,7 @@ export class VmSession {
             cmdline: plan.cmdline,
             disks: plan.disks,
             workspace,
-            memoryMiB: options.memoryMiB ?? 1024,
+            memoryMiB: options.memoryMiB ?? DEFAULT_VM_MEMORY_MIB,
             cpus: options.cpus ?? DEFAULT_VM_CPUS,
             runDir,
             serialLog: paths.serialLogPath,
@@ -317,18 +339,21 @@ export class VmSession {
     const booted = launched.value.vm;
     let contents: ChangeContents | null = null;
     try {
-      status(`booting the VM (${booted.accelerator.reason})`);
-      const bootTimeout = options.bootTimeoutMs ?? (booted.accelerator.accel === 'tcg' ? 90_000 : 30_000);
-      const port = await booted.connectAgentPort(10_000);
-      const mux = new AgentMux(port);
-      mux.on('error', () => {});
-      const hello = await Promise.race([
-        mux.handshake(bootTimeout).catch((err: unknown) => {
-          throw new Error(`${(err as Error).message} (${vmCpuUse(booted.pids[0], performance.now() - t0)})`);
-        }),
-        booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths))),
-      ]);
-      const helloMs = performance.now() - t0;
+      const { mux, hello, helloMs } = prepared
+        ? { mux: prepared.mux, hello: prepared.hello, helloMs: prepared.helloMs }
+        : await (async () => {
+            status(`booting the VM (${booted.accelerator.reason})`);
+            const bootTimeout = options.bootTimeoutMs ?? (booted.accelerator.accel === 'tcg' ? 90_000 : 30_000);
+            const mux = new AgentMux(await booted.connectAgentPort(10_000));
+            mux.on('error', () => {});
+            const hello = await Promise.race([
+              mux.handshake(bootTimeout).catch((err: unknown) => {
+                throw new Error(`${(err as Error).message} (${vmCpuUse(booted.pids[0], performance.now() - t0)})`);
+              }),
+              booted.exited.then((exit) => Promise.reject(vmExitError('before the agent said hello', exit, paths))),
+            ]);
+            return { mux, hello, helloMs: performance.now() - t0 };
+          })();
       // The guest is given the workspace with its config: what the folder held is recorded by then.
       const baselined = await baselining;
       if (baselined && store) {
@@ -336,9 +361,12 @@ export class VmSession {
         recording.recorder.seedFileVersions(baselined.versions);
         contents = new ChangeContents(root, store, status);
       }
+      // A VM booted ahead sees the session's folder only now, bound into its empty share under a random name.
+      const workspaceSource = prepared ? await prepared.vm.bindIntoShare!(root) : null;
       const ready = mux.nextControl('ready', 30_000);
       mux.control({
         type: 'config',
+        ...(workspaceSource ? { workspace_source: workspaceSource } : {}),
         time_ms: Date.now(),
         hostname: 'capsem',
         workspace: plan.guestWorkspace,
@@ -356,8 +384,12 @@ export class VmSession {
         ready,
         booted.exited.then((exit) => Promise.reject(vmExitError('before the agent was ready', exit, paths))),
       ]);
+      if (typeof readyMessage.error === 'string') throw new Error(`the guest agent could not apply its config: ${readyMessage.error}`);
       const readyMs = performance.now() - t0;
-      const boot = bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel);
+      const boot = {
+        ...bootFigures(readyMessage, helloMs, readyMs, hello.agent, booted.accelerator.accel),
+        ...(prepared ? await spareFigures(prepared, readyMs) : {}),
+      };
       status(`VM ready in ${(readyMs / 1000).toFixed(1)} s`);
       const session = new VmSession(
         recording,
@@ -655,6 +687,17 @@ function bootFigures(
   };
   for (const [stage, ms] of Object.entries(stages)) if (typeof ms === 'number') figures[`vm_boot_${stage}`] = String(ms);
   return figures;
+}
+
+/** What a session that adopted a VM booted ahead records of it: which, its adoption's time, and what it did while it waited. */
+async function spareFigures(prepared: PreparedVm, adoptMs: number): Promise<Record<string, string>> {
+  const readAhead = await Promise.race([prepared.readAheadResult(), Promise.resolve(null)]);
+  return {
+    vm_spare: prepared.name,
+    vm_adopt_ms: adoptMs.toFixed(0),
+    vm_spare_idle_ms: String(Date.now() - prepared.readyAt),
+    vm_spare_read_ahead: readAhead ? (readAhead.error ? `failed: ${readAhead.error}` : `${readAhead.ms.toFixed(0)} ms`) : 'still reading',
+  };
 }
 
 function reopenSession(home: CapsemHome, id: SessionId): SessionRecord {

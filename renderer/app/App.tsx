@@ -9,6 +9,7 @@ import { useSessionStore } from '../sessions/useSessionStore.ts';
 import { ConnectionBanner } from './ConnectionBanner.tsx';
 import { DropOverlay, ImportBar, ImportButton, useFileImport } from './ImportDrop.tsx';
 import { KeysSettings } from '../settings/KeysSettings.tsx';
+import { StartSettings } from '../settings/StartSettings.tsx';
 import { TabBar } from './TabBar.tsx';
 
 /**
@@ -96,7 +97,12 @@ export function App() {
       />
       <main className="panes">
         <section className="pane" hidden={!settingsOpen} data-testid="settings-pane">
-          {settingsOpen && <KeysSettings />}
+          {settingsOpen && (
+            <>
+              <StartSettings />
+              <KeysSettings />
+            </>
+          )}
         </section>
         <section className="pane" hidden={settingsOpen || active !== null}>
           <SessionList store={store} onOpen={open} actions={<ImportButton busy={imports.busy !== null} onFiles={imports.importFiles} />} />

@@ -571,6 +571,18 @@ export async function ensureImage(home: CapsemHome, kind: ImageKind, options: En
 }
 
 /**
+ * The hash of the image `ensureImage` would give for `kind` when it is already built and its
+ * inputs are unchanged, else null: read from the cache alone, never building (nor hashing the
+ * inputs in full, which a first start after a change does).
+ */
+export function cachedImageHash(kind: ImageKind, options: Pick<EnsureImageOptions, 'agentBinary' | 'recipeDir' | 'kernel'>): string | null {
+  const root = imageCacheDir();
+  if (!existsSync(root)) return null;
+  const known = knownHash(root, kind, inputsFingerprint(kind, options));
+  return known !== null && existsSync(join(root, imageDirName(kind, known), MANIFEST_NAME)) ? known : null;
+}
+
+/**
  * Recomputes the SHA-256 of every file the manifest lists and refuses any mismatch, naming the
  * file. Also refuses a manifest that does not belong to its folder or lacks a file the kind needs.
  */

@@ -20,10 +20,10 @@ export function hasSessionDisk(kind: ImageKind): boolean {
 }
 
 export function imageBootPlan(home: CapsemHome, kind: ImageKind, onProgress?: (p: ImageProgress) => void) {
-  return async (paths: SessionPaths, caPemPath: string): Promise<BootPlan> => {
+  return async (paths: Pick<SessionPaths, 'dir'>, caPemPath: string): Promise<BootPlan> => {
     const built = await ensureImage(home, kind, { agentBinary: agentBinary(), onProgress });
     const image = await verifyImage(built);
-    const common = { kernel: image.kernel, initrd: image.initrd, guestEnv: {}, guestWorkspace: GUEST_WORKSPACE };
+    const common = { kernel: image.kernel, initrd: image.initrd, guestEnv: {}, guestWorkspace: GUEST_WORKSPACE, imageHash: image.hash };
     if (!hasSessionDisk(kind)) return { ...common, cmdline: '', disks: [] };
     const disk = join(paths.dir, SESSION_DISK_FILE);
     await ensureSessionDisk(disk, { caCertPem: readFileSync(caPemPath, 'utf8') });

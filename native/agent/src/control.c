@@ -3,10 +3,12 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +71,42 @@ static int64_t env_ms(const char *name) {
     return x;
 }
 
+/* Where init mounts the virtiofs share (build/guest/init-common.sh); a prepared VM's share starts
+ * empty, and the host binds the session's folder into it under a name given in `workspace_source`. */
+#define SHARE_ROOT "/run/capsem/share"
+
+/* Why the last config could not be applied in full (sent as `error` in `ready`), or NULL. */
+static char *config_error;
+
+static void set_config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_config_error(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    free(config_error);
+    config_error = strdup(msg);
+    log_msg("config: %s", msg);
+}
+
+/* Binds the share's entry `name` over the workspace: the session's folder appears at the workspace
+ * only once the VM is adopted. The name is one path component the host chose at random. */
+static void bind_workspace_source(const char *name) {
+    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        set_config_error("workspace_source \"%.64s\" is not one path component", name);
+        return;
+    }
+    if (!g.workspace) {
+        set_config_error("workspace_source without a workspace to mount it on");
+        return;
+    }
+    char source[512];
+    snprintf(source, sizeof source, "%s/%s", SHARE_ROOT, name);
+    if (mount(source, g.workspace, NULL, MS_BIND, NULL) < 0)
+        set_config_error("cannot bind %s on %s: %s", source, g.workspace, strerror(errno));
+}
+
 static void send_ready(void) {
     int64_t now = now_boot_ms();
     int64_t init_start = env_ms("CAPSEM_INIT_START_MS");
@@ -85,8 +123,13 @@ static void send_ready(void) {
         buf_printf(&b, "%s\"init_ms\":%lld", sep, (long long)(init_end - init_start));
         sep = ",";
     }
-    buf_printf(&b, "%s\"agent_ms\":%lld},\"uptime_ms\":%lld}", sep,
+    buf_printf(&b, "%s\"agent_ms\":%lld},\"uptime_ms\":%lld", sep,
                (long long)(now - g.start_boot_ms), (long long)now);
+    if (config_error) {
+        buf_puts(&b, ",\"error\":");
+        jw_cstr(&b, config_error);
+    }
+    buf_puts(&b, "}");
     send_json(0, FT_CONTROL, &b);
     buf_free(&b);
 }
@@ -114,6 +157,13 @@ static void apply_config(const struct json_doc *doc, const struct json_node *msg
         ws_changed = true;
     }
     env_set_base(doc, json_get(doc, msg, "env"));
+    free(config_error);
+    config_error = NULL;
+    const char *source = json_cstr(json_get(doc, msg, "workspace_source"));
+    if (source) {
+        bind_workspace_source(source);
+        ws_changed = true; /* the watcher must watch the bound folder, not what lay under it */
+    }
 
     if (g.workspace && (ws_changed || fswatch_fd() < 0)) {
         fswatch_stop();

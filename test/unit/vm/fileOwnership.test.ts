@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ownershipFinding } from '../../../electron/cli/doctorCommand.ts';
 import {
+  emptyShareCommand,
   pidFolderMount,
   planOwnership,
   subordinateRange,
@@ -98,5 +99,35 @@ describe("where the namespace's private tmpfs goes", () => {
     expect(pidFolderMount(['/home/ada/p', '/home/ada/.capsem/run/vms/x'], '/run')).toBe('/run');
     expect(pidFolderMount(['/home/ada/p', '/run/user/1002/capsem/run/vms/x'], '/run')).toBe('/var');
     expect(() => pidFolderMount(['/var/tmp/p', '/run/user/1002/x'], '/run')).toThrow(/put CAPSEM_HOME and the project folder elsewhere/);
+  });
+});
+
+describe('emptyShareCommand', () => {
+  const share = { dir: '/r/share', fifo: '/r/binder.fifo', results: '/r/bound' };
+  const paths = { virtiofsd: '/usr/lib/qemu/virtiofsd', unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' };
+
+  it('as root: a private mount namespace holding virtiofsd (chroot sandbox) and its binder', () => {
+    const { file, args } = emptyShareCommand({ kind: 'root' }, paths, '/r/v.sock', share, () => '/run');
+    expect(file).toBe('/usr/bin/unshare');
+    expect(args.slice(0, 4)).toEqual(['--mount', '--propagation', 'private', '--']);
+    expect(args.slice(-8)).toEqual([
+      '/usr/lib/qemu/virtiofsd',
+      '--socket-path=/r/v.sock',
+      '-o',
+      'source=/r/share',
+      '-o',
+      'cache=auto',
+      '-o',
+      'sandbox=chroot',
+    ]);
+    expect(args).toContain('/r/binder.fifo');
+  });
+
+  it("as a user: the share is a shared mount, so binds reach virtiofsd's own namespace", () => {
+    const plan = { kind: 'user-namespace', unshare: '/usr/bin/unshare', user: 'u', subuid: '100000:65536' } as const;
+    const { args } = emptyShareCommand(plan, paths, '/r/v.sock', share, () => '/run');
+    expect(args.slice(0, 3)).toEqual(['--map-root-user', '--map-auto', '--mount']);
+    expect(args.join(' ')).toContain('mount --make-shared "$share"');
+    expect(args.at(-1)).toBe('sandbox=namespace');
   });
 });
