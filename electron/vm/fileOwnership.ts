@@ -145,24 +145,16 @@ export function virtiofsdCommand(
   if (plan.kind === 'root') return { file: virtiofsd, args: [...options, '-o', 'sandbox=chroot'] };
   if (plan.kind === 'unavailable') throw new Error(`${plan.problem} (${plan.fix}); run capsem doctor`);
   const script = 'mount -t tmpfs -o mode=0755 capsem-virtiofsd "$1" && shift && exec "$@"';
-  return {
-    file: plan.unshare,
-    args: [
-      '--map-root-user',
-      '--map-auto',
-      '--mount',
-      '--',
-      'sh',
-      '-c',
-      script,
-      'capsem-virtiofsd',
-      mountTarget(),
-      virtiofsd,
-      ...options,
-      '-o',
-      'sandbox=namespace',
-    ],
-  };
+  return inUserNamespace(plan.unshare, script, [mountTarget(), virtiofsd, ...options, '-o', 'sandbox=namespace']);
+}
+
+/** `sh -c script capsem-virtiofsd ...args` as root of a user and mount namespace of its own (an ordinary user's virtiofsd). */
+function inUserNamespace(
+  unshare: string,
+  script: string,
+  args: readonly string[],
+): { readonly file: string; readonly args: readonly string[] } {
+  return { file: unshare, args: ['--map-root-user', '--map-auto', '--mount', '--', 'sh', '-c', script, 'capsem-virtiofsd', ...args] };
 }
 
 /** The folders a share that starts empty works through (a VM booted ahead of its session). */
@@ -221,23 +213,9 @@ export function emptyShareCommand(
     };
   if (plan.kind === 'unavailable') throw new Error(`${plan.problem} (${plan.fix}); run capsem doctor`);
   const shared = 'mount --bind "$share" "$share" && mount --make-shared "$share"';
-  return {
-    file: plan.unshare,
-    args: [
-      '--map-root-user',
-      '--map-auto',
-      '--mount',
-      '--',
-      'sh',
-      '-c',
-      `${start}; mount -t tmpfs -o mode=0755 capsem-virtiofsd "$1" && shift && ${shared} && { ${binder} } && exec "$@"`,
-      'capsem-virtiofsd',
-      ...binderArgs,
-      mountTarget(),
-      paths.virtiofsd,
-      ...options,
-      '-o',
-      'sandbox=namespace',
-    ],
-  };
+  return inUserNamespace(
+    plan.unshare,
+    `${start}; mount -t tmpfs -o mode=0755 capsem-virtiofsd "$1" && shift && ${shared} && { ${binder} } && exec "$@"`,
+    [...binderArgs, mountTarget(), paths.virtiofsd, ...options, '-o', 'sandbox=namespace'],
+  );
 }
