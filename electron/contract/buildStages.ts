@@ -20,10 +20,10 @@ export interface BuildStage {
 const LABELS: Readonly<Record<string, string>> = {
   inputs: 'hashing inputs',
   kernel: 'kernel',
-  debootstrap: 'downloading packages',
-  rootfs: 'root file system',
+  download: 'downloading packages',
+  debootstrap: 'root file system',
   agents: 'coding agents',
-  squashfs: 'compressing',
+  squashfs: 'compressing the root',
   agentsSquashfs: 'compressing the agents',
   initramfs: 'initramfs',
   manifest: 'manifest',

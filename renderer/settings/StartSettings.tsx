@@ -19,14 +19,21 @@ export function StartSettings() {
     api.call('settings.get', {}).then(setSettings, (e: unknown) => setProblem(errorText(e)));
   }, [api]);
 
-  const change = (spareVm: boolean) =>
-    api.call('settings.set', { spareVm }).then(
+  // The box follows the click at once; what the core kept replaces it, and a refusal puts it back.
+  const change = (spareVm: boolean) => {
+    const before = settings;
+    if (before) setSettings({ ...before, spareVm });
+    return api.call('settings.set', { spareVm }).then(
       (s) => {
         setSettings(s);
         setProblem(null);
       },
-      (e: unknown) => setProblem(errorText(e)),
+      (e: unknown) => {
+        setSettings(before);
+        setProblem(errorText(e));
+      },
     );
+  };
 
   return (
     <div className="settings-start" data-testid="settings-start">

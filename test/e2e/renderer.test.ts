@@ -469,12 +469,12 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
       const built = new Promise<void>((resolve) => (finishBuild = resolve));
       const build: BuildStage[] = [
         { stage: 'inputs', state: 'done', fraction: 1, ms: 1_400 },
-        { stage: 'debootstrap', state: 'running', fraction: 0.3, ms: 20_000 },
+        { stage: 'download', state: 'running', fraction: 0.3, ms: 20_000 },
         { stage: 'agents', state: 'running', fraction: 0.55, ms: 18_000 },
         { stage: 'squashfs', state: 'pending', fraction: 0, ms: 0 },
       ];
       imageBuild = async (onProgress) => {
-        onProgress({ stage: 'debootstrap', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3, stageFraction: 0.3, build });
+        onProgress({ stage: 'download', message: 'Unpacking bash (5.2.15-2+b7)', fraction: 0.3, stageFraction: 0.3, build });
         await built;
         onProgress({ stage: 'done', message: 'built agent-0123456789abcdef', fraction: 1, stageFraction: 1, build: [] });
       };
@@ -502,7 +502,7 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
           ['done', '✓ hashing inputs 1.4s'],
           ['running', '▸ downloading packages 30%'],
           ['running', '▸ coding agents 55%'],
-          ['pending', '· compressing'],
+          ['pending', '· compressing the root'],
         ]);
         expect(await inTab.locator('[data-testid=build-stage][data-state=running] progress').count()).toBe(2);
         await shot('start-progress-tab');
@@ -532,11 +532,11 @@ describe.skipIf(missing !== null)(`the renderer in Chromium${missing ? ` (skippe
       const WHY = 'mmdebstrap failed (exit 1): E: cannot download from deb.debian.org; check the network or set http_proxy';
       imageBuild = async (onProgress) => {
         onProgress({
-          stage: 'debootstrap',
+          stage: 'download',
           message: 'Get:1 http://deb.debian.org/debian bookworm InRelease',
           fraction: 0.05,
           stageFraction: 0.1,
-          build: [{ stage: 'debootstrap', state: 'running', fraction: 0.1, ms: 500 }],
+          build: [{ stage: 'download', state: 'running', fraction: 0.1, ms: 500 }],
         });
         throw new Error(WHY);
       };

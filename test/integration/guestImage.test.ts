@@ -474,7 +474,7 @@ describe.skipIf(!agentImageWanted || agentMissing.length > 0)('agent guest image
     });
     const buildMs = Date.now() - started;
     expect(new Set(stages)).toEqual(
-      new Set(['inputs', 'kernel', 'debootstrap', 'agents', 'squashfs', 'agentsSquashfs', 'initramfs', 'manifest', 'done']),
+      new Set(['inputs', 'kernel', 'download', 'debootstrap', 'agents', 'squashfs', 'agentsSquashfs', 'initramfs', 'manifest', 'done']),
     );
     // The layers are built side by side; the bar still only moves forward.
     expect(fractions).toEqual([...fractions].sort((a, b) => a - b));

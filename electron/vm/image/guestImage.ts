@@ -42,7 +42,6 @@ import {
   removeBuildTree,
   squashTree,
   type SquashCompression,
-  type StepProgress,
 } from './imageRootfs.ts';
 
 export {
@@ -87,7 +86,18 @@ export interface GuestImage {
 }
 
 export type ImageStage =
-  'inputs' | 'cache' | 'waiting' | 'kernel' | 'debootstrap' | 'agents' | 'squashfs' | 'agentsSquashfs' | 'initramfs' | 'manifest' | 'done';
+  | 'inputs'
+  | 'cache'
+  | 'waiting'
+  | 'kernel'
+  | 'download'
+  | 'debootstrap'
+  | 'agents'
+  | 'squashfs'
+  | 'agentsSquashfs'
+  | 'initramfs'
+  | 'manifest'
+  | 'done';
 
 /**
  * One report from a build: the stage that sent it, a line for people, the whole build's fraction
@@ -119,7 +129,8 @@ const STAGE_WEIGHTS: Record<'initramfsOnly' | 'withRootfs', Partial<Record<Image
   withRootfs: {
     inputs: 0.02,
     kernel: 0.01,
-    debootstrap: 0.4,
+    download: 0.15,
+    debootstrap: 0.25,
     agents: 0.15,
     squashfs: 0.2,
     agentsSquashfs: 0.12,
@@ -307,12 +318,17 @@ interface Layer {
   readonly file: string;
   readonly key: 'rootfsHash' | 'agentsHash';
   readonly hash: string;
-  /** Its stages: filling the tree, then packing it. */
-  readonly fill: ImageStage;
+  /** Its stages: filling the tree (one or more steps, in order), then packing it. */
+  readonly fill: readonly ImageStage[];
   readonly pack: ImageStage;
   readonly what: string;
   readonly compression: SquashCompression;
-  readonly populate: (tree: string, progress: StepProgress, signal: AbortSignal) => Promise<void>;
+  /** Fills `tree`, reporting progress within its `fill` stage number `step`. */
+  readonly populate: (
+    tree: string,
+    progress: (step: number, fraction: number, message: string) => void,
+    signal: AbortSignal,
+  ) => Promise<void>;
 }
 
 function imageLayers(kind: ImageKind, inputs: ImageInputs): Layer[] {
@@ -322,24 +338,25 @@ function imageLayers(kind: ImageKind, inputs: ImageInputs): Layer[] {
       file: ROOTFS_FILE,
       key: 'rootfsHash',
       hash: inputs.rootfsHash,
-      fill: 'debootstrap',
+      fill: ['download', 'debootstrap'],
       pack: 'squashfs',
       what: 'the Debian root',
       compression: ROOTFS_COMPRESSION,
-      populate: (tree, progress, signal) => debootstrap(inputs.recipe, tree, progress, signal),
+      populate: (tree, progress, signal) =>
+        debootstrap(inputs.recipe, tree, (step, fraction, message) => progress(step === 'download' ? 0 : 1, fraction, message), signal),
     });
   if (inputs.agentsHash)
     layers.push({
       file: AGENTS_FILE,
       key: 'agentsHash',
       hash: inputs.agentsHash,
-      fill: 'agents',
+      fill: ['agents'],
       pack: 'agentsSquashfs',
       what: 'the coding agents',
       compression: AGENTS_COMPRESSION,
       populate: async (tree, progress, signal) => {
         mkdirSync(tree, { mode: 0o755 });
-        await installCodingAgents(inputs.recipe, tree, progress, signal);
+        await installCodingAgents(inputs.recipe, tree, (fraction, message) => progress(0, fraction, message), signal);
       },
     });
   return layers;
@@ -364,14 +381,20 @@ async function buildLayers(
     const reuse = await reusableLayer(root, layer.file, layer.key, layer.hash);
     if (reuse) {
       const message = `reusing ${layer.what} of ${basename(join(reuse, '..'))}`;
-      stages.done(layer.fill, message);
-      stages.done(layer.pack, message);
+      for (const stage of [...layer.fill, layer.pack]) stages.done(stage, message);
       linkOrCopy(reuse, join(tmp, layer.file));
       return;
     }
     const tree = join(tmp, `${layer.file}-tree`);
-    await layer.populate(tree, (f, m) => stages.report(layer.fill, f, m), signal);
-    stages.done(layer.fill);
+    await layer.populate(
+      tree,
+      (step, fraction, message) => {
+        for (const before of layer.fill.slice(0, step)) stages.done(before);
+        stages.report(layer.fill[step]!, fraction, message);
+      },
+      signal,
+    );
+    for (const stage of layer.fill) stages.done(stage);
     await squashTree(tree, join(tmp, layer.file), layer.compression, layer.what, (f, m) => stages.report(layer.pack, f, m), signal);
     stages.done(layer.pack);
     discardBuildTree(tree, root);

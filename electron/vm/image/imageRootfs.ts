@@ -9,14 +9,17 @@ import type { GuestRecipe } from './imageRecipe.ts';
 /** Progress within one step: a fraction of that step, and a line for people. */
 export type StepProgress = (fraction: number, message: string) => void;
 
-// mmdebstrap announces its phases with "I: ..." lines; these are their rough shares of its run time.
-const DEBOOTSTRAP_PHASES: readonly [RegExp, number, string][] = [
-  [/running apt-get update/, 0.05, 'updating package lists'],
-  [/downloading packages/, 0.15, 'downloading packages'],
-  [/extracting archives/, 0.4, 'extracting essential packages'],
-  [/installing essential packages/, 0.5, 'installing essential packages'],
-  [/installing remaining packages/, 0.65, 'installing packages'],
-  [/cleaning package lists/, 0.95, 'cleaning up'],
+/** mmdebstrap's two halves: fetching the packages, then installing them into the tree. */
+export type DebootstrapStep = 'download' | 'install';
+
+// mmdebstrap announces its phases with "I: ..." lines; these are their rough shares of their half.
+const DEBOOTSTRAP_PHASES: readonly [RegExp, DebootstrapStep, number, string][] = [
+  [/running apt-get update/, 'download', 0.1, 'updating package lists'],
+  [/downloading packages/, 'download', 0.3, 'downloading packages'],
+  [/extracting archives/, 'install', 0, 'extracting essential packages'],
+  [/installing essential packages/, 'install', 0.2, 'installing essential packages'],
+  [/installing remaining packages/, 'install', 0.4, 'installing packages'],
+  [/cleaning package lists/, 'install', 0.95, 'cleaning up'],
 ];
 
 // Documentation, manuals and translations are about 50 MB nobody reads inside a sandbox;
@@ -92,7 +95,12 @@ export function requireRoot(what: string): void {
 }
 
 /** A Debian minbase tree with the recipe's packages, built in `targetDir` (which must not exist). */
-export async function debootstrap(recipe: GuestRecipe, targetDir: string, progress: StepProgress, signal?: AbortSignal): Promise<void> {
+export async function debootstrap(
+  recipe: GuestRecipe,
+  targetDir: string,
+  progress: (step: DebootstrapStep, fraction: number, message: string) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   requireRoot('the agent image');
   const args = [
     '--mode=root',
@@ -107,18 +115,18 @@ export async function debootstrap(recipe: GuestRecipe, targetDir: string, progre
     targetDir,
     ...recipe.aptSources,
   ];
-  progress(0, `mmdebstrap ${recipe.suite} with ${recipe.packages.length} packages`);
+  progress('download', 0, `mmdebstrap ${recipe.suite} with ${recipe.packages.length} packages`);
   await runCommand('mmdebstrap', args, {
     signal,
     // The chroot's maintainer scripts run whatever comes first on PATH: a host's pyenv shim for
     // python3 cost 292 s of one build here. The system's own tools come first.
     env: { PATH: [...SYSTEM_PATH, ...(process.env.PATH ?? '').split(':').filter((p) => p && !SYSTEM_PATH.includes(p))].join(':') },
     onLine: (line) => {
-      for (const [pattern, fraction, message] of DEBOOTSTRAP_PHASES) if (pattern.test(line)) progress(fraction, message);
+      for (const [pattern, step, fraction, message] of DEBOOTSTRAP_PHASES) if (pattern.test(line)) progress(step, fraction, message);
     },
   });
   trimTree(targetDir);
-  progress(1, 'rootfs ready');
+  progress('install', 1, 'rootfs ready');
 }
 
 /** Catches what dpkg's path-excludes miss (files written by maintainer scripts). */

@@ -5,7 +5,7 @@ import type { BuildStage } from '../../../electron/contract/buildStages.ts';
 describe('progressLine', () => {
   it('formats a stage with its percentage and cuts to the width', () => {
     expect(formatProgress({ stage: 'squashfs', message: 'compressing', fraction: 0.456 })).toBe('[ 46%] squashfs: compressing');
-    expect(formatProgress({ stage: 'debootstrap', message: 'x'.repeat(100), fraction: 2 }, 30)).toHaveLength(30);
+    expect(formatProgress({ stage: 'download', message: 'x'.repeat(100), fraction: 2 }, 30)).toHaveLength(30);
   });
 
   it('redraws one line on a TTY and prints plain lines per stage or tenth otherwise', () => {
@@ -35,7 +35,7 @@ describe('progressLine', () => {
   it('shows the running stages of a build side by side, each with its own percent, by the labels people read', () => {
     const build = [
       stage('inputs', 'done', 1, 400),
-      stage('debootstrap', 'running', 0.634, 9000),
+      stage('download', 'running', 0.634, 9000),
       stage('agents', 'running', 0.2, 3000),
       stage('squashfs', 'pending', 0),
     ];
@@ -45,28 +45,28 @@ describe('progressLine', () => {
   });
 
   it('prints a ✓ line with its time once per finished stage, above the live line', () => {
-    expect(formatStageDone(stage('debootstrap', 'done', 1, 72_400))).toBe('✓ downloading packages 1m12s');
-    expect(formatStageDone(stage('squashfs', 'done', 1, 8_400))).toBe('✓ compressing 8.4s');
-    expect(formatStageDone(stage('squashfs', 'skipped', 1, 0))).toBe('✓ compressing (skipped)');
+    expect(formatStageDone(stage('download', 'done', 1, 72_400))).toBe('✓ downloading packages 1m12s');
+    expect(formatStageDone(stage('squashfs', 'done', 1, 8_400))).toBe('✓ compressing the root 8.4s');
+    expect(formatStageDone(stage('squashfs', 'skipped', 1, 0))).toBe('✓ compressing the root (skipped)');
     const tty: string[] = [];
     const line = progressLine({ isTTY: true, columns: 200, write: (t: string) => tty.push(t) });
     line.update({
-      stage: 'debootstrap',
+      stage: 'download',
       message: 'a',
       fraction: 0.1,
-      build: [stage('debootstrap', 'running', 0.5, 10), stage('agents', 'running', 0.1, 10)],
+      build: [stage('download', 'running', 0.5, 10), stage('agents', 'running', 0.1, 10)],
     });
     line.update({
-      stage: 'debootstrap',
+      stage: 'download',
       message: 'b',
       fraction: 0.4,
-      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.6, 31_000)],
+      build: [stage('download', 'done', 1, 30_000), stage('agents', 'running', 0.6, 31_000)],
     });
     line.update({
       stage: 'agents',
       message: 'c',
       fraction: 0.5,
-      build: [stage('debootstrap', 'done', 1, 30_000), stage('agents', 'running', 0.7, 32_000)],
+      build: [stage('download', 'done', 1, 30_000), stage('agents', 'running', 0.7, 32_000)],
     });
     expect(tty).toEqual([
       '\r\x1b[K[ 10%] downloading packages 50% · coding agents 10%: a',
@@ -79,22 +79,22 @@ describe('progressLine', () => {
     const log: string[] = [];
     const plain = progressLine({ isTTY: false, write: (t: string) => log.push(t) });
     plain.update({
-      stage: 'debootstrap',
+      stage: 'download',
       message: 'a',
       fraction: 0.1,
-      build: [stage('debootstrap', 'running', 0.5), stage('agents', 'running', 0.1)],
+      build: [stage('download', 'running', 0.5), stage('agents', 'running', 0.1)],
     });
     plain.update({
       stage: 'agents',
       message: 'a',
       fraction: 0.12,
-      build: [stage('debootstrap', 'running', 0.55), stage('agents', 'running', 0.2)],
+      build: [stage('download', 'running', 0.55), stage('agents', 'running', 0.2)],
     });
     plain.update({
-      stage: 'debootstrap',
+      stage: 'download',
       message: 'b',
       fraction: 0.13,
-      build: [stage('debootstrap', 'done', 1, 5000), stage('agents', 'running', 0.3)],
+      build: [stage('download', 'done', 1, 5000), stage('agents', 'running', 0.3)],
     });
     expect(log).toEqual([
       '[ 10%] downloading packages 50% · coding agents 10%: a\n',
