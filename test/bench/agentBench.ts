@@ -98,12 +98,7 @@ function skip(reason: string): boolean {
  * One `capsem run --agent claude`: milliseconds from its start to the prompt on screen; then /exit.
  * `stages` gets the ✓ line of each image build stage the run finished, with the second it finished at.
  */
-async function toPrompt(
-  home: string,
-  env: NodeJS.ProcessEnv,
-  timeoutMs = 300_000,
-  stages?: string[],
-): Promise<number> {
+async function toPrompt(home: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000, stages?: string[]): Promise<number> {
   const t = performance.now();
   const child = spawnCapsem(home, ['run', '--agent', 'claude'], env);
   child.stderr.on('data', (chunk: Buffer) => {

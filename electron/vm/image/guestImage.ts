@@ -35,14 +35,7 @@ import {
   type GuestRecipe,
   type ImageKind,
 } from './imageRecipe.ts';
-import {
-  compressionOptions,
-  debootstrap,
-  discardBuildTree,
-  removeBuildTree,
-  squashTree,
-  type SquashCompression,
-} from './imageRootfs.ts';
+import { compressionOptions, debootstrap, discardBuildTree, removeBuildTree, squashTree, type SquashCompression } from './imageRootfs.ts';
 
 export {
   createSessionDisk,
