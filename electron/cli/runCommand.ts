@@ -43,7 +43,7 @@ ${IMAGE_USAGE}
   --agent NAME     claude, codex or gemini, on the session's terminal
 ${PROJECT_FOLDER_USAGE}
 
-The first run builds the image (about 3 minutes for agent, with the coding agents) and caches it under CAPSEM_HOME.
+The first run builds the image (1-3 minutes for agent, with the coding agents) and keeps it in your image cache (capsem doctor shows where).
 If the app or another capsem command owns CAPSEM_HOME, the VM runs there and shows up live in it.`,
   async run(ctx, argv) {
     const dash = argv.indexOf('--');

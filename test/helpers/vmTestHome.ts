@@ -13,7 +13,7 @@ import { tempHome } from './tempHome.ts';
 // A throwaway CAPSEM_HOME whose guest images come from the checkout's image cache (CAPSEM_IMAGE_CACHE,
 // which vitest.config.ts sets for every test and this sets for the benches): images are cached by
 // recipe hash, so a changed recipe still builds afresh, and an unchanged one (the agent image takes
-// about three minutes) is built once per checkout, not in the user's own cache.
+// a minute or more) is built once per checkout, not in the user's own cache.
 
 export const IMAGE_CACHE = fileURLToPath(new URL('../../.cache/images/', import.meta.url));
 

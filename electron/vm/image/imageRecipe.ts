@@ -42,7 +42,7 @@ export const IMAGE_RECIPES: Readonly<Record<ImageKind, ImageRecipeEntry>> = {
     // The transparent network path needs netfilter.
     moreModules: ['modules-agent.txt'],
     rootfs: { packages: 'packages.txt', aptSources: 'sources.list' },
-    firstBuild: 'about 3 minutes, needs root, npm, deb.debian.org and the npm registry',
+    firstBuild: '1-3 minutes, needs root, npm, deb.debian.org and the npm registry',
   },
   minimal: { init: 'init-minimal.sh', moreModules: [], firstBuild: 'seconds' },
 };
