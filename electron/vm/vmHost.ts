@@ -45,7 +45,7 @@ export type PlanFor = (
 ) => (paths: SessionPaths, caPemPath: string) => Promise<BootPlan>;
 
 /** The image spares are booted from: the one the coding agents run on. */
-const SPARE_IMAGE: ImageKind = 'agent';
+const SPARE_IMAGE: ImageKind = CODING_AGENT_IMAGES[0]!.id;
 /** A spare boots this long after a start has finished (the session's VM quiet), so it does not slow the new session's first moments. */
 const SPARE_AFTER_START_MS = 3_000;
 /** ...or this long after the start, when the session's VM keeps busy. */
