@@ -147,7 +147,9 @@ describe.skipIf(noVm !== null)(`capsem run --workspace in a real VM, minimal ima
       'proj1',
       "SELECT action, path, size, entries FROM fs_events WHERE path LIKE 'node_modules%' ORDER BY seq",
     );
-    expect(churn.length).toBeLessThanOrEqual(5);
+    // One row per batch, and how the guest's writes fall into batches depends on the host's load
+    // (CI once saw 6); one row per file would be 303.
+    expect(churn.length).toBeLessThanOrEqual(10);
     // On a loaded host the guest's watcher may see a file's write apart from its creation: a
     // 'modified' summary then follows the 'created' one, still one row and not one per file.
     expect(
