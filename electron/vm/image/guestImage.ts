@@ -268,17 +268,22 @@ function removeAbandonedBuilds(root: string): void {
   }
 }
 
-/** A layer of an existing image built from the same recipe (its manifest's `key` is `hash`), checked against that manifest. */
-async function reusableLayer(root: string, file: string, key: 'rootfsHash' | 'agentsHash', hash: string): Promise<string | undefined> {
+/**
+ * `file` of the first image in the cache whose manifest `wants` and whose copy still matches that
+ * manifest (checked as a boot checks it: hashed only when changed since it was last hashed).
+ */
+async function neighbourFile(root: string, file: string, wants: (manifest: ImageManifest) => boolean): Promise<string | undefined> {
   for (const name of readdirSync(root)) {
-    if (name.startsWith('.') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
+    const dir = join(root, name);
+    if (name.startsWith('.') || !existsSync(join(dir, MANIFEST_NAME))) continue;
     try {
-      const manifest = readManifest(join(root, name));
+      const manifest = readManifest(dir);
       const expected = manifest.files[file];
-      const path = join(root, name, file);
-      if (manifest[key] === hash && expected && (await sha256File(path)) === expected.sha256) return path;
+      if (!expected || !wants(manifest)) continue;
+      await verifyManifestFiles(dir, { ...manifest, files: { [file]: expected } });
+      return join(dir, file);
     } catch {
-      // A broken neighbour is not ours to fix; build afresh.
+      // A broken neighbour is not ours to fix; build or copy afresh.
     }
   }
   return undefined;
@@ -291,19 +296,6 @@ function fsyncPath(path: string): void {
   } finally {
     closeSync(fd);
   }
-}
-
-/** A kernel an existing image holds with the same hash: linked, not copied again, when an app update changes only the rest. */
-function reusableKernel(root: string, sha256: string): string | undefined {
-  for (const name of readdirSync(root)) {
-    if (name.startsWith('.') || !existsSync(join(root, name, MANIFEST_NAME))) continue;
-    try {
-      if (readManifest(join(root, name)).files[KERNEL_FILE]?.sha256 === sha256) return join(root, name, KERNEL_FILE);
-    } catch {
-      // A broken neighbour is not ours to fix; copy the host's kernel.
-    }
-  }
-  return undefined;
 }
 
 /** One read-only layer of the image: where its file comes from when no neighbour has it. */
@@ -371,7 +363,7 @@ async function buildLayers(
   const signal = outer ? AbortSignal.any([outer, stop.signal]) : stop.signal;
   let failure: unknown;
   const one = async (layer: Layer): Promise<void> => {
-    const reuse = await reusableLayer(root, layer.file, layer.key, layer.hash);
+    const reuse = await neighbourFile(root, layer.file, (manifest) => manifest[layer.key] === layer.hash);
     if (reuse) {
       const message = `reusing ${layer.what} of ${basename(join(reuse, '..'))}`;
       for (const stage of [...layer.fill, layer.pack]) stages.done(stage, message);
@@ -412,16 +404,20 @@ async function build(
 ): Promise<GuestImage> {
   const finalDir = join(root, imageDirName(kind, inputs.hash));
   const tmp = join(root, `.tmp-${imageDirName(kind, inputs.hash)}-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const report = (stage: ImageStage, fraction: number, message: string): void => stages.report(stage, fraction, message);
   mkdirSync(tmp, { mode: 0o755 });
   try {
-    report('kernel', 0, `kernel ${inputs.kernel.version}`);
-    linkOrCopy(reusableKernel(root, inputs.record.kernel!) ?? inputs.kernel.path, join(tmp, KERNEL_FILE));
+    stages.report('kernel', 0, `kernel ${inputs.kernel.version}`);
+    // A kernel an existing image holds with the same hash is linked, not copied again, when an app update changes only the rest.
+    const kernelHash = inputs.record.kernel!;
+    linkOrCopy(
+      (await neighbourFile(root, KERNEL_FILE, (manifest) => manifest.files[KERNEL_FILE]?.sha256 === kernelHash)) ?? inputs.kernel.path,
+      join(tmp, KERNEL_FILE),
+    );
     stages.done('kernel');
     const layers = imageLayers(kind, inputs);
     await buildLayers(layers, root, tmp, stages, options.signal);
     const files = [KERNEL_FILE, INITRD_FILE, ...layers.map((layer) => layer.file)];
-    report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
+    stages.report('initramfs', 0, `busybox, ${inputs.modules.length} kernel modules, agent`);
     buildInitramfs(
       {
         kind,
@@ -435,7 +431,7 @@ async function build(
       join(tmp, INITRD_FILE),
     );
     stages.done('initramfs');
-    report('manifest', 0, 'hashing files');
+    stages.report('manifest', 0, 'hashing files');
     const manifest: ImageManifest = {
       format: 1,
       kind,
