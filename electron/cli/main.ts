@@ -23,6 +23,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   owner: async () => (await import('./ownerCommand.ts')).ownerCommand,
   doctor: async () => (await import('./doctorCommand.ts')).doctorCommand,
   api: async () => (await import('./apiCommand.ts')).apiCommand,
+  otel: async () => (await import('./otelCommand.ts')).otelCommand,
   dev: async () => (await import('./devCommand.ts')).devCommand,
 };
 

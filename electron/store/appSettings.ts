@@ -12,6 +12,17 @@ const FILE = 'settings.json';
 export const AppSettingsSchema = z.object({
   /** Keep one agent-image VM booted ahead, so Start adopts it rather than waiting for a boot. */
   spareVm: z.boolean().catch(true).default(true),
+  /** Where sessions go as OpenTelemetry traces (otel/otelTarget.ts); no endpoint, no export. */
+  otel: z
+    .object({
+      endpoint: z.string().nullable().catch(null).default(null),
+      /** Sent with every request: an API key for the backend, say. */
+      headers: z.record(z.string(), z.string()).catch({}).default({}),
+      /** Message contents, tool arguments and results in the spans (the conventions make them opt-in). */
+      content: z.boolean().catch(false).default(false),
+    })
+    .catch({ endpoint: null, headers: {}, content: false })
+    .default({ endpoint: null, headers: {}, content: false }),
 });
 export type AppSettings = z.infer<typeof AppSettingsSchema>;
 
