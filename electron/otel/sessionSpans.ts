@@ -191,7 +191,6 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
     const sql = `SELECT ${selectable(have, ['seq', 'id', 'provider', 'model', 'message_id', 'status_code', 'stop_reason', 'input_tokens', 'output_tokens', 'estimated_cost_usd', 'usage_details', 'host', 'text_content'])}, ${side} AS side_call FROM model_calls m`;
     for (const row of db.prepare(sql).iterate() as IterableIterator<CallRow>) calls.set(row.seq, row);
   }
-  const callById = new Map([...calls.values()].map((c) => [c.id, c]));
   const tools = new Map<string, ToolRow>();
   const toolErrors = new Map<string, string>();
   if (tables.has('tool_calls')) {
