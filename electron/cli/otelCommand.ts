@@ -107,7 +107,7 @@ async function exportSessions(ctx: CliContext, argv: readonly string[]): Promise
         });
       },
     });
-    const empty = await loop.drained(Date.now() + waitS * 1000);
+    await loop.drained(Date.now() + waitS * 1000);
     await loop.stop();
     line.finish();
     const after = ledger.status(endpoint);
@@ -120,7 +120,7 @@ async function exportSessions(ctx: CliContext, argv: readonly string[]): Promise
         ...(dropped > 0 ? after.drops.slice(-5).map((d) => `Dropped ${d.spans} spans of ${d.sessionId}: ${d.reason}`) : []),
       ].join('\n'),
     );
-    if (!empty) {
+    if (after.queuedSpans > 0) {
       ctx.err(
         `capsem: ${after.queuedSpans} spans are still queued for ${endpoint} after ${waitS} s${lastReason ? ` (${lastReason})` : ''}; they are kept on disk and sent by the next export or the app`,
       );

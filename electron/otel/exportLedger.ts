@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { isSameProcessAlive, processStartTicks } from '../platform/processIdentity.ts';
 import { ensurePrivateDir, makePrivateFiles, type CapsemHome } from '../store/paths.ts';
 
 // The exporter's disk queue, CAPSEM_HOME/otel/ledger.db, shared by every process of the home (the
@@ -11,8 +12,16 @@ import { ensurePrivateDir, makePrivateFiles, type CapsemHome } from '../store/pa
 // only while it holds the body's claim, so two processes never send one body at once.
 
 export const DEFAULT_QUEUE_BYTES = 256 << 20;
-/** A claim older than this is taken to be a sender that died mid-send. */
+/** A claim older than this is taken to be a sender that hung mid-send; a dead sender's claim is free at once. */
 const CLAIM_MS = 60_000;
+
+/** A claim names its process (pid and start time) and the ledger it was made through. */
+const claimOf = (): string => `${process.pid}/${processStartTicks(process.pid) ?? ''}/${randomUUID()}`;
+
+function claimHolderAlive(claim: string): boolean {
+  const [pid, start] = claim.split('/');
+  return isSameProcessAlive(Number(pid), start === undefined || start === '' ? null : start);
+}
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS queued_spans (
@@ -67,7 +76,7 @@ export interface LedgerStatus {
 }
 
 export class ExportLedger {
-  private readonly claim = randomUUID();
+  private readonly claim = claimOf();
 
   private constructor(
     private readonly db: Database.Database,
@@ -154,14 +163,25 @@ export class ExportLedger {
   claimNext(endpoint: string): QueuedBatch | null {
     const now = Date.now();
     const take = this.db.transaction((): QueuedBatch | null => {
-      const row = this.db
-        .prepare(
-          'SELECT id, session_id, spans, body, attempts FROM batches WHERE endpoint = ? AND (claim IS NULL OR claim = ? OR claimed_at < ?) ORDER BY id LIMIT 1',
-        )
-        .get(endpoint, this.claim, now - CLAIM_MS) as
-        { id: number; session_id: string; spans: number; body: Buffer; attempts: number } | undefined;
-      if (!row) return null;
-      this.db.prepare('UPDATE batches SET claim = ?, claimed_at = ? WHERE id = ?').run(this.claim, now, row.id);
+      const candidates = this.db
+        .prepare('SELECT id, claim, claimed_at FROM batches WHERE endpoint = ? ORDER BY id LIMIT 64')
+        .all(endpoint) as {
+        id: number;
+        claim: string | null;
+        claimed_at: number | null;
+      }[];
+      const free = candidates.find(
+        (c) => c.claim === null || c.claim === this.claim || (c.claimed_at ?? 0) < now - CLAIM_MS || !claimHolderAlive(c.claim),
+      );
+      if (!free) return null;
+      this.db.prepare('UPDATE batches SET claim = ?, claimed_at = ? WHERE id = ?').run(this.claim, now, free.id);
+      const row = this.db.prepare('SELECT id, session_id, spans, body, attempts FROM batches WHERE id = ?').get(free.id) as {
+        id: number;
+        session_id: string;
+        spans: number;
+        body: Buffer;
+        attempts: number;
+      };
       return { id: row.id, sessionId: row.session_id, spans: row.spans, body: row.body, attempts: row.attempts };
     });
     return take.immediate();

@@ -103,12 +103,21 @@ interface CallRow {
 
 interface ToolRow {
   call_id: string;
+  tool_name: string;
   model_call_id: number | null;
   status: string;
   error_message: string | null;
   arguments: string | null;
   origin: string;
   server_name: string | null;
+}
+
+interface ResultRow {
+  call_id: string;
+  /** The model call whose request carried the result back. */
+  model_call_id: number;
+  is_error: number;
+  content_preview: string | null;
 }
 
 interface ExchangeRow {
@@ -195,21 +204,17 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
   const toolErrors = new Map<string, string>();
   if (tables.has('tool_calls')) {
     const have = columnsOf(db, 'tool_calls');
-    const sql = `SELECT ${selectable(have, ['call_id', 'model_call_id', 'status', 'error_message', 'arguments', 'origin', 'server_name'])} FROM tool_calls ORDER BY seq`;
+    const sql = `SELECT ${selectable(have, ['call_id', 'tool_name', 'model_call_id', 'status', 'error_message', 'arguments', 'origin', 'server_name'])} FROM tool_calls ORDER BY seq`;
     for (const row of db.prepare(sql).iterate() as IterableIterator<ToolRow>) {
       if (!tools.has(row.call_id)) tools.set(row.call_id, row);
       if (row.status === 'error' || row.error_message) toolErrors.set(row.call_id, row.error_message ?? 'the tool call failed');
     }
   }
-  const results = new Map<string, { is_error: number; content_preview: string | null }>();
+  const results = new Map<string, ResultRow>();
   if (tables.has('tool_responses'))
     for (const row of db
-      .prepare('SELECT call_id, is_error, content_preview FROM tool_responses ORDER BY id')
-      .iterate() as IterableIterator<{
-      call_id: string;
-      is_error: number;
-      content_preview: string | null;
-    }>)
+      .prepare('SELECT call_id, model_call_id, is_error, content_preview FROM tool_responses ORDER BY id')
+      .iterate() as IterableIterator<ResultRow>)
       if (!results.has(row.call_id)) results.set(row.call_id, row);
 
   // The agents: the main one is the session's root; a subagent is a span under the tool call that spawned it.
@@ -252,22 +257,24 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
     };
   }
 
-  // Model calls: the story's turns, then the calls it keeps off the story (side calls), under the root.
-  const turnSpanOfCall = new Map<number, string>();
+  // Model calls: the story's turns, then the calls it keeps off the story (side calls, a client it
+  // does not know), under the root.
+  const callSpans = new Map<number, { spanId: string; start: number; end: number }>();
   const told = new Set<number>();
+  const emitCall = (call: CallRow, spanId: string, parentId: string, start: number, end: number, agent: string | undefined): void => {
+    callSpans.set(call.id, { spanId, start, end });
+    emit(chatSpan(call, spanId, parentId, start, end, agent));
+  };
   for (const turn of timeline.turns) {
     const call = calls.get(rowSlotOf(turn.seq).rowSeq);
     if (call === undefined) continue;
     told.add(call.seq);
-    const spanId = idOf(`turn/${turn.seq}`);
-    turnSpanOfCall.set(call.id, spanId);
-    emit(chatSpan(call, spanId, agentSpanId(turn.agent), time(turn.start), time(turn.end), turn.agent));
+    emitCall(call, idOf(`turn/${turn.seq}`), agentSpanId(turn.agent), time(turn.start), time(turn.end), turn.agent);
   }
+  const llmHosts = new Map(timeline.hosts.filter((h) => h.kind === 'llm').map((h) => [rowSlotOf(h.seq).rowSeq, h]));
   for (const call of calls.values()) {
-    if (told.has(call.seq)) continue;
-    const host = timeline.hosts.find((h) => h.kind === 'llm' && rowSlotOf(h.seq).rowSeq === call.seq);
-    if (host === undefined) continue;
-    emit(chatSpan(call, idOf(`call/${call.seq}`), rootId, time(host.start), time(host.end), undefined));
+    const host = told.has(call.seq) ? undefined : llmHosts.get(call.seq);
+    if (host !== undefined) emitCall(call, idOf(`call/${call.seq}`), rootId, time(host.start), time(host.end), undefined);
   }
 
   function chatSpan(
@@ -325,7 +332,29 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
   }
 
   // Tool calls: under the model call that asked for them; an MCP call under the tool running it.
-  const nativeTools = timeline.tools.filter((t) => tools.get(t.id)?.origin !== 'mcp').sort((a, b) => time(a.start) - time(b.start));
+  // Tool calls the story does not tell (a client it does not know): from the answer that asked for
+  // them to the request that carried their result.
+  const toldTools = new Set(timeline.tools.map((t) => t.id));
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  const untold: ToolSpan[] = [];
+  for (const row of tools.values()) {
+    if (toldTools.has(row.call_id) || row.origin === 'mcp' || row.model_call_id === null) continue;
+    const asked = callSpans.get(row.model_call_id);
+    if (asked === undefined) continue;
+    const carried = results.get(row.call_id);
+    const answered = carried === undefined ? undefined : callSpans.get(carried.model_call_id)?.start;
+    const end = answered ?? (ended ? asked.end : undefined);
+    untold.push({
+      agent: '',
+      id: row.call_id,
+      name: row.tool_name,
+      start: iso(asked.end),
+      end: end === undefined ? undefined : iso(end),
+      seq: 0,
+    });
+  }
+  const allTools = [...timeline.tools, ...untold];
+  const nativeTools = allTools.filter((t) => tools.get(t.id)?.origin !== 'mcp').sort((a, b) => time(a.start) - time(b.start));
   const toolEvents = new Map<string, SpanEventRecord[]>();
   const rootEvents: SpanEventRecord[] = [];
   const runningTool = (t: number, agent?: string): ToolSpan | undefined => {
@@ -366,7 +395,7 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
       else rootEvents.push(event);
     }
   }
-  for (const span of timeline.tools) emit(toolSpan(span));
+  for (const span of allTools) emit(toolSpan(span));
 
   function toolSpan(span: ToolSpan): SpanRecord | null {
     if (span.end === undefined) return null;
@@ -378,7 +407,7 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
       const runner = runningTool(start, span.agent);
       parentId = runner ? idOf(`tool/${runner.id}`) : agentSpanId(span.agent);
     } else {
-      const turn = row?.model_call_id != null ? turnSpanOfCall.get(row.model_call_id) : undefined;
+      const turn = row?.model_call_id != null ? callSpans.get(row.model_call_id)?.spanId : undefined;
       parentId = turn ?? agentSpanId(span.agent);
     }
     const result = results.get(span.id);
@@ -390,7 +419,7 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
         [ATTR_GEN_AI_TOOL_NAME]: span.name,
         [ATTR_GEN_AI_TOOL_CALL_ID]: span.id,
         [ATTR_GEN_AI_TOOL_TYPE]: 'function',
-        [ATTR_GEN_AI_AGENT_ID]: span.agent,
+        [ATTR_GEN_AI_AGENT_ID]: span.agent || null,
         [ATTR_MCP_METHOD_NAME]: mcp ? 'tools/call' : null,
         [CAPSEM_ATTR.mcpServer]: mcp ? row?.server_name : null,
         [ATTR_ERROR_TYPE]: error === null ? null : 'tool_error',

@@ -4,11 +4,13 @@ import { openSessionCredentials, type SessionCredentials } from '../credentials/
 import { credentialRefOf, credentialRefSecret } from '../credentials/credentialRef.ts';
 import { HomeKeyStore } from '../credentials/homeKeyStore.ts';
 import type { KeyStore } from '../credentials/keyStore.ts';
+import { liveOtelExport } from '../otel/liveExport.ts';
+import { sessionFactsOf } from '../otel/sessionFacts.ts';
 import { openMainDb } from '../store/mainDb.ts';
 import { ensureHome, ensurePrivateDir, sessionPaths, type CapsemHome } from '../store/paths.ts';
 import { lossReport } from '../store/diskFailure.ts';
 import { endFailedStart } from '../store/failedStart.ts';
-import { registerSession, type SessionRecord } from '../store/registry.ts';
+import { getSession, registerSession, type SessionRecord } from '../store/registry.ts';
 import { rollUpSession } from '../store/rollup.ts';
 import { SessionWriter } from '../store/sessionWriter.ts';
 import { caFiles, CertificateAuthority } from '../proxy/certificateAuthority.ts';
@@ -183,6 +185,9 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
     // The program is recorded, not contained, but it is no more trusted with the keys than a guest.
     ...credentials.guestEnv,
   };
+  // Exported as it is recorded when an OTLP endpoint is set; the guest's stand-ins are redacted from every span.
+  const live = liveOtelExport(home, env);
+  live?.watch(sessionFactsOf(session), Object.values(credentials.guestEnv));
   let stopped: Promise<RecordingEnd> | null = null;
   return {
     session,
@@ -215,11 +220,14 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
           ? { status: 'crashed', reason: lossReport(lost, writer.stats.lost, writer.stats.lostByTable.net_events ?? 0) }
           : { status: end.status, reason: end.reason ?? null };
         const db = openMainDb(home);
+        let record: SessionRecord | null;
         try {
           rollUpSession(home, db, session.id, ended);
+          record = getSession(db, session.id);
         } finally {
           db.close();
         }
+        if (live && record) await live.ended(sessionFactsOf(record));
         return ended;
       })()),
   };
