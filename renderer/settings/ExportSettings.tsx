@@ -59,7 +59,7 @@ export function ExportSettings() {
 
   useEffect(() => {
     api.call('otel.get', {}).then(fill, (e: unknown) => setProblem(errorText(e)));
-    // Only the status and header list follow the core while open; the fields keep what is typed.
+    // Only the status lines follow the core while open (spans leave the queue); the fields keep what is typed.
     const timer = setInterval(() => {
       api.call('otel.get', {}).then(
         (s) => setSaved((before) => (before ? { ...before, status: s.status, url: s.url, problem: s.problem } : before)),
@@ -163,8 +163,8 @@ export function ExportSettings() {
             checked={content}
             onChange={(e) => setContent(e.target.checked)}
           />{' '}
-          Include message contents: prompts, answers, tool arguments and results go to the backend too (off, only their sizes and kinds
-          do)
+          Include message contents: prompts, answers, tool arguments and results go to the backend too (off, the spans carry models, token
+          counts, cost and tool names, not what was said)
         </label>
         <div>
           <button type="submit" data-testid="export-save" disabled={readOnly || busy}>

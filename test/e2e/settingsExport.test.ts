@@ -75,7 +75,11 @@ describe.skipIf(missing !== null)(`Settings → Export in browser mode${missing 
     await page.getByTestId('export-headers').fill(`Authorization=${SECRET}\n\nx-team = ${TEAM}\n`);
     await page.getByTestId('export-save').click();
     await expect.poll(text('export-url')).toBe('Sending to http://127.0.0.1:4318/v1/traces');
-    expect(otelSaved(home)).toEqual({ endpoint: 'http://127.0.0.1:4318', headers: { authorization: SECRET, 'x-team': TEAM }, content: false });
+    expect(otelSaved(home)).toEqual({
+      endpoint: 'http://127.0.0.1:4318',
+      headers: { authorization: SECRET, 'x-team': TEAM },
+      content: false,
+    });
     expect(await headerNames()).toEqual(['authorization', 'x-team']);
     expect(await page.getByTestId('export-headers').inputValue()).toBe('');
     expect(await text('export-sent')()).toBe('Sent: 0 spans in 0 requests');
@@ -112,7 +116,11 @@ describe.skipIf(missing !== null)(`Settings → Export in browser mode${missing 
     await page.getByTestId('export-content').check();
     await page.getByTestId('export-save').click();
     await expect.poll(() => page.getByTestId('export-problem').count()).toBe(0);
-    expect(otelSaved(home)).toEqual({ endpoint: 'http://127.0.0.1:4318', headers: { authorization: SECRET, 'x-team': TEAM }, content: true });
+    expect(otelSaved(home)).toEqual({
+      endpoint: 'http://127.0.0.1:4318',
+      headers: { authorization: SECRET, 'x-team': TEAM },
+      content: true,
+    });
 
     await page.locator('[data-testid=export-header][data-name=x-team]').getByTestId('export-header-remove').click();
     await expect.poll(headerNames).toEqual(['authorization']);
