@@ -35,6 +35,7 @@ import { asCallError, CallFailure } from './callFailure.ts';
 import { EventDetails } from '../sessions/eventDetail.ts';
 import { EventTables } from '../sessions/eventTable.ts';
 import { LiveWatch } from './liveWatch.ts';
+import { changeOtelSettings, otelSettings } from './otelSettings.ts';
 import { exportForApp } from './sessionExport.ts';
 import { SessionStarts } from './sessionStarts.ts';
 import { recordedTranscript, recordedTranscriptPart, Terminals } from './terminals.ts';
@@ -304,6 +305,8 @@ export class AppCore implements HostCore {
       this.vmHost?.spareSettingChanged();
       return { spareVm: settings.spareVm, spareVmOff: this.options.spareVmOff ?? null };
     },
+    'otel.get': () => otelSettings(this.options.home, this.options.env ?? process.env),
+    'otel.set': (change) => changeOtelSettings(this.options.home, this.options.env ?? process.env, change),
     'sessions.stop': async ({ id }) => {
       sessionRecord(this.mainDb, id);
       // A session still starting is stopped once it runs; one whose start failed has ended already.

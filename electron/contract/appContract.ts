@@ -14,6 +14,32 @@ import { asSessionId, SESSION_ID_PATTERN } from './ids.ts';
 export const SessionIdParam = z.string().regex(SESSION_ID_PATTERN, 'a session id (a UUID), not a display name').transform(asSessionId);
 const Seq = z.number().int().min(0);
 const SettingsResult = z.strictObject({ spareVm: z.boolean(), spareVmOff: z.string().nullable() });
+const OtelSettingsResult = z.strictObject({
+  /** The endpoint as saved (or as the environment sets it); null: nothing is exported. */
+  endpoint: z.string().nullable(),
+  /** The headers sent with every request, by name only: their values are secrets and stay in the core. */
+  headerNames: z.array(z.string()),
+  /** Message contents, tool arguments and results go into the spans. */
+  content: z.boolean(),
+  /** Why the fields do not apply this run (CAPSEM_OTLP_ENDPOINT is set), or null. */
+  fromEnv: z.string().nullable(),
+  /** The traces URL spans go to, or null. */
+  url: z.string().nullable(),
+  /** What the export ledger holds for that URL, or null with nothing exported. */
+  status: z
+    .strictObject({
+      sentSpans: z.number(),
+      sentRequests: z.number(),
+      queuedSpans: z.number(),
+      queuedRequests: z.number(),
+      droppedSpans: z.number(),
+      /** The newest drops, oldest of them first. */
+      lastDrops: z.array(z.strictObject({ sessionId: z.string(), spans: z.number(), reason: z.string(), at: z.string() })),
+    })
+    .nullable(),
+  /** Why nothing is exported although an endpoint is set, or the status could not be read; else null. */
+  problem: z.string().nullable(),
+});
 const Size = z.strictObject({ cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) });
 
 export const SessionStatusSchema = z.enum(['running', 'stopped', 'crashed', 'vacuumed', 'terminated', 'erased']);
@@ -456,6 +482,26 @@ export const CALLS = {
   'settings.get': { params: z.strictObject({}), result: SettingsResult },
   /** Changes the settings given; the spare VM follows at once (off discards the waiting one). */
   'settings.set': { params: z.strictObject({ spareVm: z.boolean().optional() }), result: SettingsResult },
+  /**
+   * Settings → Export (OpenTelemetry): the endpoint sessions are sent to as traces, the names of
+   * the headers sent with them (never a value), the content switch, and what was sent, is queued
+   * and was dropped for it. CAPSEM_OTLP_ENDPOINT in the app's environment overrides what is saved.
+   */
+  'otel.get': { params: z.strictObject({}), result: OtelSettingsResult },
+  /**
+   * Saves the export settings given: `endpoint` an http(s) URL, empty to stop exporting; `headers`
+   * key=value lines added to (or replacing) the saved ones; `removeHeaders` by name. A bad URL or
+   * header line is `bad_params` saying which; while CAPSEM_OTLP_ENDPOINT is set, `not_available`.
+   */
+  'otel.set': {
+    params: z.strictObject({
+      endpoint: z.string().max(2048).optional(),
+      headers: z.string().max(16_384).optional(),
+      removeHeaders: z.array(z.string().min(1).max(256)).max(64).optional(),
+      content: z.boolean().optional(),
+    }),
+    result: OtelSettingsResult,
+  },
   /** The project folders sessions were last started on, newest first, and whether each is still there. */
   'folders.recent': { params: z.strictObject({}), result: z.array(z.strictObject({ path: z.string(), exists: z.boolean() })) },
   /** Stops a running session; one still starting is stopped once its start is done. */

@@ -8,6 +8,7 @@ import { SessionList } from '../sessions/SessionList.tsx';
 import { useSessionStore } from '../sessions/useSessionStore.ts';
 import { ConnectionBanner } from './ConnectionBanner.tsx';
 import { DropOverlay, ImportBar, ImportButton, useFileImport } from './ImportDrop.tsx';
+import { ExportSettings } from '../settings/ExportSettings.tsx';
 import { KeysSettings } from '../settings/KeysSettings.tsx';
 import { StartSettings } from '../settings/StartSettings.tsx';
 import { TabBar } from './TabBar.tsx';
@@ -96,11 +97,12 @@ export function App() {
         onSettings={() => setSettingsOpen(true)}
       />
       <main className="panes">
-        <section className="pane" hidden={!settingsOpen} data-testid="settings-pane">
+        <section className="pane settings-pane" hidden={!settingsOpen} data-testid="settings-pane">
           {settingsOpen && (
             <>
               <StartSettings />
               <KeysSettings />
+              <ExportSettings />
             </>
           )}
         </section>

@@ -56,14 +56,14 @@ describe.skipIf(missing !== null)(`Settings → Start in browser mode${missing ?
 
     await box.uncheck();
     await expect.poll(() => box.isChecked()).toBe(false);
-    expect(settingsFile(home)).toEqual({ spareVm: false });
+    expect(settingsFile(home)).toMatchObject({ spareVm: false });
     await page.reload();
     await page.getByTestId('tab-settings').click();
     await expect.poll(() => page.getByTestId('spare-vm').isChecked()).toBe(false);
 
     await page.getByTestId('spare-vm').check();
     await expect.poll(() => page.getByTestId('spare-vm').isChecked()).toBe(true);
-    expect(settingsFile(home)).toEqual({ spareVm: true });
+    expect(settingsFile(home)).toMatchObject({ spareVm: true });
   }, 60_000);
 
   it('says when a flag has turned it off for this run', async () => {
