@@ -31,6 +31,8 @@ export interface StorySeedOptions {
   readonly seed?: number;
   readonly name?: string | null;
   readonly onProgress?: (calls: number) => void;
+  /** Told the session once it is entered, before its first call is recorded. */
+  readonly onRecording?: (record: SessionRecord) => void;
 }
 
 const COMMANDS = ['npm test', 'git status', 'rg -n "retry" src', 'ls -la src', 'python3 -m pytest -q'];
@@ -199,7 +201,8 @@ export async function seedStorySession(home: CapsemHome, options: StorySeedOptio
   try {
     const start = Date.now() - 86_400_000;
     const registration = { name: options.name ?? null, createdAt: new Date(start).toISOString(), crashed: false };
-    return await recordSeededSession(home, mainDb, registration, async (recorder, writer) => {
+    return await recordSeededSession(home, mainDb, registration, async (recorder, writer, record) => {
+      options.onRecording?.(record);
       const script = new StoryScript(recorder, rng, start);
       for (let first = true; script.calls < options.turns; first = false) {
         script.episode(first);

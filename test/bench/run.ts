@@ -4,6 +4,7 @@ import { archiveBench } from './archiveBench.ts';
 import { changesBench } from './changesBench.ts';
 import { conversationViewBench } from './conversationViewBench.ts';
 import { keyScrubBench } from './keyScrubBench.ts';
+import { otelBench } from './otelBench.ts';
 import { proxyBench } from './proxyBench.ts';
 import { storeBench } from './storeBench.ts';
 import { storyBench } from './storyBench.ts';
@@ -23,6 +24,7 @@ const BENCHES: Record<string, () => Promise<boolean>> = {
   agent: agentBench,
   keys: keyScrubBench,
   changes: changesBench,
+  otel: otelBench,
   story: async () => [await storyBench(), await conversationViewBench(), await timelineViewBench()].every(Boolean),
   // Parts of story, to be asked for alone.
   'story-route': storyBench,
