@@ -104,6 +104,8 @@ interface CallRow {
 interface ToolRow {
   call_id: string;
   tool_name: string;
+  timestamp: string;
+  duration_ms: number | null;
   model_call_id: number | null;
   status: string;
   error_message: string | null;
@@ -204,7 +206,7 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
   const toolErrors = new Map<string, string>();
   if (tables.has('tool_calls')) {
     const have = columnsOf(db, 'tool_calls');
-    const sql = `SELECT ${selectable(have, ['call_id', 'tool_name', 'model_call_id', 'status', 'error_message', 'arguments', 'origin', 'server_name'])} FROM tool_calls ORDER BY seq`;
+    const sql = `SELECT ${selectable(have, ['call_id', 'tool_name', 'timestamp', 'duration_ms', 'model_call_id', 'status', 'error_message', 'arguments', 'origin', 'server_name'])} FROM tool_calls ORDER BY seq`;
     for (const row of db.prepare(sql).iterate() as IterableIterator<ToolRow>) {
       if (!tools.has(row.call_id)) tools.set(row.call_id, row);
       if (row.status === 'error' || row.error_message) toolErrors.set(row.call_id, row.error_message ?? 'the tool call failed');
@@ -338,7 +340,15 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
   const iso = (ms: number): string => new Date(ms).toISOString();
   const untold: ToolSpan[] = [];
   for (const row of tools.values()) {
-    if (toldTools.has(row.call_id) || row.origin === 'mcp' || row.model_call_id === null) continue;
+    if (toldTools.has(row.call_id)) continue;
+    if (row.origin === 'mcp') {
+      // An MCP call runs as long as its own exchange.
+      const at = time(row.timestamp);
+      if (!Number.isNaN(at))
+        untold.push({ agent: '', id: row.call_id, name: row.tool_name, start: iso(at), end: iso(at + (row.duration_ms ?? 0)), seq: 0 });
+      continue;
+    }
+    if (row.model_call_id === null) continue;
     const asked = callSpans.get(row.model_call_id);
     if (asked === undefined) continue;
     const carried = results.get(row.call_id);
@@ -357,7 +367,8 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
   const nativeTools = allTools.filter((t) => tools.get(t.id)?.origin !== 'mcp').sort((a, b) => time(a.start) - time(b.start));
   const toolEvents = new Map<string, SpanEventRecord[]>();
   const rootEvents: SpanEventRecord[] = [];
-  const runningTool = (t: number, agent?: string): ToolSpan | undefined => {
+  /** The innermost tool running at `t` (of `agent`, when given); one named `named` (an MCP tool's own name, or with the mcp__server__ prefix) first. */
+  const runningTool = (t: number, agent?: string, named?: string): ToolSpan | undefined => {
     let lo = 0;
     let hi = nativeTools.length;
     while (lo < hi) {
@@ -365,11 +376,14 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
       if (time(nativeTools[mid]!.start) <= t) lo = mid + 1;
       else hi = mid;
     }
+    let innermost: ToolSpan | undefined;
     for (let i = lo - 1; i >= 0 && i >= lo - 64; i--) {
       const tool = nativeTools[i]!;
-      if ((agent === undefined || tool.agent === agent) && (tool.end === undefined || time(tool.end) >= t)) return tool;
+      if ((agent !== undefined && tool.agent !== agent) || (tool.end !== undefined && time(tool.end) < t)) continue;
+      if (named === undefined || tool.name === named || tool.name.endsWith(`__${named}`)) return tool;
+      innermost ??= tool;
     }
-    return undefined;
+    return innermost;
   };
   // File changes: events on the tool they are attributed to (one running when the change was seen), else on the root.
   if (tables.has('fs_events')) {
@@ -404,7 +418,7 @@ export function readSessionSpans(store: SessionEventStore, session: SessionFacts
     const start = time(span.start);
     let parentId: string;
     if (mcp) {
-      const runner = runningTool(start, span.agent);
+      const runner = runningTool(start, span.agent || undefined, span.name);
       parentId = runner ? idOf(`tool/${runner.id}`) : agentSpanId(span.agent);
     } else {
       const turn = row?.model_call_id != null ? callSpans.get(row.model_call_id)?.spanId : undefined;

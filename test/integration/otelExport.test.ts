@@ -247,3 +247,40 @@ describe('live export from capsem record', () => {
 function byParent(spans: readonly ReceivedSpan[], id: string | null): ReceivedSpan | undefined {
   return spans.find((s) => s.spanId === id);
 }
+
+describe('capsem otel export of a session with MCP calls', () => {
+  it('sends each MCP tools/call as a span under the tool call that made it, with its method and server', async () => {
+    const mcpHome = tempHome();
+    const receiver = await OtlpReceiver.start();
+    try {
+      const seeded = runCapsem(mcpHome.root, ['dev', 'seed', '--sessions', '1', '--events', '400']);
+      expect(seeded.code, seeded.stderr).toBe(0);
+      const r = await runCapsemAsync(mcpHome.root, ['otel', 'export', '--all', '--endpoint', receiver.url], {}, { timeoutMs: 60_000 });
+      expect(r.code, r.stderr).toBe(0);
+      const spans = receiver.spans;
+      expectOneTree(spans);
+      const { id } = (JSON.parse(runCapsem(mcpHome.root, ['list', '--json']).stdout) as { id: string }[])[0]!;
+      const mcpRows = sessionRows<{ n: number }>(
+        `${mcpHome.root}/run/sessions/${id}/session.db`,
+        "SELECT count(DISTINCT call_id) AS n FROM tool_calls WHERE origin = 'mcp'",
+      )[0]!.n;
+      expect(mcpRows).toBeGreaterThan(0);
+      const mcp = spans.filter((s) => s.attributes['mcp.method.name'] === 'tools/call');
+      expect(mcp).toHaveLength(mcpRows);
+      const byId = receiver.byId();
+      for (const call of mcp) {
+        expect(call.name).toMatch(/^tools\/call \S+/);
+        expect(call.attributes['gen_ai.operation.name']).toBe('execute_tool');
+        // Under the model's own call of the same tool, running when the MCP request went out.
+        const parent = byId.get(call.parentSpanId!)!;
+        expect(parent.attributes['gen_ai.operation.name']).toBe('execute_tool');
+        expect(parent.attributes['mcp.method.name']).toBeUndefined();
+        expect(parent.attributes['gen_ai.tool.name']).toBe(call.attributes['gen_ai.tool.name']);
+        expect(call.attributes['capsem.mcp.server']).toEqual(expect.any(String));
+      }
+    } finally {
+      await receiver.close();
+      mcpHome.remove();
+    }
+  }, 120_000);
+});
