@@ -38,7 +38,8 @@ const coreImports = {
 // - capabilities: the owner serves the VM host's methods; the VM runs a session's recording
 //   (recording/), which drives the proxy; the proxy reads the policy (policy/: rules, addresses
 //   and the providers it adds) and credentials, and parses traffic with telemetry/, where the
-//   provider table lives; archive/ exports and imports sessions, dev/ seeds sample ones.
+//   provider table lives; archive/ exports and imports sessions, dev/ seeds sample ones; otel/
+//   sends them to an OpenTelemetry backend, live (the recording starts it) and after the fact.
 // - data: sessions/ reads what store/ holds (the databases every capability writes or reads);
 //   changes/ keeps the workspace's contents (their store, the safe reader, diffs, reverts), which
 //   the recorder writes and the read model reads; telemetry/ is the pure parsers the recorder (and
@@ -56,6 +57,7 @@ const FOLDER_DIRECTIONS = {
     'owner',
     'vm',
     'recording',
+    'otel',
     'proxy',
     'policy',
     'sessions',
@@ -66,7 +68,21 @@ const FOLDER_DIRECTIONS = {
     'platform',
     'contract',
   ],
-  app: ['archive', 'owner', 'vm', 'proxy', 'policy', 'sessions', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  app: [
+    'archive',
+    'owner',
+    'vm',
+    'otel',
+    'proxy',
+    'policy',
+    'sessions',
+    'changes',
+    'credentials',
+    'store',
+    'telemetry',
+    'platform',
+    'contract',
+  ],
   // GET /v1/pipeline reads the recording pipeline's steps off the list the recorder runs.
   api: ['sessions', 'recording', 'policy', 'credentials', 'store', 'platform', 'contract'],
   owner: ['vm', 'recording', 'proxy', 'policy', 'credentials', 'store', 'platform', 'contract'],
@@ -75,7 +91,9 @@ const FOLDER_DIRECTIONS = {
   // shaped as proxy/ hands them over; nothing below imports dev/, so the directions stay acyclic.
   dev: ['recording', 'proxy', 'changes', 'store', 'telemetry', 'platform', 'contract'],
   vm: ['recording', 'proxy', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
-  recording: ['proxy', 'policy', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  recording: ['otel', 'proxy', 'policy', 'changes', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
+  // Sessions to an OpenTelemetry backend: read through the session read model, redacted with the keys credentials/ holds.
+  otel: ['sessions', 'credentials', 'store', 'platform', 'contract'],
   proxy: ['policy', 'credentials', 'store', 'telemetry', 'platform', 'contract'],
   policy: ['credentials', 'store', 'telemetry', 'platform', 'contract'],
   sessions: ['changes', 'store', 'telemetry', 'platform', 'contract'],
