@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AppCore } from '../../electron/app/appCore.ts';
-import { startBrowserServer, type BrowserServer } from '../../electron/app/browserServer.ts';
 import { ExportLedger } from '../../electron/otel/exportLedger.ts';
-import { chromiumMissing, ensureRendererBuilt, launchChromium, RENDERER_OUT } from '../helpers/browserHarness.ts';
+import { chromiumMissing } from '../helpers/browserHarness.ts';
+import { settingsBrowser } from '../helpers/settingsBrowser.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 
 // Settings → Export (OpenTelemetry) in the real renderer (browser mode, Chromium driven by
@@ -19,37 +18,11 @@ const envHome = tempHome();
 const SECRET = 'Bearer otel-secret-typed-in-settings';
 const TEAM = 'team-secret-4242';
 const ENV_SECRET = 'env-secret-from-the-app-environment';
-let browser: Browser;
-let page: Page;
-const servers: { core: AppCore; server: BrowserServer }[] = [];
-
-async function serve(core: AppCore, h: typeof home): Promise<string> {
-  const server = await startBrowserServer({ core, rendererDir: RENDERER_OUT, port: 0, modeReason: 'settings e2e test', home: h });
-  servers.push({ core, server });
-  return server.url;
-}
-
-beforeAll(async () => {
-  if (missing) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
-  page.setDefaultTimeout(10_000);
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  for (const { core, server } of servers) {
-    await server.close();
-    core.close();
-  }
-  home.remove();
-  envHome.remove();
-});
+const settings = settingsBrowser(missing, [home, envHome]);
 
 const otelSaved = (h: typeof home): unknown => (JSON.parse(readFileSync(join(h.root, 'settings.json'), 'utf8')) as { otel: unknown }).otel;
-const text = (id: string) => () => page.getByTestId(id).textContent();
-const headerNames = () => page.getByTestId('export-header').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-name')));
+const text = (id: string) => () => settings.page.getByTestId(id).textContent();
+const headerNames = () => settings.page.getByTestId('export-header').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-name')));
 
 /** What a sender would leave in the ledger: 2 spans sent, 2 refused, 1 still queued. */
 function seedLedger(h: typeof home, url: string): void {
@@ -66,14 +39,14 @@ function seedLedger(h: typeof home, url: string): void {
 
 describe.skipIf(missing !== null)(`Settings → Export in browser mode${missing ? ` (skipped: ${missing})` : ''}`, () => {
   it('saves an endpoint and headers, never shows a header value, says what is wrong, and shows the status', async () => {
-    await page.goto(await serve(new AppCore({ home, checkResults: true, env: {} }), home));
-    await page.getByTestId('tab-settings').click();
+    await settings.page.goto(await settings.serve(new AppCore({ home, checkResults: true, env: {} }), home));
+    await settings.page.getByTestId('tab-settings').click();
     await expect.poll(text('export-off')).toBe('No endpoint: nothing is exported.');
-    expect(await page.getByTestId('export-content').isChecked()).toBe(false);
+    expect(await settings.page.getByTestId('export-content').isChecked()).toBe(false);
 
-    await page.getByTestId('export-endpoint').fill('http://127.0.0.1:4318');
-    await page.getByTestId('export-headers').fill(`Authorization=${SECRET}\n\nx-team = ${TEAM}\n`);
-    await page.getByTestId('export-save').click();
+    await settings.page.getByTestId('export-endpoint').fill('http://127.0.0.1:4318');
+    await settings.page.getByTestId('export-headers').fill(`Authorization=${SECRET}\n\nx-team = ${TEAM}\n`);
+    await settings.page.getByTestId('export-save').click();
     await expect.poll(text('export-url')).toBe('Sending to http://127.0.0.1:4318/v1/traces');
     expect(otelSaved(home)).toEqual({
       endpoint: 'http://127.0.0.1:4318',
@@ -81,53 +54,53 @@ describe.skipIf(missing !== null)(`Settings → Export in browser mode${missing 
       content: false,
     });
     expect(await headerNames()).toEqual(['authorization', 'x-team']);
-    expect(await page.getByTestId('export-headers').inputValue()).toBe('');
+    expect(await settings.page.getByTestId('export-headers').inputValue()).toBe('');
     expect(await text('export-sent')()).toBe('Sent: 0 spans in 0 requests');
-    const html = await page.content();
+    const html = await settings.page.content();
     expect(html).not.toContain('otel-secret');
     expect(html).not.toContain(TEAM);
 
     seedLedger(home, 'http://127.0.0.1:4318/v1/traces');
-    await page.reload();
-    await page.getByTestId('tab-settings').click();
+    await settings.page.reload();
+    await settings.page.getByTestId('tab-settings').click();
     await expect.poll(text('export-sent')).toBe('Sent: 2 spans in 1 request');
     expect(await text('export-queued')()).toBe('Queued: 1 span in 1 request');
     expect(await text('export-dropped')()).toBe('Dropped: 2 spans');
     expect(await text('export-drops')()).toContain('2 spans of session-1, 127.0.0.1:4318 answered 400 Bad Request');
-    expect(await page.getByTestId('export-endpoint').inputValue()).toBe('http://127.0.0.1:4318');
-    expect(await page.content()).not.toContain('otel-secret');
+    expect(await settings.page.getByTestId('export-endpoint').inputValue()).toBe('http://127.0.0.1:4318');
+    expect(await settings.page.content()).not.toContain('otel-secret');
 
     for (const [endpoint, said] of [
       ['ftp://127.0.0.1:4318', 'the OTLP endpoint "ftp://127.0.0.1:4318" is not http or https'],
       ['not a url', 'the OTLP endpoint "not a url" is not a URL (for example http://localhost:4318)'],
     ] as const) {
-      await page.getByTestId('export-endpoint').fill(endpoint);
-      await page.getByTestId('export-save').click();
+      await settings.page.getByTestId('export-endpoint').fill(endpoint);
+      await settings.page.getByTestId('export-save').click();
       await expect.poll(text('export-problem')).toBe(said);
     }
-    await page.getByTestId('export-endpoint').fill('http://127.0.0.1:4318');
-    await page.getByTestId('export-headers').fill(`Authorization ${SECRET}`);
-    await page.getByTestId('export-save').click();
+    await settings.page.getByTestId('export-endpoint').fill('http://127.0.0.1:4318');
+    await settings.page.getByTestId('export-headers').fill(`Authorization ${SECRET}`);
+    await settings.page.getByTestId('export-save').click();
     await expect.poll(text('export-problem')).toBe('header line 1 is not key=value');
     expect(await text('export-problem')()).not.toContain('otel-secret');
     expect((otelSaved(home) as { endpoint: string }).endpoint).toBe('http://127.0.0.1:4318');
 
-    await page.getByTestId('export-headers').fill('');
-    await page.getByTestId('export-content').check();
-    await page.getByTestId('export-save').click();
-    await expect.poll(() => page.getByTestId('export-problem').count()).toBe(0);
+    await settings.page.getByTestId('export-headers').fill('');
+    await settings.page.getByTestId('export-content').check();
+    await settings.page.getByTestId('export-save').click();
+    await expect.poll(() => settings.page.getByTestId('export-problem').count()).toBe(0);
     expect(otelSaved(home)).toEqual({
       endpoint: 'http://127.0.0.1:4318',
       headers: { authorization: SECRET, 'x-team': TEAM },
       content: true,
     });
 
-    await page.locator('[data-testid=export-header][data-name=x-team]').getByTestId('export-header-remove').click();
+    await settings.page.locator('[data-testid=export-header][data-name=x-team]').getByTestId('export-header-remove').click();
     await expect.poll(headerNames).toEqual(['authorization']);
     expect(otelSaved(home)).toEqual({ endpoint: 'http://127.0.0.1:4318', headers: { authorization: SECRET }, content: true });
 
-    await page.getByTestId('export-endpoint').fill('');
-    await page.getByTestId('export-save').click();
+    await settings.page.getByTestId('export-endpoint').fill('');
+    await settings.page.getByTestId('export-save').click();
     await expect.poll(text('export-off')).toBe('No endpoint: nothing is exported.');
     expect(otelSaved(home)).toEqual({ endpoint: null, headers: { authorization: SECRET }, content: true });
   }, 60_000);
@@ -138,18 +111,18 @@ describe.skipIf(missing !== null)(`Settings → Export in browser mode${missing 
       checkResults: true,
       env: { CAPSEM_OTLP_ENDPOINT: 'http://collector.example:4318', CAPSEM_OTLP_HEADERS: `api-key=${ENV_SECRET}` },
     });
-    await page.goto(await serve(core, envHome));
-    await page.getByTestId('tab-settings').click();
+    await settings.page.goto(await settings.serve(core, envHome));
+    await settings.page.getByTestId('tab-settings').click();
     await expect.poll(text('export-from-env')).toContain("set for this run by CAPSEM_OTLP_ENDPOINT in the app's environment");
-    expect(await page.getByTestId('export-endpoint').inputValue()).toBe('http://collector.example:4318');
-    expect(await page.getByTestId('export-endpoint').getAttribute('readonly')).not.toBeNull();
-    expect(await page.getByTestId('export-save').isDisabled()).toBe(true);
-    expect(await page.getByTestId('export-content').isDisabled()).toBe(true);
-    expect(await page.getByTestId('export-headers').count()).toBe(0);
+    expect(await settings.page.getByTestId('export-endpoint').inputValue()).toBe('http://collector.example:4318');
+    expect(await settings.page.getByTestId('export-endpoint').getAttribute('readonly')).not.toBeNull();
+    expect(await settings.page.getByTestId('export-save').isDisabled()).toBe(true);
+    expect(await settings.page.getByTestId('export-content').isDisabled()).toBe(true);
+    expect(await settings.page.getByTestId('export-headers').count()).toBe(0);
     expect(await headerNames()).toEqual(['api-key']);
     expect(await text('export-url')()).toBe('Sending to http://collector.example:4318/v1/traces');
     expect(await text('export-dropped')()).toBe('Dropped: 0 spans');
-    expect(await page.content()).not.toContain(ENV_SECRET);
+    expect(await settings.page.content()).not.toContain(ENV_SECRET);
     await expect(core.handle('otel.set', { endpoint: 'http://elsewhere:4318' })).rejects.toMatchObject({ code: 'not_available' });
   }, 60_000);
 });
