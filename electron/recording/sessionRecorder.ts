@@ -121,8 +121,10 @@ export class SessionRecorder {
       }
     }
     const columns = Object.assign({}, ...made.map((m) => m.columns)) as RowOf<'net_events'>;
-    const parseError = errors.length === 0 ? facts.ex.parseError : [facts.ex.parseError, ...errors].filter(Boolean).join('; ');
-    const net = this.sink.append('net_events', { ...columns, parse_error: parseError });
+    // Set on the fresh object, not spread into another: V8 copies a spread of this many columns
+    // on its slow path, 20 us an exchange, a fifth of what recording a small request cost.
+    columns.parse_error = errors.length === 0 ? facts.ex.parseError : [facts.ex.parseError, ...errors].filter(Boolean).join('; ');
+    const net = this.sink.append('net_events', columns);
     if (!net) return;
     for (const { rows } of made) rows?.(net.eventId!, this.sink);
   }

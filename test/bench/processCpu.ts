@@ -37,6 +37,43 @@ function writerMs(pid: number): number {
   return ms;
 }
 
+/** How long a session writer must have done nothing (no CPU, no wait on the disk) to be taken as done: more than its idle checkpoint's wait (writerWorker.ts). */
+const WRITER_QUIET_MS = 200;
+
+/**
+ * Resolves once a proxy's session writer has been quiet for WRITER_QUIET_MS (at most 5 s): a round's
+ * commits, and the checkpoint the writer runs once idle, are that round's work, and must not fall
+ * on the next path's measure. At once where the process has no writer.
+ */
+export async function writerQuiet(pid: number): Promise<void> {
+  const writers = readdirSync(`/proc/${pid}/task`).filter((task) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim() === WRITER_THREAD;
+    } catch {
+      return false;
+    }
+  });
+  if (writers.length === 0) return;
+  const busy = (task: string): string => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      // The state letter (S sleeping; R running and D waiting on the disk are busy) and the CPU run so far.
+      return `${stat.slice(stat.lastIndexOf(') ') + 2, stat.lastIndexOf(') ') + 3)}${threadMs(pid, Number(task))}`;
+    } catch {
+      return 'gone';
+    }
+  };
+  const deadline = performance.now() + 5000;
+  let last = writers.map(busy).join();
+  let quietSince = performance.now();
+  while (performance.now() < deadline && performance.now() - quietSince < WRITER_QUIET_MS) {
+    await new Promise((r) => setTimeout(r, 20));
+    const now = writers.map(busy).join();
+    if (now !== last || !now.split(',').every((s) => s.startsWith('S'))) quietSince = performance.now();
+    last = now;
+  }
+}
+
 /** CPU spent in ms: by this process (client and upstream), by a proxy's process, its main thread and its session writer thread. */
 export interface CpuSpent {
   bench: number;

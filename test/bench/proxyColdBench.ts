@@ -5,7 +5,7 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { Rng } from '../../electron/dev/seedSessions.ts';
 import type { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { cpuPer, interleavedRounds, type CpuSpent, type DrivenPath } from './processCpu.ts';
+import { cpuPer, interleavedRounds, writerQuiet, type CpuSpent, type DrivenPath } from './processCpu.ts';
 import { figure, median, percentile, roundRatios, type Figure } from './report.ts';
 
 // Items 3 and 4 of the proxy's targets, measured beside the proxy bench's own figures with its
@@ -172,8 +172,10 @@ async function bursts(paths: readonly BurstPath[]): Promise<BurstRun[]> {
       return await burstWall(client, path.origin, sizes);
     } finally {
       await client.close();
-      // Untimed: the writer commits a round's last rows up to 50 ms after them, and that CPU is this path's.
+      // Untimed: the writer commits a round's last rows up to 50 ms after them, and checkpoints once
+      // idle after a burst; that CPU is this path's, and must not slow the next path's round.
       await new Promise((r) => setTimeout(r, 150));
+      if (path.pid !== undefined) await writerQuiet(path.pid);
     }
   };
   const { values: walls, cpu } = await interleavedRounds(paths, BURST_ROUNDS, once, { alternate: true });

@@ -32,42 +32,44 @@ export const credentialUses: ExchangeStep = {
       })),
     };
   },
-  record: ({ ex }) => ({
+  // Most exchanges carry no stand-in: they get no rows function, which each exchange would make for nothing.
+  record: ({ ex, at }) => ({
     columns: { credential_ref: credentialRefOf(ex) },
-    rows: (eventId, sink) => {
-      const at = ex.startedAt.toISOString();
-      for (const use of ex.credentials ?? []) {
-        sink.append('substitution_events', {
-          net_event_id: eventId,
-          timestamp: at,
-          provider: use.provider,
-          location: use.where,
-          host: use.host,
-          outcome: use.outcome,
-          credential_ref: use.credentialRef,
-          process_name: ex.processName,
-          pid: ex.pid,
-        });
-        if (use.outcome === 'substituted') continue;
-        sink.append('security_rule_events', {
-          event_id: eventId,
-          timestamp: at,
-          timestamp_unix_ms: ex.startedAt.getTime(),
-          event_type: 'credential.stand_in_elsewhere',
-          rule_id: STAND_IN_ELSEWHERE_RULE,
-          rule_action: use.outcome === 'refused' ? 'deny' : 'allow',
-          detection_level: 'high',
-          event_json: JSON.stringify({
-            provider: use.provider,
-            where: use.where,
-            host: use.host,
-            port: ex.port,
-            process_name: ex.processName,
-            pid: ex.pid,
-            credential_ref: use.credentialRef,
-          }),
-        });
-      }
-    },
+    rows: ex.credentials?.length
+      ? (eventId, sink) => {
+          for (const use of ex.credentials ?? []) {
+            sink.append('substitution_events', {
+              net_event_id: eventId,
+              timestamp: at,
+              provider: use.provider,
+              location: use.where,
+              host: use.host,
+              outcome: use.outcome,
+              credential_ref: use.credentialRef,
+              process_name: ex.processName,
+              pid: ex.pid,
+            });
+            if (use.outcome === 'substituted') continue;
+            sink.append('security_rule_events', {
+              event_id: eventId,
+              timestamp: at,
+              timestamp_unix_ms: ex.startedAt.getTime(),
+              event_type: 'credential.stand_in_elsewhere',
+              rule_id: STAND_IN_ELSEWHERE_RULE,
+              rule_action: use.outcome === 'refused' ? 'deny' : 'allow',
+              detection_level: 'high',
+              event_json: JSON.stringify({
+                provider: use.provider,
+                where: use.where,
+                host: use.host,
+                port: ex.port,
+                process_name: ex.processName,
+                pid: ex.pid,
+                credential_ref: use.credentialRef,
+              }),
+            });
+          }
+        }
+      : undefined,
   }),
 };

@@ -14,9 +14,8 @@ export const exchangeBodies: ExchangeStep = {
   actions: ['observe'],
   readsBody: true,
   config: writesTo(['event_body_blobs']),
-  record: ({ ex, request, response }) => ({
+  record: ({ ex, request, response, at }) => ({
     rows: (eventId, sink) => {
-      const at = ex.startedAt.toISOString();
       for (const [direction, captured, decoded, headers] of [
         ['request', ex.requestBody, request, ex.requestHeaders],
         ['response', ex.responseBody, response, ex.responseHeaders],

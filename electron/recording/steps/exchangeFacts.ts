@@ -50,12 +50,18 @@ export class ExchangeFacts {
   claimedBy: string | null = null;
   /** What the model-calls step read of the exchange, when it took it as a model call. */
   modelCall: ModelCallReading | null = null;
+  private startedAtText: string | null = null;
 
   constructor(
     readonly ex: Exchange,
     readonly request: DecodedBody,
     readonly response: DecodedBody,
   ) {}
+
+  /** When the exchange started, as its rows write it: formatted once for every step's rows. */
+  get at(): string {
+    return (this.startedAtText ??= this.ex.startedAt.toISOString());
+  }
 
   /** The request body read as JSON, parsed once for every step that asks. */
   requestJson(): unknown {

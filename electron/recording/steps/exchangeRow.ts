@@ -16,10 +16,10 @@ export const exchangeRow: ExchangeStep = {
   actions: ['observe'],
   readsBody: true,
   config: writesTo(['net_events']),
-  record: ({ ex, request, response }) => ({
+  record: ({ ex, request, response, at }) => ({
     columns: {
       event_id: ex.eventId,
-      timestamp: ex.startedAt.toISOString(),
+      timestamp: at,
       domain: ex.host,
       port: ex.port,
       process_name: ex.processName,
