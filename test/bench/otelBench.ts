@@ -27,7 +27,7 @@ import { figure, median, printFigures, roundRatios } from './report.ts';
 // seeded session (it must keep 0.95 of its pace: the export must not cost the recorder).
 
 const TURNS = 10_000;
-const ROUNDS = 3;
+const ROUNDS = 5;
 const SINK = fileURLToPath(new URL('./otlpSinkChild.ts', import.meta.url));
 
 async function startSink(): Promise<{ url: string; child: ChildProcess }> {
