@@ -110,7 +110,9 @@ export class PreparedVm {
       const warmUp = options.warmUp === undefined ? 'claude' : options.warmUp;
       // After the read-ahead, whose files it would otherwise page in itself, from the compressed image.
       if (warmUp)
-        prepared.warmUpDone = prepared.readAheadDone.then((r) => (r.error || prepared.stopping ? null : (prepared.warmUpRun = prepared.warmUp(warmUp))));
+        prepared.warmUpDone = prepared.readAheadDone.then((r) =>
+          r.error || prepared.stopping ? null : (prepared.warmUpRun = prepared.warmUp(warmUp)),
+        );
       return prepared;
     } catch (err) {
       if (vm) await vm.kill();
@@ -219,7 +221,8 @@ export class PreparedVm {
    */
   adopt(sessionDir: string, serialLog: string): BootPlan {
     if (this.adopted) throw new Error(`the VM booted ahead (${this.name}) was adopted already`);
-    if (!this.quiet) throw new Error(`the VM booted ahead (${this.name}) is adopted only once quiesce() has said nothing of its warm-up is left`);
+    if (!this.quiet)
+      throw new Error(`the VM booted ahead (${this.name}) is adopted only once quiesce() has said nothing of its warm-up is left`);
     this.adopted = true;
     moveFile(this.serialLog, serialLog);
     if (!this.plan.sessionDisk) return this.plan;

@@ -396,7 +396,12 @@ export async function agentBench(): Promise<boolean> {
         `<= ${FIRST_START_CEILING}x`,
       ),
       figure("the spare's read-ahead of the agents' files, in the guest", ms(idle!.readAheadMs), true, 'for information'),
-      figure("the spare's warm-up, Claude Code started once in a HOME of its own to its prompt", ms(idle!.warmUpMs), true, 'for information'),
+      figure(
+        "the spare's warm-up, Claude Code started once in a HOME of its own to its prompt",
+        ms(idle!.warmUpMs),
+        true,
+        'for information',
+      ),
       figure(`the idle spare's memory (QEMU + virtiofsd RSS)`, `${idle!.rssMiB.toFixed(0)} MiB`, true, 'printed'),
       figure(`the idle spare's CPU over ${IDLE_SAMPLE_MS / 1000} s`, `${idle!.cpuPercent.toFixed(1)} % of a core`, true, 'printed'),
       figure('warm exec p50, true in the agent VM', ms(median(execs)), median(execs) < 50, '< 50 ms'),
