@@ -163,7 +163,11 @@ export class PreparedVm {
           this.warmUpStream = null;
           resolve(parseWarmUp(out, err, stream.exitStatus?.code ?? null));
         };
-        stream.on('close', done);
+        // Its output's end (after its exit), not 'close': with stdin open the stream closes only once the host ends it too.
+        stream.on('end', () => {
+          stream.end();
+          done();
+        });
         stream.on('error', done);
       } catch (err) {
         resolve({ outcome: 'failed', ms: 0, error: (err as Error).message, cleaned: false });

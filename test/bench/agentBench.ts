@@ -22,7 +22,9 @@ import { figure, median, printFigures } from './report.ts';
 // the same CLI (`capsem run --image agent -- true`) plus Claude Code's own start to its prompt,
 // run in the same guest without Capsem's terminal (a pty of its own, the same settings and
 // upstream), on its first run after boot as the prompt's run has it, and against its second run
-// in the same guest: reading the agents' layer is to cost the first start nothing more. Its `--version` is printed
+// in the same guest: reading the agents' layer is to cost the first start nothing more; and the same
+// two starts in a session that adopted a spare, whose read-ahead and warm-up (agentWarmUp.ts) are
+// to make the first cost what the second does. Its `--version` is printed
 // beside, on the host and in the guest: under TCG the guest runs the agent about ten times slower
 // than the host, and `--version` returns before the agent loads what its prompt needs, so neither
 // says what the agent itself takes to start here. Beside them, warm exec round trips in a running
