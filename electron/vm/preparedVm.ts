@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CapsemHome } from '../store/paths.ts';
+import { parseWarmUp, warmUpCommand, type WarmUp } from './agentWarmUp.ts';
 import type { VmBackend, VmInstance } from './backend.ts';
+import type { AgentName } from './codingAgents.ts';
 import { SESSION_DISK_FILE } from './image/imagePlan.ts';
-import { AgentMux, type Hello } from './mux.ts';
+import { AgentMux, type Hello, type MuxStream } from './mux.ts';
 import type { BootPlan } from './vmSession.ts';
 
 // A VM booted before any session asks for it: an empty share (the session's folder is bound in on
@@ -12,7 +14,9 @@ import type { BootPlan } from './vmSession.ts';
 // the agent gets those with its session's config), and its own run folder, disk and console log,
 // which become the adopting session's. While it waits it reads the agents' files ahead, so the
 // adopted agent's first start finds them in the guest's page cache rather than paging them out of
-// the compressed image.
+// the compressed image; then it starts the default agent once in a HOME of its own that it
+// removes after (agentWarmUp.ts), so the adopted agent's first start is not its first after boot.
+// The warm-up is over, its HOME gone, before the VM is handed to a session.
 
 /** The agents' files to read ahead, in the guest's root; the default agent last, so it is the freshest in the page cache. */
 export const READ_AHEAD_PATHS: readonly string[] = [
@@ -32,6 +36,8 @@ export interface PrepareOptions {
   readonly cpus: number;
   readonly bootTimeoutMs?: number;
   readonly readAhead?: readonly string[];
+  /** The agent started once after the read-ahead (null: none). */
+  readonly warmUp?: AgentName | null;
 }
 
 /** How the read-ahead went: its time in the guest, or why it failed. */
@@ -40,9 +46,21 @@ export interface ReadAhead {
   readonly error: string | null;
 }
 
+/** How long a warm-up asked to stop has to say it removed its HOME before the spare is given up. */
+const WARM_UP_STOP_MS = 10_000;
+
 export class PreparedVm {
   private adopted = false;
   private readAheadDone: Promise<ReadAhead> = Promise.resolve({ ms: 0, error: null });
+  private warmUpDone: Promise<WarmUp | null> = Promise.resolve(null);
+  /** The warm-up once it has started in the guest. */
+  private warmUpRun: Promise<WarmUp> | null = null;
+  private warmUpStream: MuxStream | null = null;
+  /** Set by quiesce(): no warm-up starts after it. */
+  private stopping = false;
+  private quiesced: Promise<boolean> | null = null;
+  /** The guest said nothing of the warm-up is left. */
+  private quiet = false;
 
   private constructor(
     readonly name: string,
@@ -89,6 +107,12 @@ export class PreparedVm {
       const hello = await Promise.race([mux.handshake(timeout), exited]);
       const prepared = new PreparedVm(name, runDir, plan, vm, mux, hello, performance.now() - t0, serialLog, Date.now());
       prepared.readAheadDone = prepared.readAhead(options.readAhead ?? READ_AHEAD_PATHS);
+      const warmUp = options.warmUp === undefined ? 'claude' : options.warmUp;
+      // After the read-ahead, whose files it would otherwise page in itself, from the compressed image.
+      if (warmUp)
+        prepared.warmUpDone = prepared.readAheadDone.then((r) =>
+          r.error || prepared.stopping ? null : (prepared.warmUpRun = prepared.warmUp(warmUp)),
+        );
       return prepared;
     } catch (err) {
       if (vm) await vm.kill();
@@ -123,6 +147,59 @@ export class PreparedVm {
     });
   }
 
+  /** Runs the agent's start once (agentWarmUp.ts); resolves when the guest says how it went, its HOME removed. */
+  private warmUp(agent: AgentName): Promise<WarmUp> {
+    return new Promise((resolve) => {
+      try {
+        const { argv, env } = warmUpCommand(agent);
+        // stdin stays open: its end is how quiesce() stops the warm-up, so the guest removes what it made.
+        const stream = this.mux.open({ kind: 'exec', argv, env, cwd: '/', stdin: true });
+        this.warmUpStream = stream;
+        let out = '';
+        let err = '';
+        stream.on('data', (c: Buffer) => (out += c.toString()));
+        stream.stderr.on('data', (c: Buffer) => (err += c.toString()));
+        const done = (): void => {
+          this.warmUpStream = null;
+          resolve(parseWarmUp(out, err, stream.exitStatus?.code ?? null));
+        };
+        // Its output's end (after its exit), not 'close': with stdin open the stream closes only once the host ends it too.
+        stream.on('end', () => {
+          stream.end();
+          done();
+        });
+        stream.on('error', done);
+      } catch (err) {
+        resolve({ outcome: 'failed', ms: 0, error: (err as Error).message, cleaned: false });
+      }
+    });
+  }
+
+  /** The warm-up's outcome once it has ended (null: none ran). */
+  warmUpResult(): Promise<WarmUp | null> {
+    return this.warmUpDone;
+  }
+
+  /**
+   * Ends what the VM does while it waits, before a session gets it: a warm-up not started yet never
+   * starts, one running is stopped, and the guest must say it removed the warm-up's HOME. False
+   * when it did not within a moment: such a VM is not adopted. Asked again, the same answer.
+   */
+  quiesce(): Promise<boolean> {
+    return (this.quiesced ??= (async () => {
+      this.stopping = true;
+      this.warmUpStream?.end();
+      let timer: NodeJS.Timeout | undefined;
+      const result = await Promise.race([
+        this.warmUpRun ?? Promise.resolve(null),
+        new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), WARM_UP_STOP_MS))),
+      ]);
+      clearTimeout(timer);
+      this.quiet = result === null || (result !== 'late' && result.cleaned);
+      return this.quiet;
+    })());
+  }
+
   /** The read-ahead's outcome once it has ended. */
   readAheadResult(): Promise<ReadAhead> {
     return this.readAheadDone;
@@ -148,6 +225,8 @@ export class PreparedVm {
    */
   adopt(sessionDir: string, serialLog: string): BootPlan {
     if (this.adopted) throw new Error(`the VM booted ahead (${this.name}) was adopted already`);
+    if (!this.quiet)
+      throw new Error(`the VM booted ahead (${this.name}) is adopted only once quiesce() has said nothing of its warm-up is left`);
     this.adopted = true;
     moveFile(this.serialLog, serialLog);
     if (!this.plan.sessionDisk) return this.plan;
@@ -164,6 +243,7 @@ export class PreparedVm {
   /** Ends the VM and removes its run folder (an unadopted one's disk with it); it can never be adopted after. */
   async discard(): Promise<void> {
     this.adopted = true;
+    this.stopping = true;
     this.mux.close();
     await this.vm.kill();
     rmSync(this.runDir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // One VM of the agent image booted ahead, so the next Start adopts it instead of waiting for a
 // boot. A spare is used once: taking it removes it from the pool whatever happens next. One that
-// has died, stops answering or was booted from an image that is no longer the current one is
+// has died, stops answering, cannot end its warm-up or was booted from an image that is no longer the current one is
 // discarded, never handed out; a replacement boots after a delay that doubles with each failure
 // in a row (5 s up to 5 min), so a machine that cannot boot spares is not kept busy trying.
 
@@ -8,6 +8,8 @@
 export interface Spare {
   /** Answers a ping within a moment. */
   alive(): Promise<boolean>;
+  /** Ends what it does while it waits (a warm-up); false if it could not say it did. */
+  quiesce(): Promise<boolean>;
   /** Ends it and removes what it left; never adopted after. */
   discard(): Promise<void>;
   /** Resolves when its VM has ended. */
@@ -114,6 +116,10 @@ export class SparePool<S extends Spare> {
     }
     if (!(await spare.alive())) {
       this.lost(spare, 'the VM booted ahead did not answer: discarded');
+      return null;
+    }
+    if (!(await spare.quiesce())) {
+      this.lost(spare, 'the VM booted ahead did not end its warm-up: discarded');
       return null;
     }
     this.failures = 0;

@@ -293,6 +293,8 @@ export class VmSession {
             const idle = Math.round((Date.now() - prepared.readyAt) / 1000);
             status(`using the VM booted ahead (idle ${idle} s)`);
             t0 = performance.now();
+            // Its warm-up (agentWarmUp.ts) ends, its HOME removed, before the session's folder, id or keys reach it.
+            if (!(await prepared.quiesce())) throw new Error(`the VM booted ahead (${prepared.name}) did not end its warm-up`);
             return { plan: prepared.adopt(paths.dir, paths.serialLogPath), vm: prepared.vm };
           }
           const plan = await options.plan(paths, caFiles(options.home).certPath).catch((err: unknown) => {
@@ -692,11 +694,14 @@ function bootFigures(
 /** What a session that adopted a VM booted ahead records of it: which, its adoption's time, and what it did while it waited. */
 async function spareFigures(prepared: PreparedVm, adoptMs: number): Promise<Record<string, string>> {
   const readAhead = await Promise.race([prepared.readAheadResult(), Promise.resolve(null)]);
+  // Ended by now (adoption waits for it): how far it got, never what it printed.
+  const warmUp = await Promise.race([prepared.warmUpResult(), Promise.resolve(undefined)]);
   return {
     vm_spare: prepared.name,
     vm_adopt_ms: adoptMs.toFixed(0),
     vm_spare_idle_ms: String(Date.now() - prepared.readyAt),
     vm_spare_read_ahead: readAhead ? (readAhead.error ? `failed: ${readAhead.error}` : `${readAhead.ms.toFixed(0)} ms`) : 'still reading',
+    vm_spare_warm_up: warmUp === undefined ? 'not started' : warmUp === null ? 'none' : `${warmUp.outcome} after ${warmUp.ms} ms`,
   };
 }
 

@@ -5,12 +5,19 @@ import { SparePool, type Spare } from '../../../electron/vm/spareVm.ts';
 class FakeSpare implements Spare {
   answering = true;
   fit = true;
+  /** Whether it says its warm-up has ended (and asked how often). */
+  quiets = true;
+  quiesced = 0;
   discarded = false;
   private die!: () => void;
   readonly ended = new Promise<void>((r) => (this.die = r));
   constructor(readonly n: number) {}
   alive(): Promise<boolean> {
     return Promise.resolve(this.answering && !this.discarded);
+  }
+  quiesce(): Promise<boolean> {
+    this.quiesced += 1;
+    return Promise.resolve(this.quiets);
   }
   discard(): Promise<void> {
     this.discarded = true;
@@ -98,6 +105,20 @@ describe('SparePool', () => {
     await advance(5000);
     expect(booted).toHaveLength(2);
     expect(await spares.take()).toBe(booted[1]);
+  });
+
+  it('a spare is handed out only once it has ended its warm-up; one that cannot is discarded and replaced', async () => {
+    vi.useFakeTimers();
+    const { spares, booted, problems } = pool();
+    spares.schedule(0);
+    await advance(0);
+    booted[0]!.quiets = false;
+    expect(await spares.take()).toBeNull();
+    expect(booted[0]!.discarded).toBe(true);
+    expect(problems.at(-1)).toMatch(/did not end its warm-up/);
+    await advance(5000);
+    expect(await spares.take()).toBe(booted[1]);
+    expect(booted[1]!.quiesced).toBe(1);
   });
 
   it('a spare of an image no longer current is discarded, not adopted', async () => {
