@@ -248,8 +248,8 @@ function byParent(spans: readonly ReceivedSpan[], id: string | null): ReceivedSp
   return spans.find((s) => s.spanId === id);
 }
 
-describe('capsem otel export of a session with MCP calls', () => {
-  it('sends each MCP tools/call as a span under the tool call that made it, with its method and server', async () => {
+describe('capsem otel export of a session with MCP calls, denials and file changes', () => {
+  it('sends each MCP tools/call as a span under the tool call that made it, each denial as an error span naming its rule, each file change as an event', async () => {
     const mcpHome = tempHome();
     const receiver = await OtlpReceiver.start();
     try {
@@ -278,6 +278,19 @@ describe('capsem otel export of a session with MCP calls', () => {
         expect(parent.attributes['gen_ai.tool.name']).toBe(call.attributes['gen_ai.tool.name']);
         expect(call.attributes['capsem.mcp.server']).toEqual(expect.any(String));
       }
+      const db = `${mcpHome.root}/run/sessions/${id}/session.db`;
+      const denied = spans.filter((s) => s.attributes['capsem.policy.decision'] === 'denied');
+      const deniedRows = sessionRows<{ n: number }>(
+        db,
+        "SELECT count(*) AS n FROM net_events WHERE decision = 'denied' AND seq + 1 NOT IN (SELECT seq FROM model_calls)",
+      )[0]!.n;
+      expect(deniedRows).toBeGreaterThan(0);
+      expect(denied).toHaveLength(deniedRows);
+      expect(denied.every((s) => s.status.code === 2 && /^denied by policy/.test(s.status.message ?? ''))).toBe(true);
+      const changes = spans.flatMap((s) => s.events.filter((e) => e.name === 'capsem.file.change'));
+      const changeRows = sessionRows<{ path: string }>(db, 'SELECT path FROM fs_events ORDER BY seq');
+      expect(changeRows.length).toBeGreaterThan(0);
+      expect(changes.map((e) => e.attributes['file.path']).sort()).toEqual(changeRows.map((r) => r.path).sort());
     } finally {
       await receiver.close();
       mcpHome.remove();
