@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, startUpstream, type Upstream } from '../helpers/mockUpstreams.ts';
+import { OtlpReceiver } from '../helpers/otlpReceiver.ts';
 import { capsemOnPath, runCapsemAsync, spawnCapsem, USER_FOLDER, type CliResult } from '../helpers/runCapsem.ts';
 import { tempHome } from '../helpers/tempHome.ts';
 import { vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
@@ -118,6 +119,19 @@ describe("capsem on the PATH, run from a user's project folder", () => {
     expect(vacuumed.code, vacuumed.stderr).toBe(0);
     expect(vacuumed.stdout).toContain(`vacuumed ${importedId} (mine-2)`);
     expect(vacuumed.stdout).toMatch(/^1 session vacuumed/m);
+  }, 120_000);
+
+  it('sends a session to an OpenTelemetry endpoint and says what it sent', async () => {
+    const receiver = await OtlpReceiver.start();
+    try {
+      const sent = await capsem(['otel', 'export', 'mine', '--endpoint', receiver.url]);
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(receiver.spans.find((s) => s.parentSpanId === null)?.attributes['capsem.session.name']).toBe('mine');
+      const status = await capsem(['otel', 'status', '--endpoint', receiver.url]);
+      expect(status.stdout).toContain(`Sent: ${receiver.spans.length} spans`);
+    } finally {
+      await receiver.close();
+    }
   }, 120_000);
 
   it("records a program's HTTPS request through the proxy", async () => {
