@@ -9,3 +9,10 @@ export function sessionRows<T>(dbPath: string, sql: string, ...params: unknown[]
     db.close();
   }
 }
+
+/** A session.db's session_meta as one record. */
+export function sessionMeta(dbPath: string): Record<string, string> {
+  return Object.fromEntries(
+    sessionRows<{ key: string; value: string }>(dbPath, 'SELECT key, value FROM session_meta').map((r) => [r.key, r.value]),
+  );
+}

@@ -10,9 +10,9 @@ import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { VmHost } from '../../electron/vm/vmHost.ts';
 import { DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY_MIB, VmSession } from '../../electron/vm/vmSession.ts';
 import { caFiles, CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
 import { agentImageUnavailable, guestRun, vmTestHome } from '../helpers/vmTestHome.ts';
 import type { AgentMux } from '../../electron/vm/mux.ts';
+import { sessionMeta } from '../helpers/sessionRows.ts';
 
 // A VM booted ahead and adopted by a session: before adoption it has no session id, no keys and
 // an empty /workspace; once adopted, the session's folder is at /workspace (bound in virtiofsd's
@@ -33,16 +33,6 @@ function spareRun(mux: AgentMux, script: string): Promise<{ out: string; code: n
     stream.on('close', () => resolve({ out, code: stream.exitStatus?.code ?? null }));
     stream.on('error', reject);
   });
-}
-
-function sessionMeta(dbPath: string): Record<string, string> {
-  const db = openSessionDbReadOnly(dbPath);
-  try {
-    const rows = db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[];
-    return Object.fromEntries(rows.map((r) => [r.key, r.value]));
-  } finally {
-    db.close();
-  }
 }
 
 async function waitFor(what: string, check: () => boolean, timeoutMs: number): Promise<void> {

@@ -9,8 +9,8 @@ import { PreparedVm } from '../../electron/vm/preparedVm.ts';
 import { findQemu, QemuBackend } from '../../electron/vm/qemuBackend.ts';
 import { DEFAULT_VM_CPUS, DEFAULT_VM_MEMORY_MIB, VmSession } from '../../electron/vm/vmSession.ts';
 import { caFiles, CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { openSessionDbReadOnly } from '../../electron/store/sessionDb.ts';
 import { agentImageUnavailable, guestRun, vmTestHome } from '../helpers/vmTestHome.ts';
+import { sessionMeta } from '../helpers/sessionRows.ts';
 
 // A spare starts Claude Code once in a HOME of its own (agentWarmUp.ts) so the adopted session's
 // first start is not the first after boot. None of it may reach the session: not its HOME, not
@@ -25,16 +25,6 @@ const LEFTOVERS = [
   'grep -l CAPSEM_WARM_UP /proc/[0-9]*/environ 2>/dev/null',
   'echo end',
 ].join('; ');
-
-function sessionMeta(dbPath: string): Record<string, string> {
-  const db = openSessionDbReadOnly(dbPath);
-  try {
-    const rows = db.prepare('SELECT key, value FROM session_meta').all() as { key: string; value: string }[];
-    return Object.fromEntries(rows.map((r) => [r.key, r.value]));
-  } finally {
-    db.close();
-  }
-}
 
 describe.skipIf(missing !== null)(`a spare's warm-up${missing ? ` (skipped: ${missing})` : ''}`, () => {
   const home = vmTestHome();
