@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { constants, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SessionEventStore } from '../sessions/sessionEventStore.ts';
 import { capsemHome, sessionPaths } from '../store/paths.ts';
@@ -15,6 +16,21 @@ import type { SessionFacts } from './sessionSpans.ts';
 // read of a long session takes a while, so reads are spaced by twenty times the last one's
 // length (2 s at the least): the export's share of a core stays near 5 % however long the
 // session, and the recorder on the main thread never waits for it.
+
+/**
+ * The thread takes the CPU the recording leaves: on Linux a thread's nice value is its own, and
+ * setpriority on 0 sets the calling thread's, so this one runs at the lowest priority while the
+ * proxy and the writer run at theirs. Named, so a profile or top -H shows it.
+ */
+function stepAside(): void {
+  try {
+    setPriority(0, constants.priority.PRIORITY_LOW);
+    writeFileSync('/proc/thread-self/comm', 'capsem-otel');
+  } catch {
+    // Not Linux, or not allowed: it runs at the process's priority, spaced by its reads' length.
+  }
+}
+stepAside();
 
 const start = workerData as LiveExportStart;
 const port = parentPort!;
