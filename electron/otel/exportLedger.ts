@@ -187,15 +187,20 @@ export class ExportLedger {
     return take.immediate();
   }
 
-  /** The endpoint took the body. */
-  sent(endpoint: string, batch: QueuedBatch): void {
+  /**
+   * The endpoint took the body. With a partial success, `rejected` of its spans were refused by the
+   * endpoint: only the rest count as sent, and the rejected ones are kept as dropped with `reason`.
+   */
+  sent(endpoint: string, batch: QueuedBatch, rejected = 0, reason = ''): void {
+    const refused = Math.min(Math.max(0, rejected), batch.spans);
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM batches WHERE id = ?').run(batch.id);
       this.db
         .prepare(
           'INSERT INTO sent (endpoint, spans, requests) VALUES (?, ?, 1) ON CONFLICT (endpoint) DO UPDATE SET spans = spans + excluded.spans, requests = requests + 1',
         )
-        .run(endpoint, batch.spans);
+        .run(endpoint, batch.spans - refused);
+      if (refused > 0) this.recordDrop(endpoint, batch.sessionId, refused, reason);
     })();
   }
 

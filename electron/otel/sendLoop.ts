@@ -103,13 +103,7 @@ export class SendLoop {
     switch (outcome.kind) {
       case 'sent':
         this.failures = 0;
-        this.ledger.sent(endpoint, batch);
-        if (outcome.rejected > 0)
-          this.ledger.refused(
-            endpoint,
-            { ...batch, spans: outcome.rejected },
-            `the endpoint rejected them${outcome.message ? `: ${outcome.message}` : ''}`,
-          );
+        this.ledger.sent(endpoint, batch, outcome.rejected, `the endpoint rejected them${outcome.message ? `: ${outcome.message}` : ''}`);
         report({ kind: 'sent', spans: batch.spans, rejected: outcome.rejected });
         return 0;
       case 'refused':
