@@ -18,8 +18,20 @@ export interface ProxyPath {
   readonly credentials?: CredentialBroker;
   /** Why the session cannot be recorded any more, or null. */
   readonly refusal?: () => string | null;
+  /** A promise of room while the recording is too far behind, else null (mitmProxy.ts's ProxyOptions). */
+  readonly backlog?: () => Promise<void> | null;
   readonly bodyCap: number;
   readonly record: RecordExchange;
+}
+
+/**
+ * Runs `serve` at once, or once the recording has room again: a request waits, unread (the client's
+ * socket holds its bytes), rather than go unrecorded.
+ */
+export function whenRecordable(proxy: Pick<ProxyPath, 'backlog'>, serve: () => void): void {
+  const room = proxy.backlog?.() ?? null;
+  if (room) void room.then(() => whenRecordable(proxy, serve));
+  else serve();
 }
 
 /** Why a request or tunnel is turned away before its destination is read: no credentials (407), or a session that cannot be recorded (507); null to go on. */

@@ -11,6 +11,7 @@ import { http1Headers, startHttp2Clients } from './http2Clients.ts';
 import type { PolicyStore } from '../policy/policy.ts';
 import { newProxyToken, proxyUrl } from './proxyAuth.ts';
 import { createGuestDns, type GuestLookup } from './guestDns.ts';
+import { whenRecordable } from './admission.ts';
 import { serveRequest, type RequestPath } from './requestRelay.ts';
 import { StandInAddresses } from './standInAddresses.ts';
 import type { ResolveMap } from './resolveMap.ts';
@@ -51,6 +52,12 @@ export interface ProxyOptions {
   readonly token?: string;
   /** Why the session cannot be recorded any more, or null: while it says why, every new request is refused (507), never forwarded unrecorded. */
   readonly refusal?: () => string | null;
+  /**
+   * While the recording is further behind than its queue's high-water mark, a promise of room; else
+   * null. A new request or upgrade waits for it before it is let in, so the record falls behind
+   * by a bounded amount and nothing is dropped from it.
+   */
+  readonly backlog?: () => Promise<void> | null;
   /** Each name the guest looked up, as the DNS answerer answered it. */
   readonly onLookup?: (lookup: GuestLookup) => void;
   /** The guest's DNS lookups are resolved through this instead of the system's resolver (tests). */
@@ -158,6 +165,7 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     policy: options.policy,
     credentials: options.credentials,
     refusal: options.refusal,
+    backlog: options.backlog,
     bodyCap,
     record,
     upstreamClient,
@@ -169,13 +177,15 @@ export async function startMitmProxy(options: ProxyOptions): Promise<ProxyHandle
     serveHttp2: (socket) => http2Clients.serve(socket),
   };
 
-  mitm.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    try {
-      serveUpgrade(proxy, req, client, head);
-    } catch {
-      client.destroy();
-    }
-  });
+  mitm.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) =>
+    whenRecordable(proxy, () => {
+      try {
+        serveUpgrade(proxy, req, client, head);
+      } catch {
+        client.destroy();
+      }
+    }),
+  );
   mitm.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     socket.end(

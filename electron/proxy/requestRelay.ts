@@ -4,7 +4,7 @@ import { PassThrough, type Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { CredentialUse } from '../credentials/credentialBroker.ts';
 import { keepsLength } from '../credentials/keyForms.ts';
-import { admit, brokerRequest, entryRefusal, type ProxyPath } from './admission.ts';
+import { admit, brokerRequest, entryRefusal, whenRecordable, type ProxyPath } from './admission.ts';
 import { STREAM_BUFFER } from './connections.ts';
 import { EgressRefused } from './egress.ts';
 import { BodyTap, declaredLength, EMPTY_BODY, upstreamError, type ExchangeError, type ExchangeOutcome } from './exchange.ts';
@@ -110,11 +110,13 @@ export function coalescedBody(
 
 /** Serves one request; a bug of ours costs that request, never the proxy. */
 export function serveRequest(proxy: RequestPath, req: ClientRequest, res: ClientResponse, http2: Http2Facts | null): void {
-  try {
-    relayRequest(proxy, req, res, http2);
-  } catch (err) {
-    refuse(res, 500, `capsem: the proxy failed on this request: ${(err as Error).message}\n`);
-  }
+  whenRecordable(proxy, () => {
+    try {
+      relayRequest(proxy, req, res, http2);
+    } catch (err) {
+      refuse(res, 500, `capsem: the proxy failed on this request: ${(err as Error).message}\n`);
+    }
+  });
 }
 
 /** One request, from either protocol's server: admitted, sent upstream, streamed back and recorded. */

@@ -143,6 +143,7 @@ export async function startRecording(home: CapsemHome, options: RecordingOptions
       frames: recorder,
       defaultOrigin: options.origin,
       refusal: () => writer.unwritable,
+      backlog: () => (writer.needsDrain ? writer.drained() : null),
       credentials: credentials.broker,
     }));
   } catch (err) {
