@@ -6,7 +6,7 @@ import { guestRun, vmTestHome, vmUnavailable } from '../helpers/vmTestHome.ts';
 
 // Memory a program in the guest frees goes back to the host: the guest's virtio_balloon driver
 // reports free 2 MiB blocks about 2 s after they are freed and QEMU discards them. Without it a
-// VM's RSS only grows (a spare's warm-up of Claude Code left it about 360 MiB higher for good).
+// VM's RSS only grows: here it stayed at 534 MiB after the rm with reporting off.
 
 const noVm = vmUnavailable();
 const FILL_MIB = 300;
