@@ -68,4 +68,11 @@ describe('QEMU command line', () => {
     expect(args).toContain('-global virtio-mmio.force-legacy=false');
     expect(args).not.toContain('tsc_early_khz');
   });
+
+  it('gives every VM a balloon that only reports free pages, with or without a shared workspace', () => {
+    for (const withWorkspace of [false, true])
+      expect(qemuArgs(spec, tcg, socketsIn('/r', withWorkspace), null).join(' ')).toContain(
+        '-device virtio-balloon-device,free-page-reporting=on',
+      );
+  });
 });
