@@ -106,6 +106,27 @@ export function cpuFrom(proxyPid: number | undefined): (into: CpuSpent) => void 
   };
 }
 
+/** CPU time in ms of every thread of a process, summed by the thread's name (V8's GC helpers, libuv's pool, the writer...). */
+export function threadsByName(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let name: string;
+    try {
+      name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (Number(task) === pid) name = 'main';
+    byName.set(name, (byName.get(name) ?? 0) + threadMs(pid, Number(task)));
+  }
+  return byName;
+}
+
+/** What each named group of a process's threads spent between two threadsByName readings, largest first. */
+export function threadsSpent(before: Map<string, number>, after: Map<string, number>): [string, number][] {
+  return [...after].map(([name, ms]): [string, number] => [name, ms - (before.get(name) ?? 0)]).sort((a, b) => b[1] - a[1]);
+}
+
 /** A path a benchmark drives: `pid` is its proxy's process, none for direct. */
 export interface DrivenPath {
   readonly pid?: number;

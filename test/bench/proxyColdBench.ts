@@ -1,11 +1,16 @@
+import { hash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { Rng } from '../../electron/dev/seedSessions.ts';
+import { openSessionDbForWriting } from '../../electron/store/sessionDb.ts';
 import type { CertificateAuthority } from '../../electron/proxy/certificateAuthority.ts';
-import { cpuPer, interleavedRounds, writerQuiet, type CpuSpent, type DrivenPath } from './processCpu.ts';
+import { cpuPer, interleavedRounds, threadsByName, threadsSpent, writerQuiet, type CpuSpent, type DrivenPath } from './processCpu.ts';
 import { figure, median, percentile, roundRatios, type Figure } from './report.ts';
 
 // Items 3 and 4 of the proxy's targets, measured beside the proxy bench's own figures with its
@@ -146,6 +151,41 @@ async function burstWall(dispatcher: Dispatcher, origin: string, sizes: readonly
   return performance.now() - start;
 }
 
+/**
+ * The least the burst's bodies cost to keep, in CPU ms of this process per burst (median of
+ * BURST_ROUNDS): each hashed (SHA-256) and inserted as an event_body_blobs row into a new
+ * session.db opened as the writer opens it, 16 rows a transaction, then a checkpoint, as the
+ * writer's idle one. Raw better-sqlite3 on this thread, no recorder and no thread hand-over.
+ */
+function storeFloorMs(sizes: readonly number[]): number {
+  const dir = mkdtempSync(join(tmpdir(), 'capsem-store-floor-'));
+  try {
+    const db = openSessionDbForWriting(join(dir, 'session.db'));
+    const insert = db.prepare(
+      "INSERT INTO event_body_blobs (event_id, source_table, direction, original_bytes, stored_bytes, body_hash, body, created_at) VALUES (?, 'net_events', 'response', ?, ?, ?, ?, ?)",
+    );
+    const at = new Date().toISOString();
+    let id = 0;
+    const commit = db.transaction((bodies: Buffer[]) => {
+      for (const body of bodies) insert.run(`floor-${++id}`, body.length, body.length, hash('sha256', body, 'hex'), body, at);
+    });
+    const spent: number[] = [];
+    for (let round = 0; round < BURST_ROUNDS; round++) {
+      // Each body a buffer of its own, as the writer thread gets them.
+      const bodies = sizes.map((size) => Buffer.from(bodyBytes.subarray(0, size)));
+      const t = process.cpuUsage();
+      for (let i = 0; i < bodies.length; i += 16) commit(bodies.slice(i, i + 16));
+      db.pragma('wal_checkpoint(PASSIVE)');
+      const used = process.cpuUsage(t);
+      spent.push((used.user + used.system) / 1000);
+    }
+    db.close();
+    return median(spent);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** One way to the upstream for the burst: a new client per round, as a package manager starts with no connection. */
 interface BurstPath extends DrivenPath {
   readonly client: () => Dispatcher;
@@ -232,12 +272,21 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
       }),
     origin: `https://${setup.warmHost}:${setup.upPort}`,
   };
+  const threads0 = [setup.ours.pid, setup.unrecorded.pid].map(threadsByName);
   const [dRun, rRun, oRun, uRun] = (await bursts([direct, via(setup.relay), via(setup.ours), via(setup.unrecorded)])) as [
     BurstRun,
     BurstRun,
     BurstRun,
     BurstRun,
   ];
+  // Over every round of each (the warm-up round too) and the writer's quiet after each: the thread groups' split of the CPU per burst.
+  const [oursThreads, offThreads] = [setup.ours.pid, setup.unrecorded.pid].map((pid, i) =>
+    threadsSpent(threads0[i]!, threadsByName(pid))
+      .filter(([, ms]) => ms >= BURST_ROUNDS + 1)
+      .map(([name, ms]) => `${name} ${(ms / (BURST_ROUNDS + 1)).toFixed(0)}`)
+      .join(', '),
+  );
+  const floorMs = storeFloorMs(burstSizes());
   const direct50 = percentile(cold.direct, 50);
   const added = (times: readonly number[]): number => percentile(times, 50) - direct50;
   const coldValue = (times: readonly number[]): string =>
@@ -273,6 +322,13 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
       true,
       'context',
     ),
+    figure(
+      "  the recording's floor: the burst's bodies hashed, inserted into session.db as the writer opens it and checkpointed (raw better-sqlite3)",
+      `${floorMs.toFixed(0)} ms CPU per burst; ours' writer thread ${oRun.cpu.writer.toFixed(0)} ms (${(oRun.cpu.writer / floorMs).toFixed(2)}x the floor)`,
+      true,
+      'context',
+    ),
+    figure('  CPU per burst by thread, ms', `ours: ${oursThreads}; recording off: ${offThreads}`, true, 'context'),
     figure(
       '  recording CPU per MB',
       `writer thread ${perMb(oRun.cpu.writer)} ms/MB; proxy main thread ${perMb(oRun.cpu.main)} ms/MB recording on, ${perMb(uRun.cpu.main)} off (${perMb(oRun.cpu.main - uRun.cpu.main)} ms/MB for the recording); whole proxy ${perMb(oRun.cpu.proxy)} on, ${perMb(uRun.cpu.proxy)} off`,
