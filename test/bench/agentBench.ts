@@ -156,6 +156,9 @@ while time.monotonic() - t < 300:
 sys.exit(4)
 `;
 
+/** OWN_START twice in the guest, each in a HOME of its own: the agent's first and second start, one time a line. */
+const TWO_STARTS = 'python3 /workspace/own-start.py 1 && python3 /workspace/own-start.py 2';
+
 /**
  * Claude Code's `--version` on the host, its binary taken out of the image's root (the package
  * runs without Node); the median of RUNS, or why it could not run.
@@ -258,46 +261,29 @@ export async function agentBench(): Promise<boolean> {
     const agent = agentTerminal('claude', [], { ANTHROPIC_API_KEY: 'sk-ant-api03-own-start-0123456789abcdefghijklmnop' });
     writeFileSync(join(folder, 'agent.json'), JSON.stringify({ argv: agent.argv, env: agent.env, homeFiles: agent.homeFiles }));
     writeFileSync(join(folder, 'own-start.py'), OWN_START);
-    // The second start, in a HOME of its own too, differs from the first only in what the guest has already read.
-    const own: number[] = [];
-    const again: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const twice = (
-        await timedRun(home.root, env, ['sh', '-c', 'python3 /workspace/own-start.py 1 && python3 /workspace/own-start.py 2'], folder)
-      ).stdout
-        .trim()
-        .split(/\s+/)
-        .map(Number);
-      own.push(twice[0]!);
-      again.push(twice[1]!);
-    }
-    if ([...own, ...again].some((v) => !Number.isFinite(v)))
-      throw new Error(`Claude Code's own start printed no time: ${own.join(', ')} / ${again.join(', ')}`);
+    /**
+     * Claude Code's first and second start after boot, each in a fresh HOME of its own (so the second differs from
+     * the first only in what the guest has already read and run), RUNS boots; `before` runs first in the guest.
+     */
+    const twoStarts = async (before: string | null): Promise<{ first: number[]; second: number[] }> => {
+      const first: number[] = [];
+      const second: number[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        const out = (await timedRun(home.root, env, ['sh', '-c', before ? `${before} && ${TWO_STARTS}` : TWO_STARTS], folder)).stdout;
+        const [a, b] = out.trim().split(/\s+/).map(Number);
+        if (!Number.isFinite(a) || !Number.isFinite(b)) throw new Error(`Claude Code's own start printed no time: ${out}`);
+        first.push(a!);
+        second.push(b!);
+      }
+      return { first, second };
+    };
+    const { first: own, second: again } = await twoStarts(null);
 
     console.log(
       `  the same two starts after reading the agents' files in the guest first (as a spare's read-ahead does), ${RUNS} boots...`,
     );
     // What the first start pays for reading the agents' layer is the difference this makes; what is left is not the layer's.
-    const readFirst = `for f in ${READ_AHEAD_PATHS.join(' ')}; do cat "$f" > /dev/null; done`;
-    const readOwn: number[] = [];
-    const readAgain: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const twice = (
-        await timedRun(
-          home.root,
-          env,
-          ['sh', '-c', `${readFirst} && python3 /workspace/own-start.py 1 && python3 /workspace/own-start.py 2`],
-          folder,
-        )
-      ).stdout
-        .trim()
-        .split(/\s+/)
-        .map(Number);
-      readOwn.push(twice[0]!);
-      readAgain.push(twice[1]!);
-    }
-    if ([...readOwn, ...readAgain].some((v) => !Number.isFinite(v)))
-      throw new Error(`Claude Code's own start after the read printed no time: ${readOwn.join(', ')} / ${readAgain.join(', ')}`);
+    const { first: readOwn, second: readAgain } = await twoStarts(`for f in ${READ_AHEAD_PATHS.join(' ')}; do cat "$f" > /dev/null; done`);
 
     console.log(`  start to Claude Code's prompt: ${RUNS} x capsem run --agent claude...`);
     const prompt: number[] = [];
@@ -345,7 +331,7 @@ export async function agentBench(): Promise<boolean> {
         );
         try {
           if (session.boot.vm_spare === undefined) throw new Error('the Start did not adopt the waiting spare');
-          const r = await guestRun(session, ['sh', '-c', 'python3 /workspace/own-start.py 1 && python3 /workspace/own-start.py 2']);
+          const r = await guestRun(session, ['sh', '-c', TWO_STARTS]);
           const [first, second] = r.out.trim().split(/\s+/).map(Number);
           if (r.code !== 0 || !Number.isFinite(first) || !Number.isFinite(second))
             throw new Error(`Claude Code's own start in an adopted spare printed no time (exit ${r.code}): ${r.out} ${r.err}`);

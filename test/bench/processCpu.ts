@@ -22,19 +22,25 @@ function threadMs(pid: number, thread: number): number {
 /** The name the session writer gives its thread (writerWorker.ts), so its CPU is told apart from the proxy's main thread. */
 const WRITER_THREAD = 'capsem-writer';
 
-/** CPU time in ms of a process's session writer threads, 0 where it has none. */
-function writerMs(pid: number): number {
-  let ms = 0;
+/** A process's threads with their names (a thread that ended meanwhile is left out). */
+function namedThreads(pid: number): { tid: number; name: string }[] {
+  const threads: { tid: number; name: string }[] = [];
   for (const task of readdirSync(`/proc/${pid}/task`)) {
-    let name: string;
     try {
-      name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
+      threads.push({ tid: Number(task), name: readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim() });
     } catch {
       continue;
     }
-    if (name === WRITER_THREAD) ms += threadMs(pid, Number(task));
   }
-  return ms;
+  return threads;
+}
+
+/** The thread ids of a process's session writers. */
+const writerThreads = (pid: number): number[] => namedThreads(pid).flatMap((t) => (t.name === WRITER_THREAD ? [t.tid] : []));
+
+/** CPU time in ms of a process's session writer threads, 0 where it has none. */
+function writerMs(pid: number): number {
+  return writerThreads(pid).reduce((ms, tid) => ms + threadMs(pid, tid), 0);
 }
 
 /** How long a session writer must have done nothing (no CPU, no wait on the disk) to be taken as done: more than its idle checkpoint's wait (writerWorker.ts). */
@@ -46,13 +52,7 @@ const WRITER_QUIET_MS = 200;
  * on the next path's measure. At once where the process has no writer.
  */
 export async function writerQuiet(pid: number): Promise<void> {
-  const writers = readdirSync(`/proc/${pid}/task`).filter((task) => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim() === WRITER_THREAD;
-    } catch {
-      return false;
-    }
-  });
+  const writers = writerThreads(pid).map(String);
   if (writers.length === 0) return;
   const busy = (task: string): string => {
     try {
@@ -109,15 +109,9 @@ export function cpuFrom(proxyPid: number | undefined): (into: CpuSpent) => void 
 /** CPU time in ms of every thread of a process, summed by the thread's name (V8's GC helpers, libuv's pool, the writer...). */
 export function threadsByName(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    let name: string;
-    try {
-      name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
-    } catch {
-      continue;
-    }
-    if (Number(task) === pid) name = 'main';
-    byName.set(name, (byName.get(name) ?? 0) + threadMs(pid, Number(task)));
+  for (const { tid, name } of namedThreads(pid)) {
+    const group = tid === pid ? 'main' : name;
+    byName.set(group, (byName.get(group) ?? 0) + threadMs(pid, tid));
   }
   return byName;
 }
