@@ -31,7 +31,7 @@ import { figure, median, printFigures } from './report.ts';
 // agent VM. Then, unless CAPSEM_BENCH_FIRST_SESSION=0, a new user's first session: a clean
 // CAPSEM_HOME and HOME to Claude Code's prompt, the image build included, beside the build's stages.
 
-const RUNS = 3;
+const RUNS = 5;
 /** The native Claude Code the agent image runs, in its agents' layer. */
 const CLAUDE_BINARY = 'opt/capsem/agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude';
 const EXECS = 60;
