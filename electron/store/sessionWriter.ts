@@ -156,9 +156,12 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     return this.unwritableReason;
   }
 
-  /** True while the queue is above its high-water mark; wait on `drained()` before producing more. */
+  /**
+   * True while the queue is above its high-water mark; wait on `drained()` before producing more.
+   * Never once the writer thread has failed: nothing will drain, and the producer must not wait on it.
+   */
   get needsDrain(): boolean {
-    return this.stats.queuedBytes >= this.limits.highWaterBytes;
+    return this.failure === null && this.stats.queuedBytes >= this.limits.highWaterBytes;
   }
 
   drained(): Promise<void> {
@@ -338,6 +341,7 @@ export class SessionWriter extends EventEmitter<{ commit: [CommitInfo]; error: [
     if (this.failure) return;
     this.failure = err;
     for (const waiter of this.flushWaiters.splice(0)) waiter.reject(err);
+    for (const resolve of this.drainWaiters.splice(0)) resolve();
     if (this.listenerCount('error') > 0) this.emit('error', err);
   }
 }

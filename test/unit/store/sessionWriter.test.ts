@@ -131,6 +131,32 @@ describe('SessionWriter', () => {
   });
 });
 
+describe('SessionWriter past its high-water mark', () => {
+  it('lets a producer waiting for room go on when the writer thread dies, rather than wait for ever', async () => {
+    const path = dbPath();
+    const writer = await SessionWriter.open(path, {}, { highWaterBytes: 1024 });
+    const errors: Error[] = [];
+    writer.on('error', (err: Error) => errors.push(err));
+    const row = writer.append('net_events', net(1))!;
+    writer.append('event_body_blobs', {
+      event_id: row.eventId,
+      source_table: 'net_events',
+      direction: 'response',
+      original_bytes: 4096,
+      stored_bytes: 4096,
+      body: Buffer.alloc(4096, 0x62),
+      created_at: new Date().toISOString(),
+    });
+    expect(writer.needsDrain).toBe(true);
+    const room = writer.drained();
+    // What a crash of the writer thread looks like from the producer's side.
+    await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await room;
+    expect(writer.needsDrain).toBe(false);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining('session writer thread exited')]);
+  });
+});
+
 const noSmallDisk = smallDiskUnavailable();
 
 describe.skipIf(noSmallDisk !== null)(`SessionWriter on a disk that fills up${noSmallDisk ? ` (skipped: ${noSmallDisk})` : ''}`, () => {
