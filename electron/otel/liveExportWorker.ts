@@ -1,7 +1,8 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SessionEventStore } from '../sessions/sessionEventStore.ts';
+import { nameThisThread } from '../platform/threadName.ts';
 import { capsemHome, sessionPaths } from '../store/paths.ts';
 import { ExportLedger } from './exportLedger.ts';
 import type { LiveExportMessage, LiveExportReport, LiveExportStart } from './liveExportProtocol.ts';
@@ -20,17 +21,17 @@ import type { SessionFacts } from './sessionSpans.ts';
 /**
  * The thread takes the CPU the recording leaves: on Linux a thread's nice value is its own, and
  * setpriority on 0 sets the calling thread's, so this one runs at the lowest priority while the
- * proxy and the writer run at theirs. Named, so a profile or top -H shows it.
+ * proxy and the writer run at theirs.
  */
 function stepAside(): void {
   try {
     setPriority(0, constants.priority.PRIORITY_LOW);
-    writeFileSync('/proc/thread-self/comm', 'capsem-otel');
   } catch {
     // Not Linux, or not allowed: it runs at the process's priority, spaced by its reads' length.
   }
 }
 stepAside();
+nameThisThread('capsem-otel');
 
 const start = workerData as LiveExportStart;
 const port = parentPort!;

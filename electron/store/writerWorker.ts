@@ -4,6 +4,7 @@ import { rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThisThread } from '../platform/threadName.ts';
 import { diskFailure } from './diskFailure.ts';
 import { firstEventId } from './eventIds.ts';
 import { openSessionDbForWriting } from './sessionDb.ts';
@@ -26,18 +27,6 @@ import {
 const port = parentPort;
 if (!port) throw new Error('writerWorker must run in a worker thread');
 const send = (message: FromWorker): void => port.postMessage(message);
-
-/**
- * Named where Linux lets a thread name itself (every Node thread is otherwise "node"), so top and
- * the proxy bench tell the recording's CPU apart from the proxy's. Elsewhere it stays unnamed.
- */
-function nameThread(): void {
-  try {
-    writeFileSync('/proc/thread-self/comm', 'capsem-writer');
-  } catch {
-    // Not Linux, or /proc not mounted: only the name is missing.
-  }
-}
 
 /** One transaction: a loss marker is all there or not at all, and takes one commit's room on a full disk. */
 function upsertMeta(db: Database.Database, meta: Readonly<Record<string, string>>): void {
@@ -177,7 +166,8 @@ function lossMarker(reason: string, lost: RowCounts): Record<string, string> {
 }
 
 function main(init: WriterInit): void {
-  nameThread();
+  // So top and the proxy bench tell the recording's CPU apart from the proxy's.
+  nameThisThread('capsem-writer');
   const collect = garbageCollector();
   let bodyBytesSinceCollect = 0;
   let bodyBytesSinceCheckpoint = 0;
