@@ -159,6 +159,13 @@ sys.exit(4)
 /** OWN_START twice in the guest, each in a HOME of its own: the agent's first and second start, one time a line. */
 const TWO_STARTS = 'python3 /workspace/own-start.py 1 && python3 /workspace/own-start.py 2';
 
+/** The first and second start's milliseconds TWO_STARTS printed; `where` says which run, when it printed none. */
+function startTimes(out: string, where: string): [number, number] {
+  const [first, second] = out.trim().split(/\s+/).map(Number);
+  if (!Number.isFinite(first) || !Number.isFinite(second)) throw new Error(`Claude Code's own start ${where} printed no time: ${out}`);
+  return [first!, second!];
+}
+
 /**
  * Claude Code's `--version` on the host, its binary taken out of the image's root (the package
  * runs without Node); the median of RUNS, or why it could not run.
@@ -270,10 +277,9 @@ export async function agentBench(): Promise<boolean> {
       const second: number[] = [];
       for (let i = 0; i < RUNS; i++) {
         const out = (await timedRun(home.root, env, ['sh', '-c', before ? `${before} && ${TWO_STARTS}` : TWO_STARTS], folder)).stdout;
-        const [a, b] = out.trim().split(/\s+/).map(Number);
-        if (!Number.isFinite(a) || !Number.isFinite(b)) throw new Error(`Claude Code's own start printed no time: ${out}`);
-        first.push(a!);
-        second.push(b!);
+        const [a, b] = startTimes(out, 'after boot');
+        first.push(a);
+        second.push(b);
       }
       return { first, second };
     };
@@ -332,11 +338,10 @@ export async function agentBench(): Promise<boolean> {
         try {
           if (session.boot.vm_spare === undefined) throw new Error('the Start did not adopt the waiting spare');
           const r = await guestRun(session, ['sh', '-c', TWO_STARTS]);
-          const [first, second] = r.out.trim().split(/\s+/).map(Number);
-          if (r.code !== 0 || !Number.isFinite(first) || !Number.isFinite(second))
-            throw new Error(`Claude Code's own start in an adopted spare printed no time (exit ${r.code}): ${r.out} ${r.err}`);
-          adoptedOwn.push(first!);
-          adoptedAgain.push(second!);
+          if (r.code !== 0) throw new Error(`Claude Code's own start in an adopted spare exited ${r.code}: ${r.out} ${r.err}`);
+          const [first, second] = startTimes(r.out, 'in an adopted spare');
+          adoptedOwn.push(first);
+          adoptedAgain.push(second);
         } finally {
           await session.stop();
         }

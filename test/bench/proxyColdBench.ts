@@ -295,6 +295,8 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
   const perMb = (ms: number): string => (ms / totalMb).toFixed(2);
   const relayRatios = roundRatios(oRun.walls, rRun.walls);
   const toRelay = median(relayRatios);
+  const offToRelay = median(roundRatios(uRun.walls, rRun.walls));
+  const offCpu = uRun.cpu.bench + uRun.cpu.proxy;
   return [
     figure(
       'new TLS connection direct, first byte',
@@ -312,7 +314,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
     ),
     figure(
       '  burst against direct',
-      `${oRun.ratio.toFixed(2)}x direct wall time (${oRun.wallMs.toFixed(0)} vs ${dRun.wallMs.toFixed(0)} ms); the bare TLS relay ${rRun.ratio.toFixed(2)}x direct: what ending and reopening TLS alone allows here; ours ${median(roundRatios(uRun.walls, rRun.walls)).toFixed(2)}x the relay's with the recording off`,
+      `${oRun.ratio.toFixed(2)}x direct wall time (${oRun.wallMs.toFixed(0)} vs ${dRun.wallMs.toFixed(0)} ms); the bare TLS relay ${rRun.ratio.toFixed(2)}x direct: what ending and reopening TLS alone allows here; ours ${offToRelay.toFixed(2)}x the relay's with the recording off`,
       true,
       'context',
     ),
@@ -330,7 +332,7 @@ export async function coldFigures(setup: ColdSetup): Promise<Figure[]> {
     ),
     figure(
       '  the least ours can take with the bodies kept in session.db',
-      `${(median(roundRatios(uRun.walls, rRun.walls)) * (1 + floorMs / (uRun.cpu.bench + uRun.cpu.proxy))).toFixed(2)}x the relay: ours with the recording off, its wall time grown by the floor's CPU against that path's ${(uRun.cpu.bench + uRun.cpu.proxy).toFixed(0)} ms (the burst keeps both cores busy, so its wall time follows its CPU)`,
+      `${(offToRelay * (1 + floorMs / offCpu)).toFixed(2)}x the relay: ours with the recording off, its wall time grown by the floor's CPU against that path's ${offCpu.toFixed(0)} ms (the burst keeps both cores busy, so its wall time follows its CPU)`,
       true,
       'ceiling, estimated in this run',
     ),
